@@ -1,0 +1,131 @@
+/*
+ * commit.c --- writing the tree: copy-on-write nodes, then the header.
+ *
+ * 1. Every dirty node is written to a block the committed tree does not
+ *    use (a free node or a new block of inode 5), children before
+ *    parents; the blocks it used before become "pending".
+ * 2. Flush, write the header (the commit point), flush.
+ * 3. If blocks became pending: write them as free nodes chained in front
+ *    of the free list, flush, write the header again, flush.
+ * A crash at any point leaves the header naming either the old tree or
+ * the new one, whole.
+ */
+#include <string.h>
+#include "extref_int.h"
+
+static errcode_t write_node(struct extref_tree *t, struct xr_node *n)
+{
+	errcode_t err;
+	__u32 lblk;
+
+	err = xr_lblk_alloc(t, &lblk);
+	if (err)
+		return err;
+	if (n->lblk) {
+		err = xr_lblk_push(&t->pending, n->lblk);
+		if (err)
+			return err;
+	}
+	n->lblk = lblk;
+	xr_node_encode(t, n, lblk, t->buf);
+	err = xr_write_lblk(t, lblk, t->buf);
+	if (!err)
+		n->dirty = 0;
+	return err;
+}
+
+/* Post-order: a parent is written after its children's new places. */
+static errcode_t write_subtree(struct extref_tree *t, struct xr_node *n)
+{
+	errcode_t err;
+	int i;
+
+	if (!n->dirty)
+		return 0;
+	for (i = 0; n->level > 0 && i < n->nr; i++) {
+		struct xr_key *k = &n->u.keys[i];
+
+		if (!k->ptr || !k->ptr->dirty)
+			continue;
+		err = write_subtree(t, k->ptr);
+		if (err)
+			return err;
+		k->child = k->ptr->lblk;
+	}
+	return write_node(t, n);
+}
+
+errcode_t xr_write_header(struct extref_tree *t)
+{
+	struct extref_disk_header c;
+	errcode_t err;
+
+	xr_hdr_to_cpu(&t->hdr, &c);
+	c.h_root = t->root ? t->root->lblk : 0;
+	c.h_depth = t->depth;
+	c.h_nrecords = t->nrecords;
+	c.h_nblocks = t->nblocks;
+	c.h_free_head = t->free.n ? t->free.v[0] : 0;
+	c.h_free_count = t->free.n;
+	c.h_generation = t->generation;
+	memset(t->buf, 0, t->bs);
+	xr_hdr_to_disk(&c, (struct extref_disk_header *)t->buf);
+	xr_hdr_set_csum(t->seed, t->buf, t->bs);
+	err = io_channel_flush(t->fs->io);
+	if (!err)
+		err = xr_write_lblk(t, 0, t->buf);
+	if (!err)
+		err = io_channel_flush(t->fs->io);
+	if (!err)
+		memcpy(&t->hdr, t->buf, sizeof(t->hdr));
+	return err;
+}
+
+/* Chain the pending blocks in front of the free list. */
+static errcode_t free_pending(struct extref_tree *t)
+{
+	struct xr_lblk_vec nv = { 0 };
+	errcode_t err = 0;
+	size_t i;
+
+	for (i = 0; !err && i < t->pending.n; i++)
+		err = xr_lblk_push(&nv, t->pending.v[i]);
+	for (i = 0; !err && i < t->free.n; i++)
+		err = xr_lblk_push(&nv, t->free.v[i]);
+	for (i = 0; !err && i < t->pending.n; i++) {
+		xr_free_encode(t, nv.v[i], i + 1 < nv.n ? nv.v[i + 1] : 0,
+			       t->buf);
+		err = xr_write_lblk(t, nv.v[i], t->buf);
+	}
+	if (err) {
+		ext2fs_free_mem(&nv.v);
+		return err;
+	}
+	ext2fs_free_mem(&t->free.v);
+	t->free = nv;
+	t->pending.n = 0;
+	return xr_write_header(t);
+}
+
+errcode_t extref_tree_commit(extref_tree_t t)
+{
+	errcode_t err;
+
+	if (t->broken)
+		return t->broken;
+	if (!t->dirty)
+		return 0;
+	if (!(t->flags & EXTREF_TREE_RW))
+		return EXTREF_ERR_READ_ONLY;
+	t->generation++;
+	err = t->root ? write_subtree(t, t->root) : 0;
+	if (!err)
+		err = xr_write_header(t);
+	if (!err && t->pending.n)
+		err = free_pending(t);
+	if (err)
+		t->broken = err;
+	else
+		t->dirty = 0;
+	return err;
+}

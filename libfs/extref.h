@@ -1,0 +1,159 @@
+/*
+ * extref.h --- public interface of libextref.
+ *
+ * libextref reads and writes the reference-count tree of an extref image
+ * (an ext4 filesystem with the shared_blocks feature whose reference counts
+ * live in reserved inode 5).  It sits on libext2fs: an extref_fs holds an
+ * ext2_filsys, and every error is an errcode_t, either libext2fs's or one
+ * from extref's own com_err table (extref_err.h).
+ *
+ * Names: extref_fs_* for the image, extref_tree_* for the tree,
+ * extref_check_* for validators.
+ */
+#ifndef EXTREF_H
+#define EXTREF_H
+
+#include <ext2fs/ext2fs.h>
+#include "extref_err.h"
+#include "extref_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EXTREF_LIB_VERSION	"0.1.0"
+
+typedef struct extref_fs *extref_fs_t;
+typedef struct extref_tree *extref_tree_t;
+
+/* One leaf record in memory: blocks [start, start + len) mapped count times. */
+struct extref_rec {
+	blk64_t		start;
+	blk64_t		len;
+	__u32		count;
+};
+
+/* Flags for extref_fs_open(). */
+#define EXTREF_OPEN_RW		0x0001	/* open for writing */
+#define EXTREF_OPEN_NO_TREE	0x0002	/* open the ext4 part only */
+#define EXTREF_OPEN_FORCE	0x0004	/* ext4 part only if the tree fails */
+
+/*
+ * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
+ * missing shared_blocks feature, a missing or unknown tree or a header
+ * that fails validation is an error.  With EXTREF_OPEN_FORCE such an error
+ * still returns the opened fs (tree NULL) and reports the tree's error in
+ * *tree_err: for fsck and the debug shell.
+ */
+errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret_fs,
+			 errcode_t *tree_err);
+/* Wrap an ext2_filsys opened by the caller; the extref_fs then owns it. */
+errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret_fs,
+			 errcode_t *tree_err);
+/* Commit the tree (read-write images), then close everything. */
+errcode_t extref_fs_close(extref_fs_t fs);
+/* Close without committing: an abandoned operation. */
+void extref_fs_abort(extref_fs_t fs);
+ext2_filsys extref_fs_ext2(extref_fs_t fs);
+extref_tree_t extref_fs_tree(extref_fs_t fs);
+/* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE. */
+errcode_t extref_fs_load_tree(extref_fs_t fs);
+
+/*
+ * Make an empty tree in inode 5 and set shared_blocks.  Inode 5 must hold
+ * no blocks.  The time written into inode 5 is fs->now when set, else the
+ * current time.
+ */
+errcode_t extref_format(ext2_filsys fs);
+
+/* The crc32c seed the tree's checksums use for this filesystem. */
+__u32 extref_csum_seed(ext2_filsys fs);
+
+/* ----- The tree ----- */
+
+/* Flags for extref_tree_open(). */
+#define EXTREF_TREE_RW		0x0001
+
+errcode_t extref_tree_open(ext2_filsys fs, int flags, extref_tree_t *ret);
+/* Commit if dirty, then free.  extref_tree_free() drops changes. */
+errcode_t extref_tree_close(extref_tree_t tree);
+void extref_tree_free(extref_tree_t tree);
+
+/*
+ * Count of one block: the record's count, or 0 when no record covers it
+ * (the block has at most one mapping).
+ */
+errcode_t extref_tree_get_count(extref_tree_t tree, blk64_t blk, __u32 *count);
+
+/*
+ * Call func for each record overlapping [start, start + len), in order,
+ * clipped to the range when clip is non-zero (len 0: to the end).  func
+ * returns non-zero to stop early; the call still returns 0.
+ */
+typedef int (*extref_rec_func)(const struct extref_rec *rec, void *priv);
+errcode_t extref_tree_iterate(extref_tree_t tree, blk64_t start, blk64_t len,
+			      int clip, extref_rec_func func, void *priv);
+
+/* Raise the count of every block in the range by one (no record = 1). */
+errcode_t extref_tree_raise(extref_tree_t tree, blk64_t start, blk64_t len);
+
+/*
+ * Lower the count of every block in the range by one.  Blocks with no
+ * record lose their last mapping: freed() is called for each such maximal
+ * sub-range, in order, after the tree is updated in memory.  The caller
+ * frees those blocks.  freed may be NULL.
+ */
+typedef errcode_t (*extref_freed_func)(blk64_t start, blk64_t len, void *priv);
+errcode_t extref_tree_lower(extref_tree_t tree, blk64_t start, blk64_t len,
+			    extref_freed_func freed, void *priv);
+
+/*
+ * Write every change since the last commit: new nodes first, then (after
+ * a flush) the header, the commit point.  See FORMAT.md, "Commit".
+ */
+errcode_t extref_tree_commit(extref_tree_t tree);
+
+/* Summary figures of the in-memory tree. */
+struct extref_tree_stats {
+	__u64	records;
+	__u32	depth;
+	__u32	nodes;		/* tree nodes (all levels) */
+	__u32	leaves;
+	__u32	free_nodes;
+	__u32	file_blocks;	/* h_nblocks */
+	__u32	capacity;	/* entries per node */
+	__u64	generation;
+};
+errcode_t extref_tree_get_stats(extref_tree_t tree,
+				struct extref_tree_stats *st);
+
+/*
+ * Limit entries per node (tests only: makes deep trees with few records).
+ * 0 restores the block-size capacity.  Values below 4 are raised to 4.
+ */
+void extref_tree_set_fanout(extref_tree_t tree, unsigned int max_entries);
+
+/* ----- Validation ----- */
+
+/*
+ * Walk the whole tree from its header: every node's magic, checksum,
+ * level, own block number, entry count, order, key bounds, records, the
+ * free list, nodes reachable twice and blocks of inode 5 accounted for.
+ * report() is called once per problem with the lblk concerned (0 for the
+ * header) and an EXTREF_ERR_* code; it may return non-zero to stop.  The
+ * return value is 0 when the tree is sound, else the first problem's code.
+ * It checks the tree as committed on disk, not uncommitted changes.
+ */
+typedef int (*extref_problem_func)(errcode_t problem, __u32 lblk,
+				   const char *detail, void *priv);
+errcode_t extref_tree_check(extref_tree_t tree, extref_problem_func report,
+			    void *priv);
+/* The same check on a filesystem whose tree could not be opened. */
+errcode_t extref_check_fs(ext2_filsys fs, extref_problem_func report,
+			  void *priv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EXTREF_H */

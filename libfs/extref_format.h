@@ -1,0 +1,191 @@
+/*
+ * extref_format.h --- the on-disk format of the extref reference-count tree.
+ *
+ * This is the only header that describes bytes on disk.  Every structure
+ * is little-endian, packed by construction (no implicit padding), and has
+ * its size and field offsets checked at compile time at the end of this
+ * file.  Code never byte-swaps these structures in place: it decodes into
+ * the in-memory forms in extref_int.h and encodes back (see ondisk.c).
+ *
+ * docs/FORMAT.md is the prose version of this file; keep them in step.
+ *
+ * Where the tree lives
+ * --------------------
+ * The tree is the data of reserved inode 5 (EXT2_BOOT_LOADER_INO), a
+ * regular-mode inode with the extents flag.  The filesystem has the
+ * RO_COMPAT_SHARED_BLOCKS feature.  The file is an array of blocks of the
+ * filesystem's block size; a block is named by its logical block number in
+ * that file (an "lblk").  Logical block 0 holds the header; every other
+ * block below header.h_nblocks is either a tree node or a free node.
+ */
+#ifndef EXTREF_FORMAT_H
+#define EXTREF_FORMAT_H
+
+#include <stddef.h>
+#include <ext2fs/ext2_types.h>
+
+#define EXTREF_INO		5	/* EXT2_BOOT_LOADER_INO */
+
+/*
+ * The header block (logical block 0).
+ *
+ * h_magic	EXTREF_HDR_MAGIC.
+ * h_version	EXTREF_VERSION.  A reader that does not know the version
+ *		refuses to load the tree (the ext4 part stays readable).
+ * h_incompat	Features a reader must understand to read the tree at all.
+ * h_ro_compat	Features a reader may ignore when only reading; a writer
+ *		that does not know one of them must not write.
+ * h_compat	Features every reader and writer may ignore.
+ * h_blocksize	Node size in bytes; always the filesystem's block size.
+ * h_uuid	The filesystem's s_uuid when the tree was made.
+ * h_root	lblk of the root node, 0 when the tree is empty.
+ * h_depth	Number of levels: 0 for an empty tree, 1 when the root is a
+ *		leaf.  At most EXTREF_MAX_DEPTH.
+ * h_nrecords	Number of leaf records in the tree.
+ * h_nblocks	Number of blocks of the file in use by the format (header,
+ *		nodes and free nodes): lblks 0 .. h_nblocks-1.
+ * h_free_head	lblk of the first free node, 0 when the free list is empty.
+ * h_free_count	Number of free nodes reachable from h_free_head.
+ * h_generation	Incremented by every commit.
+ * h_checksum	crc32c (seeded as described in FORMAT.md) of the first
+ *		EXTREF_HDR_CSUM_OFFSET bytes of the block.
+ *
+ * The rest of the block is zero.
+ */
+#define EXTREF_HDR_MAGIC	0x48465258	/* "XRFH" */
+#define EXTREF_VERSION		1
+
+#define EXTREF_FEATURE_COMPAT_SUPP	0
+#define EXTREF_FEATURE_RO_COMPAT_SUPP	0
+#define EXTREF_FEATURE_INCOMPAT_SUPP	0
+
+#define EXTREF_MAX_DEPTH	8
+
+struct extref_disk_header {
+/*00*/	__le32	h_magic;
+/*04*/	__le16	h_version;
+/*06*/	__le16	h_depth;
+/*08*/	__le32	h_compat;
+/*0c*/	__le32	h_ro_compat;
+/*10*/	__le32	h_incompat;
+/*14*/	__le32	h_blocksize;
+/*18*/	__u8	h_uuid[16];
+/*28*/	__le32	h_root;
+/*2c*/	__le32	h_nblocks;
+/*30*/	__le64	h_nrecords;
+/*38*/	__le32	h_free_head;
+/*3c*/	__le32	h_free_count;
+/*40*/	__le64	h_generation;
+/*48*/	__le32	h_reserved[13];
+/*7c*/	__le32	h_checksum;
+/*80*/
+};
+#define EXTREF_HDR_CSUM_OFFSET	0x7c
+
+/*
+ * Every node, tree or free, starts with this header.
+ *
+ * n_magic	EXTREF_NODE_MAGIC for a tree node, EXTREF_FREE_MAGIC for a
+ *		free node.
+ * n_level	0 for a leaf, parent level = child level + 1.  The root's
+ *		level is h_depth - 1.  Unused (0) in a free node.
+ * n_nr		Number of entries after the header, 1 .. capacity (the root
+ *		may hold 0 entries only while the tree is empty, which is
+ *		written as h_root = 0 instead).  0 in a free node.
+ * n_blkno	The node's own lblk: catches misdirected reads and writes.
+ * n_next	Free nodes: lblk of the next free node, 0 at the end.
+ *		Tree nodes: 0.
+ * n_generation	h_generation of the commit that wrote the node.
+ * n_checksum	crc32c over the whole block, with this field taken as zero.
+ */
+#define EXTREF_NODE_MAGIC	0x4e465258	/* "XRFN" */
+#define EXTREF_FREE_MAGIC	0x46465258	/* "XRFF" */
+
+struct extref_disk_node {
+/*00*/	__le32	n_magic;
+/*04*/	__le16	n_level;
+/*06*/	__le16	n_nr;
+/*08*/	__le32	n_blkno;
+/*0c*/	__le32	n_next;
+/*10*/	__le64	n_generation;
+/*18*/	__le32	n_reserved;
+/*1c*/	__le32	n_checksum;
+/*20*/
+};
+#define EXTREF_NODE_CSUM_OFFSET	0x1c
+
+/*
+ * A leaf record: physical blocks [r_start, r_start + r_len) of the
+ * filesystem are each mapped r_count times by extent mappings of inodes.
+ * Legal values: r_len >= 1, r_count >= 2, r_start + r_len <= the block
+ * count of the filesystem, r_start >= s_first_data_block.
+ * Records in a leaf are sorted by r_start and never overlap; across the
+ * whole tree, two records that touch (a.r_start + a.r_len == b.r_start)
+ * have different counts unless a.r_len + b.r_len > EXTREF_MAX_REC_LEN.
+ */
+struct extref_disk_rec {
+/*00*/	__le64	r_start;
+/*08*/	__le32	r_len;
+/*0c*/	__le32	r_count;
+/*10*/
+};
+#define EXTREF_MAX_REC_LEN	0xffffffffU
+#define EXTREF_MAX_COUNT	0xffffffffU
+
+/*
+ * An index entry of an interior node: every record in the subtree at
+ * lblk k_child has r_start >= k_key, and below the next entry's k_key.
+ * Keys are strictly increasing within a node.  k_reserved is zero.
+ */
+struct extref_disk_key {
+/*00*/	__le64	k_key;
+/*08*/	__le32	k_child;
+/*0c*/	__le32	k_reserved;
+/*10*/
+};
+
+/* Compile-time checks of every on-disk structure. */
+#define EXTREF_CHECK_SIZE(type, size) \
+	_Static_assert(sizeof(struct type) == (size), #type " size")
+#define EXTREF_CHECK_OFF(type, field, off) \
+	_Static_assert(offsetof(struct type, field) == (off), \
+		       #type "." #field " offset")
+
+EXTREF_CHECK_SIZE(extref_disk_header, 0x80);
+EXTREF_CHECK_OFF(extref_disk_header, h_version, 0x04);
+EXTREF_CHECK_OFF(extref_disk_header, h_depth, 0x06);
+EXTREF_CHECK_OFF(extref_disk_header, h_compat, 0x08);
+EXTREF_CHECK_OFF(extref_disk_header, h_ro_compat, 0x0c);
+EXTREF_CHECK_OFF(extref_disk_header, h_incompat, 0x10);
+EXTREF_CHECK_OFF(extref_disk_header, h_blocksize, 0x14);
+EXTREF_CHECK_OFF(extref_disk_header, h_uuid, 0x18);
+EXTREF_CHECK_OFF(extref_disk_header, h_root, 0x28);
+EXTREF_CHECK_OFF(extref_disk_header, h_nblocks, 0x2c);
+EXTREF_CHECK_OFF(extref_disk_header, h_nrecords, 0x30);
+EXTREF_CHECK_OFF(extref_disk_header, h_free_head, 0x38);
+EXTREF_CHECK_OFF(extref_disk_header, h_free_count, 0x3c);
+EXTREF_CHECK_OFF(extref_disk_header, h_generation, 0x40);
+EXTREF_CHECK_OFF(extref_disk_header, h_reserved, 0x48);
+EXTREF_CHECK_OFF(extref_disk_header, h_checksum, EXTREF_HDR_CSUM_OFFSET);
+
+EXTREF_CHECK_SIZE(extref_disk_node, 0x20);
+EXTREF_CHECK_OFF(extref_disk_node, n_level, 0x04);
+EXTREF_CHECK_OFF(extref_disk_node, n_nr, 0x06);
+EXTREF_CHECK_OFF(extref_disk_node, n_blkno, 0x08);
+EXTREF_CHECK_OFF(extref_disk_node, n_next, 0x0c);
+EXTREF_CHECK_OFF(extref_disk_node, n_generation, 0x10);
+EXTREF_CHECK_OFF(extref_disk_node, n_checksum, EXTREF_NODE_CSUM_OFFSET);
+
+EXTREF_CHECK_SIZE(extref_disk_rec, 0x10);
+EXTREF_CHECK_OFF(extref_disk_rec, r_len, 0x08);
+EXTREF_CHECK_OFF(extref_disk_rec, r_count, 0x0c);
+
+EXTREF_CHECK_SIZE(extref_disk_key, 0x10);
+EXTREF_CHECK_OFF(extref_disk_key, k_child, 0x08);
+EXTREF_CHECK_OFF(extref_disk_key, k_reserved, 0x0c);
+
+/* Entries that fit in a node of the given block size. */
+#define EXTREF_NODE_CAPACITY(bs) \
+	(((bs) - sizeof(struct extref_disk_node)) / sizeof(struct extref_disk_rec))
+
+#endif /* EXTREF_FORMAT_H */

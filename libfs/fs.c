@@ -1,0 +1,117 @@
+/*
+ * fs.c --- an extref image: the ext4 filesystem and its tree together.
+ */
+#include <stdlib.h>
+#include <errno.h>
+#include "extref_int.h"
+
+struct extref_fs {
+	ext2_filsys	fs;
+	extref_tree_t	tree;
+	int		flags;
+};
+
+ext2_filsys extref_fs_ext2(extref_fs_t xfs)
+{
+	return xfs->fs;
+}
+
+extref_tree_t extref_fs_tree(extref_fs_t xfs)
+{
+	return xfs->tree;
+}
+
+/* fs->now from SOURCE_DATE_EPOCH, when it holds a plain number. */
+static void set_clock(ext2_filsys fs)
+{
+	const char *s = getenv("SOURCE_DATE_EPOCH");
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == 0 && *end == 0)
+		fs->now = (time_t)v;
+}
+
+errcode_t extref_fs_load_tree(extref_fs_t xfs)
+{
+	int tflags = (xfs->flags & EXTREF_OPEN_RW) ? EXTREF_TREE_RW : 0;
+
+	if (xfs->tree)
+		return 0;
+	return extref_tree_open(xfs->fs, tflags, &xfs->tree);
+}
+
+errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
+			 errcode_t *tree_err)
+{
+	struct extref_fs *xfs;
+	errcode_t err;
+
+	if (tree_err)
+		*tree_err = 0;
+	err = ext2fs_get_memzero(sizeof(*xfs), &xfs);
+	if (err)
+		return err;
+	xfs->fs = fs;
+	xfs->flags = flags;
+	set_clock(fs);
+	if (!(flags & EXTREF_OPEN_NO_TREE)) {
+		err = extref_fs_load_tree(xfs);
+		if (err && (flags & EXTREF_OPEN_FORCE)) {
+			if (tree_err)
+				*tree_err = err;
+			err = 0;
+		}
+	}
+	if (err) {
+		ext2fs_free_mem(&xfs);
+		return err;
+	}
+	*ret = xfs;
+	return 0;
+}
+
+errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
+			 errcode_t *tree_err)
+{
+	ext2_filsys fs;
+	int eflags = EXT2_FLAG_64BITS;
+	errcode_t err;
+
+	if (flags & EXTREF_OPEN_RW)
+		eflags |= EXT2_FLAG_RW;
+	if (flags & EXTREF_OPEN_FORCE)
+		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	err = ext2fs_open2(name, NULL, eflags, 0, 0, unix_io_manager, &fs);
+	if (err)
+		return err;
+	err = extref_fs_wrap(fs, flags, ret, tree_err);
+	if (err)
+		ext2fs_free(fs);
+	return err;
+}
+
+errcode_t extref_fs_close(extref_fs_t xfs)
+{
+	errcode_t err, err2;
+
+	if (!xfs)
+		return 0;
+	err = extref_tree_close(xfs->tree);
+	err2 = ext2fs_close_free(&xfs->fs);
+	ext2fs_free_mem(&xfs);
+	return err ? err : err2;
+}
+
+void extref_fs_abort(extref_fs_t xfs)
+{
+	if (!xfs)
+		return;
+	extref_tree_free(xfs->tree);
+	ext2fs_free(xfs->fs);
+	ext2fs_free_mem(&xfs);
+}

@@ -1,0 +1,120 @@
+/*
+ * pmap.c --- the blocks of inode 5: logical to physical, and growth.
+ */
+#include <string.h>
+#include "extref_int.h"
+
+static errcode_t pmap_reserve(struct extref_tree *t, __u32 len)
+{
+	errcode_t err;
+	__u32 cap = t->pmap_len ? t->pmap_len : 16;
+
+	if (len <= t->pmap_len)
+		return 0;
+	while (cap < len)
+		cap *= 2;
+	err = ext2fs_resize_mem(t->pmap_len * sizeof(blk64_t),
+				cap * sizeof(blk64_t), &t->pmap);
+	if (err)
+		return err;
+	memset(t->pmap + t->pmap_len, 0, (cap - t->pmap_len) * sizeof(blk64_t));
+	t->pmap_len = cap;
+	return 0;
+}
+
+struct pmap_walk {
+	struct extref_tree	*t;
+	__u32			limit;
+	errcode_t		err;
+};
+
+static int pmap_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		      blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct pmap_walk *w = priv;
+
+	(void) fs; (void) ref_blk; (void) ref_offset;
+	if (blockcnt < 0 || (__u64)blockcnt >= w->limit)
+		return 0;
+	w->err = pmap_reserve(w->t, blockcnt + 1);
+	if (w->err)
+		return BLOCK_ABORT;
+	w->t->pmap[blockcnt] = *blocknr;
+	return 0;
+}
+
+/*
+ * Map every block of inode 5 below the larger of its size and the
+ * header's h_nblocks.  Unmapped entries stay 0: reading one is an error.
+ */
+errcode_t xr_pmap_load(struct extref_tree *t)
+{
+	struct ext2_inode inode;
+	struct pmap_walk w = { .t = t };
+	errcode_t err;
+	__u64 isize;
+
+	err = ext2fs_read_inode(t->fs, EXTREF_INO, &inode);
+	if (err)
+		return err;
+	isize = EXT2_I_SIZE(&inode) / t->bs;
+	w.limit = t->nblocks;
+	if (isize > w.limit && isize < (__u64)t->nblocks + 65536)
+		w.limit = isize;
+	err = pmap_reserve(t, t->nblocks);
+	if (err)
+		return err;
+	err = ext2fs_block_iterate3(t->fs, EXTREF_INO,
+				    BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+				    NULL, pmap_block, &w);
+	return err ? err : w.err;
+}
+
+/*
+ * Make sure lblk has a physical block, allocating one near the previous
+ * lblk's when needed, and that inode 5's size covers it.
+ */
+errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk)
+{
+	struct ext2_inode inode;
+	blk64_t pblk = 0;
+	errcode_t err;
+
+	err = pmap_reserve(t, lblk + 1);
+	if (err)
+		return err;
+	err = ext2fs_read_inode(t->fs, EXTREF_INO, &inode);
+	if (err)
+		return err;
+	if (t->pmap[lblk] == 0) {
+		err = ext2fs_bmap2(t->fs, EXTREF_INO, &inode, NULL, BMAP_ALLOC,
+				   lblk, NULL, &pblk);
+		if (err)
+			return err;
+		t->pmap[lblk] = pblk;
+		err = ext2fs_read_inode(t->fs, EXTREF_INO, &inode);
+		if (err)
+			return err;
+	}
+	if (EXT2_I_SIZE(&inode) < ((__u64)lblk + 1) * t->bs) {
+		err = ext2fs_inode_size_set(t->fs, &inode,
+					    ((__u64)lblk + 1) * t->bs);
+		if (!err)
+			err = ext2fs_write_inode(t->fs, EXTREF_INO, &inode);
+	}
+	return err;
+}
+
+errcode_t xr_read_lblk(struct extref_tree *t, __u32 lblk, void *buf)
+{
+	if (lblk >= t->pmap_len || t->pmap[lblk] == 0)
+		return EXTREF_ERR_INO5_SIZE;
+	return io_channel_read_blk64(t->fs->io, t->pmap[lblk], 1, buf);
+}
+
+errcode_t xr_write_lblk(struct extref_tree *t, __u32 lblk, const void *buf)
+{
+	if (lblk >= t->pmap_len || t->pmap[lblk] == 0)
+		return EXTREF_ERR_INO5_SIZE;
+	return io_channel_write_blk64(t->fs->io, t->pmap[lblk], 1, buf);
+}
