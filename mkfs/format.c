@@ -1,0 +1,86 @@
+/*
+ * format.c --- add the empty reference-count tree to the new filesystem.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <et/com_err.h>
+#include <ext2fs/ext2fs.h>
+#include <uuid/uuid.h>
+
+#include "extref.h"
+#include "mkfs.h"
+
+struct summary {
+	unsigned long long	blocks;
+	unsigned int		blocksize;
+	unsigned int		inodes;
+	unsigned int		inode_size;
+	unsigned int		journal;
+	char			uuid[37];
+	char			label[EXT2_LABEL_LEN + 1];
+};
+
+static void collect(ext2_filsys fs, struct summary *s)
+{
+	struct ext2_super_block *sb = fs->super;
+
+	s->blocks = ext2fs_blocks_count(sb);
+	s->blocksize = fs->blocksize;
+	s->inodes = sb->s_inodes_count;
+	s->inode_size = EXT2_INODE_SIZE(sb);
+	s->journal = ext2fs_has_feature_journal(sb);
+	uuid_unparse(sb->s_uuid, s->uuid);
+	memset(s->label, 0, sizeof(s->label));
+	memcpy(s->label, sb->s_volume_name, EXT2_LABEL_LEN);
+}
+
+static void print_summary(const char *image, const struct summary *s)
+{
+	unsigned long long bytes = s->blocks * s->blocksize;
+
+	printf("%s: made an extref filesystem on %s\n", prog, image);
+	printf("  size:                 %llu bytes (%.1f MiB), %llu blocks "
+	       "of %u bytes\n", bytes, bytes / 1048576.0, s->blocks,
+	       s->blocksize);
+	printf("  inodes:               %u of %u bytes\n", s->inodes,
+	       s->inode_size);
+	if (s->label[0])
+		printf("  label:                %s\n", s->label);
+	printf("  UUID:                 %s\n", s->uuid);
+	printf("  journal:              %s\n", s->journal ? "yes" : "no");
+	printf("  reference-count tree: empty, in inode %d\n", EXTREF_INO);
+}
+
+int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
+{
+	ext2_filsys fs = NULL;
+	struct summary s;
+	errcode_t err;
+
+	(void)t;
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
+			   0, 0, unix_io_manager, &fs);
+	if (err) {
+		com_err(prog, err, "while opening %s", o->image);
+		return -1;
+	}
+	if (o->have_epoch)
+		fs->now = (time_t)o->epoch;
+	err = extref_format(fs);
+	if (err) {
+		com_err(prog, err, "while creating the reference-count tree "
+			"on %s", o->image);
+		ext2fs_free(fs);
+		return -1;
+	}
+	collect(fs, &s);
+	err = ext2fs_close_free(&fs);
+	if (err) {
+		com_err(prog, err, "while writing %s", o->image);
+		return -1;
+	}
+	if (!o->quiet)
+		print_summary(o->image, &s);
+	return 0;
+}

@@ -1,0 +1,226 @@
+/*
+ * main.c --- mkfs.extref: make an empty extref image.
+ *
+ * Usage: mkfs.extref [options] IMAGE [SIZE]
+ *
+ * Every option and the size are checked before the image is touched; the
+ * steps after that are target_create() (target.c), run_mke2fs()
+ * (mke2fs_run.c) and format_image() (format.c).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <et/com_err.h>
+#include <ext2fs/ext2fs.h>
+#include <uuid/uuid.h>
+
+#include "extref.h"
+#include "mkfs.h"
+
+#ifndef EXTREF_VERSION_STRING
+#define EXTREF_VERSION_STRING EXTREF_LIB_VERSION
+#endif
+
+const char *prog = "mkfs.extref";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: %s [options] IMAGE [SIZE]\n"
+"Make an empty extref image: an ext4 filesystem with an empty\n"
+"reference-count tree in inode 5.\n"
+"\n"
+"SIZE is a number with an optional K, M, G or T suffix (powers of 1024);\n"
+"a plain number counts blocks (of -b's size, else of 1024 bytes).\n"
+"Needed when IMAGE does not exist; a smaller file is extended.\n"
+"\n"
+"Options:\n"
+"  -b BLOCKSIZE   block size: 1024, 2048 or 4096\n"
+"  -N NUM         number of inodes\n"
+"  -i BYTES       bytes per inode\n"
+"  -I SIZE        inode size in bytes\n"
+"  -L LABEL       volume label (at most 16 bytes)\n"
+"  -U UUID        filesystem UUID\n"
+"  -E OPTS        extended options: hash_seed=UUID, root_owner=UID:GID,\n"
+"                 lazy_itable_init=0|1, nodiscard\n"
+"  -O FEATURES    ext4 features to set or (with ^) clear, as in mke2fs\n"
+"  -F             overwrite an existing filesystem\n"
+"  -q             quiet\n"
+"  -V             print the version and exit\n"
+"  -h, --help     print this help and exit\n", prog);
+}
+
+static void bad_usage(void)
+{
+	usage(stderr);
+	exit(1);
+}
+
+static void version(void)
+{
+	const char *lib_ver;
+
+	ext2fs_get_library_version(&lib_ver, NULL);
+	printf("%s %s (EXT2FS library %s)\n", prog, EXTREF_VERSION_STRING,
+	       lib_ver);
+	exit(0);
+}
+
+static const char *digits_opt(const char *arg, unsigned long long min,
+			      unsigned long long max, const char *what)
+{
+	unsigned long long v;
+
+	if (parse_uint(arg, max, &v) || v < min)
+		fatal("invalid %s '%s' (must be %llu to %llu)", what, arg,
+		      min, max);
+	return arg;
+}
+
+static void check_inode_size(const char *arg)
+{
+	unsigned long long v;
+
+	if (parse_uint(arg, 65536, &v) || v < EXT2_GOOD_OLD_INODE_SIZE ||
+	    (v & (v - 1)))
+		fatal("invalid inode size '%s' (must be a power of 2 from "
+		      "128 to the block size)", arg);
+}
+
+static void check_uuid(const char *arg)
+{
+	uuid_t u;
+
+	if (!strcmp(arg, "random") || !strcmp(arg, "time") ||
+	    !strcmp(arg, "null") || !strcmp(arg, "clear"))
+		return;
+	if (uuid_parse(arg, u))
+		fatal("invalid UUID '%s'", arg);
+}
+
+static void get_epoch(struct mkfs_opts *o)
+{
+	const char *s = getenv("SOURCE_DATE_EPOCH");
+	unsigned long long v;
+
+	if (!s)
+		return;
+	/* ext4 timestamps reach the year 2446 with extra_isize. */
+	if (parse_uint(s, 0x3ffffffffULL, &v))
+		fatal("invalid SOURCE_DATE_EPOCH '%s' (must be a decimal "
+		      "integer of seconds since 1970)", s);
+	o->have_epoch = 1;
+	o->epoch = (long long)v;
+}
+
+static void parse_args(int argc, char **argv, struct mkfs_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	unsigned long long v;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "b:N:i:I:L:U:E:O:FqVh",
+				longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (parse_uint(optarg, 65536, &v) ||
+			    (v != 1024 && v != 2048 && v != 4096))
+				fatal("invalid block size '%s' (must be 1024, "
+				      "2048 or 4096)", optarg);
+			o->blocksize = (unsigned int)v;
+			break;
+		case 'N':
+			o->inodes = digits_opt(optarg, 1, 0xffffffffULL,
+					       "inode count");
+			break;
+		case 'i':
+			o->inode_ratio = digits_opt(optarg, 1024, 67108864,
+						    "bytes-per-inode");
+			break;
+		case 'I':
+			check_inode_size(optarg);
+			o->inode_size = optarg;
+			break;
+		case 'L':
+			if (strlen(optarg) > MKFS_LABEL_MAX)
+				fatal("label '%s' is too long (at most %d "
+				      "bytes)", optarg, MKFS_LABEL_MAX);
+			o->label = optarg;
+			break;
+		case 'U':
+			check_uuid(optarg);
+			o->uuid = optarg;
+			break;
+		case 'E':
+			check_ext_opts(o, optarg);
+			break;
+		case 'O':
+			check_features(o, optarg);
+			break;
+		case 'F':
+			o->force = 1;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'V':
+			version();
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			if (optopt && strchr("bNiILUEO", optopt))
+				fprintf(stderr, "%s: option -%c needs an "
+					"argument\n", prog, optopt);
+			else if (optopt)
+				fprintf(stderr, "%s: invalid option -%c\n",
+					prog, optopt);
+			else
+				fprintf(stderr, "%s: invalid option %s\n",
+					prog, argv[optind - 1]);
+			bad_usage();
+		}
+	}
+	if (optind >= argc || argc - optind > 2)
+		bad_usage();
+	o->image = argv[optind];
+	if (argc - optind == 2)
+		o->size_arg = argv[optind + 1];
+	if (!o->image[0])
+		fatal("empty IMAGE name");
+}
+
+int main(int argc, char **argv)
+{
+	struct mkfs_opts o;
+	struct mkfs_target t;
+
+	memset(&o, 0, sizeof(o));
+	memset(&t, 0, sizeof(t));
+	add_error_table(&et_ext2_error_table);
+	add_error_table(&et_xref_error_table);
+
+	parse_args(argc, argv, &o);
+	get_epoch(&o);
+	if (o.size_arg &&
+	    parse_size(o.size_arg, o.blocksize ? o.blocksize : 1024,
+		       &o.size_bytes))
+		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
+		      "or T suffix)", o.size_arg);
+
+	target_probe(&o, &t);		/* nothing touched yet */
+	target_create(&o, &t);
+	if (run_mke2fs(&o, &t) || format_image(&o, &t)) {
+		target_undo(&o, &t);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,296 @@
+/*
+ * mke2fs_run.c --- lay out the ext4 filesystem with the stock mke2fs.
+ *
+ * mke2fs runs as a child (fork + exec, no shell) with MKE2FS_CONFIG
+ * pointing at a configuration of our own, so the result does not depend
+ * on the host's /etc/mke2fs.conf.  Its output is captured; on failure we
+ * print one line made from its first meaningful error message.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mkfs.h"
+
+#ifndef MKE2FS_PATH
+#define MKE2FS_PATH "/sbin/mke2fs"
+#endif
+
+/* Debian's mke2fs.conf, minus the types we never ask for. */
+static const char mke2fs_conf[] =
+	"[defaults]\n"
+	"\tbase_features = sparse_super,large_file,filetype,resize_inode,"
+	"dir_index,ext_attr\n"
+	"\tdefault_mntopts = acl,user_xattr\n"
+	"\tenable_periodic_fsck = 0\n"
+	"\tblocksize = 4096\n"
+	"\tinode_size = 256\n"
+	"\tinode_ratio = 16384\n"
+	"\n"
+	"[fs_types]\n"
+	"\text4 = {\n"
+	"\t\tfeatures = has_journal,extent,huge_file,flex_bg,metadata_csum,"
+	"64bit,dir_nlink,extra_isize\n"
+	"\t}\n"
+	"\tsmall = {\n"
+	"\t\tblocksize = 1024\n"
+	"\t\tinode_ratio = 4096\n"
+	"\t}\n"
+	"\tfloppy = {\n"
+	"\t\tblocksize = 1024\n"
+	"\t\tinode_ratio = 8192\n"
+	"\t}\n"
+	"\tbig = {\n"
+	"\t\tinode_ratio = 32768\n"
+	"\t}\n"
+	"\thuge = {\n"
+	"\t\tinode_ratio = 65536\n"
+	"\t}\n";
+
+/* Write the configuration to a temporary file; its name in path. */
+static int write_conf(char *path, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	size_t n = sizeof(mke2fs_conf) - 1;
+	int fd;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	snprintf(path, len, "%s/mkfs.extref.conf.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0) {
+		error_line("cannot create a temporary file in %s: %s", dir,
+			   strerror(errno));
+		return -1;
+	}
+	if (write(fd, mke2fs_conf, n) != (ssize_t)n || close(fd) < 0) {
+		error_line("cannot write %s: %s", path, strerror(errno));
+		unlink(path);
+		return -1;
+	}
+	return 0;
+}
+
+#define MAX_ARGS 32
+
+static void add(const char **argv, int *argc, const char *a)
+{
+	if (*argc < MAX_ARGS - 1)
+		argv[(*argc)++] = a;
+	argv[*argc] = NULL;
+}
+
+static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
+		       const char **argv, char *bsbuf, char *sizebuf)
+{
+	int n = 0;
+
+	add(argv, &n, "mke2fs");
+	add(argv, &n, "-q");
+	add(argv, &n, "-F");
+	add(argv, &n, "-t");
+	add(argv, &n, "ext4");
+	sprintf(bsbuf, "%u", o->blocksize);
+	add(argv, &n, "-b");
+	add(argv, &n, bsbuf);
+#define OPT(flag, val) do { if (val) { add(argv, &n, flag); \
+				       add(argv, &n, val); } } while (0)
+	OPT("-N", o->inodes);
+	OPT("-i", o->inode_ratio);
+	OPT("-I", o->inode_size);
+	OPT("-L", o->label);
+	OPT("-U", o->uuid);
+	OPT("-E", o->ext_opts);
+	OPT("-O", o->features);
+#undef OPT
+	add(argv, &n, o->image);
+	sprintf(sizebuf, "%lluk", (unsigned long long)(t->fs_bytes / 1024));
+	add(argv, &n, sizebuf);
+}
+
+/* In the child: set up the environment and descriptors, then exec. */
+static void child(const struct mkfs_opts *o, const char **argv,
+		  const char *conf, int out)
+{
+	char epoch[32];
+	int null = open("/dev/null", O_RDONLY);
+
+	if (null >= 0)
+		dup2(null, 0);
+	dup2(out, 1);
+	dup2(out, 2);
+	setenv("MKE2FS_CONFIG", conf, 1);
+	setenv("LC_ALL", "C", 1);
+	unsetenv("MKE2FS_SYNC");
+	unsetenv("MKE2FS_FIRST_META_BG");
+	unsetenv("MKE2FS_DEVICE_SECTSIZE");
+	unsetenv("MKE2FS_DEVICE_PHYS_SECTSIZE");
+	if (o->have_epoch) {
+		snprintf(epoch, sizeof(epoch), "%lld", o->epoch);
+		setenv("E2FSPROGS_FAKE_TIME", epoch, 1);
+	} else {
+		unsetenv("E2FSPROGS_FAKE_TIME");
+	}
+	execv(MKE2FS_PATH, (char **)argv);
+	execvp("mke2fs", (char **)argv);
+	dprintf(2, "cannot run mke2fs: %s\n", strerror(errno));
+	_exit(127);
+}
+
+/* Read everything the child writes; returns a malloc'd string. */
+static char *slurp(int fd)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	ssize_t r;
+
+	if (!buf)
+		fatal("out of memory");
+	for (;;) {
+		if (len + 1 >= cap) {
+			char *p = realloc(buf, cap *= 2);
+
+			if (!p)
+				fatal("out of memory");
+			buf = p;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * Join continuation lines (mke2fs indents them with a tab) into the line
+ * before, so each message is one line.
+ */
+static void join_continuations(char *s)
+{
+	for (char *p = s; (p = strchr(p, '\n')); p++)
+		if (p[1] == '\t' || (p[1] == ' ' && p[2] == ' '))
+			*p = ' ';
+}
+
+/* The banner, and warnings that do not explain a failure. */
+static int is_noise(const char *line)
+{
+	return !*line ||
+	       (!strncmp(line, "mke2fs ", 7) && isdigit((unsigned char)line[7])) ||
+	       !strcmp(line, "Filesystem too small for a journal");
+}
+
+static int is_size_problem(const char *line)
+{
+	return strstr(line, "too small") || strstr(line, "Not enough space") ||
+	       strstr(line, "too big for a") ||
+	       strstr(line, "Illegal inode number") ||
+	       strstr(line, "Cannot create filesystem with requested number");
+}
+
+/* Trim a message to its text: no "mke2fs: " or "IMAGE: " prefix. */
+static char *clean(char *line, const char *image)
+{
+	size_t il = strlen(image);
+
+	while (isspace((unsigned char)*line))
+		line++;
+	if (!strncmp(line, "mke2fs: ", 8))
+		line += 8;
+	if (!strncmp(line, image, il) && !strncmp(line + il, ": ", 2))
+		line += il + 2;
+	for (char *e = line + strlen(line);
+	     e > line && isspace((unsigned char)e[-1]); )
+		*--e = '\0';
+	/* squeeze runs of white space left by joined lines */
+	for (char *r = line, *w = line; ; r++) {
+		if (isspace((unsigned char)*r)) {
+			while (isspace((unsigned char)r[1]))
+				r++;
+			*r = ' ';
+		}
+		*w++ = *r;
+		if (!*r)
+			break;
+	}
+	return line;
+}
+
+/* Print one line that says why mke2fs failed. */
+static void report(const char *image, char *out, int status)
+{
+	char *line, *save = NULL, *first = NULL, *size = NULL;
+
+	join_continuations(out);
+	for (line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		line = clean(line, image);
+		if (is_noise(line))
+			continue;
+		if (!first)
+			first = line;
+		if (!size && is_size_problem(line))
+			size = line;
+	}
+	if (size && strstr(size, "Illegal inode number"))
+		error_line("%s: size too small for the requested geometry "
+			   "(fewer inodes than the reserved ones: give a "
+			   "larger SIZE or -N, or a smaller -i)", image);
+	else if (size)
+		error_line("%s: size too small for the requested geometry (%s)",
+			   image, size);
+	else if (first && !strncmp(first, "Invalid filesystem option set: ", 31))
+		error_line("%s: unknown feature in '%s'", image, first + 31);
+	else if (first)
+		error_line("%s: %s", image, first);
+	else if (WIFSIGNALED(status))
+		error_line("%s: mke2fs killed by signal %d", image,
+			   WTERMSIG(status));
+	else
+		error_line("%s: mke2fs failed (exit status %d)", image,
+			   WEXITSTATUS(status));
+}
+
+int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
+{
+	const char *argv[MAX_ARGS];
+	char conf[4096], bsbuf[16], sizebuf[32], *out;
+	int pfd[2], status;
+	pid_t pid;
+
+	build_argv(o, t, argv, bsbuf, sizebuf);
+	if (write_conf(conf, sizeof(conf)))
+		return -1;
+	if (pipe(pfd) < 0 || (pid = fork()) < 0) {
+		error_line("cannot run mke2fs: %s", strerror(errno));
+		unlink(conf);
+		return -1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		child(o, argv, conf, pfd[1]);
+	}
+	close(pfd[1]);
+	out = slurp(pfd[0]);
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	unlink(conf);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		free(out);
+		return 0;
+	}
+	report(o->image, out, status);
+	free(out);
+	return -1;
+}

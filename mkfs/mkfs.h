@@ -1,0 +1,93 @@
+/*
+ * mkfs.h --- shared declarations of mkfs.extref.
+ *
+ * main.c parses and checks the options, target.c checks and prepares the
+ * image file, mke2fs_run.c runs the stock mke2fs with a fixed
+ * configuration, format.c adds the empty reference-count tree.
+ */
+#ifndef MKFS_EXTREF_H
+#define MKFS_EXTREF_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
+#define MKFS_LABEL_MAX	16
+
+extern const char *prog;
+
+/* Everything the command line asked for, checked. */
+struct mkfs_opts {
+	const char	*image;
+	const char	*size_arg;	/* SIZE as given, or NULL */
+	uint64_t	size_bytes;	/* SIZE parsed, when size_arg */
+	unsigned int	blocksize;	/* 0 until chosen */
+	const char	*inodes;	/* -N, digits */
+	const char	*inode_ratio;	/* -i, digits */
+	const char	*inode_size;	/* -I, digits */
+	const char	*label;		/* -L */
+	const char	*uuid;		/* -U */
+	char		*ext_opts;	/* -E, rebuilt from checked parts */
+	char		*features;	/* -O, all -O options joined */
+	int		quiet;
+	int		force;
+	int		have_epoch;
+	long long	epoch;		/* SOURCE_DATE_EPOCH */
+};
+
+/* What target.c found out about the image and did to it. */
+struct mkfs_target {
+	int		exists;		/* IMAGE existed */
+	int		created;	/* we created the file */
+	int		is_blockdev;
+	int		extended;	/* we grew a regular file */
+	uint64_t	orig_size;	/* size before we touched it */
+	uint64_t	fs_bytes;	/* size of the filesystem to make */
+};
+
+/* Error output: one line "mkfs.extref: ...", no return. */
+void fatal(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+/* Same text, but return (for callers that clean up first). */
+void error_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* size.c */
+/*
+ * Parse SIZE: digits with an optional K, M, G or T suffix (powers of
+ * 1024; a lower-case letter and a trailing "iB"/"B" are accepted).  A
+ * plain number counts units of unit bytes.  Returns 0 and the byte count,
+ * or -1 for bad syntax or overflow.
+ */
+int parse_size(const char *arg, uint64_t unit, uint64_t *bytes);
+/* Parse a decimal unsigned number that fits in max; -1 if it does not. */
+int parse_uint(const char *arg, unsigned long long max,
+	       unsigned long long *val);
+/* Block size mke2fs's profile would pick for a filesystem of bytes. */
+unsigned int default_blocksize(uint64_t bytes);
+
+/* options.c */
+void check_ext_opts(struct mkfs_opts *o, const char *arg);
+void check_features(struct mkfs_opts *o, const char *arg);
+
+/* target.c */
+/*
+ * Check the image and settle the filesystem size and geometry
+ * (o->blocksize is set here when -b was not given) without touching
+ * anything.  Refuses an existing filesystem (unless -F), a bad size, a
+ * bad geometry or an unusable path.  Exits on error.
+ */
+void target_probe(struct mkfs_opts *o, struct mkfs_target *t);
+/* Create the file, or extend a smaller one.  Exits on error. */
+void target_create(const struct mkfs_opts *o, struct mkfs_target *t);
+/* Undo target_create after a later failure. */
+void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
+
+/* mke2fs_run.c */
+/* Run mke2fs; 0 on success, else prints one error line and returns -1. */
+int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
+
+/* format.c */
+/* Open the new filesystem, add the tree, close; 0 or -1 (error printed). */
+int format_image(const struct mkfs_opts *o, const struct mkfs_target *t);
+
+#endif /* MKFS_EXTREF_H */

@@ -1,0 +1,133 @@
+/*
+ * options.c --- check the -E and -O arguments of mkfs.extref.
+ *
+ * Both are checked completely before anything touches the image, so that
+ * a bad option leaves an existing file as it was.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <e2p/e2p.h>
+#include <uuid/uuid.h>
+
+#include "mkfs.h"
+
+/* Append item to a comma-separated list held in *list (malloc'd). */
+static void list_append(char **list, const char *item)
+{
+	size_t old = *list ? strlen(*list) : 0;
+	char *p = realloc(*list, old + strlen(item) + 2);
+
+	if (!p)
+		fatal("out of memory");
+	if (old)
+		p[old++] = ',';
+	strcpy(p + old, item);
+	*list = p;
+}
+
+static int all_digits(const char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static void check_one_ext(const char *opt)
+{
+	const char *val = strchr(opt, '=');
+	size_t klen = val ? (size_t)(val - opt) : strlen(opt);
+	uuid_t u;
+
+	if (val)
+		val++;
+	if (klen == 9 && !strncmp(opt, "hash_seed", 9)) {
+		if (!val || uuid_parse(val, u))
+			fatal("invalid hash_seed '%s' (must be a UUID)",
+			      val ? val : "");
+	} else if (klen == 10 && !strncmp(opt, "root_owner", 10)) {
+		const char *colon = val ? strchr(val, ':') : NULL;
+
+		if (!colon || !all_digits(val, colon - val) ||
+		    !all_digits(colon + 1, strlen(colon + 1)))
+			fatal("invalid root_owner '%s' (must be UID:GID)",
+			      val ? val : "");
+	} else if (klen == 16 && !strncmp(opt, "lazy_itable_init", 16)) {
+		if (!val || (strcmp(val, "0") && strcmp(val, "1")))
+			fatal("invalid lazy_itable_init '%s' (must be 0 or 1)",
+			      val ? val : "");
+	} else if (!strcmp(opt, "nodiscard")) {
+		/* nothing to check */
+	} else {
+		fatal("unknown extended option '%.*s' (valid: hash_seed=UUID, "
+		      "root_owner=UID:GID, lazy_itable_init=0|1, nodiscard)",
+		      (int)klen, opt);
+	}
+}
+
+void check_ext_opts(struct mkfs_opts *o, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+
+	if (!copy)
+		fatal("out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		check_one_ext(tok);
+		list_append(&o->ext_opts, tok);
+	}
+	free(copy);
+}
+
+static int same(const char *a, const char *b)
+{
+	return !strcasecmp(a, b);
+}
+
+static void check_one_feature(char *tok)
+{
+	int clear = 0, compat;
+	unsigned int mask;
+	char *name = tok;
+
+	if (*name == '^' || *name == '-') {
+		clear = 1;
+		name++;
+	} else if (*name == '+') {
+		name++;
+	}
+	if (same(name, "none") || same(name, "clear"))
+		fatal("feature list '%s' would turn off extent, which the "
+		      "extref toolkit requires", tok);
+	if (clear && (same(name, "extent") || same(name, "extents")))
+		fatal("feature '%s' is not supported: the extref toolkit "
+		      "requires extents", tok);
+	if (e2p_string2feature(name, &compat, &mask))
+		fatal("unknown feature '%s'", name);
+	if (!clear && (same(name, "bigalloc") || same(name, "quota") ||
+		       same(name, "project")))
+		fatal("feature '%s' is not supported by the extref toolkit "
+		      "yet", name);
+	if (!clear && same(name, "shared_blocks"))
+		fatal("feature 'shared_blocks' is set by mkfs.extref itself; "
+		      "do not give it with -O");
+}
+
+void check_features(struct mkfs_opts *o, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+
+	if (!copy)
+		fatal("out of memory");
+	/* e2p separates features with commas or white space. */
+	for (tok = strtok_r(copy, ", \t\n", &save); tok;
+	     tok = strtok_r(NULL, ", \t\n", &save)) {
+		check_one_feature(tok);
+		list_append(&o->features, tok);
+	}
+	free(copy);
+}
