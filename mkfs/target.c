@@ -45,11 +45,11 @@ static void check_not_in_use(const char *image)
 	}
 	if (rc == 0) {
 		if (blkid_probe_lookup_value(pr, "TYPE", &type, NULL) == 0) {
-			fatal("%s already contains a %s filesystem "
+			fatal("%s already contains a filesystem (%s) "
 			      "(use -F to overwrite)", image, type);
 		}
 		if (blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL) == 0)
-			fatal("%s already contains a %s partition table "
+			fatal("%s already contains a partition table (%s) "
 			      "(use -F to overwrite)", image, type);
 	}
 	blkid_free_probe(pr);
