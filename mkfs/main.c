@@ -202,6 +202,7 @@ int main(int argc, char **argv)
 {
 	struct mkfs_opts o;
 	struct mkfs_target t;
+	int rc = 0;
 
 	memset(&o, 0, sizeof(o));
 	memset(&t, 0, sizeof(t));
@@ -220,7 +221,9 @@ int main(int argc, char **argv)
 	target_create(&o, &t);
 	if (run_mke2fs(&o, &t) || format_image(&o, &t)) {
 		target_undo(&o, &t);
-		return 1;
+		rc = 1;
 	}
-	return 0;
+	free(o.features);
+	free(o.ext_opts);
+	return rc;
 }
