@@ -1,0 +1,184 @@
+/*
+ * clone.c --- clone and dedupe ranges (FICLONERANGE / FIDEDUPERANGE).
+ *
+ * Order: the source's blocks gain a mapping (counts raised, committed);
+ * the destination range is unmapped and the source's mappings inserted
+ * (inode written); then the destination's old blocks lose a mapping.
+ */
+#include <string.h>
+#include "extref_ops_int.h"
+
+struct range {
+	__u64	soff, doff, len;	/* bytes, len already resolved */
+};
+
+/* FICLONERANGE's rules; resolves len 0 to "to the source's EOF". */
+static errcode_t clone_rules(ext2_filsys fs, ext2_ino_t src, __u64 ssize,
+			     ext2_ino_t dst, __u64 dsize, struct range *r)
+{
+	__u64 bs = fs->blocksize;
+
+	if (r->soff % bs || r->doff % bs)
+		return EXTREF_ERR_ALIGN;
+	if (r->soff >= ssize && r->len == 0)
+		return 0;
+	if (r->len == 0 || r->soff + r->len > ssize || r->soff + r->len < r->soff)
+		r->len = r->soff < ssize ? ssize - r->soff : 0;
+	/* An unaligned end must be the source's EOF, and must not land
+	 * inside the destination (its last block would carry the source's
+	 * bytes past EOF into the file). */
+	if (r->len % bs && (r->soff + r->len != ssize ||
+			    r->doff + r->len < dsize))
+		return EXTREF_ERR_ALIGN;
+	if (src == dst && r->soff < r->doff + r->len &&
+	    r->doff < r->soff + r->len)
+		return EXTREF_ERR_OVERLAP;
+	return 0;
+}
+
+/* The source's mappings of the range, moved to destination offsets. */
+static errcode_t source_maps(ext2_filsys fs, ext2_ino_t src,
+			     struct ext2_inode *sinode, const struct range *r,
+			     struct xr_map_vec *maps)
+{
+	blk64_t s0 = r->soff / fs->blocksize;
+	blk64_t n = xr_size_blocks(fs, r->len);
+	blk64_t shift_to = r->doff / fs->blocksize;
+	errcode_t err;
+	size_t i;
+
+	err = xr_get_mappings(fs, src, sinode, s0, s0 + n, maps);
+	for (i = 0; !err && i < maps->n; i++)
+		maps->v[i].lblk = maps->v[i].lblk - s0 + shift_to;
+	return err;
+}
+
+static errcode_t do_clone(extref_fs_t xfs, ext2_ino_t src,
+			  struct ext2_inode *sinode, ext2_ino_t dst,
+			  const struct range *r, int grow)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_map_vec maps = { 0 };
+	struct xr_prange_vec removed = { 0 };
+	struct ext2_inode dinode;
+	blk64_t d0 = r->doff / fs->blocksize;
+	size_t i;
+	errcode_t err;
+
+	err = source_maps(fs, src, sinode, r, &maps);
+	if (!err)
+		err = xr_share_ranges(xfs, &maps);
+	if (err)
+		goto out;
+	err = xr_read_inode(fs, dst, &dinode);
+	if (!err)
+		err = xr_unmap(fs, dst, &dinode, d0,
+			       d0 + xr_size_blocks(fs, r->len), &removed);
+	for (i = 0; !err && i < maps.n; i++)
+		err = xr_map_insert(fs, dst, &dinode, &maps.v[i]);
+	if (err)
+		goto out;	/* counts stay high: leaked until fsck */
+	if (grow && r->doff + r->len > EXT2_I_SIZE(&dinode))
+		err = ext2fs_inode_size_set(fs, &dinode, r->doff + r->len);
+	dinode.i_mtime = dinode.i_ctime = xr_now(fs);
+	if (!err)
+		err = ext2fs_write_inode(fs, dst, &dinode);
+	if (!err)
+		err = xr_release_ranges(xfs, &removed);
+out:
+	xr_map_vec_free(&maps);
+	xr_prange_vec_free(&removed);
+	return err;
+}
+
+errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
+			     ext2_ino_t dst, __u64 doff, __u64 len,
+			     __u64 *done)
+{
+	struct ext2_inode sinode, dinode;
+	struct range r = { soff, doff, len };
+	errcode_t err;
+
+	*done = 0;
+	err = xr_open_reg(xfs, src, &sinode);
+	if (!err)
+		err = xr_open_reg(xfs, dst, &dinode);
+	if (!err)
+		err = clone_rules(extref_fs_ext2(xfs), src,
+				  EXT2_I_SIZE(&sinode), dst,
+				  EXT2_I_SIZE(&dinode), &r);
+	if (err || r.len == 0)
+		return err;
+	err = do_clone(xfs, src, &sinode, dst, &r, 1);
+	if (!err)
+		*done = r.len;
+	return err;
+}
+
+/* Compare the two ranges' bytes. */
+static errcode_t same_bytes(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dst,
+			    const struct range *r, int *same)
+{
+	__u64 chunk = 1 << 20, pos, got1, got2;
+	char *a = NULL, *b = NULL;
+	errcode_t err;
+
+	*same = 1;
+	err = ext2fs_get_mem(chunk, &a);
+	if (!err)
+		err = ext2fs_get_mem(chunk, &b);
+	for (pos = 0; !err && *same && pos < r->len; pos += chunk) {
+		__u64 n = r->len - pos < chunk ? r->len - pos : chunk;
+
+		err = extref_pread(xfs, src, r->soff + pos, a, n, &got1);
+		if (!err)
+			err = extref_pread(xfs, dst, r->doff + pos, b, n, &got2);
+		if (!err && (got1 != n || got2 != n || memcmp(a, b, n)))
+			*same = 0;
+	}
+	ext2fs_free_mem(&a);
+	ext2fs_free_mem(&b);
+	return err;
+}
+
+errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
+			      ext2_ino_t dst, __u64 doff, __u64 len,
+			      __u64 *done, int *differs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct ext2_inode sinode, dinode;
+	struct range r = { soff, doff, len };
+	__u64 bs = fs->blocksize, ssize, dsize;
+	int same;
+	errcode_t err;
+
+	*done = 0;
+	*differs = 0;
+	err = xr_open_reg(xfs, src, &sinode);
+	if (!err)
+		err = xr_open_reg(xfs, dst, &dinode);
+	if (err || len == 0)
+		return err;
+	ssize = EXT2_I_SIZE(&sinode);
+	dsize = EXT2_I_SIZE(&dinode);
+	if (soff % bs || doff % bs)
+		return EXTREF_ERR_ALIGN;
+	if (soff + len > ssize || doff + len > dsize ||
+	    soff + len < soff || doff + len < doff)
+		return EXTREF_ERR_PAST_EOF;
+	if (len % bs && (soff + len != ssize || doff + len != dsize))
+		return EXTREF_ERR_ALIGN;
+	if (src == dst && soff < doff + len && doff < soff + len)
+		return EXTREF_ERR_OVERLAP;
+	err = same_bytes(xfs, src, dst, &r, &same);
+	if (err)
+		return err;
+	if (!same) {
+		*differs = 1;
+		return 0;
+	}
+	err = do_clone(xfs, src, &sinode, dst, &r, 0);
+	if (!err)
+		*done = len;
+	return err;
+}

@@ -1,0 +1,61 @@
+/*
+ * counts.c --- the two count steps every operation is built from.
+ *
+ * Share: raise the count of every mapped range, then commit, before the
+ * caller writes the mappings (a crash leaves counts too high).
+ * Release: after the caller has written the inode without the mappings,
+ * lower the counts, commit, and only then free in the bitmap the blocks
+ * whose last mapping went away.
+ */
+#include "extref_ops_int.h"
+
+errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps)
+{
+	extref_tree_t t = extref_fs_tree(xfs);
+	errcode_t err = 0;
+	size_t i, j;
+
+	for (i = 0; !err && i < maps->n; i++)
+		err = extref_tree_raise(t, maps->v[i].pblk, maps->v[i].len);
+	if (err) {
+		/* Undo what was raised: the tree stays as committed. */
+		for (j = 0; j + 1 < i; j++)
+			extref_tree_lower(t, maps->v[j].pblk, maps->v[j].len,
+					  NULL, NULL);
+		return err;
+	}
+	return extref_tree_commit(t);
+}
+
+static errcode_t collect_freed(blk64_t start, blk64_t len, void *priv)
+{
+	return xr_prange_push(priv, start, len);
+}
+
+errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	extref_tree_t t = extref_fs_tree(xfs);
+	struct xr_prange_vec freed = { 0 };
+	errcode_t err = 0;
+	size_t i;
+
+	for (i = 0; !err && i < r->n; i++)
+		err = extref_tree_lower(t, r->v[i].pblk, r->v[i].len,
+					collect_freed, &freed);
+	if (!err)
+		err = extref_tree_commit(t);
+	for (i = 0; !err && i < freed.n; i++) {
+		blk64_t b = freed.v[i].pblk, n = freed.v[i].len;
+
+		while (n) {
+			blk_t part = n > 0x10000000 ? 0x10000000 : n;
+
+			ext2fs_block_alloc_stats_range(fs, b, part, -1);
+			b += part;
+			n -= part;
+		}
+	}
+	xr_prange_vec_free(&freed);
+	return err;
+}

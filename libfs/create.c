@@ -1,0 +1,125 @@
+/*
+ * create.c --- new inodes and directory entries for the operations.
+ */
+#include <string.h>
+#include "extref_ops_int.h"
+
+void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
+{
+	inode->i_uid = uid & 0xffff;
+	ext2fs_set_i_uid_high(*inode, uid >> 16);
+	inode->i_gid = gid & 0xffff;
+	ext2fs_set_i_gid_high(*inode, gid >> 16);
+}
+
+/* NAME must not exist in DIR. */
+errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name)
+{
+	ext2_ino_t ino;
+	errcode_t err;
+
+	if (!*name || strchr(name, '/') || strlen(name) > EXT2_NAME_LEN)
+		return EXT2_ET_INVALID_ARGUMENT;
+	err = ext2fs_lookup(fs, dir, name, strlen(name), NULL, &ino);
+	if (err == EXT2_ET_FILE_NOT_FOUND)
+		return 0;
+	return err ? err : EXTREF_ERR_EXISTS;
+}
+
+/* Add NAME -> ino to DIR, growing the directory when it is full. */
+errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		  ext2_ino_t ino, int ftype)
+{
+	errcode_t err = ext2fs_link(fs, dir, name, ino, ftype);
+
+	if (err == EXT2_ET_DIR_NO_SPACE) {
+		err = ext2fs_expand_dir(fs, dir);
+		if (!err)
+			err = ext2fs_link(fs, dir, name, ino, ftype);
+	}
+	return err;
+}
+
+/*
+ * Allocate an inode near DIR and write it from inode (whose i_block gets
+ * an empty extent tree when extents is set).  The inode is counted in
+ * use; it is not linked anywhere yet.
+ */
+errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
+		       struct ext2_inode *inode, int extents, ext2_ino_t *ret)
+{
+	ext2_extent_handle_t h;
+	ext2_ino_t ino;
+	errcode_t err;
+
+	err = ext2fs_new_inode(fs, dir, inode->i_mode, 0, &ino);
+	if (err)
+		return err;
+	if (extents) {
+		memset(inode->i_block, 0, sizeof(inode->i_block));
+		inode->i_flags &= ~EXT4_INLINE_DATA_FL;
+		err = ext2fs_extent_open2(fs, ino, inode, &h);
+		if (err)
+			return err;
+		ext2fs_extent_free(h);
+	}
+	err = ext2fs_write_new_inode(fs, ino, inode);
+	if (err)
+		return err;
+	ext2fs_inode_alloc_stats2(fs, ino, +1, LINUX_S_ISDIR(inode->i_mode));
+	*ret = ino;
+	return 0;
+}
+
+errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
+			     const char *name, __u32 mode,
+			     const struct extref_cred *cred,
+			     ext2_ino_t *ret_ino)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct extref_cred me;
+	struct ext2_inode inode;
+	ext2_ino_t ino;
+	errcode_t err;
+
+	err = extref_check_modifiable(xfs, dir);
+	if (!err)
+		err = xr_name_free(fs, dir, name);
+	if (err)
+		return err;
+	if (!cred) {
+		extref_cred_current(&me);
+		cred = &me;
+	}
+	memset(&inode, 0, sizeof(inode));
+	inode.i_mode = LINUX_S_IFREG | (mode & 07777 & ~cred->umask);
+	inode.i_links_count = 1;
+	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
+	xr_set_owner(&inode, cred->uid, cred->gid);
+	err = xr_new_inode(fs, dir, &inode, 1, &ino);
+	if (!err)
+		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
+	if (!err && ret_ino)
+		*ret_ino = ino;
+	return err;
+}
+
+/* The directory-entry file type of an inode mode. */
+int xr_file_type(__u16 mode)
+{
+	if (LINUX_S_ISREG(mode))
+		return EXT2_FT_REG_FILE;
+	if (LINUX_S_ISDIR(mode))
+		return EXT2_FT_DIR;
+	if (LINUX_S_ISCHR(mode))
+		return EXT2_FT_CHRDEV;
+	if (LINUX_S_ISBLK(mode))
+		return EXT2_FT_BLKDEV;
+	if (LINUX_S_ISLNK(mode))
+		return EXT2_FT_SYMLINK;
+	if (LINUX_S_ISFIFO(mode))
+		return EXT2_FT_FIFO;
+	if (LINUX_S_ISSOCK(mode))
+		return EXT2_FT_SOCK;
+	return EXT2_FT_UNKNOWN;
+}

@@ -1,0 +1,135 @@
+/*
+ * extref_ops.h --- reference-aware file operations on an extref image.
+ *
+ * Every operation keeps the reference counts true and follows the write
+ * order of FORMAT.md section 8: a count is raised (and committed) before
+ * the mapping that needs it is written; a mapping is removed before its
+ * count is lowered; a block is freed in the bitmap only after the commit
+ * that dropped its last mapping.  Each call commits the tree before it
+ * returns.  All need an image opened with EXTREF_OPEN_RW and a loaded
+ * tree, else EXTREF_ERR_READ_ONLY / EXTREF_ERR_NO_TREE.
+ *
+ * Inodes are named by number; paths are resolved by the caller
+ * (ext2fs_namei).  Offsets and lengths are in bytes.
+ */
+#ifndef EXTREF_OPS_H
+#define EXTREF_OPS_H
+
+#include "extref.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a reflinked file gets its metadata. */
+#define EXTREF_REFLINK_PRESERVE	0x0001	/* snapshot: owner, mode, times, xattrs */
+#define EXTREF_REFLINK_RECURSIVE 0x0002	/* SRC may be a directory */
+
+/* Who is creating files (copy mode): owner, group and umask. */
+struct extref_cred {
+	__u32	uid;
+	__u32	gid;
+	__u32	umask;
+};
+/* The invoking process's uid, gid and umask. */
+void extref_cred_current(struct extref_cred *cred);
+
+/*
+ * Reflink SRC (a regular file, or with EXTREF_REFLINK_RECURSIVE a
+ * directory tree) to a new entry NAME in directory DIR.  The new inode
+ * number is returned in *ret_ino.  cred may be NULL (current process).
+ */
+errcode_t extref_reflink(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
+			 const char *name, int flags,
+			 const struct extref_cred *cred, ext2_ino_t *ret_ino);
+
+/*
+ * Clone len bytes of SRC at soff onto DST at doff (FICLONERANGE rules:
+ * offsets block-aligned; len 0 means to the end of SRC; an unaligned len
+ * only when the range ends at SRC's EOF; DST may grow; same-file
+ * overlapping ranges are refused with EINVAL).  *done gets the bytes
+ * linked.
+ */
+errcode_t extref_clone_range(extref_fs_t fs, ext2_ino_t src, __u64 soff,
+			     ext2_ino_t dst, __u64 doff, __u64 len,
+			     __u64 *done);
+
+/*
+ * Dedupe (FIDEDUPERANGE rules: both ranges inside EOF, len 0 is a no-op,
+ * an unaligned len must end at both EOFs).  *differs is set, and nothing
+ * changes, when the contents differ.
+ */
+errcode_t extref_dedupe_range(extref_fs_t fs, ext2_ino_t src, __u64 soff,
+			      ext2_ino_t dst, __u64 doff, __u64 len,
+			      __u64 *done, int *differs);
+
+/*
+ * Write buf (len bytes) at off, copy-on-write: shared blocks get new
+ * blocks, holes are allocated, unwritten extents become written, the size
+ * grows as needed.  ENOSPC (EXT2_ET_BLOCK_ALLOC_FAIL) leaves the file
+ * unchanged.
+ */
+errcode_t extref_pwrite(extref_fs_t fs, ext2_ino_t ino, __u64 off,
+			const void *buf, __u64 len);
+
+/* Read len bytes at off into buf; *got is short at EOF.  Holes read 0. */
+errcode_t extref_pread(extref_fs_t fs, ext2_ino_t ino, __u64 off, void *buf,
+		       __u64 len, __u64 *got);
+
+/* Set the size; blocks past it lose their mapping, a partial tail is zeroed. */
+errcode_t extref_truncate(extref_fs_t fs, ext2_ino_t ino, __u64 size);
+
+/* Punch a hole: whole blocks unmapped, partial blocks zeroed. */
+errcode_t extref_punch(extref_fs_t fs, ext2_ino_t ino, __u64 off, __u64 len);
+
+/* Give the range (len 0: to EOF) blocks of its own (funshare). */
+errcode_t extref_unshare(extref_fs_t fs, ext2_ino_t ino, __u64 off,
+			 __u64 len);
+
+/*
+ * Remove NAME from directory DIR; when the last link goes, every mapping
+ * of the inode is dropped through the counts and the inode freed.
+ * Directories only with EXTREF_UNLINK_DIR, and only when empty.
+ */
+#define EXTREF_UNLINK_DIR	0x0001
+errcode_t extref_unlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
+			int flags);
+
+/*
+ * Create a regular file NAME in DIR from len bytes of buf (data written
+ * through the same path as extref_pwrite).
+ */
+errcode_t extref_create_file(extref_fs_t fs, ext2_ino_t dir,
+			     const char *name, __u32 mode,
+			     const struct extref_cred *cred,
+			     ext2_ino_t *ret_ino);
+
+/*
+ * Refuse what the toolkit cannot change safely: encrypted, verity and
+ * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED); images with quota
+ * (EXTREF_ERR_QUOTA).  Every modifying operation calls it.
+ */
+errcode_t extref_check_modifiable(extref_fs_t fs, ext2_ino_t ino);
+
+/* One extent mapping of a file, with its reference count (0: no record). */
+struct extref_mapping {
+	blk64_t		lblk;
+	blk64_t		pblk;
+	blk64_t		len;
+	int		unwritten;
+	int		shared;		/* some block of it has a record */
+};
+typedef int (*extref_mapping_func)(const struct extref_mapping *m,
+				   void *priv);
+/*
+ * Each extent of ino, split where the shared state changes, in file
+ * order.  func returns non-zero to stop.
+ */
+errcode_t extref_iterate_mappings(extref_fs_t fs, ext2_ino_t ino,
+				  extref_mapping_func func, void *priv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EXTREF_OPS_H */

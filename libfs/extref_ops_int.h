@@ -1,0 +1,77 @@
+/*
+ * extref_ops_int.h --- private helpers of the file operations.
+ */
+#ifndef EXTREF_OPS_INT_H
+#define EXTREF_OPS_INT_H
+
+#include "extref_ops.h"
+
+/* A run of physical blocks. */
+struct xr_prange {
+	blk64_t		pblk;
+	blk64_t		len;
+};
+
+struct xr_prange_vec {
+	struct xr_prange	*v;
+	size_t			n, cap;
+};
+
+/* One extent mapping (or part of one) of a file. */
+struct xr_map {
+	blk64_t		lblk;
+	blk64_t		pblk;
+	blk64_t		len;
+	int		uninit;
+};
+
+struct xr_map_vec {
+	struct xr_map	*v;
+	size_t		n, cap;
+};
+
+/* vec.c */
+errcode_t xr_prange_push(struct xr_prange_vec *v, blk64_t pblk, blk64_t len);
+errcode_t xr_map_push(struct xr_map_vec *v, const struct xr_map *m);
+void xr_prange_vec_free(struct xr_prange_vec *v);
+void xr_map_vec_free(struct xr_map_vec *v);
+
+/* extent_map.c: mappings of an extent-mapped inode. */
+errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,
+			  struct ext2_inode *inode, blk64_t lstart,
+			  blk64_t lend, struct xr_map_vec *out);
+errcode_t xr_unmap(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *inode,
+		   blk64_t lstart, blk64_t lend, struct xr_prange_vec *removed);
+errcode_t xr_map_insert(ext2_filsys fs, ext2_ino_t ino,
+			struct ext2_inode *inode, const struct xr_map *m);
+
+/* counts.c: the write-order steps of every operation. */
+errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps);
+errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r);
+
+/* modifiable.c */
+errcode_t xr_op_begin(extref_fs_t xfs);
+errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
+		      struct ext2_inode *inode);
+errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
+			struct ext2_inode *inode);
+blk64_t xr_size_blocks(ext2_filsys fs, __u64 size);
+time_t xr_now(ext2_filsys fs);
+
+/* create.c */
+void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
+int xr_file_type(__u16 mode);
+errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name);
+errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		  ext2_ino_t ino, int ftype);
+errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
+		       struct ext2_inode *inode, int extents, ext2_ino_t *ret);
+
+/* rw.c */
+#define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */
+#define XR_COW_UNSHARE	1	/* shared blocks only, contents kept */
+errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
+		       struct ext2_inode *inode, __u64 off, const void *buf,
+		       __u64 len, int mode);
+
+#endif /* EXTREF_OPS_INT_H */

@@ -1,0 +1,104 @@
+/*
+ * modifiable.c --- what every modifying operation checks first.
+ */
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "extref_ops_int.h"
+
+#ifndef EXT4_VERITY_FL
+#define EXT4_VERITY_FL		0x00100000
+#endif
+#ifndef EXT4_CASEFOLD_FL
+#define EXT4_CASEFOLD_FL	0x40000000
+#endif
+
+/* The image can be changed: writable, tree loaded, no quota. */
+errcode_t xr_op_begin(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+
+	if (!(fs->flags & EXT2_FLAG_RW))
+		return EXT2_ET_RO_FILSYS;
+	if (!extref_fs_tree(xfs))
+		return EXTREF_ERR_NO_TREE;
+	if (ext2fs_has_feature_quota(fs->super) ||
+	    ext2fs_has_feature_project(fs->super))
+		return EXTREF_ERR_QUOTA;
+	if (!fs->block_map)
+		return ext2fs_read_bitmaps(fs);
+	return 0;
+}
+
+errcode_t extref_check_modifiable(extref_fs_t xfs, ext2_ino_t ino)
+{
+	struct ext2_inode inode;
+	errcode_t err;
+
+	err = xr_op_begin(xfs);
+	if (err || ino == 0)
+		return err;
+	err = xr_read_inode(extref_fs_ext2(xfs), ino, &inode);
+	if (err)
+		return err;
+	if (inode.i_flags & (EXT4_ENCRYPT_FL | EXT4_VERITY_FL |
+			     EXT4_CASEFOLD_FL))
+		return EXTREF_ERR_INODE_UNSUPPORTED;
+	return 0;
+}
+
+/* A regular, extent-mapped file that may be changed. */
+errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
+		      struct ext2_inode *inode)
+{
+	errcode_t err = extref_check_modifiable(xfs, ino);
+
+	if (!err)
+		err = xr_read_inode(extref_fs_ext2(xfs), ino, inode);
+	if (err)
+		return err;
+	if (!LINUX_S_ISREG(inode->i_mode))
+		return LINUX_S_ISDIR(inode->i_mode) ? EXTREF_ERR_IS_DIR :
+			EXTREF_ERR_NOT_REG;
+	if (inode->i_flags & EXT4_INLINE_DATA_FL)
+		return EXT2_ET_INLINE_DATA_CANT_ITERATE;
+	if (!(inode->i_flags & EXT4_EXTENTS_FL))
+		return EXT2_ET_INODE_NOT_EXTENT;
+	return 0;
+}
+
+/* Read an in-use inode; a free inode number is an error. */
+errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
+			struct ext2_inode *inode)
+{
+	errcode_t err;
+
+	if (ino < EXT2_FIRST_INO(fs->super) && ino != EXT2_ROOT_INO)
+		return EXT2_ET_BAD_INODE_NUM;
+	err = ext2fs_read_inode(fs, ino, inode);
+	if (!err && (inode->i_links_count == 0 || inode->i_dtime))
+		err = EXT2_ET_FILE_NOT_FOUND;
+	return err;
+}
+
+blk64_t xr_size_blocks(ext2_filsys fs, __u64 size)
+{
+	return (size + fs->blocksize - 1) / fs->blocksize;
+}
+
+/* The time operations stamp: SOURCE_DATE_EPOCH (fs->now) or now. */
+time_t xr_now(ext2_filsys fs)
+{
+	return fs->now ? fs->now : time(NULL);
+}
+
+void extref_cred_current(struct extref_cred *cred)
+{
+	mode_t m = umask(022);
+
+	umask(m);
+	cred->uid = getuid();
+	cred->gid = getgid();
+	cred->umask = m;
+}

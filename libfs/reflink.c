@@ -1,0 +1,438 @@
+/*
+ * reflink.c --- reflink a file, or a directory tree, to a new name.
+ *
+ * A file's blocks gain a mapping first (counts raised and committed),
+ * then the new inode is written with the same extents, then it gets its
+ * name.  Copy mode gives the new file the caller's owner, a mode masked
+ * by the caller's umask, fresh times and no extended attributes; preserve
+ * mode keeps the whole inode, extended attributes included (an external
+ * xattr block is shared through its h_refcount).
+ */
+#include <string.h>
+#include "extref_ops_int.h"
+
+struct rl {
+	extref_fs_t		xfs;
+	ext2_filsys		fs;
+	int			flags;
+	struct extref_cred	cred;
+	/* Hard links inside a recursive copy: source inode -> new inode. */
+	ext2_ino_t		*hl_src, *hl_dst;
+	size_t			hl_n, hl_cap;
+};
+
+static int preserve(const struct rl *r)
+{
+	return r->flags & EXTREF_REFLINK_PRESERVE;
+}
+
+/* Metadata of a new inode in copy mode (type kept, umask applied). */
+static void copy_mode_meta(const struct rl *r, const struct ext2_inode *src,
+			   struct ext2_inode *dst)
+{
+	time_t now = xr_now(r->fs);
+
+	memset(dst, 0, sizeof(*dst));
+	dst->i_mode = (src->i_mode & LINUX_S_IFMT) |
+		      (src->i_mode & 07777 & ~r->cred.umask);
+	dst->i_links_count = 1;
+	dst->i_atime = dst->i_ctime = dst->i_mtime = now;
+	xr_set_owner(dst, r->cred.uid, r->cred.gid);
+}
+
+/* The whole on-disk inode of src, for preserve mode. */
+static errcode_t read_full(ext2_filsys fs, ext2_ino_t ino, char **buf)
+{
+	int sz = EXT2_INODE_SIZE(fs->super);
+	errcode_t err = ext2fs_get_memzero(sz, buf);
+
+	if (!err)
+		err = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)*buf,
+					     sz);
+	return err;
+}
+
+/*
+ * Write the new inode: preserve mode from the source's full inode (empty
+ * extent tree, one link, the xattr block shared), copy mode fresh.
+ */
+static errcode_t make_inode(struct rl *r, ext2_ino_t dir, ext2_ino_t src,
+			    const struct ext2_inode *sinode, ext2_ino_t *ino)
+{
+	ext2_filsys fs = r->fs;
+	struct ext2_inode base;
+	char *full = NULL;
+	blk64_t acl;
+	__u32 count;
+	errcode_t err;
+
+	if (!preserve(r)) {
+		copy_mode_meta(r, sinode, &base);
+		return xr_new_inode(fs, dir, &base, 1, ino);
+	}
+	err = read_full(fs, src, &full);
+	if (err)
+		return err;
+	err = ext2fs_new_inode(fs, dir, sinode->i_mode, 0, ino);
+	if (!err) {
+		struct ext2_inode *in = (struct ext2_inode *)full;
+		ext2_extent_handle_t h;
+
+		in->i_links_count = 1;
+		in->i_size = in->i_size_high = 0;
+		ext2fs_iblk_set(fs, in, 0);
+		memset(in->i_block, 0, sizeof(in->i_block));
+		in->i_flags &= ~EXT4_INLINE_DATA_FL;
+		err = ext2fs_extent_open2(fs, *ino, in, &h);
+		if (!err)
+			ext2fs_extent_free(h);
+		acl = ext2fs_file_acl_block(fs, in);
+		if (!err && acl) {
+			err = ext2fs_adjust_ea_refcount3(fs, acl, NULL, +1,
+							 &count, *ino);
+			if (!err)
+				err = ext2fs_iblk_add_blocks(fs, in, 1);
+		}
+		if (!err)
+			err = ext2fs_write_inode_full(fs, *ino, in,
+						EXT2_INODE_SIZE(fs->super));
+		if (!err)
+			ext2fs_inode_alloc_stats2(fs, *ino, +1, 0);
+	}
+	ext2fs_free_mem(&full);
+	return err;
+}
+
+/* Reflink one regular file to NAME in DIR. */
+static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
+			      const char *name, ext2_ino_t *ret)
+{
+	ext2_filsys fs = r->fs;
+	struct ext2_inode sinode, dinode;
+	struct xr_map_vec maps = { 0 };
+	ext2_ino_t ino = 0;
+	size_t i;
+	errcode_t err;
+
+	err = extref_check_modifiable(r->xfs, src);
+	if (!err)
+		err = ext2fs_read_inode(fs, src, &sinode);
+	if (err)
+		return err;
+	if (!(sinode.i_flags & EXT4_EXTENTS_FL))
+		return EXT2_ET_INODE_NOT_EXTENT;
+	err = xr_get_mappings(fs, src, &sinode, 0, 1ULL << 32, &maps);
+	if (!err)
+		err = xr_share_ranges(r->xfs, &maps);
+	if (!err)
+		err = make_inode(r, dir, src, &sinode, &ino);
+	if (!err)
+		err = ext2fs_read_inode(fs, ino, &dinode);
+	for (i = 0; !err && i < maps.n; i++)
+		err = xr_map_insert(fs, ino, &dinode, &maps.v[i]);
+	if (!err)
+		err = ext2fs_inode_size_set(fs, &dinode, EXT2_I_SIZE(&sinode));
+	if (!err)
+		err = ext2fs_write_inode(fs, ino, &dinode);
+	if (!err)
+		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
+	xr_map_vec_free(&maps);
+	if (!err && ret)
+		*ret = ino;
+	return err;
+}
+
+/* Bytes of a file, through the library's reader (inline data too). */
+static errcode_t read_all(extref_fs_t xfs, ext2_ino_t ino, __u64 size,
+			  char **buf)
+{
+	__u64 got;
+	errcode_t err = ext2fs_get_memzero(size + 1, buf);
+
+	if (!err)
+		err = extref_pread(xfs, ino, 0, *buf, size, &got);
+	return err;
+}
+
+/* Files that cannot share blocks are copied: inline data, symlinks. */
+static errcode_t copy_inline_file(struct rl *r, ext2_ino_t src,
+				  const struct ext2_inode *sinode,
+				  ext2_ino_t dir, const char *name,
+				  ext2_ino_t *ret)
+{
+	struct extref_cred c = r->cred;
+	__u64 size = EXT2_I_SIZE(sinode);
+	char *data = NULL;
+	ext2_ino_t ino;
+	errcode_t err;
+
+	if (preserve(r)) {
+		c.uid = inode_uid(*sinode);
+		c.gid = inode_gid(*sinode);
+		c.umask = 0;
+	}
+	err = read_all(r->xfs, src, size, &data);
+	if (!err)
+		err = extref_create_file(r->xfs, dir, name,
+					 sinode->i_mode & 07777, &c, &ino);
+	if (!err)
+		err = extref_pwrite(r->xfs, ino, 0, data, size);
+	ext2fs_free_mem(&data);
+	if (!err)
+		*ret = ino;
+	return err;
+}
+
+static errcode_t read_link_target(struct rl *r, ext2_ino_t ino,
+				  const struct ext2_inode *inode, char **target)
+{
+	__u64 size = EXT2_I_SIZE(inode);
+	errcode_t err;
+
+	if (ext2fs_is_fast_symlink((struct ext2_inode *)inode)) {
+		err = ext2fs_get_memzero(size + 1, target);
+		if (!err)
+			memcpy(*target, inode->i_block, size);
+		return err;
+	}
+	return read_all(r->xfs, ino, size, target);
+}
+
+/* Give a copied inode the source's metadata (preserve) or the caller's. */
+static errcode_t set_meta(struct rl *r, ext2_ino_t ino,
+			  const struct ext2_inode *src)
+{
+	struct ext2_inode in;
+	errcode_t err = ext2fs_read_inode(r->fs, ino, &in);
+
+	if (err)
+		return err;
+	if (preserve(r)) {
+		in.i_mode = src->i_mode;
+		xr_set_owner(&in, inode_uid(*src), inode_gid(*src));
+		in.i_atime = src->i_atime;
+		in.i_mtime = src->i_mtime;
+		in.i_ctime = src->i_ctime;
+	} else {
+		in.i_mode = (src->i_mode & LINUX_S_IFMT) |
+			    (src->i_mode & 07777 & ~r->cred.umask);
+		xr_set_owner(&in, r->cred.uid, r->cred.gid);
+	}
+	return ext2fs_write_inode(r->fs, ino, &in);
+}
+
+static errcode_t copy_symlink(struct rl *r, ext2_ino_t src,
+			      const struct ext2_inode *sinode,
+			      ext2_ino_t dir, const char *name)
+{
+	char *target = NULL;
+	ext2_ino_t ino;
+	errcode_t err = read_link_target(r, src, sinode, &target);
+
+	if (!err)
+		err = ext2fs_symlink(r->fs, dir, 0, name, target);
+	if (err == EXT2_ET_DIR_NO_SPACE) {
+		err = ext2fs_expand_dir(r->fs, dir);
+		if (!err)
+			err = ext2fs_symlink(r->fs, dir, 0, name, target);
+	}
+	ext2fs_free_mem(&target);
+	if (!err)
+		err = ext2fs_lookup(r->fs, dir, name, strlen(name), NULL, &ino);
+	return err ? err : set_meta(r, ino, sinode);
+}
+
+/* Devices, FIFOs and sockets: a new inode with the same type and rdev. */
+static errcode_t copy_special(struct rl *r, const struct ext2_inode *sinode,
+			      ext2_ino_t dir, const char *name, int ftype)
+{
+	struct ext2_inode in;
+	ext2_ino_t ino;
+	errcode_t err;
+
+	copy_mode_meta(r, sinode, &in);
+	memcpy(in.i_block, sinode->i_block, sizeof(in.i_block));
+	err = xr_new_inode(r->fs, dir, &in, 0, &ino);
+	if (!err)
+		err = xr_link(r->fs, dir, name, ino, ftype);
+	return err ? err : set_meta(r, ino, sinode);
+}
+
+static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
+			     const char *name, ext2_ino_t *ret);
+
+struct entry {
+	char		name[EXT2_NAME_LEN + 1];
+	ext2_ino_t	ino;
+};
+
+struct entries {
+	struct entry	*v;
+	size_t		n, cap;
+	errcode_t	err;
+};
+
+static int collect_entry(struct ext2_dir_entry *d, int offset, int bs,
+			 char *buf, void *priv)
+{
+	struct entries *e = priv;
+	int len = ext2fs_dirent_name_len(d);
+
+	(void) offset; (void) bs; (void) buf;
+	if (!d->inode || (len == 1 && d->name[0] == '.') ||
+	    (len == 2 && d->name[0] == '.' && d->name[1] == '.'))
+		return 0;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 32;
+
+		e->err = ext2fs_resize_mem(e->cap * sizeof(*e->v),
+					   cap * sizeof(*e->v), &e->v);
+		if (e->err)
+			return DIRENT_ABORT;
+		e->cap = cap;
+	}
+	memcpy(e->v[e->n].name, d->name, len);
+	e->v[e->n].name[len] = 0;
+	e->v[e->n].ino = d->inode;
+	e->n++;
+	return 0;
+}
+
+static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
+			     const struct ext2_inode *sinode, ext2_ino_t dir,
+			     const char *name, ext2_ino_t *ret)
+{
+	struct entries e = { 0 };
+	ext2_ino_t ino;
+	size_t i;
+	errcode_t err;
+
+	err = ext2fs_mkdir(r->fs, dir, 0, name);
+	if (err == EXT2_ET_DIR_NO_SPACE) {
+		err = ext2fs_expand_dir(r->fs, dir);
+		if (!err)
+			err = ext2fs_mkdir(r->fs, dir, 0, name);
+	}
+	if (!err)
+		err = ext2fs_lookup(r->fs, dir, name, strlen(name), NULL, &ino);
+	if (!err)
+		err = ext2fs_dir_iterate(r->fs, src, 0, NULL, collect_entry, &e);
+	if (!err)
+		err = e.err;
+	for (i = 0; !err && i < e.n; i++)
+		err = reflink_any(r, e.v[i].ino, ino, e.v[i].name, NULL);
+	ext2fs_free_mem(&e.v);
+	if (!err)
+		err = set_meta(r, ino, sinode);
+	if (!err && ret)
+		*ret = ino;
+	return err;
+}
+
+/* A source inode with several links already copied: link it again. */
+static errcode_t hardlink_seen(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
+			       const char *name, int *done)
+{
+	struct ext2_inode in;
+	size_t i;
+	errcode_t err;
+
+	*done = 0;
+	for (i = 0; i < r->hl_n && r->hl_src[i] != src; i++)
+		;
+	if (i == r->hl_n)
+		return 0;
+	*done = 1;
+	err = ext2fs_read_inode(r->fs, r->hl_dst[i], &in);
+	if (err)
+		return err;
+	in.i_links_count++;
+	err = ext2fs_write_inode(r->fs, r->hl_dst[i], &in);
+	return err ? err : xr_link(r->fs, dir, name, r->hl_dst[i],
+				   xr_file_type(in.i_mode));
+}
+
+static errcode_t remember_link(struct rl *r, ext2_ino_t src, ext2_ino_t dst)
+{
+	errcode_t err;
+
+	if (r->hl_n == r->hl_cap) {
+		size_t cap = r->hl_cap ? r->hl_cap * 2 : 16;
+
+		err = ext2fs_resize_mem(r->hl_cap * sizeof(ext2_ino_t),
+					cap * sizeof(ext2_ino_t), &r->hl_src);
+		if (!err)
+			err = ext2fs_resize_mem(r->hl_cap * sizeof(ext2_ino_t),
+						cap * sizeof(ext2_ino_t),
+						&r->hl_dst);
+		if (err)
+			return err;
+		r->hl_cap = cap;
+	}
+	r->hl_src[r->hl_n] = src;
+	r->hl_dst[r->hl_n++] = dst;
+	return 0;
+}
+
+static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
+			     const char *name, ext2_ino_t *ret)
+{
+	struct ext2_inode s;
+	ext2_ino_t ino = 0;
+	int done;
+	errcode_t err;
+
+	err = ext2fs_read_inode(r->fs, src, &s);
+	if (!err && !LINUX_S_ISDIR(s.i_mode) && s.i_links_count > 1)
+		err = hardlink_seen(r, src, dir, name, &done);
+	else
+		done = 0;
+	if (err || done)
+		return err;
+	if (LINUX_S_ISDIR(s.i_mode))
+		return reflink_dir(r, src, &s, dir, name, ret);
+	if (LINUX_S_ISLNK(s.i_mode))
+		err = copy_symlink(r, src, &s, dir, name);
+	else if (LINUX_S_ISREG(s.i_mode) && (s.i_flags & EXT4_INLINE_DATA_FL))
+		err = copy_inline_file(r, src, &s, dir, name, &ino);
+	else if (LINUX_S_ISREG(s.i_mode))
+		err = reflink_file(r, src, dir, name, &ino);
+	else
+		err = copy_special(r, &s, dir, name, xr_file_type(s.i_mode));
+	if (!err && ino && s.i_links_count > 1)
+		err = remember_link(r, src, ino);
+	if (!err && ret)
+		*ret = ino;
+	return err;
+}
+
+errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+			 const char *name, int flags,
+			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
+{
+	struct rl r = { .xfs = xfs, .fs = extref_fs_ext2(xfs), .flags = flags };
+	struct ext2_inode s;
+	errcode_t err;
+
+	if (cred)
+		r.cred = *cred;
+	else
+		extref_cred_current(&r.cred);
+	err = extref_check_modifiable(xfs, dir);
+	if (!err)
+		err = extref_check_modifiable(xfs, src);
+	if (!err)
+		err = xr_name_free(r.fs, dir, name);
+	if (!err)
+		err = xr_read_inode(r.fs, src, &s);
+	if (err)
+		return err;
+	if (LINUX_S_ISDIR(s.i_mode) && !(flags & EXTREF_REFLINK_RECURSIVE))
+		return EXTREF_ERR_IS_DIR;
+	if (!LINUX_S_ISDIR(s.i_mode) && !LINUX_S_ISREG(s.i_mode))
+		return EXTREF_ERR_NOT_REG;
+	err = reflink_any(&r, src, dir, name, ret_ino);
+	ext2fs_free_mem(&r.hl_src);
+	ext2fs_free_mem(&r.hl_dst);
+	return err;
+}

@@ -1,0 +1,253 @@
+/*
+ * rw.c --- reading, and writing copy-on-write.
+ *
+ * A write goes in place only into a block the file owns alone (written,
+ * no record).  Every other block it touches (a hole, an unwritten block,
+ * a shared block) gets a new block: the new data is written there first,
+ * then the mapping is switched, then the old block loses a mapping.
+ */
+#include <string.h>
+#include "extref_ops_int.h"
+
+errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
+		       __u64 len, __u64 *got)
+{
+	ext2_file_t f;
+	unsigned int n;
+	errcode_t err;
+	char *p = buf;
+
+	*got = 0;
+	err = ext2fs_file_open(extref_fs_ext2(xfs), ino, 0, &f);
+	if (err)
+		return err;
+	err = ext2fs_file_llseek(f, off, EXT2_SEEK_SET, NULL);
+	while (!err && len) {
+		unsigned int want = len > (1U << 30) ? (1U << 30) : len;
+
+		err = ext2fs_file_read(f, p + *got, want, &n);
+		if (err || n == 0)
+			break;
+		*got += n;
+		len -= n;
+	}
+	ext2fs_file_close(f);
+	return err;
+}
+
+/* What one block of the range needs. */
+struct blk_plan {
+	blk64_t		old;		/* mapped block, 0 for a hole */
+	int		written;	/* old holds data (not unwritten) */
+	blk64_t		new;		/* block to write, 0: keep as is */
+};
+
+struct cow {
+	extref_fs_t		xfs;
+	ext2_filsys		fs;
+	ext2_ino_t		ino;
+	struct ext2_inode	*inode;
+	__u64			off, len;
+	const char		*buf;
+	int			mode;
+	blk64_t			b0, nblk;
+	struct blk_plan		*plan;
+	char			*block;
+};
+
+static errcode_t plan_mapped(struct cow *c)
+{
+	struct xr_map_vec maps = { 0 };
+	size_t i;
+	blk64_t k;
+	errcode_t err;
+
+	err = xr_get_mappings(c->fs, c->ino, c->inode, c->b0,
+			      c->b0 + c->nblk, &maps);
+	for (i = 0; !err && i < maps.n; i++)
+		for (k = 0; k < maps.v[i].len; k++) {
+			struct blk_plan *p = &c->plan[maps.v[i].lblk + k - c->b0];
+
+			p->old = maps.v[i].pblk + k;
+			p->written = !maps.v[i].uninit;
+		}
+	xr_map_vec_free(&maps);
+	return err;
+}
+
+static int needs_new_block(struct cow *c, const struct blk_plan *p,
+			   __u32 count)
+{
+	if (c->mode == XR_COW_UNSHARE)
+		return p->old && count >= 2;
+	return !p->old || !p->written || count >= 2;
+}
+
+static void undo_alloc(struct cow *c, blk64_t upto)
+{
+	blk64_t i;
+
+	for (i = 0; i < upto; i++)
+		if (c->plan[i].new)
+			ext2fs_block_alloc_stats2(c->fs, c->plan[i].new, -1);
+}
+
+/* Decide, and allocate every new block before anything is written. */
+static errcode_t plan_blocks(struct cow *c)
+{
+	extref_tree_t t = extref_fs_tree(c->xfs);
+	blk64_t i, goal = 0;
+	__u32 count;
+	errcode_t err;
+
+	err = plan_mapped(c);
+	for (i = 0; !err && i < c->nblk; i++) {
+		struct blk_plan *p = &c->plan[i];
+
+		count = 0;
+		if (p->old)
+			err = extref_tree_get_count(t, p->old, &count);
+		if (err || !needs_new_block(c, p, count))
+			continue;
+		if (!goal)
+			goal = p->old ? p->old :
+				ext2fs_find_inode_goal(c->fs, c->ino, c->inode,
+						       c->b0 + i);
+		err = ext2fs_new_block2(c->fs, goal, NULL, &p->new);
+		if (err)
+			break;
+		ext2fs_block_alloc_stats2(c->fs, p->new, +1);
+		goal = p->new + 1;
+	}
+	if (err)
+		undo_alloc(c, i);
+	return err;
+}
+
+/* Build block i's new contents in c->block and write them. */
+static errcode_t write_block(struct cow *c, blk64_t i)
+{
+	struct blk_plan *p = &c->plan[i];
+	unsigned int bs = c->fs->blocksize;
+	__u64 bstart = (c->b0 + i) * bs, s, e;
+	blk64_t target = p->new ? p->new : p->old;
+	errcode_t err = 0;
+
+	if (!p->new && c->mode == XR_COW_UNSHARE)
+		return 0;
+	s = c->off > bstart ? c->off : bstart;
+	e = c->off + c->len < bstart + bs ? c->off + c->len : bstart + bs;
+	if (c->mode == XR_COW_UNSHARE || s > bstart || e < bstart + bs) {
+		if (p->old && p->written)
+			err = io_channel_read_blk64(c->fs->io, p->old, 1,
+						    c->block);
+		else
+			memset(c->block, 0, bs);
+	}
+	if (!err && c->mode == XR_COW_WRITE)
+		memcpy(c->block + (s - bstart), c->buf + (s - c->off), e - s);
+	return err ? err : io_channel_write_blk64(c->fs->io, target, 1,
+						  c->block);
+}
+
+/* Switch each run of new blocks into the file; collect the old ones. */
+static errcode_t remap(struct cow *c, struct xr_prange_vec *removed)
+{
+	blk64_t i = 0, j;
+	errcode_t err = 0;
+
+	while (!err && i < c->nblk) {
+		if (!c->plan[i].new) {
+			i++;
+			continue;
+		}
+		for (j = i + 1; j < c->nblk && c->plan[j].new &&
+		     c->plan[j].new == c->plan[j - 1].new + 1; j++)
+			;
+		err = xr_unmap(c->fs, c->ino, c->inode, c->b0 + i, c->b0 + j,
+			       removed);
+		if (!err) {
+			struct xr_map m = { c->b0 + i, c->plan[i].new, j - i, 0 };
+
+			err = xr_map_insert(c->fs, c->ino, c->inode, &m);
+		}
+		i = j;
+	}
+	return err;
+}
+
+errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
+		       struct ext2_inode *inode, __u64 off, const void *buf,
+		       __u64 len, int mode)
+{
+	struct cow c = { xfs, extref_fs_ext2(xfs), ino, inode, off, len,
+			 buf, mode, 0, 0, NULL, NULL };
+	struct xr_prange_vec removed = { 0 };
+	blk64_t i;
+	errcode_t err;
+
+	if (len == 0)
+		return 0;
+	c.b0 = off / c.fs->blocksize;
+	c.nblk = xr_size_blocks(c.fs, off + len) - c.b0;
+	err = ext2fs_get_array(c.nblk, sizeof(*c.plan), &c.plan);
+	if (!err)
+		err = ext2fs_get_mem(c.fs->blocksize, &c.block);
+	if (err)
+		goto out;
+	memset(c.plan, 0, c.nblk * sizeof(*c.plan));
+	err = plan_blocks(&c);
+	if (err)
+		goto out;
+	for (i = 0; !err && i < c.nblk; i++)
+		err = write_block(&c, i);
+	if (!err)
+		err = remap(&c, &removed);
+	if (err) {
+		undo_alloc(&c, c.nblk);
+		goto out;
+	}
+	if (mode == XR_COW_WRITE && off + len > EXT2_I_SIZE(inode))
+		err = ext2fs_inode_size_set(c.fs, inode, off + len);
+	if (!err) {
+		inode->i_mtime = inode->i_ctime = xr_now(c.fs);
+		err = ext2fs_write_inode(c.fs, ino, inode);
+	}
+	if (!err)
+		err = xr_release_ranges(xfs, &removed);
+out:
+	xr_prange_vec_free(&removed);
+	ext2fs_free_mem(&c.plan);
+	ext2fs_free_mem(&c.block);
+	return err;
+}
+
+errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			const void *buf, __u64 len)
+{
+	struct ext2_inode inode;
+	errcode_t err = xr_open_reg(xfs, ino, &inode);
+
+	if (!err && off + len < off)
+		err = EXT2_ET_FILE_TOO_BIG;
+	if (err)
+		return err;
+	return xr_cow_range(xfs, ino, &inode, off, buf, len, XR_COW_WRITE);
+}
+
+errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			 __u64 len)
+{
+	struct ext2_inode inode;
+	__u64 size;
+	errcode_t err = xr_open_reg(xfs, ino, &inode);
+
+	if (err)
+		return err;
+	size = EXT2_I_SIZE(&inode);
+	if (off >= size)
+		return 0;
+	if (len == 0 || off + len > size || off + len < off)
+		len = size - off;
+	return xr_cow_range(xfs, ino, &inode, off, NULL, len, XR_COW_UNSHARE);
+}
