@@ -67,6 +67,10 @@ errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 		       struct ext2_inode *inode, int extents, ext2_ino_t *ret);
 
+/* inline.c */
+errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
+			       struct ext2_inode *inode);
+
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */
 #define XR_COW_UNSHARE	1	/* shared blocks only, contents kept */

@@ -62,7 +62,9 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		return LINUX_S_ISDIR(inode->i_mode) ? EXTREF_ERR_IS_DIR :
 			EXTREF_ERR_NOT_REG;
 	if (inode->i_flags & EXT4_INLINE_DATA_FL)
-		return EXT2_ET_INLINE_DATA_CANT_ITERATE;
+		err = xr_inline_to_extents(xfs, ino, inode);
+	if (err)
+		return err;
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
 	return 0;

@@ -55,7 +55,10 @@ static errcode_t free_inode(extref_fs_t xfs, ext2_ino_t ino,
 
 	inode->i_links_count = 0;
 	inode->i_dtime = xr_now(fs);
-	if (inode->i_flags & EXT4_EXTENTS_FL)
+	if (ext2fs_is_fast_symlink(inode) ||
+	    (inode->i_flags & EXT4_INLINE_DATA_FL))
+		;	/* no blocks: data lives in the inode */
+	else if (inode->i_flags & EXT4_EXTENTS_FL)
 		err = xr_unmap(fs, ino, inode, 0, 1ULL << 32, &removed);
 	else if (ext2fs_inode_has_valid_blocks2(fs, inode))
 		err = ext2fs_punch(fs, ino, inode, NULL, 0, ~0ULL);
