@@ -64,16 +64,20 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 			tail = old - size;
 		err = zero_partial(xfs, ino, &inode, size, tail);
 	}
+	/*
+	 * Mappings go before the size: an interrupted truncate leaves a
+	 * hole at the end of a file of the old size, which e2fsck accepts,
+	 * rather than blocks past EOF.
+	 */
+	if (!err)
+		err = drop_blocks(xfs, ino, &inode, xr_size_blocks(fs, size),
+				  1ULL << 32);
 	if (!err) {
-		/* The size goes first: blocks past it are then unreachable. */
 		err = ext2fs_inode_size_set(fs, &inode, size);
 		inode.i_mtime = inode.i_ctime = xr_now(fs);
 		if (!err)
 			err = ext2fs_write_inode(fs, ino, &inode);
 	}
-	if (!err)
-		err = drop_blocks(xfs, ino, &inode, xr_size_blocks(fs, size),
-				  1ULL << 32);
 	return err;
 }
 
