@@ -25,6 +25,7 @@ BUILD_DIR = Path(os.environ.get("EXTREF_BUILD_DIR", str(REPO_ROOT))).resolve()
 # Binaries, relative to the build directory.
 BINARIES = {
     "mkfs.extref": "mkfs/mkfs.extref",
+    "debugfs.extref": "debug/debugfs.extref",
 }
 
 

@@ -1,0 +1,267 @@
+/*
+ * cmds.c --- the command table of debugfs.extref and its central checks.
+ *
+ * mk_cmds (debug_cmds.ct) dispatches each request to a thin do_NAME()
+ * handler generated below by CMD(); every handler calls run_cmd(), which
+ * looks the command up in cmd_table, parses its options, checks the
+ * argument count and what the command needs (an image, -w, the tree) in
+ * one place, runs the implementation and records a failure for the exit
+ * status.  Implementations never repeat those checks.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "debugfs.h"
+
+/* Implementations (inspect.c, fiemap.c, refcount_cmds.c, du.c, ...). */
+int impl_open(struct cmd_args *a);
+int impl_close(struct cmd_args *a);
+int impl_stats(struct cmd_args *a);
+int impl_ls(struct cmd_args *a);
+int impl_cd(struct cmd_args *a);
+int impl_pwd(struct cmd_args *a);
+int impl_stat(struct cmd_args *a);
+int impl_fiemap(struct cmd_args *a);
+int impl_cat(struct cmd_args *a);
+int impl_dump(struct cmd_args *a);
+int impl_refcount(struct cmd_args *a);
+int impl_refcount_tree(struct cmd_args *a);
+int impl_owners(struct cmd_args *a);
+int impl_du(struct cmd_args *a);
+int impl_check(struct cmd_args *a);
+int impl_write(struct cmd_args *a);
+int impl_mkdir(struct cmd_args *a);
+int impl_rm(struct cmd_args *a);
+int impl_rmdir(struct cmd_args *a);
+int impl_symlink(struct cmd_args *a);
+int impl_reflink(struct cmd_args *a);
+int impl_clone_range(struct cmd_args *a);
+int impl_dedupe(struct cmd_args *a);
+int impl_pwrite(struct cmd_args *a);
+int impl_truncate(struct cmd_args *a);
+int impl_punch(struct cmd_args *a);
+int impl_unshare(struct cmd_args *a);
+int impl_chmod(struct cmd_args *a);
+int impl_chown(struct cmd_args *a);
+int impl_setxattr(struct cmd_args *a);
+int impl_getxattr(struct cmd_args *a);
+int impl_listxattr(struct cmd_args *a);
+
+#define RO	CMD_IMAGE
+#define RT	(CMD_IMAGE | CMD_TREE)
+#define WR	(CMD_IMAGE | CMD_WRITE | CMD_TREE)
+
+static const struct cmd_spec cmd_table[] = {
+/*	  name		  impl			min max opts  long  ch  needs usage */
+	{ "open",	  impl_open,		1, 1, "w",  NULL, 0,  0,  "[-w] IMAGE" },
+	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
+	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
+	{ "ls",		  impl_ls,		0, 1, "l",  NULL, 0,  RO, "[-l] [PATH]" },
+	{ "cd",		  impl_cd,		1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "pwd",	  impl_pwd,		0, 0, NULL, NULL, 0,  RO, "" },
+	{ "stat",	  impl_stat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "fiemap",	  impl_fiemap,		1, 1, "v",  NULL, 0,  RO, "[-v] PATH" },
+	{ "cat",	  impl_cat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "dump",	  impl_dump,		2, 2, NULL, NULL, 0,  RO, "PATH HOSTFILE" },
+	{ "refcount",	  impl_refcount,	0, 2, NULL, NULL, 0,  RT, "[START [LEN]]" },
+	{ "refcount_tree", impl_refcount_tree,	0, 0, "v",  NULL, 0,  RO, "[-v]" },
+	{ "owners",	  impl_owners,		1, 1, NULL, NULL, 0,  RO, "BLOCK" },
+	{ "du",		  impl_du,		1, -1, "s", "raw", 'R', RT, "[-s] [--raw] PATH..." },
+	{ "check",	  impl_check,		0, 0, NULL, NULL, 0,  RO, "" },
+	{ "write",	  impl_write,		2, 2, NULL, NULL, 0,  WR, "HOSTFILE PATH" },
+	{ "mkdir",	  impl_mkdir,		1, 1, NULL, NULL, 0,  WR, "PATH" },
+	{ "rm",		  impl_rm,		1, 1, NULL, NULL, 0,  WR, "PATH" },
+	{ "rmdir",	  impl_rmdir,		1, 1, NULL, NULL, 0,  WR, "PATH" },
+	{ "symlink",	  impl_symlink,		2, 2, NULL, NULL, 0,  WR, "PATH TARGET" },
+	{ "reflink",	  impl_reflink,		2, 2, "pr", NULL, 0,  WR, "[-p] [-r] SRC DST" },
+	{ "clone_range",  impl_clone_range,	5, 5, NULL, NULL, 0,  WR, "SRC SOFF DST DOFF LEN" },
+	{ "dedupe",	  impl_dedupe,		5, 5, NULL, NULL, 0,  WR, "SRC SOFF DST DOFF LEN" },
+	{ "pwrite",	  impl_pwrite,		3, 3, "S:i:", NULL, 0, WR, "[-S BYTE] [-i HOSTFILE] PATH OFF LEN" },
+	{ "truncate",	  impl_truncate,	2, 2, NULL, NULL, 0,  WR, "PATH SIZE" },
+	{ "punch",	  impl_punch,		3, 3, NULL, NULL, 0,  WR, "PATH OFF LEN" },
+	{ "unshare",	  impl_unshare,		1, 3, NULL, NULL, 0,  WR, "PATH [OFF LEN]" },
+	{ "chmod",	  impl_chmod,		2, 2, NULL, NULL, 0,  WR, "MODE PATH" },
+	{ "chown",	  impl_chown,		2, 2, NULL, NULL, 0,  WR, "UID[:GID] PATH" },
+	{ "setxattr",	  impl_setxattr,	3, 3, NULL, NULL, 0,  WR, "PATH NAME VALUE" },
+	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
+	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },
+};
+
+/* mk_cmds handlers: one thin wrapper per request. */
+#define CMD(n) \
+	void do_##n(int argc, const char * const *argv, int sci_idx, \
+		    void *infop); \
+	void do_##n(int argc, const char * const *argv, int sci_idx, \
+		    void *infop) \
+	{ (void)sci_idx; (void)infop; run_cmd(#n, argc, (char **)argv); }
+
+CMD(open) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
+CMD(fiemap) CMD(cat) CMD(dump) CMD(refcount) CMD(refcount_tree)
+CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
+CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
+CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
+CMD(setxattr) CMD(getxattr) CMD(listxattr)
+
+static const struct cmd_spec *cur_spec;
+
+static void vmsg(const char *name, const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s: ", name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+int cmd_fail(const struct cmd_args *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(a->name, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+int cmd_err(const struct cmd_args *a, errcode_t err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s: ", a->name);
+	if (fmt) {
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputs(": ", stderr);
+	}
+	fprintf(stderr, "%s\n", error_message(err));
+	return 1;
+}
+
+int cmd_usage(const struct cmd_args *a)
+{
+	const char *u = cur_spec ? cur_spec->usage : "";
+
+	return cmd_fail(a, "usage: %s%s%s", a->name, *u ? " " : "", u);
+}
+
+/* "CMD: problem; usage: CMD ARGS" on one line. */
+__attribute__((format(printf, 2, 3)))
+static int opt_fail(const struct cmd_args *a, const char *fmt, ...);
+
+static int opt_fail(const struct cmd_args *a, const char *fmt, ...)
+{
+	va_list ap;
+	const char *u = cur_spec ? cur_spec->usage : "";
+
+	fflush(stdout);
+	fprintf(stderr, "%s: ", a->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "; usage: %s%s%s\n", a->name, *u ? " " : "", u);
+	return 1;
+}
+
+static const struct cmd_spec *find_spec(const char *canon)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
+		if (!strcmp(cmd_table[i].name, canon))
+			return &cmd_table[i];
+	return NULL;
+}
+
+/*
+ * Options come before the positional arguments ("--" ends them); a
+ * lone "-" or anything not starting with '-' is the first positional.
+ */
+static int parse_args(const struct cmd_spec *spec, int argc, char **argv,
+		      struct cmd_args *a)
+{
+	int i = 1;
+
+	if (spec->optstring) {
+		for (; i < argc; i++) {
+			const char *s = argv[i];
+
+			if (s[0] != '-' || s[1] == 0)
+				break;
+			if (!strcmp(s, "--")) {
+				i++;
+				break;
+			}
+			if (s[1] == '-') {
+				if (spec->longopt && !strcmp(s + 2, spec->longopt)) {
+					a->opts[(int)spec->longchar] = 1;
+					continue;
+				}
+				return opt_fail(a, "unknown option %s", s);
+			}
+			for (s++; *s; s++) {
+				const char *o = strchr(spec->optstring, *s);
+
+				if (!o || *s == ':' || (unsigned char)*s >= 128)
+					return opt_fail(a, "unknown option -%c", *s);
+				a->opts[(int)*s] = 1;
+				if (o[1] == ':') {
+					if (s[1]) {
+						a->optarg[(int)*s] = s + 1;
+					} else if (i + 1 < argc) {
+						a->optarg[(int)*s] = argv[++i];
+					} else {
+						return opt_fail(a, "option -%c needs a value", *s);
+					}
+					break;
+				}
+			}
+		}
+	}
+	a->argc = argc - i;
+	a->argv = argv + i;
+	return 0;
+}
+
+void run_cmd(const char *canon, int argc, char **argv)
+{
+	struct cmd_args a;
+	const struct cmd_spec *spec = find_spec(canon);
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.name = argc > 0 ? argv[0] : canon;
+	cur_spec = spec;
+	if (!spec) {
+		ret = cmd_fail(&a, "internal error: no table entry");
+		goto out;
+	}
+	ret = parse_args(spec, argc, argv, &a);
+	if (ret)
+		goto out;
+	if (a.argc < spec->min_args ||
+	    (spec->max_args >= 0 && a.argc > spec->max_args)) {
+		ret = cmd_usage(&a);
+		goto out;
+	}
+	if ((spec->needs & (CMD_IMAGE | CMD_WRITE | CMD_TREE)) && !sh.xfs) {
+		ret = cmd_fail(&a, "no image is open");
+		goto out;
+	}
+	if ((spec->needs & CMD_WRITE) && !sh.rw) {
+		ret = cmd_fail(&a, "needs an image opened with -w");
+		goto out;
+	}
+	if ((spec->needs & CMD_TREE) && !sh_tree()) {
+		ret = cmd_fail(&a, "needs the reference-count tree, which did not load: %s",
+			       error_message(sh.tree_err ? sh.tree_err
+						     : EXTREF_ERR_NO_TREE));
+		goto out;
+	}
+	ret = spec->impl(&a);
+out:
+	fflush(stdout);
+	if (ret)
+		sh.failed = 1;
+	cur_spec = NULL;
+}

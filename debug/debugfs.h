@@ -1,0 +1,121 @@
+/*
+ * debugfs.h --- shared state and helpers of debugfs.extref.
+ */
+#ifndef DEBUGFS_EXTREF_H
+#define DEBUGFS_EXTREF_H
+
+#include <stdio.h>
+#include <ext2fs/ext2fs.h>
+#include "extref.h"
+#include "extref_ops.h"
+
+#define PROG_NAME	"debugfs.extref"
+
+/* The shell's state: one open image at most. */
+struct shell {
+	extref_fs_t	xfs;		/* NULL when no image is open */
+	ext2_filsys	fs;
+	char		*image;
+	int		rw;		/* opened with -w */
+	errcode_t	tree_err;	/* why the tree did not load, or 0 */
+	ext2_ino_t	cwd;
+	int		failed;		/* some command failed */
+	int		sci_idx;
+};
+extern struct shell sh;
+
+static inline extref_tree_t sh_tree(void)
+{
+	return sh.xfs ? extref_fs_tree(sh.xfs) : NULL;
+}
+
+/* ----- cmds.c: the command table and its central checks ----- */
+
+/* What a command needs before it runs. */
+#define CMD_IMAGE	0x01	/* an open image */
+#define CMD_WRITE	0x02	/* an image opened with -w (implies CMD_IMAGE) */
+#define CMD_TREE	0x04	/* a loaded reference-count tree */
+
+#define CMD_MAX_ARGS	32
+
+/* A parsed command line: options removed, positional arguments kept. */
+struct cmd_args {
+	const char	*name;		/* argv[0] as typed */
+	int		argc;		/* positional arguments, not argv[0] */
+	char		**argv;		/* argv[0] is the first positional */
+	char		opts[128];	/* opts['x'] non-zero when -x given */
+	const char	*optarg[128];	/* -x VALUE */
+};
+
+typedef int (*cmd_impl)(struct cmd_args *a);
+
+struct cmd_spec {
+	const char	*name;		/* canonical request name */
+	cmd_impl	impl;
+	int		min_args;	/* positional arguments */
+	int		max_args;	/* -1: no limit */
+	const char	*optstring;	/* getopt-style, NULL: no options */
+	const char	*longopt;	/* "--raw" style alias ... */
+	char		longchar;	/* ... for this option letter */
+	unsigned	needs;		/* CMD_* */
+	const char	*usage;		/* arguments, after the name */
+};
+
+void run_cmd(const char *canon, int argc, char **argv);
+/* "CMD: message" on stderr; returns 1 (the failure status). */
+int cmd_fail(const struct cmd_args *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* "CMD: [what: ]error message" on stderr; returns 1. */
+int cmd_err(const struct cmd_args *a, errcode_t err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int cmd_usage(const struct cmd_args *a);
+
+/* ----- main.c ----- */
+int shell_open(const char *image, int rw, const char *who);
+int shell_close(const char *who);
+
+/* ----- path.c ----- */
+/* Resolve PATH (absolute, relative to cwd, or <ino>); no final symlink follow. */
+int resolve_path(const struct cmd_args *a, const char *path, ext2_ino_t *ino);
+/* Split PATH into its parent directory's inode and its last name. */
+int resolve_parent(const struct cmd_args *a, const char *path,
+		   ext2_ino_t *dir, char **name);
+/* Fail when NAME exists in DIR. */
+int check_absent(const struct cmd_args *a, ext2_ino_t dir, const char *name,
+		 const char *path);
+int read_inode(const struct cmd_args *a, ext2_ino_t ino,
+	       struct ext2_inode_large *inode);
+int write_inode(const struct cmd_args *a, ext2_ino_t ino,
+		struct ext2_inode_large *inode);
+/* A path for ino ("/a/b"), malloc'd; "<ino>" when none is found. */
+char *inode_path(ext2_ino_t ino);
+
+/* ----- util.c ----- */
+/* Decimal or 0x hex, optional K/M/G/T suffix (powers of 1024). */
+int parse_u64(const char *s, __u64 *val);
+int parse_num_arg(const struct cmd_args *a, const char *s, const char *what,
+		  __u64 *val);
+/* btrfs-style human size: "256.00KiB", "0.00B"; raw: plain bytes. */
+void human_size(__u64 bytes, int raw, char *buf, size_t len);
+void mode_string(__u16 mode, char *buf);	/* "drwxr-xr-x", 11 bytes */
+const char *inode_type_name(__u16 mode);
+
+/* One leaf extent (or run of a block-mapped file), in blocks. */
+struct fext {
+	blk64_t	lblk;
+	blk64_t	pblk;
+	blk64_t	len;
+	int	unwritten;
+};
+typedef int (*fext_func)(const struct fext *e, void *priv);
+/* Every data extent of ino in file order; func non-zero stops. */
+errcode_t walk_extents(ext2_ino_t ino, struct ext2_inode_large *inode,
+		       fext_func func, void *priv);
+
+/* Split physical [pblk, pblk+len) into runs of equal mapping count. */
+typedef int (*run_func)(blk64_t pblk, blk64_t len, __u32 count, void *priv);
+/* count: the record's count, 1 where no record covers the run, 0 when
+ * the tree is not loaded (unknown). */
+errcode_t refcount_runs(blk64_t pblk, blk64_t len, run_func func, void *priv);
+
+#endif /* DEBUGFS_EXTREF_H */

@@ -1,0 +1,302 @@
+/*
+ * du.c --- "du [-s] [--raw] PATH...": disk usage in the columns of
+ * `btrfs filesystem du`:
+ *
+ *	Total		bytes of every mapped block of the regular files
+ *	Exclusive	bytes of blocks with no reference-count record
+ *	Set shared	directory rows: the union of the shared (recorded)
+ *			blocks under the directory, each counted once;
+ *			"-" on file rows
+ *
+ * Only regular files count (directory blocks, symlinks and devices do
+ * not), as btrfs counts only file extents.  Directory entries are walked
+ * in name order.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "debugfs.h"
+
+struct range {
+	blk64_t	start;
+	blk64_t	len;
+};
+
+struct rangevec {
+	struct range	*v;
+	size_t		n, cap;
+};
+
+static int rv_add(struct rangevec *rv, blk64_t start, blk64_t len)
+{
+	if (rv->n == rv->cap) {
+		size_t cap = rv->cap ? rv->cap * 2 : 32;
+		struct range *nv = realloc(rv->v, cap * sizeof(*nv));
+
+		if (!nv)
+			return 1;
+		rv->v = nv;
+		rv->cap = cap;
+	}
+	rv->v[rv->n].start = start;
+	rv->v[rv->n].len = len;
+	rv->n++;
+	return 0;
+}
+
+static int range_cmp(const void *x, const void *y)
+{
+	const struct range *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Blocks in the union of the ranges. */
+static blk64_t rv_union(struct rangevec *rv)
+{
+	blk64_t total = 0, cur_s = 0, cur_e = 0;
+	size_t i;
+
+	if (!rv->n)
+		return 0;
+	qsort(rv->v, rv->n, sizeof(rv->v[0]), range_cmp);
+	cur_s = rv->v[0].start;
+	cur_e = cur_s + rv->v[0].len;
+	for (i = 1; i < rv->n; i++) {
+		blk64_t s = rv->v[i].start, e = s + rv->v[i].len;
+
+		if (s <= cur_e) {
+			if (e > cur_e)
+				cur_e = e;
+			continue;
+		}
+		total += cur_e - cur_s;
+		cur_s = s;
+		cur_e = e;
+	}
+	return total + (cur_e - cur_s);
+}
+
+struct du_opts {
+	int	summary;
+	int	raw;
+	int	nomem;
+};
+
+struct file_ctx {
+	blk64_t		total, excl;
+	struct rangevec	*shared;
+	int		nomem;
+};
+
+static int du_run_cb(blk64_t pblk, blk64_t len, __u32 count, void *priv)
+{
+	struct file_ctx *c = priv;
+
+	c->total += len;
+	if (count <= 1)
+		c->excl += len;
+	else if (c->shared && rv_add(c->shared, pblk, len))
+		c->nomem = 1;
+	return c->nomem;
+}
+
+static int du_ext_cb(const struct fext *e, void *priv)
+{
+	return refcount_runs(e->pblk, e->len, du_run_cb, priv) ? 1 : 0;
+}
+
+static void du_row(const struct du_opts *o, blk64_t total, blk64_t excl,
+		   long long set_shared, const char *name)
+{
+	char t[32], x[32], s[32];
+	__u64 bs = sh.fs->blocksize;
+
+	human_size(total * bs, o->raw, t, sizeof(t));
+	human_size(excl * bs, o->raw, x, sizeof(x));
+	if (set_shared < 0)
+		strcpy(s, "-");
+	else
+		human_size((__u64)set_shared * bs, o->raw, s, sizeof(s));
+	printf("%10s  %10s  %10s  %s\n", t, x, s, name);
+}
+
+struct names {
+	char		**name;
+	ext2_ino_t	*ino;
+	size_t		n, cap;
+	int		nomem;
+};
+
+static int names_cb(struct ext2_dir_entry *de, int offset, int blocksize,
+		    char *buf, void *priv)
+{
+	struct names *nm = priv;
+	int len = ext2fs_dirent_name_len(de);
+
+	(void)offset; (void)blocksize; (void)buf;
+	if (!de->inode || (len == 1 && de->name[0] == '.') ||
+	    (len == 2 && de->name[0] == '.' && de->name[1] == '.'))
+		return 0;
+	if (nm->n == nm->cap) {
+		size_t cap = nm->cap ? nm->cap * 2 : 32;
+		char **n2 = realloc(nm->name, cap * sizeof(*n2));
+		ext2_ino_t *i2;
+
+		if (!n2)
+			goto nomem;
+		nm->name = n2;
+		i2 = realloc(nm->ino, cap * sizeof(*i2));
+		if (!i2)
+			goto nomem;
+		nm->ino = i2;
+		nm->cap = cap;
+	}
+	nm->name[nm->n] = strndup(de->name, len);
+	if (!nm->name[nm->n])
+		goto nomem;
+	nm->ino[nm->n++] = de->inode;
+	return 0;
+nomem:
+	nm->nomem = 1;
+	return DIRENT_ABORT;
+}
+
+static int name_cmp(const void *x, const void *y)
+{
+	char **const *p = x, **const *q = y;
+
+	return strcmp(**p, **q);
+}
+
+static int du_path(struct cmd_args *a, const struct du_opts *o,
+		   ext2_ino_t ino, const char *name, int top,
+		   blk64_t *total, blk64_t *excl, struct rangevec *parent);
+
+static int du_dir(struct cmd_args *a, const struct du_opts *o, ext2_ino_t dir,
+		  const char *name, blk64_t *total, blk64_t *excl,
+		  struct rangevec *set, int depth)
+{
+	struct names nm;
+	char ***order = NULL;
+	errcode_t err;
+	size_t i;
+	int ret = 0;
+
+	if (depth > 256)
+		return cmd_fail(a, "%s: directory tree too deep", name);
+	memset(&nm, 0, sizeof(nm));
+	err = ext2fs_dir_iterate(sh.fs, dir, 0, NULL, names_cb, &nm);
+	if (nm.nomem) {
+		ret = cmd_fail(a, "out of memory");
+		goto out;
+	}
+	if (err) {
+		ret = cmd_err(a, err, "%s", name);
+		goto out;
+	}
+	order = malloc((nm.n ? nm.n : 1) * sizeof(*order));
+	if (!order) {
+		ret = cmd_fail(a, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nm.n; i++)
+		order[i] = &nm.name[i];
+	qsort(order, nm.n, sizeof(*order), name_cmp);
+	for (i = 0; i < nm.n; i++) {
+		size_t k = order[i] - nm.name;
+		size_t len = strlen(name) + strlen(nm.name[k]) + 2;
+		char *child = malloc(len);
+
+		if (!child) {
+			ret = cmd_fail(a, "out of memory");
+			break;
+		}
+		snprintf(child, len, "%s%s%s", name,
+			 (*name && name[strlen(name) - 1] == '/') ? "" : "/",
+			 nm.name[k]);
+		ret |= du_path(a, o, nm.ino[k], child, depth + 1, total, excl,
+			       set);
+		free(child);
+	}
+out:
+	for (i = 0; i < nm.n; i++)
+		free(nm.name[i]);
+	free(nm.name);
+	free(nm.ino);
+	free(order);
+	return ret;
+}
+
+/*
+ * One file or directory: adds its blocks to *total / *excl and its shared
+ * ranges to parent (when not NULL); prints its row unless -s hides it.
+ * depth 0 is an argument.
+ */
+static int du_path(struct cmd_args *a, const struct du_opts *o,
+		   ext2_ino_t ino, const char *name, int depth,
+		   blk64_t *total, blk64_t *excl, struct rangevec *parent)
+{
+	struct ext2_inode_large inode;
+	int show = depth == 0 || !o->summary;
+	errcode_t err;
+	size_t i;
+
+	if (read_inode(a, ino, &inode))
+		return 1;
+	if (LINUX_S_ISREG(inode.i_mode)) {
+		struct file_ctx c;
+
+		memset(&c, 0, sizeof(c));
+		c.shared = parent;
+		err = walk_extents(ino, &inode, du_ext_cb, &c);
+		if (c.nomem)
+			return cmd_fail(a, "out of memory");
+		if (err)
+			return cmd_err(a, err, "%s", name);
+		*total += c.total;
+		*excl += c.excl;
+		if (show)
+			du_row(o, c.total, c.excl, -1, name);
+		return 0;
+	}
+	if (LINUX_S_ISDIR(inode.i_mode)) {
+		struct rangevec set = { NULL, 0, 0 };
+		blk64_t t = 0, x = 0;
+		int ret;
+
+		ret = du_dir(a, o, ino, name, &t, &x, &set, depth);
+		if (show)
+			du_row(o, t, x, (long long)rv_union(&set), name);
+		for (i = 0; parent && i < set.n && !ret; i++)
+			if (rv_add(parent, set.v[i].start, set.v[i].len))
+				ret = cmd_fail(a, "out of memory");
+		free(set.v);
+		*total += t;
+		*excl += x;
+		return ret;
+	}
+	/* Symlinks, devices, FIFOs: no file extents, no row. */
+	if (depth == 0)
+		du_row(o, 0, 0, -1, name);
+	return 0;
+}
+
+int impl_du(struct cmd_args *a)
+{
+	struct du_opts o = { a->opts['s'], a->opts['R'], 0 };
+	int i, ret = 0;
+
+	printf("%10s  %10s  %10s  %s\n", "Total", "Exclusive", "Set shared",
+	       "Filename");
+	for (i = 0; i < a->argc; i++) {
+		blk64_t t = 0, x = 0;
+		ext2_ino_t ino;
+
+		if (resolve_path(a, a->argv[i], &ino)) {
+			ret = 1;
+			continue;
+		}
+		ret |= du_path(a, &o, ino, a->argv[i], 0, &t, &x, NULL);
+	}
+	return ret;
+}

@@ -1,0 +1,216 @@
+/*
+ * main.c --- debugfs.extref: options, opening the image, the three modes
+ * (interactive, -R request, -f command file).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ss/ss.h>
+#include <et/com_err.h>
+#include "debugfs.h"
+
+#ifndef EXTREF_VERSION_STRING
+#define EXTREF_VERSION_STRING EXTREF_LIB_VERSION
+#endif
+
+extern ss_request_table extref_cmds;
+
+struct shell sh;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [-w] [-R request] [-f cmdfile] [-V] [-h] [IMAGE]\n"
+		"Inspect and change an extref image (ext4 with a reference-count\n"
+		"tree in inode 5).\n\n"
+		"  -w          open the image read-write\n"
+		"  -R REQUEST  run one request and exit\n"
+		"  -f CMDFILE  run the requests in CMDFILE (- for stdin) and exit\n"
+		"  -V          print the version and exit\n"
+		"  -h          print this help and exit\n\n"
+		"Type \"help\" or \"list_requests\" in the shell for the commands.\n",
+		PROG_NAME);
+}
+
+/* Open IMAGE as the shell's image; who names the caller in messages. */
+int shell_open(const char *image, int rw, const char *who)
+{
+	errcode_t err, tree_err = 0;
+	extref_fs_t xfs;
+
+	err = extref_fs_open(image, (rw ? EXTREF_OPEN_RW : 0) |
+			     EXTREF_OPEN_FORCE, &xfs, &tree_err);
+	if (err) {
+		com_err(who, err, "while opening %s", image);
+		return 1;
+	}
+	sh.xfs = xfs;
+	sh.fs = extref_fs_ext2(xfs);
+	sh.image = strdup(image);
+	sh.rw = rw;
+	sh.tree_err = tree_err;
+	sh.cwd = EXT2_ROOT_INO;
+	if (tree_err)
+		fprintf(stderr, "%s: warning: %s: reference-count tree not "
+			"loaded: %s; only ext4 inspection works\n",
+			who, image, error_message(tree_err));
+	return 0;
+}
+
+/* Close (and commit) the open image. */
+int shell_close(const char *who)
+{
+	errcode_t err;
+
+	if (!sh.xfs)
+		return 0;
+	err = extref_fs_close(sh.xfs);
+	sh.xfs = NULL;
+	sh.fs = NULL;
+	free(sh.image);
+	sh.image = NULL;
+	sh.rw = 0;
+	sh.tree_err = 0;
+	if (err) {
+		com_err(who, err, "while closing the image");
+		return 1;
+	}
+	return 0;
+}
+
+int impl_open(struct cmd_args *a)
+{
+	if (sh.xfs)
+		return cmd_fail(a, "%s is already open; close it first", sh.image);
+	return shell_open(a->argv[0], a->opts['w'], a->name);
+}
+
+int impl_close(struct cmd_args *a)
+{
+	return shell_close(a->name);
+}
+
+/* Run one line; ss_execute_line parses its buffer in place. */
+static void execute(const char *line)
+{
+	char *buf = strdup(line);
+	int ret;
+
+	if (!buf) {
+		perror(PROG_NAME);
+		sh.failed = 1;
+		return;
+	}
+	ret = ss_execute_line(sh.sci_idx, buf);
+	if (ret) {
+		ss_perror(sh.sci_idx, ret, buf);
+		sh.failed = 1;
+	}
+	free(buf);
+}
+
+static void run_file(const char *name)
+{
+	FILE *f;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (!strcmp(name, "-")) {
+		f = stdin;
+	} else {
+		f = fopen(name, "r");
+		if (!f) {
+			perror(name);
+			sh.failed = 1;
+			return;
+		}
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		char *p = line;
+
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = 0;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		printf("%s: %s\n", PROG_NAME, p);
+		fflush(stdout);
+		/* ss_quit only stops ss_listen: end the file here. */
+		if (!strcmp(p, "q") || !strcmp(p, "quit") ||
+		    !strncmp(p, "q ", 2) || !strncmp(p, "quit ", 5))
+			break;
+		execute(p);
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *request = NULL, *cmdfile = NULL;
+	int c, rw = 0, ret;
+
+	add_error_table(&et_ext2_error_table);
+	add_error_table(&et_xref_error_table);
+
+	while ((c = getopt(argc, argv, "wR:f:Vh")) != -1) {
+		switch (c) {
+		case 'w':
+			rw = 1;
+			break;
+		case 'R':
+			request = optarg;
+			break;
+		case 'f':
+			cmdfile = optarg;
+			break;
+		case 'V':
+			printf("%s %s (libextref %s)\n", PROG_NAME,
+			       EXTREF_VERSION_STRING, EXTREF_LIB_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (argc - optind > 1 || (request && cmdfile)) {
+		usage(stderr);
+		return 1;
+	}
+
+	sh.sci_idx = ss_create_invocation(PROG_NAME, EXTREF_VERSION_STRING,
+					  NULL, &extref_cmds, &ret);
+	if (ret) {
+		ss_perror(sh.sci_idx, ret, "creating invocation");
+		return 1;
+	}
+	ss_add_request_table(sh.sci_idx, &ss_std_requests, 1, &ret);
+	if (ret) {
+		ss_perror(sh.sci_idx, ret, "adding standard requests");
+		return 1;
+	}
+
+	if (optind < argc && shell_open(argv[optind], rw, PROG_NAME)) {
+		if (request || cmdfile)
+			return 1;
+	}
+
+	if (request) {
+		execute(request);
+	} else if (cmdfile) {
+		run_file(cmdfile);
+	} else {
+		ss_listen(sh.sci_idx);
+	}
+
+	if (shell_close(PROG_NAME))
+		sh.failed = 1;
+	ss_delete_invocation(sh.sci_idx);
+	return sh.failed ? 1 : 0;
+}
