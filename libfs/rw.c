@@ -9,6 +9,9 @@
 #include <string.h>
 #include "extref_ops_int.h"
 
+/* Blocks kept free for extent-tree splits during a remap. */
+#define XR_EXTENT_SLACK	8
+
 errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got)
 {
@@ -119,6 +122,13 @@ static errcode_t plan_blocks(struct cow *c)
 		ext2fs_block_alloc_stats2(c->fs, p->new, +1);
 		goal = p->new + 1;
 	}
+	/*
+	 * Keep room for the extent tree to split while the new blocks are
+	 * mapped, so that ENOSPC comes now, with the file unchanged.
+	 */
+	if (!err && ext2fs_free_blocks_count(c->fs->super) <
+	    (blk64_t)XR_EXTENT_SLACK)
+		err = EXT2_ET_BLOCK_ALLOC_FAIL;
 	if (err)
 		undo_alloc(c, i);
 	return err;
