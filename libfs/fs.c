@@ -81,12 +81,16 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	ext2_filsys fs;
 	int eflags = EXT2_FLAG_64BITS;
 	errcode_t err;
+	/* tests only: EXTREF_FAULT selects the fault-injecting io manager */
+	const char *fault = getenv("EXTREF_FAULT");
+	io_manager iom = fault && *fault ? extref_fault_io_manager
+					 : unix_io_manager;
 
 	if (flags & EXTREF_OPEN_RW)
 		eflags |= EXT2_FLAG_RW;
 	if (flags & EXTREF_OPEN_FORCE)
 		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
-	err = ext2fs_open2(name, NULL, eflags, 0, 0, unix_io_manager, &fs);
+	err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, &fs);
 	if (err)
 		return err;
 	err = extref_fs_wrap(fs, flags, ret, tree_err);

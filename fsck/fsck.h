@@ -1,0 +1,38 @@
+/*
+ * fsck.h --- fsck.extref front end.
+ */
+#ifndef FSCK_EXTREF_H
+#define FSCK_EXTREF_H
+
+#include "extref_fsck.h"
+
+/* fsck(8) exit codes. */
+#define FSCK_OK			0
+#define FSCK_NONDESTRUCT	1
+#define FSCK_REBOOT		2
+#define FSCK_UNCORRECTED	4
+#define FSCK_ERROR		8
+#define FSCK_USAGE		16
+#define FSCK_CANCELED		32
+
+struct fsck_opts {
+	const char		*image;
+	enum extref_fsck_mode	mode;
+	int			force;
+	int			verbose;
+	int			progress_fd;	/* -C FD, -1 when not given */
+	int			no_e2fsck;
+	int			unshare;
+};
+
+extern const char *prog;
+
+/* e2fsck_run.c */
+int run_e2fsck(const struct fsck_opts *o);
+
+/* report.c */
+void print_problem(const struct extref_problem_report *r, void *priv);
+void print_progress(int pass, __u64 done, __u64 total, void *priv);
+void progress_done(const struct fsck_opts *o);
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * main.c --- fsck.extref: verify and repair the reference counts of an
+ * extref image, after the stock e2fsck has checked the ext4 structure.
+ *
+ * fsck.extref [-n|-p|-a|-y] [-f] [-v] [-C FD] [-E OPTS] IMAGE
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fsck.h"
+
+const char *prog = "fsck.extref";
+
+static void usage(FILE *f, int status)
+{
+	fprintf(f,
+"Usage: %s [-n|-p|-a|-y] [-f] [-v] [-C FD] [-E OPTIONS] IMAGE\n"
+"\n"
+"Check the reference counts of an extref image against every extent\n"
+"mapping, after running e2fsck in the same mode.\n"
+"\n"
+"  -n          check only, change nothing (the default)\n"
+"  -p, -a      repair what is safe without asking (preen)\n"
+"  -y          repair everything\n"
+"  -f          force checking (accepted for e2fsck compatibility)\n"
+"  -v          verbose: name the passes, print the summary\n"
+"  -C FD       progress: to file descriptor FD, or 0 for a terminal bar\n"
+"  -E OPTS     extended options, comma separated:\n"
+"                no_e2fsck  skip running e2fsck\n"
+"                unshare    copy blocks mapped several times without a\n"
+"                           record instead of recording them (not yet)\n"
+"  -V          print the version\n"
+"  -h, --help  this help\n"
+"\n"
+"Exit status (bits combined, as fsck(8)): 0 clean, 1 errors corrected,\n"
+"4 errors left uncorrected, 8 operational error, 16 usage error.\n",
+		prog);
+	exit(status);
+}
+
+static void set_mode(struct fsck_opts *o, enum extref_fsck_mode m, int *seen)
+{
+	if (*seen && o->mode != m) {
+		fprintf(stderr, "%s: only one of -n, -p/-a and -y may be "
+			"given\n", prog);
+		exit(FSCK_USAGE);
+	}
+	o->mode = m;
+	*seen = 1;
+}
+
+static void parse_ext(struct fsck_opts *o, char *arg)
+{
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "no_e2fsck"))
+			o->no_e2fsck = 1;
+		else if (!strcmp(tok, "unshare"))
+			o->unshare = 1;
+		else {
+			fprintf(stderr, "%s: unknown extended option '%s'\n",
+				prog, tok);
+			exit(FSCK_USAGE);
+		}
+	}
+}
+
+static void parse_args(int argc, char **argv, struct fsck_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c, seen = 0;
+	char *end;
+
+	o->mode = EXTREF_FSCK_NO;
+	o->progress_fd = -1;
+	while ((c = getopt_long(argc, argv, "npayfvC:E:Vh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 'n': set_mode(o, EXTREF_FSCK_NO, &seen); break;
+		case 'p':
+		case 'a': set_mode(o, EXTREF_FSCK_PREEN, &seen); break;
+		case 'y': set_mode(o, EXTREF_FSCK_YES, &seen); break;
+		case 'f': o->force = 1; break;
+		case 'v': o->verbose = 1; break;
+		case 'C':
+			o->progress_fd = strtol(optarg, &end, 10);
+			if (*end || o->progress_fd < 0) {
+				fprintf(stderr, "%s: invalid progress file "
+					"descriptor '%s'\n", prog, optarg);
+				exit(FSCK_USAGE);
+			}
+			break;
+		case 'E': parse_ext(o, optarg); break;
+		case 'V':
+			printf("%s %s\n", prog, EXTREF_LIB_VERSION);
+			exit(FSCK_OK);
+		case 'h': usage(stdout, FSCK_OK); break;
+		default: usage(stderr, FSCK_USAGE);
+		}
+	}
+	if (optind != argc - 1)
+		usage(stderr, FSCK_USAGE);
+	o->image = argv[optind];
+}
+
+static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
+{
+	errcode_t err;
+
+	err = ext2fs_open2(o->image, NULL,
+			   (rw ? EXT2_FLAG_RW : 0) | EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, fs);
+	if (err) {
+		com_err(prog, err, "while opening %s", o->image);
+		return FSCK_ERROR;
+	}
+	return 0;
+}
+
+/*
+ * Before e2fsck: without shared_blocks, e2fsck treats every shared block
+ * as multiply claimed (slow, and under -y it clones them all).  Set the
+ * feature first when blocks are shared or a tree exists; under -n, skip
+ * e2fsck instead.  Returns exit bits; *skip tells whether to skip e2fsck.
+ */
+static int prepare_feature(const struct fsck_opts *o, int *skip)
+{
+	struct extref_fsck_opts probe = { .mode = EXTREF_FSCK_NO };
+	struct extref_fsck_result res;
+	struct ext2_inode ino5;
+	ext2_filsys fs;
+	int st, tree;
+	errcode_t err;
+
+	*skip = 0;
+	if ((st = open_fs(o, 0, &fs)))
+		return st;
+	if (ext2fs_has_feature_shared_blocks(fs->super)) {
+		ext2fs_close_free(&fs);
+		return 0;
+	}
+	tree = !ext2fs_read_inode(fs, EXTREF_INO, &ino5) && ino5.i_mode;
+	err = extref_fsck(fs, &probe, &res);
+	ext2fs_close_free(&fs);
+	if (err) {
+		com_err(prog, err, "while scanning %s", o->image);
+		return FSCK_ERROR;
+	}
+	if (!tree && !res.records)
+		return 0;	/* plain ext4: nothing of ours here */
+	if (o->mode == EXTREF_FSCK_NO) {
+		printf("%s: shared_blocks is not set but %s; e2fsck skipped "
+		       "(it would take every shared block for a cross-link)\n",
+		       o->image, res.records ? "blocks are shared" :
+		       "inode 5 holds a tree");
+		*skip = 1;
+		return 0;	/* the checker reports it again, unfixed */
+	}
+	if ((st = open_fs(o, 1, &fs)))
+		return st;
+	ext2fs_set_feature_shared_blocks(fs->super);
+	ext2fs_mark_super_dirty(fs);
+	err = ext2fs_close_free(&fs);
+	if (err) {
+		com_err(prog, err, "while setting shared_blocks on %s",
+			o->image);
+		return FSCK_ERROR;
+	}
+	printf("0x%04x shared_blocks feature is not set but blocks are "
+	       "shared or a tree exists (set the feature)\n",
+	       PR_X_FEATURE_MISSING);
+	return FSCK_NONDESTRUCT;
+}
+
+static int check_counts(const struct fsck_opts *o)
+{
+	struct extref_fsck_opts eo = {
+		.mode = o->mode, .unshare = o->unshare, .verbose = o->verbose,
+		.report = print_problem,
+		.progress = o->progress_fd >= 0 || o->verbose ?
+			    print_progress : NULL,
+		.priv = (void *)o,
+	};
+	struct extref_fsck_result res;
+	ext2_filsys fs;
+	errcode_t err, cerr;
+	int st;
+
+	if ((st = open_fs(o, o->mode != EXTREF_FSCK_NO, &fs)))
+		return st;
+	err = extref_fsck(fs, &eo, &res);
+	progress_done(o);
+	cerr = ext2fs_close_free(&fs);
+	if (err || cerr) {
+		com_err(prog, err ? err : cerr, "while checking %s", o->image);
+		return FSCK_ERROR;
+	}
+	if (o->verbose || res.problems)
+		printf("%s: %llu inodes, %llu extent mappings, %llu shared "
+		       "blocks in %llu records; %d problems, %d fixed\n",
+		       o->image, (unsigned long long)res.inodes,
+		       (unsigned long long)res.mappings,
+		       (unsigned long long)res.shared_blocks,
+		       (unsigned long long)res.records, res.problems,
+		       res.fixed);
+	if (res.unfixed && o->mode == EXTREF_FSCK_PREEN)
+		printf("\n%s: UNEXPECTED INCONSISTENCY; RUN %s MANUALLY.\n"
+		       "\t(i.e., without -a or -p options)\n", o->image, prog);
+	return (res.fixed ? FSCK_NONDESTRUCT : 0) |
+	       (res.unfixed ? FSCK_UNCORRECTED : 0);
+}
+
+int main(int argc, char **argv)
+{
+	struct fsck_opts o;
+	int status, skip, st;
+
+	memset(&o, 0, sizeof(o));
+	add_error_table(&et_ext2_error_table);
+	add_error_table(&et_xref_error_table);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse_args(argc, argv, &o);
+	status = prepare_feature(&o, &skip);
+	if (status & FSCK_ERROR)
+		return status;
+	if (!o.no_e2fsck && !skip) {
+		st = run_e2fsck(&o);
+		if (st & FSCK_ERROR) {
+			fprintf(stderr, "%s: e2fsck could not check %s "
+				"(exit %d)\n", prog, o.image, st);
+			return status | st;
+		}
+		status |= st;
+	}
+	return status | check_counts(&o);
+}

@@ -1,0 +1,106 @@
+/*
+ * extref_fsck.h --- the checker core shared by fsck.extref and the debug
+ * shell's "check": verify reference counts against every extent mapping
+ * and repair them.
+ *
+ * Passes (problem codes are grouped by pass, 0xPPNN):
+ *   0  set-up: the feature bit, inode 5, the tree header;
+ *   1  scan: every in-use inode's extent mappings and the filesystem's
+ *      metadata blocks;
+ *   2  tree structure: every node and the free list;
+ *   3  compare: expected counts (sorted sweep of the mappings) against
+ *      the tree's records.
+ * Repairs: set the feature, mark mapped blocks in use, rebuild the tree
+ * from the expected counts.  A block mapped several times with no record
+ * is recorded (kept shared, nothing lost) unless unshare is asked for.
+ */
+#ifndef EXTREF_FSCK_H
+#define EXTREF_FSCK_H
+
+#include "extref.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Problem codes: stable, never reused. */
+#define PR_X_FEATURE_MISSING	0x0001	/* blocks shared, feature off */
+#define PR_X_TREE_MISSING	0x0002	/* feature on, no tree */
+#define PR_X_TREE_UNREADABLE	0x0003	/* header fails validation */
+#define PR_X_INO5_BAD		0x0004	/* inode 5 not a regular extent file */
+#define PR_X_EXTENT_CORRUPT	0x0101	/* an inode's extent tree unreadable */
+#define PR_X_DATA_IS_METADATA	0x0102	/* a data block is also metadata */
+#define PR_X_MAPPED_BLOCK_FREE	0x0103	/* mapped block free in the bitmap */
+#define PR_X_TREE_NODE		0x0201	/* a node fails validation */
+#define PR_X_TREE_FREE_LIST	0x0202	/* free list damaged */
+#define PR_X_TREE_LOST_BLOCK	0x0203	/* block of inode 5 unaccounted */
+#define PR_X_TREE_HEADER_COUNT	0x0204	/* header record count wrong */
+#define PR_X_COUNT_TOO_LOW	0x0301	/* the dangerous case */
+#define PR_X_COUNT_TOO_HIGH	0x0302	/* leaked space */
+#define PR_X_RECORD_UNSHARED	0x0303	/* record for a block mapped <= once */
+#define PR_X_SHARED_NO_RECORD	0x0304	/* mapped >= twice, no record */
+
+/* How to answer the problems (fsck(8) modes). */
+enum extref_fsck_mode {
+	EXTREF_FSCK_NO,		/* -n: report, change nothing */
+	EXTREF_FSCK_PREEN,	/* -p: fix what is safe, stop at the rest */
+	EXTREF_FSCK_YES,	/* -y: fix everything */
+};
+
+/* One problem as found: code, message (with "would ..." under -n). */
+struct extref_problem_report {
+	int		code;
+	const char	*message;	/* complete, one line, no newline */
+	int		fixed;		/* the repair was made */
+	int		preen_ok;	/* safe to fix under -p */
+};
+
+typedef void (*extref_fsck_report_func)(
+	const struct extref_problem_report *r, void *priv);
+/* Progress: pass (0-3), done and total units; total 0 when unknown. */
+typedef void (*extref_fsck_progress_func)(int pass, __u64 done, __u64 total,
+					  void *priv);
+
+struct extref_fsck_opts {
+	enum extref_fsck_mode		mode;
+	int				unshare;	/* -E unshare */
+	int				verbose;
+	extref_fsck_report_func		report;
+	extref_fsck_progress_func	progress;
+	void				*priv;
+};
+
+struct extref_fsck_result {
+	__u64	inodes;		/* in-use inodes scanned */
+	__u64	mappings;	/* extent mappings scanned */
+	__u64	shared_blocks;	/* blocks with an expected count >= 2 */
+	__u64	records;	/* expected records */
+	int	problems;	/* found */
+	int	fixed;		/* repaired */
+	int	unfixed;	/* left (answered no, or not preen-safe) */
+	int	changed;	/* the filesystem was modified */
+};
+
+/*
+ * Check (and with mode != NO, repair) fs, which must be open read-write
+ * for repairs.  The tree is opened by the checker itself; fs must not
+ * have an extref tree open elsewhere.  Returns an operational error only
+ * (I/O, memory); problems are counted in res.
+ */
+errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
+		      struct extref_fsck_result *res);
+
+/* The problem table, for tests and documentation. */
+struct extref_problem_info {
+	int		code;
+	const char	*name;		/* e.g. "COUNT_TOO_LOW" */
+	const char	*description;
+	int		preen_ok;
+};
+const struct extref_problem_info *extref_problem_table(size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EXTREF_FSCK_H */

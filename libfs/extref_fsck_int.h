@@ -1,0 +1,88 @@
+/*
+ * extref_fsck_int.h --- private state of the checker.
+ */
+#ifndef EXTREF_FSCK_INT_H
+#define EXTREF_FSCK_INT_H
+
+#include "extref_fsck.h"
+#include "extref_int.h"
+
+struct xr_problem {
+	int		code;
+	const char	*name;
+	const char	*description;
+	const char	*fix;		/* what the repair does; NULL: none */
+	int		preen_ok;
+};
+
+/* One extent mapping: 16 bytes, so memory grows with mappings only. */
+struct xr_mapping {
+	blk64_t		pblk;
+	__u32		len;
+	__u32		ino;
+};
+
+/* A metadata range (never shared). */
+struct xr_meta {
+	blk64_t		pblk;
+	blk64_t		len;
+	__u32		ino;		/* 0 for group metadata */
+	__u32		kind;
+};
+#define XR_META_GROUP	0	/* superblock, descriptors, bitmaps, tables */
+#define XR_META_INDEX	1	/* extent index or indirect block */
+#define XR_META_XATTR	2	/* external xattr block */
+#define XR_META_TREE	3	/* a block of inode 5 */
+
+/* A problem found before its repair is decided (tree problems). */
+struct xr_pending_problem {
+	int		code;
+	char		*detail;
+};
+
+struct xr_fsck {
+	ext2_filsys			fs;
+	const struct extref_fsck_opts	*opts;
+	struct extref_fsck_result	*res;
+
+	struct xr_mapping	*map;		/* data mappings */
+	size_t			nmap, capmap;
+	struct xr_meta		*meta;
+	size_t			nmeta, capmeta;
+
+	struct xr_pending_problem *pend;	/* tree problems to report */
+	size_t			npend, cappend;
+
+	int			had_feature;	/* shared_blocks was set */
+	int			tree_present;	/* inode 5 holds a header */
+	int			tree_bad;	/* structure problems found */
+	int			need_rebuild;
+	int			preen_stop;	/* a problem -p may not fix */
+	errcode_t		err;		/* first operational error */
+};
+
+/* problem.c */
+const struct xr_problem *xr_problem_find(int code);
+int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int xr_problems_flush(struct xr_fsck *c);
+
+/* fsck_scan.c (pass 1) */
+errcode_t xr_fsck_scan(struct xr_fsck *c);
+/* fsck_sweep.c */
+typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);
+void xr_fsck_sort(struct xr_fsck *c);
+errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv);
+void xr_fsck_check_metadata(struct xr_fsck *c);
+errcode_t xr_fsck_check_bitmap(struct xr_fsck *c);
+/* fsck_compare.c (passes 2, 3) */
+errcode_t xr_fsck_structure(struct xr_fsck *c);
+errcode_t xr_fsck_compare(struct xr_fsck *c);
+void xr_fsck_describe(struct xr_fsck *c, blk64_t start, blk64_t end,
+		      char *buf, size_t len);
+/* fsck_repair.c */
+errcode_t xr_fsck_rebuild(struct xr_fsck *c);
+
+#endif /* EXTREF_FSCK_INT_H */

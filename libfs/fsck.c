@@ -1,0 +1,102 @@
+/*
+ * fsck.c --- the checker's driver: passes in order, then the repairs.
+ */
+#include <string.h>
+#include "extref_fsck_int.h"
+
+/* Pass 0: what the image says it is. */
+static void setup(struct xr_fsck *c)
+{
+	struct ext2_inode inode;
+
+	c->had_feature = ext2fs_has_feature_shared_blocks(c->fs->super);
+	c->tree_present = !ext2fs_read_inode(c->fs, EXTREF_INO, &inode) &&
+			  inode.i_mode != 0;
+	/* The structure check needs the feature; set it in memory only. */
+	ext2fs_set_feature_shared_blocks(c->fs->super);
+}
+
+static errcode_t fix_feature(struct xr_fsck *c)
+{
+	int want = c->tree_present || c->res->records;
+
+	if (c->had_feature || !want) {
+		if (!c->had_feature)
+			ext2fs_clear_feature_shared_blocks(c->fs->super);
+		return 0;
+	}
+	if (xr_problem(c, PR_X_FEATURE_MISSING, "%s",
+		       c->res->records ? "blocks are shared" :
+		       "inode 5 holds a tree")) {
+		ext2fs_mark_super_dirty(c->fs);
+		c->res->changed = 1;
+		c->had_feature = 1;
+	} else {
+		ext2fs_clear_feature_shared_blocks(c->fs->super);
+	}
+	return 0;
+}
+
+static void progress(struct xr_fsck *c, int pass)
+{
+	if (c->opts->progress)
+		c->opts->progress(pass, 1, 1, c->opts->priv);
+}
+
+static errcode_t run_passes(struct xr_fsck *c)
+{
+	errcode_t err;
+
+	setup(c);
+	progress(c, 0);
+	err = xr_fsck_scan(c);
+	if (err)
+		return err;
+	xr_fsck_sort(c);
+	xr_fsck_check_metadata(c);
+	err = xr_fsck_check_bitmap(c);
+	progress(c, 1);
+	if (!err && c->tree_present)
+		err = xr_fsck_structure(c);
+	progress(c, 2);
+	if (!err)
+		err = xr_fsck_compare(c);
+	progress(c, 3);
+	if (err)
+		return err;
+	/* Sharing without any tree: the tree is missing. */
+	if (!c->tree_present && c->res->records &&
+	    (err = xr_problem_defer(c, PR_X_TREE_MISSING,
+				    "%llu blocks are shared",
+				    (unsigned long long)c->res->shared_blocks)))
+		return err;
+	err = fix_feature(c);
+	if (!err && xr_problems_flush(c))
+		err = xr_fsck_rebuild(c);
+	return err;
+}
+
+errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
+		      struct extref_fsck_result *res)
+{
+	struct xr_fsck c;
+	errcode_t err;
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	memset(&c, 0, sizeof(c));
+	c.fs = fs;
+	c.opts = opts;
+	c.res = res;
+	if (opts->mode != EXTREF_FSCK_NO && !(fs->flags & EXT2_FLAG_RW))
+		return EXT2_ET_RO_FILSYS;
+	err = run_passes(&c);
+	if (!c.had_feature)
+		ext2fs_clear_feature_shared_blocks(fs->super);
+	for (i = 0; i < c.npend; i++)
+		ext2fs_free_mem(&c.pend[i].detail);
+	ext2fs_free_mem(&c.pend);
+	ext2fs_free_mem(&c.map);
+	ext2fs_free_mem(&c.meta);
+	return err;
+}

@@ -1,0 +1,237 @@
+/*
+ * fsck_compare.c --- pass 2 (the tree's structure) and pass 3 (its
+ * records against the expected counts).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "extref_fsck_int.h"
+
+/* Which problem code a structural error of the tree belongs to. */
+static int structure_code(errcode_t err)
+{
+	if (err == EXTREF_ERR_NO_TREE)
+		return PR_X_TREE_MISSING;
+	if (err == EXTREF_ERR_INO5_MODE)
+		return PR_X_INO5_BAD;
+	if (err == EXTREF_ERR_FREE_LIST)
+		return PR_X_TREE_FREE_LIST;
+	if (err == EXTREF_ERR_LOST_BLOCK || err == EXTREF_ERR_INO5_SIZE)
+		return PR_X_TREE_LOST_BLOCK;
+	if (err == EXTREF_ERR_HDR_NRECORDS)
+		return PR_X_TREE_HEADER_COUNT;
+	if (err >= EXTREF_ERR_HDR_MAGIC && err <= EXTREF_ERR_HDR_GEOMETRY)
+		return PR_X_TREE_UNREADABLE;
+	return PR_X_TREE_NODE;
+}
+
+static int on_structure(errcode_t code, __u32 lblk, const char *detail,
+			void *priv)
+{
+	struct xr_fsck *c = priv;
+	int pr = structure_code(code);
+	errcode_t err;
+
+	c->tree_bad = 1;
+	if (pr == PR_X_TREE_MISSING)
+		c->tree_present = 0;
+	if (lblk)
+		err = xr_problem_defer(c, pr, "%s (%s, tree block %u)",
+				       error_message(code), detail, lblk);
+	else
+		err = xr_problem_defer(c, pr, "%s", error_message(code));
+	if (err && !c->err)
+		c->err = err;
+	return 0;
+}
+
+/* Pass 2: every node, the free list, the blocks of inode 5. */
+errcode_t xr_fsck_structure(struct xr_fsck *c)
+{
+	errcode_t err = extref_check_fs(c->fs, on_structure, c);
+
+	/* Problems went to on_structure; only I/O and memory matter here. */
+	if (err && (err == EXT2_ET_NO_MEMORY || err == EXT2_ET_SHORT_READ ||
+		    err == EXT2_ET_LLSEEK_FAILED))
+		return err;
+	return c->err;
+}
+
+/* Up to four inodes that map blocks in [s, e). */
+void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
+		      size_t len)
+{
+	size_t lo = 0, hi = c->nmap, i, shown = 0, more = 0;
+	blk64_t from = s > EXT_INIT_MAX_LEN ? s - EXT_INIT_MAX_LEN : 0;
+	__u32 seen[4];
+	int off = 0;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->map[mid].pblk < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	buf[0] = 0;
+	for (i = lo; i < c->nmap && c->map[i].pblk < e; i++) {
+		size_t k;
+
+		if (c->map[i].pblk + c->map[i].len <= s)
+			continue;
+		for (k = 0; k < shown && seen[k] != c->map[i].ino; k++)
+			;
+		if (k < shown)
+			continue;
+		if (shown == 4) {
+			more = 1;
+			break;
+		}
+		seen[shown++] = c->map[i].ino;
+		off += snprintf(buf + off, len - off, "%s%u",
+				shown > 1 ? ", " : "", c->map[i].ino);
+		if ((size_t)off >= len)
+			break;
+	}
+	if (more && (size_t)off + 6 < len)
+		strcat(buf, ", ...");
+	if (!shown)
+		snprintf(buf, len, "none");
+}
+
+struct cmp {
+	struct xr_fsck		*c;
+	struct extref_rec	*t;	/* the tree's records */
+	size_t			nt, ti;
+	blk64_t			tpos;	/* tree consumed up to here */
+	/* problem being coalesced */
+	int			code;
+	blk64_t			ps, pe;
+	__u32			ptc, pec;
+	int			compare;	/* the tree is sound */
+};
+
+static void report(struct cmp *m)
+{
+	char who[128];
+
+	if (!m->code)
+		return;
+	xr_fsck_describe(m->c, m->ps, m->pe, who, sizeof(who));
+	xr_problem_defer(m->c, m->code,
+			 "blocks %llu-%llu: recorded %u, mapped %u times "
+			 "(inodes %s)", (unsigned long long)m->ps,
+			 (unsigned long long)m->pe - 1, m->ptc,
+			 m->pec ? m->pec : (m->ptc ? 1 : 0), who);
+	m->code = 0;
+}
+
+/* A segment where the tree says tc (0: none), expected ec (0: <= 1). */
+static void seg(struct cmp *m, blk64_t s, blk64_t e, __u32 tc, __u32 ec)
+{
+	int code;
+
+	if (!m->compare || s >= e || tc == ec)
+		return;
+	code = !tc ? PR_X_SHARED_NO_RECORD : !ec ? PR_X_RECORD_UNSHARED :
+		tc < ec ? PR_X_COUNT_TOO_LOW : PR_X_COUNT_TOO_HIGH;
+	if (m->code == code && m->pe == s && m->ptc == tc && m->pec == ec) {
+		m->pe = e;
+		return;
+	}
+	report(m);
+	m->code = code;
+	m->ps = s;
+	m->pe = e;
+	m->ptc = tc;
+	m->pec = ec;
+}
+
+/* Tree records (or their rest) below limit, with nothing expected. */
+static void tree_until(struct cmp *m, blk64_t limit)
+{
+	while (m->ti < m->nt) {
+		const struct extref_rec *r = &m->t[m->ti];
+		blk64_t s = r->start > m->tpos ? r->start : m->tpos;
+		blk64_t e = r->start + r->len, ee;
+
+		if (s >= limit)
+			break;
+		ee = e < limit ? e : limit;
+		seg(m, s, ee, r->count, 0);
+		m->tpos = ee;
+		if (ee < e)
+			break;
+		m->ti++;
+	}
+}
+
+static errcode_t on_expected(const struct extref_rec *r, void *priv)
+{
+	struct cmp *m = priv;
+	blk64_t pos = r->start, end = r->start + r->len, e;
+
+	m->c->res->records++;
+	m->c->res->shared_blocks += r->len;
+	tree_until(m, pos);
+	while (pos < end) {
+		const struct extref_rec *t = m->ti < m->nt ? &m->t[m->ti] : NULL;
+
+		if (t && t->start + t->len <= pos) {
+			m->ti++;
+			continue;
+		}
+		if (t && t->start <= pos) {
+			e = t->start + t->len < end ? t->start + t->len : end;
+			seg(m, pos, e, t->count, r->count);
+		} else {
+			e = t && t->start < end ? t->start : end;
+			seg(m, pos, e, 0, r->count);
+		}
+		pos = e;
+	}
+	if (m->tpos < end)
+		m->tpos = end;
+	return 0;
+}
+
+static int load_rec(const struct extref_rec *r, void *priv)
+{
+	struct cmp *m = priv;
+
+	if (m->nt % 1024 == 0 &&
+	    ext2fs_resize_mem(m->nt * sizeof(*m->t),
+			      (m->nt + 1024) * sizeof(*m->t), &m->t))
+		return 1;
+	m->t[m->nt++] = *r;
+	return 0;
+}
+
+/*
+ * Pass 3.  With a sound tree, its records are compared with the expected
+ * ones; with a damaged or missing tree there is nothing to compare (the
+ * rebuild writes the expected records), but they are still counted.
+ */
+errcode_t xr_fsck_compare(struct xr_fsck *c)
+{
+	struct cmp m = { .c = c };
+	extref_tree_t t = NULL;
+	errcode_t err = 0;
+
+	m.compare = c->tree_present && !c->tree_bad;
+	if (m.compare) {
+		err = extref_tree_open(c->fs, 0, &t);
+		if (!err)
+			err = extref_tree_iterate(t, 0, 0, 0, load_rec, &m);
+		extref_tree_free(t);
+		if (err)
+			return err;
+	}
+	err = xr_fsck_sweep(c, on_expected, &m);
+	if (!err && m.compare) {
+		tree_until(&m, ~0ULL);
+		report(&m);
+	}
+	ext2fs_free_mem(&m.t);
+	return err;
+}

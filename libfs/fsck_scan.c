@@ -1,0 +1,228 @@
+/*
+ * fsck_scan.c --- pass 1: every in-use inode's extent mappings, and the
+ * blocks the filesystem uses for metadata.
+ *
+ * Corrupt extent trees are survived: the mappings read before the damage
+ * are kept, the inode is reported, and the scan goes on.
+ */
+#include <string.h>
+#include "extref_fsck_int.h"
+
+static errcode_t add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			     ext2_ino_t ino)
+{
+	errcode_t err;
+
+	while (len) {
+		__u32 part = len > 0x80000000ULL ? 0x80000000U : len;
+
+		if (c->nmap == c->capmap) {
+			size_t cap = c->capmap ? c->capmap * 2 : 4096;
+
+			err = ext2fs_resize_mem(c->capmap * sizeof(*c->map),
+						cap * sizeof(*c->map), &c->map);
+			if (err)
+				return err;
+			c->capmap = cap;
+		}
+		c->map[c->nmap].pblk = pblk;
+		c->map[c->nmap].len = part;
+		c->map[c->nmap].ino = ino;
+		c->nmap++;
+		pblk += part;
+		len -= part;
+	}
+	c->res->mappings++;
+	return 0;
+}
+
+static errcode_t add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			  ext2_ino_t ino, int kind)
+{
+	errcode_t err;
+
+	if (len == 0)
+		return 0;
+	if (c->nmeta == c->capmeta) {
+		size_t cap = c->capmeta ? c->capmeta * 2 : 1024;
+
+		err = ext2fs_resize_mem(c->capmeta * sizeof(*c->meta),
+					cap * sizeof(*c->meta), &c->meta);
+		if (err)
+			return err;
+		c->capmeta = cap;
+	}
+	c->meta[c->nmeta].pblk = pblk;
+	c->meta[c->nmeta].len = len;
+	c->meta[c->nmeta].ino = ino;
+	c->meta[c->nmeta].kind = kind;
+	c->nmeta++;
+	return 0;
+}
+
+static int in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len)
+{
+	blk64_t total = ext2fs_blocks_count(fs->super);
+
+	return len && pblk >= fs->super->s_first_data_block &&
+	       pblk < total && len <= total - pblk;
+}
+
+/* Leaf extents are data mappings, index entries are metadata blocks. */
+static errcode_t scan_extents(struct xr_fsck *c, ext2_ino_t ino,
+			      struct ext2_inode *inode)
+{
+	ext2_extent_handle_t h;
+	struct ext2fs_extent e;
+	int op = EXT2_EXTENT_ROOT, tree = ino == EXTREF_INO;
+	errcode_t err, gerr;
+
+	err = ext2fs_extent_open2(c->fs, ino, inode, &h);
+	if (err)
+		return xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
+				  error_message(err)), 0;
+	while (!(gerr = ext2fs_extent_get(h, op, &e))) {
+		op = EXT2_EXTENT_NEXT;
+		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
+			continue;
+		if (!in_fs(c->fs, e.e_pblk,
+			   (e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ? e.e_len : 1)) {
+			gerr = EXT2_ET_EXTENT_LEAF_BAD;
+			break;
+		}
+		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF))
+			err = add_meta(c, e.e_pblk, 1, ino, XR_META_INDEX);
+		else if (tree)
+			err = add_meta(c, e.e_pblk, e.e_len, ino, XR_META_TREE);
+		else
+			err = add_mapping(c, e.e_pblk, e.e_len, ino);
+		if (err)
+			break;
+	}
+	ext2fs_extent_free(h);
+	if (!err && gerr != EXT2_ET_EXTENT_NO_NEXT)
+		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
+			   error_message(gerr));
+	return err;
+}
+
+struct blk_walk {
+	struct xr_fsck	*c;
+	ext2_ino_t	ino;
+	errcode_t	err;
+};
+
+static int scan_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		      blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct blk_walk *w = priv;
+
+	(void) ref_blk; (void) ref_offset;
+	if (!in_fs(fs, *blocknr, 1))
+		return 0;
+	if (blockcnt < 0)
+		w->err = add_meta(w->c, *blocknr, 1, w->ino, XR_META_INDEX);
+	else
+		w->err = add_mapping(w->c, *blocknr, 1, w->ino);
+	return w->err ? BLOCK_ABORT : 0;
+}
+
+static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
+			    struct ext2_inode *inode)
+{
+	blk64_t acl = ext2fs_file_acl_block(c->fs, inode);
+	struct blk_walk w = { c, ino, 0 };
+	errcode_t err = 0;
+
+	if (acl && in_fs(c->fs, acl, 1))
+		err = add_meta(c, acl, 1, ino, XR_META_XATTR);
+	if (err || !ext2fs_inode_has_valid_blocks2(c->fs, inode))
+		return err;
+	if (inode->i_flags & EXT4_EXTENTS_FL)
+		return scan_extents(c, ino, inode);
+	if (ino == EXT2_RESIZE_INO)
+		return 0;	/* its blocks are the reserved GDT blocks */
+	err = ext2fs_block_iterate3(c->fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
+				    scan_block, &w);
+	if (err)
+		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
+			   error_message(err));
+	return w.err;
+}
+
+/* Superblocks, descriptors, reserved GDT, bitmaps and inode tables. */
+static errcode_t scan_groups(struct xr_fsck *c)
+{
+	ext2_filsys fs = c->fs;
+	dgrp_t g;
+	blk64_t super, old_desc, new_desc, start;
+	blk_t used;
+	errcode_t err = 0;
+
+	for (g = 0; !err && g < fs->group_desc_count; g++) {
+		ext2fs_super_and_bgd_loc2(fs, g, &super, &old_desc, &new_desc,
+					  &used);
+		start = ext2fs_group_first_block2(fs, g);
+		if (super || g == 0)
+			err = add_meta(c, start, used, 0, XR_META_GROUP);
+		if (!err && new_desc)
+			err = add_meta(c, new_desc, 1, 0, XR_META_GROUP);
+		if (!err)
+			err = add_meta(c, ext2fs_block_bitmap_loc(fs, g), 1, 0,
+				       XR_META_GROUP);
+		if (!err)
+			err = add_meta(c, ext2fs_inode_bitmap_loc(fs, g), 1, 0,
+				       XR_META_GROUP);
+		if (!err)
+			err = add_meta(c, ext2fs_inode_table_loc(fs, g),
+				       fs->inode_blocks_per_group, 0,
+				       XR_META_GROUP);
+	}
+	return err;
+}
+
+errcode_t xr_fsck_scan(struct xr_fsck *c)
+{
+	ext2_filsys fs = c->fs;
+	ext2_inode_scan scan;
+	struct ext2_inode *inode = NULL;
+	ext2_ino_t ino;
+	int isz = EXT2_INODE_SIZE(fs->super);
+	errcode_t err;
+
+	err = ext2fs_get_mem(isz, &inode);
+	if (!err)
+		err = ext2fs_open_inode_scan(fs, 0, &scan);
+	if (err) {
+		ext2fs_free_mem(&inode);
+		return err;
+	}
+	ext2fs_inode_scan_flags(scan, EXT2_SF_SKIP_MISSING_ITABLE, 0);
+	while (1) {
+		err = ext2fs_get_next_inode_full(scan, &ino, inode, isz);
+		if (err == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE ||
+		    err == EXT2_ET_INODE_CSUM_INVALID ||
+		    err == EXT2_ET_INODE_IS_GARBAGE)
+			continue;
+		if (err || ino == 0)
+			break;
+		if (inode->i_links_count == 0 && ino >= EXT2_FIRST_INO(fs->super))
+			continue;
+		if (inode->i_dtime && ino >= EXT2_FIRST_INO(fs->super))
+			continue;
+		if (ino < EXT2_FIRST_INO(fs->super) && ino != EXT2_ROOT_INO &&
+		    ino != EXTREF_INO && ino != EXT2_JOURNAL_INO &&
+		    ino != EXT2_RESIZE_INO && inode->i_mode == 0)
+			continue;
+		c->res->inodes++;
+		err = scan_inode(c, ino, inode);
+		if (err)
+			break;
+		if (c->opts->progress && (ino & 1023) == 0)
+			c->opts->progress(1, ino, fs->super->s_inodes_count,
+					  c->opts->priv);
+	}
+	ext2fs_close_inode_scan(scan);
+	ext2fs_free_mem(&inode);
+	return err ? err : scan_groups(c);
+}

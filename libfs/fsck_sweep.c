@@ -1,0 +1,197 @@
+/*
+ * fsck_sweep.c --- expected counts from the mappings, as xfs_repair
+ * computes them: sort the mappings by physical block, sort their ends,
+ * and sweep both.  Memory: the 16-byte mappings plus an 8-byte end each,
+ * however many times a block is shared.  Also the checks that walk the
+ * sorted mappings: data blocks that are metadata, mapped blocks free in
+ * the bitmap.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "extref_fsck_int.h"
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct xr_mapping *x = a, *y = b;
+
+	if (x->pblk != y->pblk)
+		return x->pblk < y->pblk ? -1 : 1;
+	return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+static int cmp_blk(const void *a, const void *b)
+{
+	blk64_t x = *(const blk64_t *)a, y = *(const blk64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int cmp_meta(const void *a, const void *b)
+{
+	const struct xr_meta *x = a, *y = b;
+
+	return (x->pblk > y->pblk) - (x->pblk < y->pblk);
+}
+
+void xr_fsck_sort(struct xr_fsck *c)
+{
+	qsort(c->map, c->nmap, sizeof(*c->map), cmp_map);
+	qsort(c->meta, c->nmeta, sizeof(*c->meta), cmp_meta);
+}
+
+struct pending {
+	struct extref_rec	r;
+	int			have;
+	xr_rec_sink		sink;
+	void			*priv;
+	errcode_t		err;
+};
+
+static void flush(struct pending *p)
+{
+	struct extref_rec part;
+
+	if (!p->have || p->err)
+		return;
+	part = p->r;
+	while (!p->err && part.len) {
+		struct extref_rec out = part;
+
+		if (out.len > EXTREF_MAX_REC_LEN)
+			out.len = EXTREF_MAX_REC_LEN;
+		p->err = p->sink(&out, p->priv);
+		part.start += out.len;
+		part.len -= out.len;
+	}
+	p->have = 0;
+}
+
+static void segment(struct pending *p, blk64_t s, blk64_t e, __u64 count)
+{
+	if (s >= e || count < 2)
+		return;
+	if (count > EXTREF_MAX_COUNT)
+		count = EXTREF_MAX_COUNT;
+	if (p->have && p->r.count == count && p->r.start + p->r.len == s) {
+		p->r.len += e - s;
+		return;
+	}
+	flush(p);
+	p->r.start = s;
+	p->r.len = e - s;
+	p->r.count = count;
+	p->have = 1;
+}
+
+/*
+ * Hand every expected record (runs of equal count >= 2, merged, in
+ * order) to sink.  The mappings must be sorted (xr_fsck_sort).
+ */
+errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
+{
+	struct pending p = { .sink = sink, .priv = priv };
+	blk64_t *ends, pos = 0;
+	size_t i = 0, j = 0, n = c->nmap;
+	__u64 active = 0;
+	errcode_t err;
+
+	err = ext2fs_get_array(n ? n : 1, sizeof(*ends), &ends);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++)
+		ends[i] = c->map[i].pblk + c->map[i].len;
+	qsort(ends, n, sizeof(*ends), cmp_blk);
+	i = 0;
+	while (!p.err && (i < n || j < n)) {
+		blk64_t next = j < n ? ends[j] : ~0ULL;
+
+		if (i < n && c->map[i].pblk < next)
+			next = c->map[i].pblk;
+		if (active)
+			segment(&p, pos, next, active);
+		pos = next;
+		while (j < n && ends[j] == pos) {
+			active--;
+			j++;
+		}
+		while (i < n && c->map[i].pblk == pos) {
+			active++;
+			i++;
+		}
+	}
+	flush(&p);
+	ext2fs_free_mem(&ends);
+	return p.err;
+}
+
+static const char *meta_kind(int kind)
+{
+	switch (kind) {
+	case XR_META_GROUP: return "group metadata";
+	case XR_META_INDEX: return "an extent index block";
+	case XR_META_XATTR: return "an extended-attribute block";
+	default: return "a block of the reference-count tree";
+	}
+}
+
+/* Data mappings that land on metadata. */
+void xr_fsck_check_metadata(struct xr_fsck *c)
+{
+	size_t i, j = 0, k;
+
+	for (i = 0; i < c->nmap; i++) {
+		const struct xr_mapping *m = &c->map[i];
+		blk64_t e = m->pblk + m->len;
+
+		while (j < c->nmeta &&
+		       c->meta[j].pblk + c->meta[j].len <= m->pblk)
+			j++;
+		for (k = j; k < c->nmeta && c->meta[k].pblk < e; k++) {
+			const struct xr_meta *md = &c->meta[k];
+			blk64_t s = md->pblk > m->pblk ? md->pblk : m->pblk;
+
+			if (md->pblk + md->len <= m->pblk)
+				continue;
+			xr_problem(c, PR_X_DATA_IS_METADATA,
+				   "inode %u maps block %llu, which is %s%s",
+				   m->ino, (unsigned long long)s,
+				   meta_kind(md->kind),
+				   md->ino ? " of another inode" : "");
+		}
+	}
+}
+
+/* Mapped blocks the bitmap calls free: found, and marked in use if fixed. */
+errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
+{
+	ext2_filsys fs = c->fs;
+	blk64_t s, e, b;
+	size_t i;
+	errcode_t err = 0;
+
+	if (!fs->block_map && (err = ext2fs_read_block_bitmap(fs)))
+		return err;
+	for (i = 0; i < c->nmap; i++) {
+		s = c->map[i].pblk;
+		e = s + c->map[i].len;
+		while (s < e &&
+		       !ext2fs_find_first_zero_block_bitmap2(fs->block_map, s,
+							     e - 1, &b)) {
+			blk64_t f = b, n;
+
+			if (ext2fs_find_first_set_block_bitmap2(fs->block_map,
+								f, e - 1, &n))
+				n = e;
+			if (xr_problem(c, PR_X_MAPPED_BLOCK_FREE,
+				       "blocks %llu-%llu (inode %u)",
+				       (unsigned long long)f,
+				       (unsigned long long)n - 1,
+				       c->map[i].ino)) {
+				ext2fs_block_alloc_stats_range(fs, f, n - f, +1);
+				c->res->changed = 1;
+			}
+			s = n;
+		}
+	}
+	return err;
+}

@@ -1,0 +1,198 @@
+/*
+ * problem.c --- the checker's problem table.
+ *
+ * One entry per problem code: a stable name, what is wrong, what the
+ * repair does (said as "would ..." when nothing may change), and whether
+ * the repair is safe to make unattended (-p).  tests check the table is
+ * sorted and complete.
+ */
+#include <stdio.h>
+#include <stdarg.h>
+#include <string.h>
+#include "extref_fsck_int.h"
+
+#define P(c, n, d, f, p) { c, #n, d, f, p }
+
+static const struct xr_problem table[] = {
+	P(PR_X_FEATURE_MISSING, FEATURE_MISSING,
+	  "shared_blocks feature is not set but blocks are shared or a tree exists",
+	  "set the feature", 1),
+	P(PR_X_TREE_MISSING, TREE_MISSING,
+	  "shared_blocks is set but inode 5 holds no reference-count tree",
+	  "rebuild the tree", 1),
+	P(PR_X_TREE_UNREADABLE, TREE_UNREADABLE,
+	  "reference-count tree header is unreadable",
+	  "rebuild the tree", 1),
+	P(PR_X_INO5_BAD, INO5_BAD,
+	  "inode 5 is not a regular file with extents",
+	  "rebuild the tree", 1),
+	P(PR_X_EXTENT_CORRUPT, EXTENT_CORRUPT,
+	  "extent tree cannot be read; its readable mappings are kept",
+	  NULL, 0),
+	P(PR_X_DATA_IS_METADATA, DATA_IS_METADATA,
+	  "data block is also filesystem metadata",
+	  NULL, 0),
+	P(PR_X_MAPPED_BLOCK_FREE, MAPPED_BLOCK_FREE,
+	  "mapped blocks are marked free in the block bitmap",
+	  "mark them in use", 1),
+	P(PR_X_TREE_NODE, TREE_NODE,
+	  "reference-count tree node is damaged",
+	  "rebuild the tree", 1),
+	P(PR_X_TREE_FREE_LIST, TREE_FREE_LIST,
+	  "reference-count tree free list is damaged",
+	  "rebuild the tree", 1),
+	P(PR_X_TREE_LOST_BLOCK, TREE_LOST_BLOCK,
+	  "block of inode 5 is neither a tree node nor free",
+	  "rebuild the tree", 1),
+	P(PR_X_TREE_HEADER_COUNT, TREE_HEADER_COUNT,
+	  "reference-count tree header has a wrong record count",
+	  "rebuild the tree", 1),
+	P(PR_X_COUNT_TOO_LOW, COUNT_TOO_LOW,
+	  "reference count too low: a write could go through into another file",
+	  "raise the count", 1),
+	P(PR_X_COUNT_TOO_HIGH, COUNT_TOO_HIGH,
+	  "reference count too high: space leaked",
+	  "lower the count", 1),
+	P(PR_X_RECORD_UNSHARED, RECORD_UNSHARED,
+	  "reference-count record for blocks mapped at most once",
+	  "remove the record", 1),
+	P(PR_X_SHARED_NO_RECORD, SHARED_NO_RECORD,
+	  "blocks mapped several times have no reference-count record",
+	  "record them as shared", 0),
+};
+
+const struct xr_problem *xr_problem_find(int code)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (table[i].code == code)
+			return &table[i];
+	return NULL;
+}
+
+const struct extref_problem_info *extref_problem_table(size_t *n)
+{
+	static struct extref_problem_info info[sizeof(table) / sizeof(table[0])];
+	size_t i;
+
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		info[i].code = table[i].code;
+		info[i].name = table[i].name;
+		info[i].description = table[i].description;
+		info[i].preen_ok = table[i].preen_ok;
+	}
+	*n = sizeof(table) / sizeof(table[0]);
+	return info;
+}
+
+/*
+ * Decide whether a problem gets fixed in this mode, and report it:
+ * "PROBLEM 0xCODE: description: detail.  Fix? yes|no" shaped as one line,
+ * with "would ..." under -n.  Returns 1 when the caller should fix it.
+ */
+int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
+{
+	const struct xr_problem *p = xr_problem_find(code);
+	struct extref_problem_report r = { 0 };
+	char detail[512], line[1024];
+	int fix = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (c->opts->mode == EXTREF_FSCK_YES && p->fix)
+		fix = 1;
+	else if (p->fix && c->opts->mode == EXTREF_FSCK_PREEN && p->preen_ok)
+		fix = 1;
+	if (!p->fix)
+		snprintf(line, sizeof(line), "0x%04x %s: %s", code,
+			 p->description, detail);
+	else if (c->opts->mode == EXTREF_FSCK_NO)
+		snprintf(line, sizeof(line), "0x%04x %s: %s (would %s)", code,
+			 p->description, detail, p->fix);
+	else
+		snprintf(line, sizeof(line), "0x%04x %s: %s (%s%s)", code,
+			 p->description, detail, fix ? "" : "not done: ",
+			 p->fix);
+	c->res->problems++;
+	if (fix)
+		c->res->fixed++;
+	else
+		c->res->unfixed++;
+	if (!fix && p->fix && c->opts->mode == EXTREF_FSCK_PREEN)
+		c->preen_stop = 1;
+	r.code = code;
+	r.message = line;
+	r.fixed = fix;
+	r.preen_ok = p->preen_ok;
+	if (c->opts->report)
+		c->opts->report(&r, c->opts->priv);
+	return fix;
+}
+
+/*
+ * Tree problems wait until every pass has looked: one rebuild repairs
+ * them all, and under -p it is made only if every one is preen-safe.
+ */
+errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
+{
+	struct xr_pending_problem *p;
+	char detail[512];
+	va_list ap;
+	errcode_t err;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (c->npend == c->cappend) {
+		size_t cap = c->cappend ? c->cappend * 2 : 16;
+
+		err = ext2fs_resize_mem(c->cappend * sizeof(*c->pend),
+					cap * sizeof(*c->pend), &c->pend);
+		if (err)
+			return err;
+		c->cappend = cap;
+	}
+	p = &c->pend[c->npend];
+	err = ext2fs_get_mem(strlen(detail) + 1, &p->detail);
+	if (err)
+		return err;
+	strcpy(p->detail, detail);
+	p->code = code;
+	c->npend++;
+	return 0;
+}
+
+/* Report the deferred problems; returns 1 when the tree is to be rebuilt. */
+int xr_problems_flush(struct xr_fsck *c)
+{
+	enum extref_fsck_mode mode = c->opts->mode;
+	int all_preen = 1, rebuild = 0;
+	size_t i;
+
+	for (i = 0; i < c->npend; i++)
+		if (!xr_problem_find(c->pend[i].code)->preen_ok)
+			all_preen = 0;
+	/* Under -p, one unsafe problem keeps the whole tree as it is. */
+	if (mode == EXTREF_FSCK_PREEN && !all_preen) {
+		struct extref_fsck_opts o = *c->opts;
+		const struct extref_fsck_opts *saved = c->opts;
+
+		o.mode = EXTREF_FSCK_NO;
+		c->opts = &o;
+		for (i = 0; i < c->npend; i++)
+			xr_problem(c, c->pend[i].code, "%s", c->pend[i].detail);
+		c->opts = saved;
+		c->preen_stop = 1;
+	} else {
+		for (i = 0; i < c->npend; i++)
+			rebuild |= xr_problem(c, c->pend[i].code, "%s",
+					      c->pend[i].detail);
+	}
+	for (i = 0; i < c->npend; i++)
+		ext2fs_free_mem(&c->pend[i].detail);
+	c->npend = 0;
+	return rebuild;
+}
