@@ -50,6 +50,9 @@ struct xr_fsck {
 	struct xr_meta		*meta;
 	size_t			nmeta, capmeta;
 
+	struct extref_rec	*uns;		/* ranges to unshare (-E unshare) */
+	size_t			nuns, capuns;
+
 	struct xr_pending_problem *pend;	/* tree problems to report */
 	size_t			npend, cappend;
 
@@ -82,6 +85,10 @@ errcode_t xr_fsck_structure(struct xr_fsck *c);
 errcode_t xr_fsck_compare(struct xr_fsck *c);
 void xr_fsck_describe(struct xr_fsck *c, blk64_t start, blk64_t end,
 		      char *buf, size_t len);
+/* fsck_unshare.c */
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e);
+errcode_t xr_fsck_unshare(struct xr_fsck *c);
+
 /* fsck_repair.c */
 errcode_t xr_fsck_rebuild(struct xr_fsck *c);
 

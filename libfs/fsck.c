@@ -43,6 +43,20 @@ static void progress(struct xr_fsck *c, int pass)
 		c->opts->progress(pass, 1, 1, c->opts->priv);
 }
 
+/* After copies were made: the mappings again, for the rebuild. */
+static errcode_t rescan(struct xr_fsck *c)
+{
+	struct extref_fsck_result keep = *c->res;
+	errcode_t err;
+
+	c->nmap = c->nmeta = 0;
+	err = xr_fsck_scan(c);
+	if (!err)
+		xr_fsck_sort(c);
+	*c->res = keep;		/* the figures describe the first look */
+	return err;
+}
+
 static errcode_t run_passes(struct xr_fsck *c)
 {
 	errcode_t err;
@@ -71,8 +85,12 @@ static errcode_t run_passes(struct xr_fsck *c)
 				    (unsigned long long)c->res->shared_blocks)))
 		return err;
 	err = fix_feature(c);
-	if (!err && xr_problems_flush(c))
-		err = xr_fsck_rebuild(c);
+	if (!err && xr_problems_flush(c)) {
+		if (c->nuns && (err = xr_fsck_unshare(c)) == 0)
+			err = rescan(c);
+		if (!err)
+			err = xr_fsck_rebuild(c);
+	}
 	return err;
 }
 
@@ -98,5 +116,6 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	ext2fs_free_mem(&c.pend);
 	ext2fs_free_mem(&c.map);
 	ext2fs_free_mem(&c.meta);
+	ext2fs_free_mem(&c.uns);
 	return err;
 }

@@ -99,9 +99,13 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 	int fix = 0;
 	va_list ap;
 
+	const char *fixtext = p->fix;
+
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
+	if (code == PR_X_SHARED_NO_RECORD && c->opts->unshare)
+		fixtext = "give each extra mapping its own copy";
 	if (c->opts->mode == EXTREF_FSCK_YES && p->fix)
 		fix = 1;
 	else if (p->fix && c->opts->mode == EXTREF_FSCK_PREEN && p->preen_ok)
@@ -111,11 +115,11 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 			 p->description, detail);
 	else if (c->opts->mode == EXTREF_FSCK_NO)
 		snprintf(line, sizeof(line), "0x%04x %s: %s (would %s)", code,
-			 p->description, detail, p->fix);
+			 p->description, detail, fixtext);
 	else
 		snprintf(line, sizeof(line), "0x%04x %s: %s (%s%s)", code,
 			 p->description, detail, fix ? "" : "not done: ",
-			 p->fix);
+			 fixtext);
 	c->res->problems++;
 	if (fix)
 		c->res->fixed++;

@@ -1,0 +1,128 @@
+/*
+ * fsck_unshare.c --- -E unshare: blocks mapped several times with no
+ * record are not recorded as shared; each mapping but the first gets its
+ * own copy of the data (what e2fsck's pass 1D does for multiply-claimed
+ * blocks).  The tree is rebuilt afterwards from a fresh scan.
+ */
+#include <string.h>
+#include "extref_fsck_int.h"
+#include "extref_ops_int.h"
+
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
+{
+	errcode_t err;
+
+	if (c->nuns == c->capuns) {
+		size_t cap = c->capuns ? c->capuns * 2 : 16;
+
+		err = ext2fs_resize_mem(c->capuns * sizeof(*c->uns),
+					cap * sizeof(*c->uns), &c->uns);
+		if (err)
+			return err;
+		c->capuns = cap;
+	}
+	c->uns[c->nuns].start = s;
+	c->uns[c->nuns].len = e - s;
+	c->nuns++;
+	return 0;
+}
+
+/* Give [lblk, lblk+len) of ino, mapped at pblk, new blocks, one by one. */
+static errcode_t copy_range(ext2_filsys fs, ext2_ino_t ino,
+			    const struct xr_map *m, char *buf)
+{
+	struct ext2_inode inode;
+	struct xr_prange_vec removed = { 0 };
+	blk64_t i, nb = 0;
+	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
+
+	for (i = 0; !err && i < m->len; i++) {
+		struct xr_map one = { m->lblk + i, 0, 1, m->uninit };
+
+		err = ext2fs_new_block2(fs, nb ? nb + 1 : m->pblk + i, NULL,
+					&nb);
+		if (err)
+			break;
+		ext2fs_block_alloc_stats2(fs, nb, +1);
+		one.pblk = nb;
+		err = io_channel_read_blk64(fs->io, m->pblk + i, 1, buf);
+		if (!err)
+			err = io_channel_write_blk64(fs->io, nb, 1, buf);
+		if (!err)
+			err = xr_unmap(fs, ino, &inode, one.lblk, one.lblk + 1,
+				       &removed);
+		if (!err)
+			err = xr_map_insert(fs, ino, &inode, &one);
+		removed.n = 0;
+	}
+	xr_prange_vec_free(&removed);
+	return err;
+}
+
+/*
+ * Every file range of ino that maps into [s, e).  With keep set, the
+ * first one stays and the rest are copied; else all are copied.
+ */
+static errcode_t unshare_inode(struct xr_fsck *c, ext2_ino_t ino,
+			       blk64_t s, blk64_t e, int keep, char *buf)
+{
+	struct ext2_inode inode;
+	struct xr_map_vec maps = { 0 };
+	size_t i;
+	errcode_t err;
+
+	err = ext2fs_read_inode(c->fs, ino, &inode);
+	if (!err)
+		err = xr_get_mappings(c->fs, ino, &inode, 0, 1ULL << 32, &maps);
+	for (i = 0; !err && i < maps.n; i++) {
+		struct xr_map m = maps.v[i];
+		blk64_t a = m.pblk > s ? m.pblk : s;
+		blk64_t b = m.pblk + m.len < e ? m.pblk + m.len : e;
+
+		if (a >= b)
+			continue;
+		if (keep) {
+			keep = 0;
+			continue;
+		}
+		m.lblk += a - m.pblk;
+		m.pblk = a;
+		m.len = b - a;
+		err = copy_range(c->fs, ino, &m, buf);
+	}
+	xr_map_vec_free(&maps);
+	return err;
+}
+
+/* Copy every noted range for all its mappings but the first. */
+errcode_t xr_fsck_unshare(struct xr_fsck *c)
+{
+	char *buf = NULL;
+	__u32 inos[64];
+	size_t r, i, n;
+	errcode_t err;
+
+	err = ext2fs_get_mem(c->fs->blocksize, &buf);
+	for (r = 0; !err && r < c->nuns; r++) {
+		blk64_t s = c->uns[r].start, e = s + c->uns[r].len;
+
+		/* The distinct inodes mapping the range, in scan order. */
+		n = 0;
+		for (i = 0; i < c->nmap; i++) {
+			const struct xr_mapping *m = &c->map[i];
+			size_t k;
+
+			if (m->pblk >= e || m->pblk + m->len <= s)
+				continue;
+			for (k = 0; k < n && inos[k] != m->ino; k++)
+				;
+			if (k == n && n < 64)
+				inos[n++] = m->ino;
+		}
+		for (i = 0; !err && i < n; i++)
+			err = unshare_inode(c, inos[i], s, e, i == 0, buf);
+	}
+	ext2fs_free_mem(&buf);
+	c->res->changed = 1;
+	return err;
+}
