@@ -315,8 +315,10 @@ int impl_clone_range(struct cmd_args *a)
 	err = extref_clone_range(sh.xfs, src, soff, dst, doff, len, &done);
 	if (err)
 		return cmd_err(a, err, NULL);
+	/* Length 0 means "to the source's EOF": report what that was. */
 	printf("linked %llu/%llu bytes at offset %llu\n",
-	       (unsigned long long)done, (unsigned long long)len,
+	       (unsigned long long)done,
+	       (unsigned long long)(len ? len : done),
 	       (unsigned long long)doff);
 	return 0;
 }

@@ -153,11 +153,12 @@ static errcode_t insert_rec(struct extref_tree *t, struct xr_node *n,
 		n->u.recs[i] = *r;
 	} else {
 		i = find_slot(n, r->start);
-		if (r->start < n->u.keys[0].key)
-			n->u.keys[0].key = r->start;
+		/* Read the child before its key moves: it is checked against it. */
 		err = xr_child(t, n, i, b, &child);
 		if (err)
 			return err;
+		if (r->start < n->u.keys[0].key)
+			n->u.keys[0].key = r->start;
 		{
 			struct xr_bounds cb;
 

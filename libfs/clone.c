@@ -20,10 +20,13 @@ static errcode_t clone_rules(ext2_filsys fs, ext2_ino_t src, __u64 ssize,
 
 	if (r->soff % bs || r->doff % bs)
 		return EXTREF_ERR_ALIGN;
-	if (r->soff >= ssize && r->len == 0)
+	/* As the kernel: len 0 at EOF is nothing; a start past EOF is EINVAL. */
+	if (r->len == 0 && r->soff == ssize)
 		return 0;
+	if (r->soff >= ssize)
+		return EXTREF_ERR_PAST_EOF;
 	if (r->len == 0 || r->soff + r->len > ssize || r->soff + r->len < r->soff)
-		r->len = r->soff < ssize ? ssize - r->soff : 0;
+		r->len = ssize - r->soff;
 	/* An unaligned end must be the source's EOF, and must not land
 	 * inside the destination (its last block would carry the source's
 	 * bytes past EOF into the file). */

@@ -84,8 +84,17 @@ static errcode_t cut_extent(ext2_extent_handle_t h, struct ext2fs_extent *e,
 	struct ext2fs_extent tail;
 	errcode_t err;
 
-	if (os == e->e_lblk && oe == ext_end(e))
-		return ext2fs_extent_delete(h, 0);
+	if (os == e->e_lblk && oe == ext_end(e)) {
+		/*
+		 * The next extent may now be the first of its leaf: the
+		 * index above must follow (a removed leaf has no current
+		 * node left to fix, which is fine).
+		 */
+		err = ext2fs_extent_delete(h, 0);
+		if (!err)
+			err = ext2fs_extent_fix_parents(h);
+		return err == EXT2_ET_NO_CURRENT_NODE ? 0 : err;
+	}
 	if (os == e->e_lblk) {
 		e->e_pblk += oe - e->e_lblk;
 		e->e_len = ext_end(e) - oe;

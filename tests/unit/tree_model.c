@@ -323,6 +323,13 @@ int main(int argc, char **argv)
 			if (reopen && ++batches % reopen == 0) {
 				close_image(&c);
 				open_image(&c);
+				/*
+				 * Nodes are read lazily after a reopen:
+				 * touch the lowest block, below the
+				 * smallest key, first.
+				 */
+				op(&c, c.base, 1, 1);
+				op(&c, c.base, 1, 0);
 				verify(&c);
 			}
 		}
