@@ -107,6 +107,35 @@ static errcode_t free_pending(struct extref_tree *t)
 	return xr_write_header(t);
 }
 
+/*
+ * An empty tree gives its file back: the header goes first (one block,
+ * no free nodes), then the blocks past it are released.  Interrupted in
+ * between, inode 5 keeps blocks past h_nblocks, which belong to no one
+ * until reused.
+ */
+static errcode_t shrink_empty(struct extref_tree *t)
+{
+	struct ext2_inode inode;
+	errcode_t err;
+
+	t->free.n = 0;
+	t->nblocks = 1;
+	err = xr_write_header(t);
+	if (!err && !t->fs->block_map)
+		err = ext2fs_read_bitmaps(t->fs);
+	if (!err)
+		err = ext2fs_punch(t->fs, EXTREF_INO, NULL, NULL, 1, ~0ULL);
+	if (!err)
+		err = ext2fs_read_inode(t->fs, EXTREF_INO, &inode);
+	if (!err)
+		err = ext2fs_inode_size_set(t->fs, &inode, t->bs);
+	if (!err)
+		err = ext2fs_write_inode(t->fs, EXTREF_INO, &inode);
+	if (!err && t->pmap_len > 1)
+		memset(t->pmap + 1, 0, (t->pmap_len - 1) * sizeof(*t->pmap));
+	return err;
+}
+
 errcode_t extref_tree_commit(extref_tree_t t)
 {
 	errcode_t err;
@@ -123,6 +152,8 @@ errcode_t extref_tree_commit(extref_tree_t t)
 		err = xr_write_header(t);
 	if (!err && t->pending.n)
 		err = free_pending(t);
+	if (!err && !t->root && t->nblocks > 1)
+		err = shrink_empty(t);
 	if (err)
 		t->broken = err;
 	else
