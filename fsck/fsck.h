@@ -23,6 +23,7 @@ struct fsck_opts {
 	int			progress_fd;	/* -C FD, -1 when not given */
 	int			no_e2fsck;
 	int			unshare;
+	int			e2fsck_clean;	/* e2fsck ran and left no error */
 };
 
 extern const char *prog;

@@ -112,11 +112,13 @@ static void parse_args(int argc, char **argv, struct fsck_opts *o)
 
 static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
 {
+	int flags = (rw ? EXT2_FLAG_RW : 0) | EXT2_FLAG_64BITS;
 	errcode_t err;
 
-	err = ext2fs_open2(o->image, NULL,
-			   (rw ? EXT2_FLAG_RW : 0) | EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, fs);
+	/* e2fsck has just verified every metadata checksum: skip them. */
+	if (o->e2fsck_clean)
+		flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, fs);
 	if (err) {
 		com_err(prog, err, "while opening %s", o->image);
 		return FSCK_ERROR;
@@ -238,6 +240,7 @@ int main(int argc, char **argv)
 			return status | st;
 		}
 		status |= st;
+		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
 	return status | check_counts(&o);
 }

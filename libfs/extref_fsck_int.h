@@ -18,9 +18,11 @@ struct xr_problem {
 /* One extent mapping: 16 bytes, so memory grows with mappings only. */
 struct xr_mapping {
 	blk64_t		pblk;
-	__u32		len;
 	__u32		ino;
+	__u16		len;		/* at most XR_MAP_MAX_LEN */
+	__u16		count;		/* identical mappings merged */
 };
+#define XR_MAP_MAX_LEN	32768	/* an ext4 extent's largest length */
 
 /* A metadata range (never shared). */
 struct xr_meta {
@@ -74,6 +76,11 @@ int xr_problems_flush(struct xr_fsck *c);
 
 /* fsck_scan.c (pass 1) */
 errcode_t xr_fsck_scan(struct xr_fsck *c);
+/* fsck_sort.c */
+void xr_sort_mappings(struct xr_mapping *v, size_t n);
+void xr_sort_u64(__u64 *v, size_t n);
+void xr_sort_meta(struct xr_meta *v, size_t n);
+
 /* fsck_sweep.c */
 typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);
 void xr_fsck_sort(struct xr_fsck *c);

@@ -8,14 +8,27 @@
 #include <string.h>
 #include "extref_fsck_int.h"
 
+/*
+ * Record a mapping.  The same inode mapping the same blocks again right
+ * after (a file cloned onto itself many times) only raises a count, so
+ * that memory grows with distinct mappings.
+ */
 static errcode_t add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			     ext2_ino_t ino)
 {
+	struct xr_mapping *last;
 	errcode_t err;
 
+	c->res->mappings++;
 	while (len) {
-		__u32 part = len > 0x80000000ULL ? 0x80000000U : len;
+		__u16 part = len > XR_MAP_MAX_LEN ? XR_MAP_MAX_LEN : len;
 
+		last = c->nmap ? &c->map[c->nmap - 1] : NULL;
+		if (last && last->pblk == pblk && last->len == part &&
+		    last->ino == ino && last->count < 0xffff) {
+			last->count++;
+			goto next;
+		}
 		if (c->nmap == c->capmap) {
 			size_t cap = c->capmap ? c->capmap * 2 : 4096;
 
@@ -28,11 +41,12 @@ static errcode_t add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 		c->map[c->nmap].pblk = pblk;
 		c->map[c->nmap].len = part;
 		c->map[c->nmap].ino = ino;
+		c->map[c->nmap].count = 1;
 		c->nmap++;
+next:
 		pblk += part;
 		len -= part;
 	}
-	c->res->mappings++;
 	return 0;
 }
 

@@ -6,37 +6,21 @@
  * sorted mappings: data blocks that are metadata, mapped blocks free in
  * the bitmap.
  */
-#include <stdlib.h>
 #include <string.h>
 #include "extref_fsck_int.h"
 
-static int cmp_map(const void *a, const void *b)
-{
-	const struct xr_mapping *x = a, *y = b;
-
-	if (x->pblk != y->pblk)
-		return x->pblk < y->pblk ? -1 : 1;
-	return (x->ino > y->ino) - (x->ino < y->ino);
-}
-
-static int cmp_blk(const void *a, const void *b)
-{
-	blk64_t x = *(const blk64_t *)a, y = *(const blk64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-static int cmp_meta(const void *a, const void *b)
-{
-	const struct xr_meta *x = a, *y = b;
-
-	return (x->pblk > y->pblk) - (x->pblk < y->pblk);
-}
-
+/*
+ * Sort the mappings and metadata in place, after giving back the slack
+ * of the growing array.
+ */
 void xr_fsck_sort(struct xr_fsck *c)
 {
-	qsort(c->map, c->nmap, sizeof(*c->map), cmp_map);
-	qsort(c->meta, c->nmeta, sizeof(*c->meta), cmp_meta);
+	if (c->nmap && c->nmap < c->capmap &&
+	    !ext2fs_resize_mem(c->capmap * sizeof(*c->map),
+			       c->nmap * sizeof(*c->map), &c->map))
+		c->capmap = c->nmap;
+	xr_sort_mappings(c->map, c->nmap);
+	xr_sort_meta(c->meta, c->nmeta);
 }
 
 struct pending {
@@ -90,7 +74,8 @@ static void segment(struct pending *p, blk64_t s, blk64_t e, __u64 count)
 errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 {
 	struct pending p = { .sink = sink, .priv = priv };
-	blk64_t *ends, pos = 0;
+	__u64 *ends;		/* end << 16 | count, sorted */
+	blk64_t pos = 0;
 	size_t i = 0, j = 0, n = c->nmap;
 	__u64 active = 0;
 	errcode_t err;
@@ -99,23 +84,24 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 	if (err)
 		return err;
 	for (i = 0; i < n; i++)
-		ends[i] = c->map[i].pblk + c->map[i].len;
-	qsort(ends, n, sizeof(*ends), cmp_blk);
+		ends[i] = ((c->map[i].pblk + c->map[i].len) << 16) |
+			  c->map[i].count;
+	xr_sort_u64(ends, n);
 	i = 0;
 	while (!p.err && (i < n || j < n)) {
-		blk64_t next = j < n ? ends[j] : ~0ULL;
+		blk64_t next = j < n ? ends[j] >> 16 : ~0ULL;
 
 		if (i < n && c->map[i].pblk < next)
 			next = c->map[i].pblk;
 		if (active)
 			segment(&p, pos, next, active);
 		pos = next;
-		while (j < n && ends[j] == pos) {
-			active--;
+		while (j < n && (ends[j] >> 16) == pos) {
+			active -= ends[j] & 0xffff;
 			j++;
 		}
 		while (i < n && c->map[i].pblk == pos) {
-			active++;
+			active += c->map[i].count;
 			i++;
 		}
 	}
