@@ -1,0 +1,172 @@
+#!/bin/bash
+# bench/bench_fsck.sh --- fsck.extref against e2fsck -fn and xfs_repair -n.
+#
+# Builds four extref images with bench/fsck_bench (the C API, one
+# process) and times, on each, the reference-count passes
+# (fsck.extref -n -f -E no_e2fsck) against the stock e2fsck -fn, with the
+# peak RSS of each (/usr/bin/time, else VmHWM polled from /proc) and the
+# checker's bytes of memory per extent mapping (fsck_bench check: the
+# checker run in-process, (peak RSS - RSS after opening) / mappings).
+# The same files and clones are then made on XFS (reflink=1, loop mount,
+# FICLONERANGE) and xfs_repair -n is timed side by side.
+#
+#   spread    NFILES files x PER single-block clones of pseudo-random
+#             blocks of a SPREAD_SRC-block source (default 100,000 x 10 of
+#             100,000 blocks: 1,000,000 shared mappings), 8 GiB image
+#   big1t     BIG_FILES x PER clones the same way on a 1 TiB sparse image
+#   hot       HOT_FILES x HOT_PER clones of one block (shared 10^6 ways)
+#   distinct  HOT_FILES x HOT_PER clones of distinct blocks (10^6 shared
+#             blocks, each mapped twice)
+#
+# Usage: bash bench/bench_fsck.sh    (env: NFILES PER SPREAD_SRC BIG_FILES
+#        HOT_FILES HOT_PER REPS CASES="spread big1t hot distinct" NO_XFS=1)
+# Needs root for the XFS part (loop devices); without it, or without
+# mkfs.xfs, that column says "-".  Times are wall-clock seconds, the
+# minimum of REPS (default 2) runs, with the image in the page cache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make -s bench/fsck_bench fsck/fsck.extref mkfs/mkfs.extref
+
+NFILES=${NFILES:-100000}
+PER=${PER:-10}
+SPREAD_SRC=${SPREAD_SRC:-100000}
+BIG_FILES=${BIG_FILES:-10000}
+HOT_FILES=${HOT_FILES:-1000}
+HOT_PER=${HOT_PER:-1000}
+REPS=${REPS:-2}
+CASES=${CASES:-"spread big1t hot distinct"}
+
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/bench_fsck.XXXXXX")
+mnt=$tmp/mnt
+loopdev=
+cleanup() {
+	set +e
+	if mountpoint -q "$mnt" 2>/dev/null; then umount "$mnt"; fi
+	if [ -n "$loopdev" ]; then losetup -d "$loopdev"; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$mnt"
+
+have_time=0
+[ -x /usr/bin/time ] && [ -z "${NO_USR_BIN_TIME:-}" ] && have_time=1
+
+# measure OUT CMD...: run CMD, write "seconds peak_kib rc" to OUT.
+measure() {
+	local out=$1 rc=0; shift
+	if [ $have_time = 1 ]; then
+		/usr/bin/time -f '%e %M' -o "$tmp/time" "$@" \
+			>"$tmp/cmd.out" 2>&1 || rc=$?
+		# /usr/bin/time prepends "Command exited..." on failure
+		echo "$(tail -n 1 "$tmp/time") $rc" >"$out"
+	else
+		local t0 t1 pid hwm=0 h
+		t0=$(date +%s.%N)
+		"$@" >"$tmp/cmd.out" 2>&1 &
+		pid=$!
+		while kill -0 "$pid" 2>/dev/null; do
+			h=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" \
+				2>/dev/null || true)
+			[ -n "$h" ] && [ "$h" -gt "$hwm" ] && hwm=$h
+			sleep 0.02
+		done
+		wait "$pid" || rc=$?
+		t1=$(date +%s.%N)
+		echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') $hwm $rc" >"$out"
+	fi
+}
+
+# best CMD...: min seconds and max peak over REPS runs -> "s kib rc"
+best() {
+	local i s m rc bs="" bm=0 brc=0
+	for ((i = 0; i < REPS; i++)); do
+		measure "$tmp/m" "$@"
+		read -r s m rc <"$tmp/m"
+		[ "$rc" != 0 ] && brc=$rc
+		if [ -z "$bs" ] || awk -v a="$s" -v b="$bs" 'BEGIN { exit !(a < b) }'; then
+			bs=$s
+		fi
+		[ "$m" -gt "$bm" ] && bm=$m
+	done
+	echo "$bs $bm $brc"
+}
+
+kv() { # kv KEY LINE: value of KEY=... in LINE
+	sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"
+}
+
+rows=()
+notes=()
+
+run_case() {
+	local name=$1 size=$2 kind=$3 files=$4 per=$5 src=$6
+	local img=$tmp/$name.img build chk ref e2 xr="- 0 0" mappings
+	echo "== $name: $files files x $per clones ($kind), source $src blocks, $size image" >&2
+	if [ "$size" = 1T ]; then	# mke2fs's default inode count
+		mkfs/mkfs.extref -q -b 4096 "$img" "$size"
+	else
+		mkfs/mkfs.extref -q -b 4096 -N $((files + 100000)) "$img" "$size"
+	fi
+	build=$(bench/fsck_bench build "$img" "$kind" "$files" "$per" "$src")
+	echo "   $build" >&2
+	notes+=("$name build: $(kv total_s "$build") s for $(kv clone_mappings "$build") clones ($(kv clones_per_s "$build") clones/s, source write $(kv src_s "$build") s)")
+	chk=$(bench/fsck_bench check "$img") || {
+		echo "fsck_bench check found problems on $name: $chk" >&2; exit 1; }
+	echo "   $chk" >&2
+	mappings=$(kv mappings "$chk")
+	ref=$(best fsck/fsck.extref -n -f -E no_e2fsck "$img")
+	[ "${ref##* }" = 0 ] || { echo "fsck.extref -n failed on $name:" >&2; cat "$tmp/cmd.out" >&2; exit 1; }
+	e2=$(best e2fsck -fn "$img")
+	[ "${e2##* }" = 0 ] || { echo "e2fsck -fn failed on $name:" >&2; cat "$tmp/cmd.out" >&2; exit 1; }
+	rm -f "$img"
+	if [ -z "${NO_XFS:-}" ] && [ "$(id -u)" = 0 ] && command -v mkfs.xfs >/dev/null &&
+	   command -v xfs_repair >/dev/null; then
+		local ximg=$tmp/$name.xfs cl
+		truncate -s "$size" "$ximg"
+		mkfs.xfs -q -f -m reflink=1 -b size=4096 "$ximg"
+		loopdev=$(losetup --find --show "$ximg")
+		mount "$loopdev" "$mnt"
+		cl=$(bench/fsck_bench clone-mnt "$mnt" "$kind" "$files" "$per" "$src")
+		umount "$mnt"
+		losetup -d "$loopdev"
+		loopdev=
+		echo "   xfs $cl" >&2
+		notes+=("$name on XFS: $(kv clone_mappings "$cl") FICLONERANGE clones in $(kv total_s "$cl") s")
+		xr=$(best xfs_repair -n -f "$ximg")
+		[ "${xr##* }" = 0 ] || { echo "xfs_repair -n failed on $name:" >&2; cat "$tmp/cmd.out" >&2; exit 1; }
+		rm -f "$ximg"
+	fi
+	local rs rm_ es em xs xm
+	read -r rs rm_ _ <<<"$ref"
+	read -r es em _ <<<"$e2"
+	read -r xs xm _ <<<"$xr"
+	rows+=("$(awk -v n="$name" -v f="$files" -v mp="$mappings" -v rs="$rs" -v es="$es" \
+		-v rm="$rm_" -v em="$em" -v bpm="$(kv bytes_per_mapping "$chk")" \
+		-v ips="$(kv seconds "$chk")" -v xs="$xs" -v xm="$xm" 'BEGIN {
+		printf "%-9s %7d %9d %8.2f %8.2f %6.2f %8.3f %8.1f %8.1f %7s %8s %8s",
+			n, f, mp, rs, es, (es > 0 ? rs / es : 0), ips,
+			rm / 1024, em / 1024, bpm, xs,
+			(xs == "-" ? "-" : sprintf("%.1f", xm / 1024)) }')")
+}
+
+for c in $CASES; do
+	case $c in
+	spread)   run_case spread 8G spread "$NFILES" "$PER" "$SPREAD_SRC" ;;
+	big1t)    run_case big1t 1T spread "$BIG_FILES" "$PER" "$SPREAD_SRC" ;;
+	hot)      run_case hot 8G hot "$HOT_FILES" "$HOT_PER" 1 ;;
+	distinct) run_case distinct 8G distinct "$HOT_FILES" "$HOT_PER" \
+			$((HOT_FILES * HOT_PER)) ;;
+	*) echo "unknown case $c" >&2; exit 2 ;;
+	esac
+done
+
+echo "# fsck.extref -n -f -E no_e2fsck (refcount passes) vs e2fsck -fn vs xfs_repair -n"
+echo "# seconds: wall clock, min of $REPS; ratio = refcount / e2fsck (target <= 0.5);"
+echo "# inproc_s: extref_fsck() in-process; MiB: peak RSS; B/map: checker's"
+echo "# (peak RSS - RSS after open) / mappings, in-process (target <= 32)"
+printf '%-9s %7s %9s %8s %8s %6s %8s %8s %8s %7s %8s %8s\n' image files mappings \
+	ref_s e2fsck_s ratio inproc_s ref_MiB e2_MiB B/map xfsr_s xfsr_MiB
+for r in "${rows[@]}"; do echo "$r"; done
+echo
+for n in "${notes[@]}"; do echo "# $n"; done
