@@ -6,7 +6,7 @@
  *    parents; the blocks it used before become "pending".
  * 2. Flush, write the header (the commit point), flush.
  * 3. If blocks became pending: write them as free nodes chained in front
- *    of the free list, flush, write the header again, flush.
+ *    of the free list, flush, write the header again.
  * A crash at any point leaves the header naming either the old tree or
  * the new one, whole.
  */
@@ -55,7 +55,12 @@ static errcode_t write_subtree(struct extref_tree *t, struct xr_node *n)
 	return write_node(t, n);
 }
 
-errcode_t xr_write_header(struct extref_tree *t)
+/*
+ * Write the header between two flushes: the nodes it names are on disk
+ * before it, and it is on disk before anything the caller writes next.
+ * sync_after 0 skips the second flush where nothing depends on it.
+ */
+errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 {
 	struct extref_disk_header c;
 	errcode_t err;
@@ -74,7 +79,7 @@ errcode_t xr_write_header(struct extref_tree *t)
 	err = io_channel_flush(t->fs->io);
 	if (!err)
 		err = xr_write_lblk(t, 0, t->buf);
-	if (!err)
+	if (!err && sync_after)
 		err = io_channel_flush(t->fs->io);
 	if (!err)
 		memcpy(&t->hdr, t->buf, sizeof(t->hdr));
@@ -104,7 +109,8 @@ static errcode_t free_pending(struct extref_tree *t)
 	ext2fs_free_mem(&t->free.v);
 	t->free = nv;
 	t->pending.n = 0;
-	return xr_write_header(t);
+	/* Lost in a power cut, this header only leaks the pending blocks. */
+	return xr_write_header(t, 0);
 }
 
 /*
@@ -120,7 +126,7 @@ static errcode_t shrink_empty(struct extref_tree *t)
 
 	t->free.n = 0;
 	t->nblocks = 1;
-	err = xr_write_header(t);
+	err = xr_write_header(t, 1);
 	if (!err && !t->fs->block_map)
 		err = ext2fs_read_bitmaps(t->fs);
 	if (!err)
@@ -149,7 +155,7 @@ errcode_t extref_tree_commit(extref_tree_t t)
 	t->generation++;
 	err = t->root ? write_subtree(t, t->root) : 0;
 	if (!err)
-		err = xr_write_header(t);
+		err = xr_write_header(t, 1);
 	if (!err && t->pending.n)
 		err = free_pending(t);
 	if (!err && !t->root && t->nblocks > 1)

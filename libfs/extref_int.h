@@ -128,7 +128,7 @@ errcode_t xr_visit(struct extref_tree *t, blk64_t lo, blk64_t hi,
 		   xr_visit_func f, void *priv);
 
 /* commit.c */
-errcode_t xr_write_header(struct extref_tree *t);
+errcode_t xr_write_header(struct extref_tree *t, int sync_after);
 
 /* freelist.c */
 errcode_t xr_free_load(struct extref_tree *t);

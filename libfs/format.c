@@ -58,7 +58,7 @@ static errcode_t write_empty_tree(ext2_filsys fs)
 	t->generation = 1;
 	err = xr_lblk_alloc(t, &lblk);		/* lblk 0: the header */
 	if (!err)
-		err = xr_write_header(t);
+		err = xr_write_header(t, 1);
 	extref_tree_free(t);
 	return err;
 }
