@@ -142,8 +142,13 @@ static int prepare_feature(const struct fsck_opts *o, int *skip)
 	errcode_t err;
 
 	*skip = 0;
-	if ((st = open_fs(o, 0, &fs)))
-		return st;
+	/*
+	 * A primary superblock that does not open (torn by a crash) is
+	 * e2fsck's to repair from a backup, which carries the feature.
+	 */
+	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			 unix_io_manager, &fs))
+		return 0;
 	if (ext2fs_has_feature_shared_blocks(fs->super)) {
 		ext2fs_close_free(&fs);
 		return 0;
@@ -169,6 +174,7 @@ static int prepare_feature(const struct fsck_opts *o, int *skip)
 		return st;
 	ext2fs_set_feature_shared_blocks(fs->super);
 	ext2fs_mark_super_dirty(fs);
+	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too */
 	err = ext2fs_close_free(&fs);
 	if (err) {
 		com_err(prog, err, "while setting shared_blocks on %s",

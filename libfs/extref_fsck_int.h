@@ -63,6 +63,7 @@ struct xr_fsck {
 	int			tree_bad;	/* structure problems found */
 	int			need_rebuild;
 	int			preen_stop;	/* a problem -p may not fix */
+	int			no_fix;		/* report only, whatever the mode */
 	errcode_t		err;		/* first operational error */
 };
 

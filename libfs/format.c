@@ -80,6 +80,9 @@ errcode_t extref_format(ext2_filsys fs)
 		return err;
 	ext2fs_set_feature_shared_blocks(fs->super);
 	ext2fs_mark_super_dirty(fs);
+	/* The backup superblocks must carry the feature too (e2fsck falls
+	 * back on them); libext2fs writes only the primary by default. */
+	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;
 	err = make_ino5(fs);
 	if (!err)
 		err = write_empty_tree(fs);

@@ -9,7 +9,28 @@ struct extref_fs {
 	ext2_filsys	fs;
 	extref_tree_t	tree;
 	int		flags;
+	struct struct_io_manager iom;	/* the channel's, without write_byte */
+	io_manager	orig_iom;
 };
+
+/*
+ * With an io manager that can write single bytes, libext2fs writes the
+ * primary superblock as several small writes of the fields that changed;
+ * a crash between two of them leaves a superblock whose checksum fails
+ * (and a one-group image has no backup).  Without write_byte it writes
+ * the whole superblock in one write: give the channel such a manager.
+ */
+static void whole_superblock_writes(struct extref_fs *xfs)
+{
+	io_channel io = xfs->fs->io;
+
+	xfs->orig_iom = io->manager;
+	if (!io->manager->write_byte)
+		return;
+	xfs->iom = *io->manager;
+	xfs->iom.write_byte = NULL;
+	io->manager = &xfs->iom;
+}
 
 ext2_filsys extref_fs_ext2(extref_fs_t xfs)
 {
@@ -59,6 +80,7 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
 	xfs->fs = fs;
 	xfs->flags = flags;
 	set_clock(fs);
+	whole_superblock_writes(xfs);
 	if (!(flags & EXTREF_OPEN_NO_TREE)) {
 		err = extref_fs_load_tree(xfs);
 		if (err && (flags & EXTREF_OPEN_FORCE)) {
@@ -68,6 +90,7 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
 		}
 	}
 	if (err) {
+		fs->io->manager = xfs->orig_iom;	/* the copy goes away */
 		ext2fs_free_mem(&xfs);
 		return err;
 	}

@@ -29,6 +29,7 @@ static errcode_t fix_feature(struct xr_fsck *c)
 		       c->res->records ? "blocks are shared" :
 		       "inode 5 holds a tree")) {
 		ext2fs_mark_super_dirty(c->fs);
+		c->fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;
 		c->res->changed = 1;
 		c->had_feature = 1;
 	} else {
@@ -100,6 +101,7 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	struct xr_fsck c;
 	errcode_t err;
 	size_t i;
+	int saved_flags;
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
@@ -108,7 +110,11 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	c.res = res;
 	if (opts->mode != EXTREF_FSCK_NO && !(fs->flags & EXT2_FLAG_RW))
 		return EXT2_ET_RO_FILSYS;
+	/* Inode and extent-block checksums are e2fsck's to check and fix. */
+	saved_flags = fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = run_passes(&c);
+	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	if (!c.had_feature)
 		ext2fs_clear_feature_shared_blocks(fs->super);
 	for (i = 0; i < c.npend; i++)

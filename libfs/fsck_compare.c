@@ -11,7 +11,7 @@ static int structure_code(errcode_t err)
 {
 	if (err == EXTREF_ERR_NO_TREE)
 		return PR_X_TREE_MISSING;
-	if (err == EXTREF_ERR_INO5_MODE)
+	if (err == EXTREF_ERR_INO5_MODE || err == EXTREF_ERR_INO5_MAP)
 		return PR_X_INO5_BAD;
 	if (err == EXTREF_ERR_FREE_LIST)
 		return PR_X_TREE_FREE_LIST;

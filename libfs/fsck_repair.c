@@ -1,28 +1,74 @@
 /*
  * fsck_repair.c --- rebuild the tree from the expected counts.
  *
- * The old tree's blocks are released (they are metadata of inode 5,
- * never data), inode 5 gets a fresh empty tree, and the expected records
+ * The old tree's blocks are released (those no one else uses), inode 5
+ * gets a fresh empty tree, and the expected records
  * are loaded in order and committed.  A crash in the middle leaves a tree
  * that the next run rebuilds again: nothing is derived from it.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
 
-/* Free every block of inode 5 that no data mapping uses, then empty it. */
+/* Whether block b is used by anything but inode 5 (both arrays sorted). */
+static int used_elsewhere(const struct xr_fsck *c, blk64_t b, blk64_t meta_max)
+{
+	size_t lo = 0, hi = c->nmap, i;
+	blk64_t from;
+
+	from = b > XR_MAP_MAX_LEN ? b - XR_MAP_MAX_LEN : 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->map[mid].pblk < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < c->nmap && c->map[i].pblk <= b; i++)
+		if (b < c->map[i].pblk + c->map[i].len)
+			return 1;
+	from = b > meta_max ? b - meta_max : 0;
+	for (lo = 0, hi = c->nmeta; lo < hi;) {
+		size_t mid = (lo + hi) / 2;
+
+		if (c->meta[mid].pblk < from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < c->nmeta && c->meta[i].pblk <= b; i++)
+		if (c->meta[i].ino != EXTREF_INO &&
+		    b < c->meta[i].pblk + c->meta[i].len)
+			return 1;
+	return 0;
+}
+
+/*
+ * Give back the old tree's blocks (as the scan found them: inode 5's
+ * extents and index blocks), except any that something else uses: a
+ * damaged inode 5 may point at group metadata or at data.  Then empty
+ * inode 5.
+ */
 static errcode_t clear_ino5(struct xr_fsck *c)
 {
 	ext2_filsys fs = c->fs;
 	struct ext2_inode inode;
-	errcode_t err;
+	blk64_t meta_max = 1, b;
+	size_t i;
 
-	err = ext2fs_read_inode(fs, EXTREF_INO, &inode);
-	if (err)
-		return err;
-	if (LINUX_S_ISREG(inode.i_mode) && (inode.i_flags & EXT4_EXTENTS_FL) &&
-	    ext2fs_inode_has_valid_blocks2(fs, &inode))
-		err = ext2fs_punch(fs, EXTREF_INO, &inode, NULL, 0, ~0ULL);
-	/* A tree too damaged to walk: its blocks leak to e2fsck's pass 5. */
+	for (i = 0; i < c->nmeta; i++)
+		if (c->meta[i].len > meta_max)
+			meta_max = c->meta[i].len;
+	for (i = 0; i < c->nmeta; i++) {
+		const struct xr_meta *m = &c->meta[i];
+
+		if (m->ino != EXTREF_INO)
+			continue;
+		for (b = m->pblk; b < m->pblk + m->len; b++)
+			if (ext2fs_test_block_bitmap2(fs->block_map, b) &&
+			    !used_elsewhere(c, b, meta_max))
+				ext2fs_block_alloc_stats2(fs, b, -1);
+	}
 	memset(&inode, 0, sizeof(inode));
 	return ext2fs_write_inode(fs, EXTREF_INO, &inode);
 }

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "extref_fsck_int.h"
+#include <ext2fs/ext3_extents.h>
 
 /*
  * Record a mapping.  The same inode mapping the same blocks again right
@@ -82,6 +83,22 @@ static int in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len)
 	       pblk < total && len <= total - pblk;
 }
 
+/*
+ * A file's damaged extent tree is e2fsck's to repair (reported, kept as
+ * far as it reads); inode 5's is the tree's, which a rebuild replaces.
+ */
+static errcode_t bad_extents(struct xr_fsck *c, ext2_ino_t ino, errcode_t why)
+{
+	if (ino != EXTREF_INO) {
+		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
+			   error_message(why));
+		return 0;
+	}
+	c->tree_bad = 1;
+	return xr_problem_defer(c, PR_X_INO5_BAD, "its extent tree: %s",
+				error_message(why));
+}
+
 /* Leaf extents are data mappings, index entries are metadata blocks. */
 static errcode_t scan_extents(struct xr_fsck *c, ext2_ino_t ino,
 			      struct ext2_inode *inode)
@@ -93,8 +110,7 @@ static errcode_t scan_extents(struct xr_fsck *c, ext2_ino_t ino,
 
 	err = ext2fs_extent_open2(c->fs, ino, inode, &h);
 	if (err)
-		return xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
-				  error_message(err)), 0;
+		return bad_extents(c, ino, err);
 	while (!(gerr = ext2fs_extent_get(h, op, &e))) {
 		op = EXT2_EXTENT_NEXT;
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
@@ -115,9 +131,25 @@ static errcode_t scan_extents(struct xr_fsck *c, ext2_ino_t ino,
 	}
 	ext2fs_extent_free(h);
 	if (!err && gerr != EXT2_ET_EXTENT_NO_NEXT)
-		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
-			   error_message(gerr));
+		err = bad_extents(c, ino, gerr);
 	return err;
+}
+
+/*
+ * Inode 5 holds no data: its blocks are the tree's.  Whatever its mode
+ * and flags say, an extent header in i_block is read as the tree's
+ * extent tree, so that a rebuild can give those blocks back.
+ */
+static errcode_t scan_tree_inode(struct xr_fsck *c, struct ext2_inode *inode)
+{
+	struct ext2_inode copy = *inode;
+	const struct ext3_extent_header *eh = (const void *)inode->i_block;
+
+	if (ext2fs_le16_to_cpu(eh->eh_magic) != EXT3_EXT_MAGIC)
+		return 0;
+	copy.i_flags |= EXT4_EXTENTS_FL;
+	copy.i_mode = LINUX_S_IFREG | 0600;
+	return scan_extents(c, EXTREF_INO, &copy);
 }
 
 struct blk_walk {
@@ -150,8 +182,12 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 
 	if (acl && in_fs(c->fs, acl, 1))
 		err = add_meta(c, acl, 1, ino, XR_META_XATTR);
-	if (err || !ext2fs_inode_has_valid_blocks2(c->fs, inode))
+	if (err)
 		return err;
+	if (ino == EXTREF_INO)
+		return scan_tree_inode(c, inode);
+	if (!ext2fs_inode_has_valid_blocks2(c->fs, inode))
+		return 0;
 	if (inode->i_flags & EXT4_EXTENTS_FL)
 		return scan_extents(c, ino, inode);
 	if (ino == EXT2_RESIZE_INO)

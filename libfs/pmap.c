@@ -33,8 +33,13 @@ static int pmap_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 {
 	struct pmap_walk *w = priv;
 
-	(void) fs; (void) ref_blk; (void) ref_offset;
+	(void) ref_blk; (void) ref_offset;
 	if (blockcnt < 0 || (__u64)blockcnt >= w->limit)
+		return 0;
+	/* A block outside the filesystem stays unmapped: reading it fails
+	 * as a damaged tree, not as an I/O error. */
+	if (*blocknr < fs->super->s_first_data_block ||
+	    *blocknr >= ext2fs_blocks_count(fs->super))
 		return 0;
 	w->err = pmap_reserve(w->t, blockcnt + 1);
 	if (w->err)

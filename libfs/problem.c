@@ -110,6 +110,8 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 		fix = 1;
 	else if (p->fix && c->opts->mode == EXTREF_FSCK_PREEN && p->preen_ok)
 		fix = 1;
+	if (c->no_fix)
+		fix = 0;
 	if (!p->fix)
 		snprintf(line, sizeof(line), "0x%04x %s: %s", code,
 			 p->description, detail);
@@ -181,14 +183,10 @@ int xr_problems_flush(struct xr_fsck *c)
 			all_preen = 0;
 	/* Under -p, one unsafe problem keeps the whole tree as it is. */
 	if (mode == EXTREF_FSCK_PREEN && !all_preen) {
-		struct extref_fsck_opts o = *c->opts;
-		const struct extref_fsck_opts *saved = c->opts;
-
-		o.mode = EXTREF_FSCK_NO;
-		c->opts = &o;
+		c->no_fix = 1;
 		for (i = 0; i < c->npend; i++)
 			xr_problem(c, c->pend[i].code, "%s", c->pend[i].detail);
-		c->opts = saved;
+		c->no_fix = 0;
 		c->preen_stop = 1;
 	} else {
 		for (i = 0; i < c->npend; i++)

@@ -68,7 +68,8 @@ static errcode_t make_inode(struct rl *r, ext2_ino_t dir, ext2_ino_t src,
 
 	if (!preserve(r)) {
 		copy_mode_meta(r, sinode, &base);
-		return xr_new_inode(fs, dir, &base, 1, ino);
+		err = ext2fs_inode_size_set(fs, &base, EXT2_I_SIZE(sinode));
+		return err ? err : xr_new_inode(fs, dir, &base, 1, ino);
 	}
 	err = read_full(fs, src, &full);
 	if (err)
@@ -79,7 +80,6 @@ static errcode_t make_inode(struct rl *r, ext2_ino_t dir, ext2_ino_t src,
 		ext2_extent_handle_t h;
 
 		in->i_links_count = 1;
-		in->i_size = in->i_size_high = 0;
 		ext2fs_iblk_set(fs, in, 0);
 		memset(in->i_block, 0, sizeof(in->i_block));
 		in->i_flags &= ~EXT4_INLINE_DATA_FL;
@@ -131,9 +131,10 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	for (i = 0; !err && i < maps.n; i++)
 		err = xr_map_insert(fs, ino, &dinode, &maps.v[i]);
 	if (!err)
-		err = ext2fs_inode_size_set(fs, &dinode, EXT2_I_SIZE(&sinode));
-	if (!err)
 		err = ext2fs_write_inode(fs, ino, &dinode);
+	/* The inode is whole on disk before a name points at it. */
+	if (!err)
+		err = io_channel_flush(fs->io);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
 	xr_map_vec_free(&maps);

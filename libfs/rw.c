@@ -211,6 +211,9 @@ errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 		goto out;
 	for (i = 0; !err && i < c.nblk; i++)
 		err = write_block(&c, i);
+	/* The new data is on disk before any mapping points at it. */
+	if (!err)
+		err = io_channel_flush(c.fs->io);
 	if (!err)
 		err = remap(&c, &removed);
 	if (err) {

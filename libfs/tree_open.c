@@ -59,6 +59,9 @@ static errcode_t header_block(ext2_filsys fs, blk64_t *pblk)
 	err = ext2fs_bmap2(fs, EXTREF_INO, &inode, NULL, 0, 0, NULL, pblk);
 	if (err)
 		return err;
+	if (*pblk && (*pblk < fs->super->s_first_data_block ||
+		      *pblk >= ext2fs_blocks_count(fs->super)))
+		return EXTREF_ERR_INO5_MAP;
 	return *pblk ? 0 : EXTREF_ERR_NO_TREE;
 }
 
