@@ -46,10 +46,18 @@ int impl_chown(struct cmd_args *a);
 int impl_setxattr(struct cmd_args *a);
 int impl_getxattr(struct cmd_args *a);
 int impl_listxattr(struct cmd_args *a);
+/* expert.c: raw edits for building corrupted images */
+int impl_set_tree_header(struct cmd_args *a);
+int impl_set_tree_node(struct cmd_args *a);
+int impl_set_tree_entry(struct cmd_args *a);
+int impl_map_raw(struct cmd_args *a);
+int impl_set_block_bitmap(struct cmd_args *a);
+int impl_drop_tree(struct cmd_args *a);
 
 #define RO	CMD_IMAGE
 #define RT	(CMD_IMAGE | CMD_TREE)
 #define WR	(CMD_IMAGE | CMD_WRITE | CMD_TREE)
+#define XW	(CMD_IMAGE | CMD_WRITE)		/* expert: the tree may be bad */
 
 static const struct cmd_spec cmd_table[] = {
 /*	  name		  impl			min max opts  long  ch  needs usage */
@@ -85,6 +93,12 @@ static const struct cmd_spec cmd_table[] = {
 	{ "setxattr",	  impl_setxattr,	3, 3, NULL, NULL, 0,  WR, "PATH NAME VALUE" },
 	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
 	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "set_tree_header", impl_set_tree_header, 2, 2, "n", NULL, 0, XW, "[-n] FIELD VALUE" },
+	{ "set_tree_node", impl_set_tree_node,	3, 3, "n",  NULL, 0,  XW, "[-n] LBLK FIELD VALUE" },
+	{ "set_tree_entry", impl_set_tree_entry, 4, 4, "n", NULL, 0,  XW, "[-n] LBLK INDEX FIELD VALUE" },
+	{ "map_raw",	  impl_map_raw,		4, 4, NULL, NULL, 0,  XW, "PATH LBLK PBLK LEN" },
+	{ "set_block_bitmap", impl_set_block_bitmap, 2, 2, "c", NULL, 0, XW, "[-c] BLOCK 0|1" },
+	{ "drop_tree",	  impl_drop_tree,	0, 0, "k",  NULL, 0,  XW, "[-k]" },
 };
 
 /* mk_cmds handlers: one thin wrapper per request. */
@@ -101,6 +115,8 @@ CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
 CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
 CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(setxattr) CMD(getxattr) CMD(listxattr)
+CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
+CMD(set_block_bitmap) CMD(drop_tree)
 
 static const struct cmd_spec *cur_spec;
 
