@@ -65,7 +65,6 @@ static errcode_t do_clone(extref_fs_t xfs, ext2_ino_t src,
 	struct xr_prange_vec removed = { 0 };
 	struct ext2_inode dinode;
 	blk64_t d0 = r->doff / fs->blocksize;
-	size_t i;
 	errcode_t err;
 
 	err = source_maps(fs, src, sinode, r, &maps);
@@ -75,10 +74,9 @@ static errcode_t do_clone(extref_fs_t xfs, ext2_ino_t src,
 		goto out;
 	err = xr_read_inode(fs, dst, &dinode);
 	if (!err)
-		err = xr_unmap(fs, dst, &dinode, d0,
-			       d0 + xr_size_blocks(fs, r->len), &removed);
-	for (i = 0; !err && i < maps.n; i++)
-		err = xr_map_insert(fs, dst, &dinode, &maps.v[i]);
+		err = xr_replace_range(fs, dst, &dinode, d0,
+				       d0 + xr_size_blocks(fs, r->len),
+				       maps.v, maps.n, &removed);
 	if (err)
 		goto out;	/* counts stay high: leaked until fsck */
 	if (grow && r->doff + r->len > EXT2_I_SIZE(&dinode))

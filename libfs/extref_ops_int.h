@@ -45,6 +45,16 @@ errcode_t xr_unmap(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *inode,
 errcode_t xr_map_insert(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode, const struct xr_map *m);
 
+/* extent_splice.c: the same change in one write, where it fits. */
+errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,
+			   struct ext2_inode *inode, blk64_t lstart,
+			   blk64_t lend, const struct xr_map *nm, size_t nnew,
+			   struct xr_prange_vec *removed);
+errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
+			   struct ext2_inode *inode, blk64_t lstart,
+			   blk64_t lend, const struct xr_map *nm, size_t nnew,
+			   struct xr_prange_vec *removed);
+
 /* counts.c: the write-order steps of every operation. */
 errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps);
 errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r);

@@ -174,12 +174,12 @@ static errcode_t remap(struct cow *c, struct xr_prange_vec *removed)
 		for (j = i + 1; j < c->nblk && c->plan[j].new &&
 		     c->plan[j].new == c->plan[j - 1].new + 1; j++)
 			;
-		err = xr_unmap(c->fs, c->ino, c->inode, c->b0 + i, c->b0 + j,
-			       removed);
-		if (!err) {
+		{
 			struct xr_map m = { c->b0 + i, c->plan[i].new, j - i, 0 };
 
-			err = xr_map_insert(c->fs, c->ino, c->inode, &m);
+			err = xr_replace_range(c->fs, c->ino, c->inode,
+					       c->b0 + i, c->b0 + j, &m, 1,
+					       removed);
 		}
 		i = j;
 	}

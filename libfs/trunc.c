@@ -39,8 +39,8 @@ static errcode_t drop_blocks(extref_fs_t xfs, ext2_ino_t ino,
 	errcode_t err = 0;
 
 	if (lstart < lend)
-		err = xr_unmap(extref_fs_ext2(xfs), ino, inode, lstart, lend,
-			       &removed);
+		err = xr_replace_range(extref_fs_ext2(xfs), ino, inode, lstart,
+				       lend, NULL, 0, &removed);
 	if (!err)
 		err = xr_release_ranges(xfs, &removed);
 	xr_prange_vec_free(&removed);
@@ -99,14 +99,17 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 		return 0;
 	if (off / bs == (end - 1) / bs && (off % bs || end % bs))
 		return zero_partial(xfs, ino, &inode, off, end - off);
-	if (off % bs)
+	/*
+	 * Whole blocks go first: the extents left are fewer, so that the
+	 * partial blocks' copies are more likely to fit the leaf and be
+	 * switched in one write (extent_splice.c).
+	 */
+	err = drop_blocks(xfs, ino, &inode, (off + bs - 1) / bs,
+			  end == size ? xr_size_blocks(fs, end) : end / bs);
+	if (!err && off % bs)
 		err = zero_partial(xfs, ino, &inode, off, bs - off % bs);
 	if (!err && end % bs && end != size)
 		err = zero_partial(xfs, ino, &inode, end - end % bs, end % bs);
-	if (!err)
-		err = drop_blocks(xfs, ino, &inode, (off + bs - 1) / bs,
-				  end == size ? xr_size_blocks(fs, end)
-					      : end / bs);
 	if (!err) {
 		inode.i_mtime = inode.i_ctime = xr_now(fs);
 		err = ext2fs_write_inode(fs, ino, &inode);
