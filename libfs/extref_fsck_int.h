@@ -85,6 +85,7 @@ void xr_sort_meta(struct xr_meta *v, size_t n);
 /* fsck_sweep.c */
 typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);
 void xr_fsck_sort(struct xr_fsck *c);
+size_t xr_fsck_first_map(const struct xr_fsck *c, blk64_t b);
 errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv);
 void xr_fsck_check_metadata(struct xr_fsck *c);
 errcode_t xr_fsck_check_bitmap(struct xr_fsck *c);

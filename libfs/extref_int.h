@@ -70,6 +70,9 @@ struct extref_tree {
 	char		*buf;		/* one block of scratch */
 };
 
+/* vec.c */
+errcode_t xr_grow(void *vp, size_t *cap, size_t n, size_t esz);
+
 /* csum.c */
 __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
 		    unsigned int csum_off);

@@ -60,21 +60,13 @@ errcode_t xr_fsck_structure(struct xr_fsck *c)
 void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
 		      size_t len)
 {
-	size_t lo = 0, hi = c->nmap, i, shown = 0, more = 0;
-	blk64_t from = s > EXT_INIT_MAX_LEN ? s - EXT_INIT_MAX_LEN : 0;
+	size_t i, shown = 0, more = 0;
 	__u32 seen[4];
 	int off = 0;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->map[mid].pblk < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	buf[0] = 0;
-	for (i = lo; i < c->nmap && c->map[i].pblk < e; i++) {
+	for (i = xr_fsck_first_map(c, s); i < c->nmap && c->map[i].pblk < e;
+	     i++) {
 		size_t k;
 
 		if (c->map[i].pblk + c->map[i].len <= s)

@@ -12,19 +12,11 @@
 /* Whether block b is used by anything but inode 5 (both arrays sorted). */
 static int used_elsewhere(const struct xr_fsck *c, blk64_t b, blk64_t meta_max)
 {
-	size_t lo = 0, hi = c->nmap, i;
+	size_t lo, hi, i;
 	blk64_t from;
 
-	from = b > XR_MAP_MAX_LEN ? b - XR_MAP_MAX_LEN : 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->map[mid].pblk < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (i = lo; i < c->nmap && c->map[i].pblk <= b; i++)
+	for (i = xr_fsck_first_map(c, b); i < c->nmap && c->map[i].pblk <= b;
+	     i++)
 		if (b < c->map[i].pblk + c->map[i].len)
 			return 1;
 	from = b > meta_max ? b - meta_max : 0;

@@ -30,15 +30,9 @@ static errcode_t add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			last->count++;
 			goto next;
 		}
-		if (c->nmap == c->capmap) {
-			size_t cap = c->capmap ? c->capmap * 2 : 4096;
-
-			err = ext2fs_resize_mem(c->capmap * sizeof(*c->map),
-						cap * sizeof(*c->map), &c->map);
-			if (err)
-				return err;
-			c->capmap = cap;
-		}
+		err = xr_grow(&c->map, &c->capmap, c->nmap, sizeof(*c->map));
+		if (err)
+			return err;
 		c->map[c->nmap].pblk = pblk;
 		c->map[c->nmap].len = part;
 		c->map[c->nmap].ino = ino;
@@ -58,15 +52,9 @@ static errcode_t add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 
 	if (len == 0)
 		return 0;
-	if (c->nmeta == c->capmeta) {
-		size_t cap = c->capmeta ? c->capmeta * 2 : 1024;
-
-		err = ext2fs_resize_mem(c->capmeta * sizeof(*c->meta),
-					cap * sizeof(*c->meta), &c->meta);
-		if (err)
-			return err;
-		c->capmeta = cap;
-	}
+	err = xr_grow(&c->meta, &c->capmeta, c->nmeta, sizeof(*c->meta));
+	if (err)
+		return err;
 	c->meta[c->nmeta].pblk = pblk;
 	c->meta[c->nmeta].len = len;
 	c->meta[c->nmeta].ino = ino;

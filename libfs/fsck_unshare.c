@@ -10,17 +10,10 @@
 
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
 {
-	errcode_t err;
+	errcode_t err = xr_grow(&c->uns, &c->capuns, c->nuns, sizeof(*c->uns));
 
-	if (c->nuns == c->capuns) {
-		size_t cap = c->capuns ? c->capuns * 2 : 16;
-
-		err = ext2fs_resize_mem(c->capuns * sizeof(*c->uns),
-					cap * sizeof(*c->uns), &c->uns);
-		if (err)
-			return err;
-		c->capuns = cap;
-	}
+	if (err)
+		return err;
 	c->uns[c->nuns].start = s;
 	c->uns[c->nuns].len = e - s;
 	c->nuns++;

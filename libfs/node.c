@@ -6,17 +6,10 @@
 
 errcode_t xr_lblk_push(struct xr_lblk_vec *v, __u32 lblk)
 {
-	errcode_t err;
+	errcode_t err = xr_grow(&v->v, &v->cap, v->n, sizeof(*v->v));
 
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-
-		err = ext2fs_resize_mem(v->cap * sizeof(*v->v),
-					cap * sizeof(*v->v), &v->v);
-		if (err)
-			return err;
-		v->cap = cap;
-	}
+	if (err)
+		return err;
 	v->v[v->n++] = lblk;
 	return 0;
 }

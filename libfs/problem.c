@@ -152,15 +152,9 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	if (c->npend == c->cappend) {
-		size_t cap = c->cappend ? c->cappend * 2 : 16;
-
-		err = ext2fs_resize_mem(c->cappend * sizeof(*c->pend),
-					cap * sizeof(*c->pend), &c->pend);
-		if (err)
-			return err;
-		c->cappend = cap;
-	}
+	err = xr_grow(&c->pend, &c->cappend, c->npend, sizeof(*c->pend));
+	if (err)
+		return err;
 	p = &c->pend[c->npend];
 	err = ext2fs_get_mem(strlen(detail) + 1, &p->detail);
 	if (err)

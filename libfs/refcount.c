@@ -20,14 +20,10 @@ struct rec_vec {
 static errcode_t vec_push(struct rec_vec *rv, blk64_t start, blk64_t len,
 			  __u32 count)
 {
-	if (rv->n == rv->cap) {
-		size_t cap = rv->cap ? rv->cap * 2 : 16;
-		errcode_t err = ext2fs_resize_mem(rv->cap * sizeof(*rv->v),
-						  cap * sizeof(*rv->v), &rv->v);
-		if (err)
-			return err;
-		rv->cap = cap;
-	}
+	errcode_t err = xr_grow(&rv->v, &rv->cap, rv->n, sizeof(*rv->v));
+
+	if (err)
+		return err;
 	rv->v[rv->n].start = start;
 	rv->v[rv->n].len = len;
 	rv->v[rv->n].count = count;

@@ -1,9 +1,15 @@
 /*
- * vec.c --- growable arrays of block ranges for the file operations.
+ * vec.c --- growable arrays: the growth rule, and arrays of block ranges
+ * for the file operations.
  */
+#include "extref_int.h"
 #include "extref_ops_int.h"
 
-static errcode_t grow(void *vp, size_t *cap, size_t n, size_t esz)
+/*
+ * Make room for element n of an array of esz-byte elements at *vp whose
+ * capacity is *cap, doubling it (from 16) when full.
+ */
+errcode_t xr_grow(void *vp, size_t *cap, size_t n, size_t esz)
 {
 	size_t ncap;
 	errcode_t err;
@@ -28,7 +34,7 @@ errcode_t xr_prange_push(struct xr_prange_vec *v, blk64_t pblk, blk64_t len)
 		v->v[v->n - 1].len += len;
 		return 0;
 	}
-	err = grow(&v->v, &v->cap, v->n, sizeof(*v->v));
+	err = xr_grow(&v->v, &v->cap, v->n, sizeof(*v->v));
 	if (err)
 		return err;
 	v->v[v->n].pblk = pblk;
@@ -39,7 +45,7 @@ errcode_t xr_prange_push(struct xr_prange_vec *v, blk64_t pblk, blk64_t len)
 
 errcode_t xr_map_push(struct xr_map_vec *v, const struct xr_map *m)
 {
-	errcode_t err = grow(&v->v, &v->cap, v->n, sizeof(*v->v));
+	errcode_t err = xr_grow(&v->v, &v->cap, v->n, sizeof(*v->v));
 
 	if (err)
 		return err;
