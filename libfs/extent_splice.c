@@ -104,10 +104,20 @@ static int normalize(struct piece *p, int n)
 
 		if (last && last->lblk + last->len == p[i].lblk &&
 		    last->pblk + last->len == p[i].pblk &&
-		    last->uninit == p[i].uninit && last->len + p[i].len <= max)
-			last->len += p[i].len;
-		else
-			p[out++] = p[i];
+		    last->uninit == p[i].uninit && last->len < max) {
+			/* Fill the extent up to its largest length first. */
+			blk64_t k = max - last->len;
+
+			if (k > p[i].len)
+				k = p[i].len;
+			last->len += k;
+			p[i].lblk += k;
+			p[i].pblk += k;
+			p[i].len -= k;
+			if (!p[i].len)
+				continue;
+		}
+		p[out++] = p[i];
 	}
 	return out;
 }

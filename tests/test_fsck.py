@@ -271,3 +271,18 @@ def test_no_changes_nothing_on_every_case(tmp_path):
         for extra in ([], ["-E", "no_e2fsck"]):
             run_fsck(img, "-n", "-f", *extra)
             assert helpers.sha256(img) == before, f"{case}: -n {extra}"
+
+
+def test_missing_e2fsck_is_a_clear_error(tmp_path):
+    """Without e2fsck on PATH: exit 8 with a message saying how to skip
+    it; with -E no_e2fsck the reference counts are still checked."""
+    img = tmp_path / "t.img"
+    helpers.mkfs(img, "16M", "-q")
+    env = {"PATH": str(tmp_path)}          # no e2fsck there
+    res = helpers.run([fsck_bin(), "-n", str(img)], check=False, env=env)
+    assert res.returncode == 8, helpers.describe(res)
+    assert "e2fsck not found" in res.stderr and "no_e2fsck" in res.stderr, \
+        helpers.describe(res)
+    res = helpers.run([fsck_bin(), "-n", "-E", "no_e2fsck", str(img)],
+                      check=False, env=env)
+    assert res.returncode == 0, helpers.describe(res)

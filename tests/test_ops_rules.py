@@ -670,3 +670,35 @@ def test_punch_first_extent_of_deep_extent_tree(tmp_path):
         want[i * bs:(i + 1) * bs] = bytes(bs)
     assert cat(img, "/a") == bytes(want)
     helpers.e2fsck_fn(img)
+
+
+# ----------------------------------------------------------------------
+# extents at the maximum length (32768 blocks)
+
+def test_extents_at_maximum_length(tmp_path):
+    """A 312 MiB file on 4 KiB blocks is mapped by extents of 32768 blocks:
+    reflink it, clone across the extent boundary, write copy-on-write
+    into the middle of the long extent; lengths never exceed the limit
+    and every byte reads as the model says."""
+    bs = 4096
+    img = make_img(tmp_path, bs, size="1G")
+    nblk = 80000
+    dx(img, f"write {host(tmp_path, 'empty', b'')} /big",
+       f"pwrite -S 0x61 /big 0 {nblk * bs}")
+    ext = [int(m) for m in re.findall(r"len (\d+)", dx1(img, "stat /big",
+                                                        write=False).stdout)]
+    assert max(ext) == 32768 and all(n <= 32768 for n in ext), ext
+    boundary = 32768 * bs
+    dx(img, "reflink /big /copy",
+       f"pwrite -S 0x62 /copy {boundary - 2 * bs} {4 * bs}",
+       f"clone_range /big {boundary - 8 * bs} /copy 0 {16 * bs}")
+    model = bytearray(b"\x61" * (nblk * bs))
+    model[boundary - 2 * bs:boundary + 2 * bs] = b"\x62" * (4 * bs)
+    assert stock_cat(img, "/big") == b"\x61" * (nblk * bs)
+    assert stock_cat(img, "/copy") == bytes(model)
+    for path in ("/big", "/copy"):
+        lens = [int(m) for m in re.findall(
+            r"len (\d+)", dx1(img, f"stat {path}", write=False).stdout)]
+        assert all(n <= 32768 for n in lens), (path, lens)
+    helpers.e2fsck_fn(img)
+    recount_ok(img, tmp_path)
