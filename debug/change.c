@@ -150,12 +150,7 @@ int impl_mkdir(struct cmd_args *a)
 	    check_absent(a, dir, name, path) || modifiable(a, dir, path) ||
 	    load_bitmaps(a))
 		goto out;
-	err = ext2fs_mkdir(sh.fs, dir, 0, name);
-	if (err == EXT2_ET_DIR_NO_SPACE) {
-		err = ext2fs_expand_dir(sh.fs, dir);
-		if (!err)
-			err = ext2fs_mkdir(sh.fs, dir, 0, name);
-	}
+	err = extref_mkdir(sh.xfs, dir, name, NULL);
 	if (err) {
 		cmd_err(a, err, "%s", path);
 		goto out;
@@ -178,12 +173,7 @@ int impl_symlink(struct cmd_args *a)
 	    check_absent(a, dir, name, path) || modifiable(a, dir, path) ||
 	    load_bitmaps(a))
 		goto out;
-	err = ext2fs_symlink(sh.fs, dir, 0, name, target);
-	if (err == EXT2_ET_DIR_NO_SPACE) {
-		err = ext2fs_expand_dir(sh.fs, dir);
-		if (!err)
-			err = ext2fs_symlink(sh.fs, dir, 0, name, target);
-	}
+	err = extref_symlink(sh.xfs, dir, name, target, NULL);
 	if (err) {
 		cmd_err(a, err, "%s", path);
 		goto out;

@@ -123,3 +123,38 @@ int xr_file_type(__u16 mode)
 		return EXT2_FT_SOCK;
 	return EXT2_FT_UNKNOWN;
 }
+
+/* Retry a directory-entry creation once DIR has grown by a block. */
+static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+			    const char *target, ext2_ino_t *ret_ino)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err;
+	int tries;
+
+	err = extref_check_modifiable(xfs, dir);
+	if (!err)
+		err = xr_name_free(fs, dir, name);
+	for (tries = 0; !err && tries < 2; tries++) {
+		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
+			     : ext2fs_mkdir(fs, dir, 0, name);
+		if (err != EXT2_ET_DIR_NO_SPACE || tries)
+			break;
+		err = ext2fs_expand_dir(fs, dir);
+	}
+	if (!err && ret_ino)
+		err = ext2fs_lookup(fs, dir, name, strlen(name), NULL, ret_ino);
+	return err;
+}
+
+errcode_t extref_mkdir(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+		       ext2_ino_t *ret_ino)
+{
+	return make_entry(xfs, dir, name, NULL, ret_ino);
+}
+
+errcode_t extref_symlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+			 const char *target, ext2_ino_t *ret_ino)
+{
+	return make_entry(xfs, dir, name, target, ret_ino);
+}

@@ -105,6 +105,15 @@ errcode_t extref_create_file(extref_fs_t fs, ext2_ino_t dir,
 			     ext2_ino_t *ret_ino);
 
 /*
+ * Make a directory or a symlink NAME in DIR (libext2fs's, growing DIR
+ * when it is full).  ret_ino may be NULL.
+ */
+errcode_t extref_mkdir(extref_fs_t fs, ext2_ino_t dir, const char *name,
+		       ext2_ino_t *ret_ino);
+errcode_t extref_symlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
+			 const char *target, ext2_ino_t *ret_ino);
+
+/*
  * Refuse what the toolkit cannot change safely: encrypted, verity and
  * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED); images with quota
  * (EXTREF_ERR_QUOTA).  Every modifying operation calls it.

@@ -231,15 +231,8 @@ static errcode_t copy_symlink(struct rl *r, ext2_ino_t src,
 	errcode_t err = read_link_target(r, src, sinode, &target);
 
 	if (!err)
-		err = ext2fs_symlink(r->fs, dir, 0, name, target);
-	if (err == EXT2_ET_DIR_NO_SPACE) {
-		err = ext2fs_expand_dir(r->fs, dir);
-		if (!err)
-			err = ext2fs_symlink(r->fs, dir, 0, name, target);
-	}
+		err = extref_symlink(r->xfs, dir, name, target, &ino);
 	ext2fs_free_mem(&target);
-	if (!err)
-		err = ext2fs_lookup(r->fs, dir, name, strlen(name), NULL, &ino);
 	return err ? err : set_meta(r, ino, sinode);
 }
 
@@ -308,14 +301,7 @@ static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 	size_t i;
 	errcode_t err;
 
-	err = ext2fs_mkdir(r->fs, dir, 0, name);
-	if (err == EXT2_ET_DIR_NO_SPACE) {
-		err = ext2fs_expand_dir(r->fs, dir);
-		if (!err)
-			err = ext2fs_mkdir(r->fs, dir, 0, name);
-	}
-	if (!err)
-		err = ext2fs_lookup(r->fs, dir, name, strlen(name), NULL, &ino);
+	err = extref_mkdir(r->xfs, dir, name, &ino);
 	if (!err)
 		err = ext2fs_dir_iterate(r->fs, src, 0, NULL, collect_entry, &e);
 	if (!err)
