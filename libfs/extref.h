@@ -68,6 +68,13 @@ errcode_t extref_fs_load_tree(extref_fs_t fs);
  */
 errcode_t extref_format(ext2_filsys fs);
 
+/*
+ * Turn an ext4 filesystem made by any tool into an extref image in place:
+ * refuses bigalloc, quota, an image that already is one, and an inode 5
+ * that holds data; then extref_format().
+ */
+errcode_t extref_convert(ext2_filsys fs);
+
 /* The crc32c seed the tree's checksums use for this filesystem. */
 __u32 extref_csum_seed(ext2_filsys fs);
 

@@ -113,6 +113,26 @@ errcode_t extref_mkdir(extref_fs_t fs, ext2_ino_t dir, const char *name,
 errcode_t extref_symlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			 const char *target, ext2_ino_t *ret_ino);
 
+/* Deduplication of the data already in an image. */
+enum extref_dedupe_mode {
+	EXTREF_DEDUPE_NONE,
+	EXTREF_DEDUPE_FILE,	/* identical files share all their blocks */
+	EXTREF_DEDUPE_BLOCK,	/* every identical block is shared */
+};
+struct extref_dedupe_stats {
+	__u64	logical_bytes;	/* bytes of data blocks the files map */
+	__u64	stored_before;	/* bytes in use in the filesystem, before */
+	__u64	stored_after;	/* and after */
+	__u64	ranges;		/* ranges deduplicated */
+};
+/*
+ * Share identical data of the regular files: candidates come from a
+ * hash of every written block (or file), and are confirmed byte for
+ * byte (extref_dedupe_range compares again before sharing).
+ */
+errcode_t extref_dedupe_fs(extref_fs_t fs, enum extref_dedupe_mode mode,
+			   struct extref_dedupe_stats *st);
+
 /*
  * Refuse what the toolkit cannot change safely: encrypted, verity and
  * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED); images with quota

@@ -29,8 +29,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: %s [options] IMAGE [SIZE]\n"
+"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
 "Make an empty extref image: an ext4 filesystem with an empty\n"
-"reference-count tree in inode 5.\n"
+"reference-count tree in inode 5.  With --convert, turn an existing ext4\n"
+"image (from mke2fs -d, say) into one in place, and with --dedup share\n"
+"the identical data it holds.\n"
 "\n"
 "SIZE is a number with an optional K, M, G or T suffix (powers of 1024);\n"
 "a plain number counts blocks (of -b's size, else of 1024 bytes).\n"
@@ -49,7 +52,10 @@ static void usage(FILE *f)
 "  -F             overwrite an existing filesystem\n"
 "  -q             quiet\n"
 "  -V             print the version and exit\n"
-"  -h, --help     print this help and exit\n", prog);
+"  -h, --help     print this help and exit\n"
+"  --convert      convert the existing ext4 filesystem in IMAGE\n"
+"  --dedup=MODE   with --convert: none, file (identical files) or block\n"
+"                 (every identical block)\n", prog, prog);
 }
 
 static void bad_usage(void)
@@ -120,6 +126,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "convert", no_argument, NULL, OPT_CONVERT },
+		{ "dedup", required_argument, NULL, OPT_DEDUP },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -176,6 +184,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case OPT_CONVERT:
+			o->convert = 1;
+			break;
+		case OPT_DEDUP:
+			o->dedup = parse_dedup(optarg);
+			break;
 		default:
 			if (optopt && strchr("bNiILUEO", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -196,6 +210,11 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		o->size_arg = argv[optind + 1];
 	if (!o->image[0])
 		fatal("empty IMAGE name");
+	if (o->dedup && !o->convert)
+		fatal("--dedup needs --convert (building an image from a "
+		      "directory is not there yet)");
+	if (o->convert && o->size_arg)
+		fatal("--convert takes no SIZE");
 }
 
 int main(int argc, char **argv)
@@ -211,6 +230,8 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv, &o);
 	get_epoch(&o);
+	if (o.convert)
+		return convert_image(&o);
 	if (o.size_arg &&
 	    parse_size(o.size_arg, o.blocksize ? o.blocksize : 1024,
 		       &o.size_bytes))

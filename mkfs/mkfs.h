@@ -33,7 +33,16 @@ struct mkfs_opts {
 	int		force;
 	int		have_epoch;
 	long long	epoch;		/* SOURCE_DATE_EPOCH */
+	int		convert;	/* --convert */
+	int		dedup;		/* --dedup, enum extref_dedupe_mode */
 };
+
+#define OPT_CONVERT	1000
+#define OPT_DEDUP	1001
+
+/* convert.c */
+int parse_dedup(const char *arg);
+int convert_image(const struct mkfs_opts *o);
 
 /* What target.c found out about the image and did to it. */
 struct mkfs_target {

@@ -1,0 +1,18 @@
+/*
+ * convert.c --- make an existing ext4 filesystem an extref image.
+ */
+#include "extref_int.h"
+
+errcode_t extref_convert(ext2_filsys fs)
+{
+	if (ext2fs_has_feature_bigalloc(fs->super))
+		return EXTREF_ERR_BIGALLOC;
+	if (ext2fs_has_feature_quota(fs->super) ||
+	    ext2fs_has_feature_project(fs->super))
+		return EXTREF_ERR_QUOTA;
+	if (ext2fs_has_feature_shared_blocks(fs->super))
+		return EXTREF_ERR_ALREADY;
+	if (!ext2fs_has_feature_extents(fs->super))
+		return EXTREF_ERR_NO_EXTENTS;
+	return extref_format(fs);
+}

@@ -1,0 +1,91 @@
+/*
+ * convert.c --- mkfs.extref --convert: an existing ext4 image becomes an
+ * extref image in place, and --dedup shares the data it already holds.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mkfs.h"
+#include "extref_ops.h"
+
+int parse_dedup(const char *arg)
+{
+	if (!strcmp(arg, "none"))
+		return EXTREF_DEDUPE_NONE;
+	if (!strcmp(arg, "file"))
+		return EXTREF_DEDUPE_FILE;
+	if (!strcmp(arg, "block"))
+		return EXTREF_DEDUPE_BLOCK;
+	fatal("invalid --dedup mode '%s' (none, file or block)", arg);
+	return 0;
+}
+
+static int to_extref(const struct mkfs_opts *o)
+{
+	ext2_filsys fs;
+	errcode_t err;
+
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
+			   0, 0, unix_io_manager, &fs);
+	if (err) {
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
+	if (o->have_epoch)
+		fs->now = o->epoch;
+	err = extref_convert(fs);
+	if (err) {
+		ext2fs_free(fs);
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
+	err = ext2fs_close_free(&fs);
+	if (err) {
+		error_line("%s: %s while writing", o->image,
+			   error_message(err));
+		return 1;
+	}
+	return 0;
+}
+
+static int dedupe(const struct mkfs_opts *o)
+{
+	struct extref_dedupe_stats st;
+	extref_fs_t xfs = NULL;
+	errcode_t err;
+
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW, &xfs, NULL);
+	if (!err)
+		err = extref_dedupe_fs(xfs, o->dedup, &st);
+	if (err) {
+		if (xfs)
+			extref_fs_abort(xfs);
+		error_line("%s: %s while deduplicating", o->image,
+			   error_message(err));
+		return 1;
+	}
+	err = extref_fs_close(xfs);
+	if (err) {
+		error_line("%s: %s while writing", o->image,
+			   error_message(err));
+		return 1;
+	}
+	if (!o->quiet)
+		printf("%s: %llu bytes of file data; %llu bytes in use before "
+		       "deduplication, %llu after: %llu saved (%llu ranges)\n",
+		       o->image, (unsigned long long)st.logical_bytes,
+		       (unsigned long long)st.stored_before,
+		       (unsigned long long)st.stored_after,
+		       (unsigned long long)(st.stored_before - st.stored_after),
+		       (unsigned long long)st.ranges);
+	return 0;
+}
+
+int convert_image(const struct mkfs_opts *o)
+{
+	if (to_extref(o))
+		return 1;
+	if (!o->quiet)
+		printf("%s: converted to an extref image\n", o->image);
+	return o->dedup != EXTREF_DEDUPE_NONE ? dedupe(o) : 0;
+}
