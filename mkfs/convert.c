@@ -48,7 +48,7 @@ static int to_extref(const struct mkfs_opts *o)
 	return 0;
 }
 
-static int dedupe(const struct mkfs_opts *o)
+int dedupe_image(const struct mkfs_opts *o)
 {
 	struct extref_dedupe_stats st;
 	extref_fs_t xfs = NULL;
@@ -87,5 +87,5 @@ int convert_image(const struct mkfs_opts *o)
 		return 1;
 	if (!o->quiet)
 		printf("%s: converted to an extref image\n", o->image);
-	return o->dedup != EXTREF_DEDUPE_NONE ? dedupe(o) : 0;
+	return o->dedup != EXTREF_DEDUPE_NONE ? dedupe_image(o) : 0;
 }

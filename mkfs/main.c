@@ -53,9 +53,14 @@ static void usage(FILE *f)
 "  -q             quiet\n"
 "  -V             print the version and exit\n"
 "  -h, --help     print this help and exit\n"
+"  -d SOURCE      copy the directory SOURCE into the image (SIZE then\n"
+"                 optional: the content plus --headroom)\n"
+"  --headroom=PCT with -d and no SIZE: room to spare, in percent (20)\n"
+"  --all-root     with -d: every file owned by root\n"
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"
-"  --dedup=MODE   with --convert: none, file (identical files) or block\n"
-"                 (every identical block)\n", prog, prog);
+"  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
+"                 block (every identical block)\n"
+"With SOURCE_DATE_EPOCH set, -d clamps every timestamp to it.\n", prog, prog);
 }
 
 static void bad_usage(void)
@@ -128,13 +133,16 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "version", no_argument, NULL, 'V' },
 		{ "convert", no_argument, NULL, OPT_CONVERT },
 		{ "dedup", required_argument, NULL, OPT_DEDUP },
+		{ "headroom", required_argument, NULL, OPT_HEADROOM },
+		{ "all-root", no_argument, NULL, OPT_ALL_ROOT },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "b:N:i:I:L:U:E:O:FqVh",
+	o->headroom = 20;
+	while ((c = getopt_long(argc, argv, "b:N:i:I:L:U:E:O:d:FqVh",
 				longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -190,8 +198,20 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_DEDUP:
 			o->dedup = parse_dedup(optarg);
 			break;
+		case 'd':
+			o->source = optarg;
+			break;
+		case OPT_HEADROOM:
+			if (parse_uint(optarg, 1000, &v))
+				fatal("invalid --headroom '%s' (a percentage "
+				      "from 0 to 1000)", optarg);
+			o->headroom = (unsigned int)v;
+			break;
+		case OPT_ALL_ROOT:
+			o->all_root = 1;
+			break;
 		default:
-			if (optopt && strchr("bNiILUEO", optopt))
+			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
 					"argument\n", prog, optopt);
 			else if (optopt)
@@ -210,9 +230,10 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		o->size_arg = argv[optind + 1];
 	if (!o->image[0])
 		fatal("empty IMAGE name");
-	if (o->dedup && !o->convert)
-		fatal("--dedup needs --convert (building an image from a "
-		      "directory is not there yet)");
+	if (o->dedup && !o->convert && !o->source)
+		fatal("--dedup needs -d SOURCE or --convert");
+	if (o->convert && o->source)
+		fatal("--convert and -d cannot be combined");
 	if (o->convert && o->size_arg)
 		fatal("--convert takes no SIZE");
 }
@@ -237,10 +258,13 @@ int main(int argc, char **argv)
 		       &o.size_bytes))
 		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
 		      "or T suffix)", o.size_arg);
+	if (o.source)
+		source_check(&o);		/* may set the size */
 
 	target_probe(&o, &t);		/* nothing touched yet */
 	target_create(&o, &t);
-	if (run_mke2fs(&o, &t) || format_image(&o, &t)) {
+	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
+	    (o.source && source_finish(&o))) {
 		target_undo(&o, &t);
 		rc = 1;
 	}

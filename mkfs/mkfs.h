@@ -35,14 +35,24 @@ struct mkfs_opts {
 	long long	epoch;		/* SOURCE_DATE_EPOCH */
 	int		convert;	/* --convert */
 	int		dedup;		/* --dedup, enum extref_dedupe_mode */
+	const char	*source;	/* -d DIRECTORY */
+	unsigned int	headroom;	/* --headroom, percent */
+	int		all_root;	/* --all-root */
 };
 
 #define OPT_CONVERT	1000
 #define OPT_DEDUP	1001
+#define OPT_HEADROOM	1002
+#define OPT_ALL_ROOT	1003
+
+/* source.c */
+void source_check(struct mkfs_opts *o);
+int source_finish(const struct mkfs_opts *o);
 
 /* convert.c */
 int parse_dedup(const char *arg);
 int convert_image(const struct mkfs_opts *o);
+int dedupe_image(const struct mkfs_opts *o);
 
 /* What target.c found out about the image and did to it. */
 struct mkfs_target {

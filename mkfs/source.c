@@ -1,0 +1,171 @@
+/*
+ * source.c --- mkfs.extref -d SOURCE: the stock mke2fs copies the
+ * directory (every file type, owners, modes, times, extended attributes,
+ * hard links, sparse files; entries in sorted order, so the host's
+ * directory order does not matter), then this makes the image
+ * reproducible and optionally root-owned, and deduplicates it.
+ */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ext2fs/ext2fs.h>
+#include "mkfs.h"
+
+static uint64_t src_bytes, src_entries;
+
+static int count_entry(const char *path, const struct stat *st, int type,
+		       struct FTW *ftw)
+{
+	(void)path; (void)ftw;
+	src_entries++;
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		src_bytes += ((uint64_t)st->st_blocks * 512 + 4095) / 4096 * 4096;
+	else
+		src_bytes += 4096;	/* a directory block, a slow symlink */
+	return 0;
+}
+
+/* The source must be a directory; without SIZE, size the image from it. */
+void source_check(struct mkfs_opts *o)
+{
+	static char inodes[32];
+	struct stat st;
+	uint64_t bytes;
+
+	if (stat(o->source, &st) < 0)
+		fatal("cannot read %s: %s", o->source, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		fatal("%s: not a directory (tar archives are not supported "
+		      "yet)", o->source);
+	if (o->size_arg)
+		return;
+	if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
+		fatal("cannot read %s: %s", o->source, strerror(errno));
+	/* Content, inode tables at 256 bytes, the headroom, and room for
+	 * the journal and group metadata. */
+	bytes = src_bytes + src_entries * 256;
+	bytes += bytes / 100 * o->headroom + 32 * 1024 * 1024;
+	o->size_bytes = bytes;
+	o->size_arg = "computed from SOURCE";
+	if (!o->inodes) {
+		snprintf(inodes, sizeof(inodes), "%llu",
+			 (unsigned long long)(src_entries +
+					      src_entries / 100 * o->headroom +
+					      1024));
+		o->inodes = inodes;
+	}
+}
+
+/*
+ * mke2fs -d copies seconds only; times are set again from the source
+ * with their nanoseconds (clamped to SOURCE_DATE_EPOCH when it is set),
+ * and owners become root with --all-root.
+ */
+struct post {
+	const struct mkfs_opts	*o;
+	ext2_filsys		fs;
+	size_t			srclen;
+	struct ext2_inode_large	*in;
+	errcode_t		err;
+	char			*failed;	/* path that failed */
+};
+
+static struct post post;
+
+static void set_time(__u32 *sec, __u32 *extra, int large,
+		     const struct timespec *ts, const struct mkfs_opts *o)
+{
+	long long s = ts->tv_sec;
+	long ns = ts->tv_nsec;
+
+	if (o->have_epoch && s >= o->epoch) {
+		s = o->epoch;
+		ns = 0;
+	}
+	*sec = (__u32)s;
+	if (large)	/* nanoseconds, and seconds past 2038 in bits 0-1 */
+		*extra = ((__u32)ns << 2) | (__u32)(((s - (__s32)s) >> 32) & 3);
+}
+
+static int post_entry(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	struct post *p = &post;
+	int isz = EXT2_INODE_SIZE(p->fs->super), large;
+	const char *rel = path + p->srclen;
+	ext2_ino_t ino;
+
+	(void)type; (void)ftw;
+	while (*rel == '/')
+		rel++;
+	p->err = *rel ? ext2fs_namei(p->fs, EXT2_ROOT_INO, EXT2_ROOT_INO, rel,
+				     &ino) : (ino = EXT2_ROOT_INO, 0);
+	if (!p->err)
+		p->err = ext2fs_read_inode_full(p->fs, ino,
+						(struct ext2_inode *)p->in, isz);
+	if (p->err) {
+		p->failed = strdup(path);
+		return 1;
+	}
+	large = isz > EXT2_GOOD_OLD_INODE_SIZE && p->in->i_extra_isize >= 24;
+	if (p->o->all_root) {
+		p->in->i_uid = p->in->i_gid = 0;
+		p->in->osd2.linux2.l_i_uid_high = 0;
+		p->in->osd2.linux2.l_i_gid_high = 0;
+	}
+	set_time(&p->in->i_atime, &p->in->i_atime_extra, large, &st->st_atim,
+		 p->o);
+	set_time(&p->in->i_mtime, &p->in->i_mtime_extra, large, &st->st_mtim,
+		 p->o);
+	set_time(&p->in->i_ctime, &p->in->i_ctime_extra, large, &st->st_ctim,
+		 p->o);
+	if (large && p->o->have_epoch && p->in->i_crtime > p->o->epoch) {
+		p->in->i_crtime = (__u32)p->o->epoch;
+		p->in->i_crtime_extra = 0;
+	}
+	p->err = ext2fs_write_inode_full(p->fs, ino, (struct ext2_inode *)p->in,
+					 isz);
+	return p->err != 0;
+}
+
+static int postprocess(const struct mkfs_opts *o)
+{
+	errcode_t err;
+
+	memset(&post, 0, sizeof(post));
+	post.o = o;
+	post.srclen = strlen(o->source);
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
+			   0, 0, unix_io_manager, &post.fs);
+	if (!err)
+		err = ext2fs_get_memzero(EXT2_INODE_SIZE(post.fs->super),
+					 &post.in);
+	if (!err && nftw(o->source, post_entry, 64, FTW_PHYS) != 0)
+		err = post.err ? post.err : EXT2_ET_NO_MEMORY;
+	ext2fs_free_mem(&post.in);
+	if (!err)
+		err = ext2fs_close_free(&post.fs);
+	else if (post.fs)
+		ext2fs_free(post.fs);
+	if (err) {
+		error_line("%s: %s while setting times and owners%s%s",
+			   o->image, error_message(err),
+			   post.failed ? " of " : "",
+			   post.failed ? post.failed : "");
+		free(post.failed);
+		return 1;
+	}
+	return 0;
+}
+
+int source_finish(const struct mkfs_opts *o)
+{
+	if (postprocess(o))
+		return 1;
+	return o->dedup ? dedupe_image(o) : 0;
+}
