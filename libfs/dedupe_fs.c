@@ -6,7 +6,8 @@
  * for byte, and each duplicate is cloned from the first copy through
  * extref_dedupe_range, which compares again before it shares.  Runs of
  * consecutive duplicates become one call, so shared runs stay long
- * extents.  File mode does the same with whole files.
+ * extents.  File mode does the same with whole files; block mode does a
+ * file pass first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,8 +219,32 @@ static errcode_t plan(struct dd *d, struct act **ret, size_t *nret)
 }
 
 
+static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			     struct extref_dedupe_stats *st);
+
+/*
+ * Block mode runs a file pass first: identical files then share their
+ * partial last blocks too, which block-by-block sharing cannot.
+ */
 errcode_t extref_dedupe_fs(extref_fs_t xfs, enum extref_dedupe_mode mode,
 			   struct extref_dedupe_stats *st)
+{
+	struct extref_dedupe_stats first;
+	errcode_t err;
+
+	if (mode != EXTREF_DEDUPE_BLOCK)
+		return dedupe_pass(xfs, mode, st);
+	err = dedupe_pass(xfs, EXTREF_DEDUPE_FILE, &first);
+	if (!err)
+		err = dedupe_pass(xfs, EXTREF_DEDUPE_BLOCK, st);
+	st->logical_bytes = first.logical_bytes;
+	st->stored_before = first.stored_before;
+	st->ranges += first.ranges;
+	return err;
+}
+
+static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			     struct extref_dedupe_stats *st)
 {
 	struct dd d = { .xfs = xfs, .fs = extref_fs_ext2(xfs), .mode = mode,
 			.st = st };
