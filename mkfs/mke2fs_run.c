@@ -228,8 +228,9 @@ static char *clean(char *line, const char *image)
 }
 
 /* Print one line that says why mke2fs failed. */
-static void report(const char *image, char *out, int status)
+static void report(const struct mkfs_opts *o, char *out, int status)
 {
+	const char *image = o->image;
 	char *line, *save = NULL, *first = NULL, *size = NULL;
 
 	join_continuations(out);
@@ -252,6 +253,11 @@ static void report(const char *image, char *out, int status)
 			   image, size);
 	else if (first && !strncmp(first, "Invalid filesystem option set: ", 31))
 		error_line("%s: unknown feature in '%s'", image, first + 31);
+	else if (first && o->source && o->source_need &&
+		 (strstr(first, "allocate") || strstr(first, "space")))
+		error_line("%s: image too small for %s (%s): it needs about "
+			   "%llu KiB", image, o->source, first,
+			   (unsigned long long)(o->source_need / 1024));
 	else if (first)
 		error_line("%s: %s", image, first);
 	else if (WIFSIGNALED(status))
@@ -291,7 +297,7 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 		free(out);
 		return 0;
 	}
-	report(o->image, out, status);
+	report(o, out, status);
 	free(out);
 	return -1;
 }

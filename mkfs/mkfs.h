@@ -36,6 +36,7 @@ struct mkfs_opts {
 	int		convert;	/* --convert */
 	int		dedup;		/* --dedup, enum extref_dedupe_mode */
 	const char	*source;	/* -d DIRECTORY */
+	uint64_t	source_need;	/* bytes the source needs, estimated */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
 };

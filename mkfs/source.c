@@ -42,13 +42,14 @@ void source_check(struct mkfs_opts *o)
 	if (!S_ISDIR(st.st_mode))
 		fatal("%s: not a directory (tar archives are not supported "
 		      "yet)", o->source);
-	if (o->size_arg)
-		return;
 	if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
-	/* Content, inode tables at 256 bytes, the headroom, and room for
-	 * the journal and group metadata. */
+	/* Content, inode tables at 256 bytes, and room for the journal and
+	 * group metadata; then the headroom. */
 	bytes = src_bytes + src_entries * 256;
+	o->source_need = bytes + 32 * 1024 * 1024;
+	if (o->size_arg)
+		return;
 	bytes += bytes / 100 * o->headroom + 32 * 1024 * 1024;
 	o->size_bytes = bytes;
 	o->size_arg = "computed from SOURCE";

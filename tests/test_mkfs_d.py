@@ -196,7 +196,7 @@ def test_bad_source(tmp_path, what):
         args, needle = ["-d", str(f), str(img)], "not a directory"
     else:
         src = build_tree(tmp_path / "src")
-        args, needle = ["-d", str(src), str(img), "150K"], str(img)
+        args, needle = ["-d", str(src), str(img), "150K"], "needs about"
     res = helpers.run([helpers.binary("mkfs.extref"), "-q", *args],
                       check=False)
     assert res.returncode == 1, helpers.describe(res)
