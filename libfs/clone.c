@@ -81,8 +81,10 @@ static errcode_t do_clone(extref_fs_t xfs, ext2_ino_t src,
 		goto out;	/* counts stay high: leaked until fsck */
 	if (grow && r->doff + r->len > EXT2_I_SIZE(&dinode))
 		err = ext2fs_inode_size_set(fs, &dinode, r->doff + r->len);
-	dinode.i_mtime = dinode.i_ctime = xr_now(fs);
-	if (!err)
+	/* A dedupe leaves the data, and so the times, as they were. */
+	if (!err && grow)
+		err = xr_write_inode_times(fs, dst, &dinode, XR_TIME_MTIME);
+	else if (!err)
 		err = ext2fs_write_inode(fs, dst, &dinode);
 	if (!err)
 		err = xr_release_ranges(xfs, &removed);

@@ -66,6 +66,10 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode);
 blk64_t xr_size_blocks(ext2_filsys fs, __u64 size);
+#define XR_TIME_CTIME	0	/* the change time only */
+#define XR_TIME_MTIME	1	/* and the modification time */
+errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
+			       struct ext2_inode *inode, int which);
 time_t xr_now(ext2_filsys fs);
 
 /* create.c */

@@ -222,10 +222,10 @@ errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 	}
 	if (mode == XR_COW_WRITE && off + len > EXT2_I_SIZE(inode))
 		err = ext2fs_inode_size_set(c.fs, inode, off + len);
-	if (!err) {
-		inode->i_mtime = inode->i_ctime = xr_now(c.fs);
-		err = ext2fs_write_inode(c.fs, ino, inode);
-	}
+	if (!err)
+		err = xr_write_inode_times(c.fs, ino, inode,
+					   mode == XR_COW_WRITE ? XR_TIME_MTIME
+								: XR_TIME_CTIME);
 	if (!err)
 		err = xr_release_ranges(xfs, &removed);
 out:

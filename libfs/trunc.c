@@ -74,9 +74,9 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 				  1ULL << 32);
 	if (!err) {
 		err = ext2fs_inode_size_set(fs, &inode, size);
-		inode.i_mtime = inode.i_ctime = xr_now(fs);
 		if (!err)
-			err = ext2fs_write_inode(fs, ino, &inode);
+			err = xr_write_inode_times(fs, ino, &inode,
+						   XR_TIME_MTIME);
 	}
 	return err;
 }
@@ -110,9 +110,7 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 		err = zero_partial(xfs, ino, &inode, off, bs - off % bs);
 	if (!err && end % bs && end != size)
 		err = zero_partial(xfs, ino, &inode, end - end % bs, end % bs);
-	if (!err) {
-		inode.i_mtime = inode.i_ctime = xr_now(fs);
-		err = ext2fs_write_inode(fs, ino, &inode);
-	}
+	if (!err)
+		err = xr_write_inode_times(fs, ino, &inode, XR_TIME_MTIME);
 	return err;
 }

@@ -85,8 +85,7 @@ static errcode_t parent_unlinked(ext2_filsys fs, ext2_ino_t dir)
 		return err;
 	if (p.i_links_count > 2)	/* 1 means "many" with dir_nlink */
 		p.i_links_count--;
-	p.i_mtime = p.i_ctime = xr_now(fs);
-	return ext2fs_write_inode(fs, dir, &p);
+	return xr_write_inode_times(fs, dir, &p, XR_TIME_MTIME);
 }
 
 errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
@@ -121,8 +120,7 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		return err;
 	if (!isdir && inode.i_links_count > 1) {
 		inode.i_links_count--;
-		inode.i_ctime = xr_now(fs);
-		return ext2fs_write_inode(fs, ino, &inode);
+		return xr_write_inode_times(fs, ino, &inode, XR_TIME_CTIME);
 	}
 	return free_inode(xfs, ino, &inode);
 }
