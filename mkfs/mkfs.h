@@ -35,7 +35,8 @@ struct mkfs_opts {
 	long long	epoch;		/* SOURCE_DATE_EPOCH */
 	int		convert;	/* --convert */
 	int		dedup;		/* --dedup, enum extref_dedupe_mode */
-	const char	*source;	/* -d DIRECTORY */
+	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
+	const char	*archive;	/* -d ARCHIVE, as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
@@ -45,6 +46,9 @@ struct mkfs_opts {
 #define OPT_DEDUP	1001
 #define OPT_HEADROOM	1002
 #define OPT_ALL_ROOT	1003
+
+/* tar.c */
+void tar_unpack(struct mkfs_opts *o);
 
 /* source.c */
 void source_check(struct mkfs_opts *o);

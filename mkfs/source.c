@@ -39,9 +39,10 @@ void source_check(struct mkfs_opts *o)
 
 	if (stat(o->source, &st) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		fatal("%s: not a directory (tar archives are not supported "
-		      "yet)", o->source);
+	if (S_ISREG(st.st_mode))
+		tar_unpack(o);		/* o->source is now a directory */
+	else if (!S_ISDIR(st.st_mode))
+		fatal("%s: neither a directory nor an archive", o->source);
 	if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
 	/* Content, inode tables at 256 bytes, and room for the journal and
