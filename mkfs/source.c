@@ -71,9 +71,7 @@ void source_check(struct mkfs_opts *o)
 struct post {
 	const struct mkfs_opts	*o;
 	ext2_filsys		fs;
-	size_t			srclen;
 	struct ext2_inode_large	*in;
-	errcode_t		err;
 	char			*failed;	/* path that failed */
 };
 
@@ -94,26 +92,17 @@ static void set_time(__u32 *sec, __u32 *extra, int large,
 		*extra = ((__u32)ns << 2) | (__u32)(((s - (__s32)s) >> 32) & 3);
 }
 
-static int post_entry(const char *path, const struct stat *st, int type,
-		      struct FTW *ftw)
+/* Give inode ino the times (and owner) of the source's st. */
+static errcode_t fix_inode(struct post *p, ext2_ino_t ino,
+			   const struct stat *st)
 {
-	struct post *p = &post;
 	int isz = EXT2_INODE_SIZE(p->fs->super), large;
-	const char *rel = path + p->srclen;
-	ext2_ino_t ino;
+	errcode_t err;
 
-	(void)type; (void)ftw;
-	while (*rel == '/')
-		rel++;
-	p->err = *rel ? ext2fs_namei(p->fs, EXT2_ROOT_INO, EXT2_ROOT_INO, rel,
-				     &ino) : (ino = EXT2_ROOT_INO, 0);
-	if (!p->err)
-		p->err = ext2fs_read_inode_full(p->fs, ino,
-						(struct ext2_inode *)p->in, isz);
-	if (p->err) {
-		p->failed = strdup(path);
-		return 1;
-	}
+	err = ext2fs_read_inode_full(p->fs, ino, (struct ext2_inode *)p->in,
+				     isz);
+	if (err)
+		return err;
 	large = isz > EXT2_GOOD_OLD_INODE_SIZE && p->in->i_extra_isize >= 24;
 	if (p->o->all_root) {
 		p->in->i_uid = p->in->i_gid = 0;
@@ -130,9 +119,92 @@ static int post_entry(const char *path, const struct stat *st, int type,
 		p->in->i_crtime = (__u32)p->o->epoch;
 		p->in->i_crtime_extra = 0;
 	}
-	p->err = ext2fs_write_inode_full(p->fs, ino, (struct ext2_inode *)p->in,
-					 isz);
-	return p->err != 0;
+	return ext2fs_write_inode_full(p->fs, ino, (struct ext2_inode *)p->in,
+				       isz);
+}
+
+struct dent {
+	char		*name;
+	ext2_ino_t	ino;
+	int		isdir;
+};
+
+struct dents {
+	struct dent	*v;
+	size_t		n, cap;
+	int		failed;
+};
+
+static int collect(struct ext2_dir_entry *d, int off, int bs, char *buf,
+		   void *priv)
+{
+	struct dents *ds = priv;
+	int len = ext2fs_dirent_name_len(d);
+	struct dent *e;
+
+	(void)off; (void)bs; (void)buf;
+	if (!d->inode || (len == 1 && d->name[0] == '.') ||
+	    (len == 2 && d->name[0] == '.' && d->name[1] == '.'))
+		return 0;
+	if (ds->n == ds->cap) {
+		size_t cap = ds->cap ? ds->cap * 2 : 64;
+		struct dent *v = realloc(ds->v, cap * sizeof(*v));
+
+		if (!v) {
+			ds->failed = 1;
+			return DIRENT_ABORT;
+		}
+		ds->v = v;
+		ds->cap = cap;
+	}
+	e = &ds->v[ds->n];
+	e->name = strndup(d->name, len);
+	e->ino = d->inode;
+	e->isdir = ext2fs_dirent_file_type(d) == EXT2_FT_DIR;
+	if (!e->name) {
+		ds->failed = 1;
+		return DIRENT_ABORT;
+	}
+	ds->n++;
+	return 0;
+}
+
+/*
+ * Walk the image's directory dir and the source's path side by side:
+ * one pass over every entry, whatever the size of the directories.
+ */
+static errcode_t walk(struct post *p, ext2_ino_t dir, char *path, size_t len)
+{
+	struct dents ds = { 0 };
+	struct stat st;
+	errcode_t err;
+	size_t i;
+
+	err = ext2fs_dir_iterate(p->fs, dir, 0, NULL, collect, &ds);
+	if (!err && ds.failed)
+		err = EXT2_ET_NO_MEMORY;
+	for (i = 0; !err && i < ds.n; i++) {
+		size_t nl = strlen(ds.v[i].name);
+
+		if (len + nl + 2 > 4096) {
+			err = EXT2_ET_TOOSMALL;
+			break;
+		}
+		path[len] = '/';
+		memcpy(path + len + 1, ds.v[i].name, nl + 1);
+		if (lstat(path, &st) < 0)
+			continue;	/* lost+found: not in the source */
+		err = fix_inode(p, ds.v[i].ino, &st);
+		if (!err && ds.v[i].isdir)
+			err = walk(p, ds.v[i].ino, path, len + nl + 1);
+		if (err && !p->failed)
+			p->failed = strdup(path);
+	}
+	path[len] = 0;
+	for (i = 0; i < ds.n; i++)
+		free(ds.v[i].name);
+	free(ds.v);
+	return err;
 }
 
 static int postprocess(const struct mkfs_opts *o)
@@ -141,14 +213,23 @@ static int postprocess(const struct mkfs_opts *o)
 
 	memset(&post, 0, sizeof(post));
 	post.o = o;
-	post.srclen = strlen(o->source);
 	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
 			   0, 0, unix_io_manager, &post.fs);
 	if (!err)
 		err = ext2fs_get_memzero(EXT2_INODE_SIZE(post.fs->super),
 					 &post.in);
-	if (!err && nftw(o->source, post_entry, 64, FTW_PHYS) != 0)
-		err = post.err ? post.err : EXT2_ET_NO_MEMORY;
+	if (!err) {
+		char path[4096];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s", o->source);
+		if (lstat(path, &st) < 0)
+			err = errno;
+		if (!err)
+			err = fix_inode(&post, EXT2_ROOT_INO, &st);
+		if (!err)
+			err = walk(&post, EXT2_ROOT_INO, path, strlen(path));
+	}
 	ext2fs_free_mem(&post.in);
 	if (!err)
 		err = ext2fs_close_free(&post.fs);
