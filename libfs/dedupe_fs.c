@@ -34,6 +34,8 @@ struct dd {
 	size_t		n, cap;
 	char		*a, *b;		/* one block each */
 	struct extref_dedupe_stats *st;
+	extref_progress_func progress;
+	void		*priv;
 };
 
 static __u64 hash64(const void *p, size_t len, __u32 seed)
@@ -119,6 +121,9 @@ static errcode_t scan(struct dd *d)
 		    (inode.i_flags & (EXT4_ENCRYPT_FL | EXT4_INLINE_DATA_FL)))
 			continue;
 		err = scan_file(d, ino, &inode);
+		if (d->progress && (ino & 255) == 0)
+			d->progress("reading files", ino,
+				    d->fs->super->s_inodes_count, d->priv);
 	}
 	ext2fs_close_inode_scan(scan);
 	return err;
@@ -220,23 +225,31 @@ static errcode_t plan(struct dd *d, struct act **ret, size_t *nret)
 
 
 static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			     extref_progress_func progress, void *priv,
 			     struct extref_dedupe_stats *st);
+
+errcode_t extref_dedupe_fs(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			   struct extref_dedupe_stats *st)
+{
+	return extref_dedupe_fs2(xfs, mode, NULL, NULL, st);
+}
 
 /*
  * Block mode runs a file pass first: identical files then share their
  * partial last blocks too, which block-by-block sharing cannot.
  */
-errcode_t extref_dedupe_fs(extref_fs_t xfs, enum extref_dedupe_mode mode,
-			   struct extref_dedupe_stats *st)
+errcode_t extref_dedupe_fs2(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			    extref_progress_func progress, void *priv,
+			    struct extref_dedupe_stats *st)
 {
 	struct extref_dedupe_stats first;
 	errcode_t err;
 
 	if (mode != EXTREF_DEDUPE_BLOCK)
-		return dedupe_pass(xfs, mode, st);
-	err = dedupe_pass(xfs, EXTREF_DEDUPE_FILE, &first);
+		return dedupe_pass(xfs, mode, progress, priv, st);
+	err = dedupe_pass(xfs, EXTREF_DEDUPE_FILE, progress, priv, &first);
 	if (!err)
-		err = dedupe_pass(xfs, EXTREF_DEDUPE_BLOCK, st);
+		err = dedupe_pass(xfs, EXTREF_DEDUPE_BLOCK, progress, priv, st);
 	st->logical_bytes = first.logical_bytes;
 	st->stored_before = first.stored_before;
 	st->ranges += first.ranges;
@@ -244,10 +257,11 @@ errcode_t extref_dedupe_fs(extref_fs_t xfs, enum extref_dedupe_mode mode,
 }
 
 static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			     extref_progress_func progress, void *priv,
 			     struct extref_dedupe_stats *st)
 {
 	struct dd d = { .xfs = xfs, .fs = extref_fs_ext2(xfs), .mode = mode,
-			.st = st };
+			.st = st, .progress = progress, .priv = priv };
 	struct act *v = NULL;
 	size_t n = 0, i, j;
 	errcode_t err;
@@ -274,6 +288,8 @@ static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
 		     v[j].slblk == v[i].slblk + (j - i); j++)
 			;
 		err = apply(&d, &v[i], (__u64)(j - i) * d.fs->blocksize);
+		if (progress)
+			progress("sharing", j, n, priv);
 	}
 	st->stored_after = (ext2fs_blocks_count(d.fs->super) -
 			    ext2fs_free_blocks_count(d.fs->super)) *

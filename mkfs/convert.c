@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mkfs.h"
 #include "extref_ops.h"
@@ -48,15 +49,30 @@ static int to_extref(const struct mkfs_opts *o)
 	return 0;
 }
 
+/* On a terminal: "phase: NN%" rewritten in place. */
+static void show_progress(const char *phase, __u64 done, __u64 total,
+			  void *priv)
+{
+	(void)priv;
+	if (total)
+		printf("\r%-20s %3llu%%", phase,
+		       (unsigned long long)(done * 100 / total));
+	fflush(stdout);
+}
+
 int dedupe_image(const struct mkfs_opts *o)
 {
+	int tty = !o->quiet && isatty(1);
 	struct extref_dedupe_stats st;
 	extref_fs_t xfs = NULL;
 	errcode_t err;
 
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW, &xfs, NULL);
 	if (!err)
-		err = extref_dedupe_fs(xfs, o->dedup, &st);
+		err = extref_dedupe_fs2(xfs, o->dedup,
+					tty ? show_progress : NULL, NULL, &st);
+	if (tty)
+		printf("\r%30s\r", "");
 	if (err) {
 		if (xfs)
 			extref_fs_abort(xfs);

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <et/com_err.h>
@@ -263,6 +264,11 @@ int main(int argc, char **argv)
 
 	target_probe(&o, &t);		/* nothing touched yet */
 	target_create(&o, &t);
+	if (o.source && !o.quiet && isatty(1)) {
+		printf("copying %s into %s with mke2fs -d...\n",
+		       o.archive ? o.archive : o.source, o.image);
+		fflush(stdout);
+	}
 	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
 	    (o.source && source_finish(&o))) {
 		target_undo(&o, &t);

@@ -212,12 +212,17 @@ def test_tar_archive_source(tmp_path, loop_mount, compress):
     directory: owners, modes, nanosecond times, xattrs, devices, links."""
     src = build_tree(tmp_path / "src")
     os.unlink(src / "sock")                  # tar does not store sockets
+    os.chmod(src, 0o700)                     # the archive's "./" entry
     tarball = tmp_path / f"src.tar{'.' + compress if compress else ''}"
     helpers.run(["tar", "--format=posix", "--xattrs",
                  "--xattrs-include=*", f"-cp{compress}f", str(tarball),
                  "-C", str(src), "."])
     img = tmp_path / "t.img"
+    cwd_mode = os.stat(".").st_mode
     mkfs_d(img, tarball, "--dedup=block")
+    # the unpacking touched nothing outside its own directory (an early
+    # version set the working directory's mode from "./")
+    assert os.stat(".").st_mode == cwd_mode
     helpers.e2fsck_fn(img)
     mnt, _ = loop_mount(img)
     assert describe_tree(mnt) == describe_tree(src)
@@ -233,3 +238,45 @@ def test_bad_archive(tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
     assert str(bad) in res.stderr
     assert not img.exists()
+
+
+def test_posix_acls_kept(tmp_path, loop_mount):
+    """POSIX ACLs (system.posix_acl_*) survive, read back by getfacl."""
+    src = tmp_path / "src"
+    (src / "dir").mkdir(parents=True)
+    (src / "file").write_bytes(b"acl\n")
+    helpers.run(["setfacl", "-m", "u:1234:rw-,g:99:r--", str(src / "file")])
+    helpers.run(["setfacl", "-d", "-m", "u:1234:rwx", str(src / "dir")])
+    img = tmp_path / "t.img"
+    mkfs_d(img, src, "--dedup=block")
+    mnt, _ = loop_mount(img)
+    for rel in ("file", "dir"):
+        want = helpers.run(["getfacl", "-cp", str(src / rel)]).stdout
+        got = helpers.run(["getfacl", "-cp", str(mnt / rel)]).stdout
+        assert got == want and "1234" in got, (rel, got, want)
+
+
+def test_progress_only_on_a_terminal(tmp_path):
+    """On a terminal the long phases show a percentage; piped, nothing."""
+    import pty
+    import subprocess
+    src = build_tree(tmp_path / "src")
+    cmd = [helpers.binary("mkfs.extref"), "--dedup=block", "-d", str(src),
+           str(tmp_path / "a.img")]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait() == 0, out
+    os.close(master)
+    assert b"%" in out and b"copying" in out, out
+    piped = helpers.run(cmd[:-1] + [str(tmp_path / "b.img")]).stdout
+    assert "%" not in piped and "copying" not in piped, piped
