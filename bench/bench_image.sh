@@ -28,7 +28,7 @@ now() { date +%s.%N; }
 used_ext4() {	# bytes in use in an ext4 image
 	dumpe2fs -h "$1" 2>/dev/null | awk -F: '
 		/^Block count/ {c=$2} /^Free blocks/ {f=$2} /^Block size/ {b=$2}
-		END {printf "%d", (c - f) * b}'
+		END {printf "%.0f", (c - f) * b}'
 }
 
 for d in "${dirs[@]}"; do
@@ -46,7 +46,7 @@ for d in "${dirs[@]}"; do
 		if [ -z "$base_t" ]; then base_t=$2; base_b=$3; fi
 		bytes[$1]=$3
 		awk -v n="$1" -v t="$2" -v b="$3" -v bt="$base_t" -v bb="$base_b" \
-			'BEGIN {printf "%-26s %10.2f %14d %10.2f %10.3f\n", n, t, b, t/bt, b/bb}'
+			'BEGIN {printf "%-26s %10.2f %14.0f %10.2f %10.3f\n", n, t, b, t/bt, b/bb}'
 	}
 	export E2FSPROGS_FAKE_TIME=1700000000 SOURCE_DATE_EPOCH=1700000000
 
