@@ -61,18 +61,22 @@ for d in "${dirs[@]}"; do
 		row "mkfs.extref --dedup=$mode" "$(echo "$t1 - $t0" | bc)" "$(used_ext4 "$work/i")"
 	done
 
-	rm -f "$work/i"; t0=$(now)
-	mkfs.erofs "$work/i" "$src" >/dev/null 2>&1
-	t1=$(now); row "mkfs.erofs" "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$work/i")"
-	rm -f "$work/i"; t0=$(now)
-	mkfs.erofs --chunksize=4096 "$work/i" "$src" >/dev/null 2>&1
-	t1=$(now); row "mkfs.erofs --chunksize=4096" "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$work/i")"
-	rm -f "$work/i"; t0=$(now)
-	mksquashfs "$src" "$work/i" -quiet -no-progress >/dev/null 2>&1
-	t1=$(now); row "mksquashfs" "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$work/i")"
-	rm -f "$work/i"; t0=$(now)
-	mksquashfs "$src" "$work/i" -quiet -no-progress -noI -noD -noF -noX >/dev/null 2>&1
-	t1=$(now); row "mksquashfs (uncompressed)" "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$work/i")"
+	other() {	# name command...: a row, or "failed" (keeps going)
+		local name=$1; shift
+		rm -f "$work/i"; t0=$(now)
+		if "$@" >"$work/log" 2>&1; then
+			t1=$(now)
+			row "$name" "$(echo "$t1 - $t0" | bc)" "$(stat -c %s "$work/i")"
+		else
+			printf '%-26s failed: %s\n' "$name" "$(tail -1 "$work/log")"
+			bytes[$name]=0
+		fi
+	}
+	other "mkfs.erofs" mkfs.erofs "$work/i" "$src"
+	other "mkfs.erofs --chunksize=4096" mkfs.erofs --chunksize=4096 "$work/i" "$src"
+	other "mksquashfs" mksquashfs "$src" "$work/i" -quiet -no-progress
+	other "mksquashfs (uncompressed)" mksquashfs "$src" "$work/i" -quiet \
+		-no-progress -noI -noD -noF -noX
 	printf 'saved by deduplication: mkfs.extref block %d bytes (vs --dedup=none), mkfs.erofs chunks %d bytes (vs plain erofs)\n' \
 		$(( ${bytes["mkfs.extref --dedup=none"]} - ${bytes["mkfs.extref --dedup=block"]} )) \
 		$(( ${bytes["mkfs.erofs"]} - ${bytes["mkfs.erofs --chunksize=4096"]} ))
