@@ -138,9 +138,10 @@ out:
 
 /* ----- mkdir, symlink ----- */
 
-int impl_mkdir(struct cmd_args *a)
+/* A new directory (target NULL) or symlink at path. */
+static int make_entry(struct cmd_args *a, const char *path,
+		      const char *target)
 {
-	const char *path = a->argv[0];
 	ext2_ino_t dir;
 	char *name = NULL;
 	errcode_t err;
@@ -150,7 +151,8 @@ int impl_mkdir(struct cmd_args *a)
 	    check_absent(a, dir, name, path) || modifiable(a, dir, path) ||
 	    load_bitmaps(a))
 		goto out;
-	err = extref_mkdir(sh.xfs, dir, name, NULL);
+	err = target ? extref_symlink(sh.xfs, dir, name, target, NULL)
+		     : extref_mkdir(sh.xfs, dir, name, NULL);
 	if (err) {
 		cmd_err(a, err, "%s", path);
 		goto out;
@@ -161,27 +163,14 @@ out:
 	return ret;
 }
 
+int impl_mkdir(struct cmd_args *a)
+{
+	return make_entry(a, a->argv[0], NULL);
+}
+
 int impl_symlink(struct cmd_args *a)
 {
-	const char *path = a->argv[0], *target = a->argv[1];
-	ext2_ino_t dir;
-	char *name = NULL;
-	errcode_t err;
-	int ret = 1;
-
-	if (resolve_parent(a, path, &dir, &name) ||
-	    check_absent(a, dir, name, path) || modifiable(a, dir, path) ||
-	    load_bitmaps(a))
-		goto out;
-	err = extref_symlink(sh.xfs, dir, name, target, NULL);
-	if (err) {
-		cmd_err(a, err, "%s", path);
-		goto out;
-	}
-	ret = 0;
-out:
-	free(name);
-	return ret;
+	return make_entry(a, a->argv[0], a->argv[1]);
 }
 
 /* ----- rm, rmdir ----- */
