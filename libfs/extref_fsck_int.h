@@ -36,6 +36,14 @@ struct xr_meta {
 #define XR_META_XATTR	2	/* external xattr block */
 #define XR_META_TREE	3	/* a block of inode 5 */
 
+/* An extent tree block waiting to be read (fsck_extents.c). */
+struct xr_node_ref {
+	blk64_t		pblk;
+	__u32		ino;
+	__u16		depth;		/* its eh_depth, as its parent says */
+	__u16		pad;
+};
+
 /* A problem found before its repair is decided (tree problems). */
 struct xr_pending_problem {
 	int		code;
@@ -51,6 +59,8 @@ struct xr_fsck {
 	size_t			nmap, capmap;
 	struct xr_meta		*meta;
 	size_t			nmeta, capmeta;
+	struct xr_node_ref	*nodes;		/* extent blocks still to read */
+	size_t			nnodes, capnodes;
 
 	struct extref_rec	*uns;		/* ranges to unshare (-E unshare) */
 	size_t			nuns, capuns;
@@ -77,10 +87,19 @@ int xr_problems_flush(struct xr_fsck *c);
 
 /* fsck_scan.c (pass 1) */
 errcode_t xr_fsck_scan(struct xr_fsck *c);
+errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			      ext2_ino_t ino);
+errcode_t xr_fsck_add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			   ext2_ino_t ino, int kind);
+/* fsck_extents.c (pass 1, extent trees) */
+int xr_fsck_in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len);
+errcode_t xr_fsck_extent_root(struct xr_fsck *c, ext2_ino_t ino,
+			      const struct ext2_inode *inode);
+errcode_t xr_fsck_extent_nodes(struct xr_fsck *c);
 /* fsck_sort.c */
 void xr_sort_mappings(struct xr_mapping *v, size_t n);
-void xr_sort_u64(__u64 *v, size_t n);
 void xr_sort_meta(struct xr_meta *v, size_t n);
+void xr_sort_nodes(struct xr_node_ref *v, size_t n);
 
 /* fsck_sweep.c */
 typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);

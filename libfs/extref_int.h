@@ -72,6 +72,8 @@ struct extref_tree {
 
 /* vec.c */
 errcode_t xr_grow(void *vp, size_t *cap, size_t n, size_t esz);
+errcode_t xr_big_grow(void *vp, size_t *cap, size_t n, size_t esz);
+void xr_big_free(void *vp, size_t *cap, size_t esz);
 
 /* csum.c */
 __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,

@@ -94,7 +94,7 @@ void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
 struct cmp {
 	struct xr_fsck		*c;
 	struct extref_rec	*t;	/* the tree's records */
-	size_t			nt, ti;
+	size_t			nt, ti, capt;
 	blk64_t			tpos;	/* tree consumed up to here */
 	/* problem being coalesced */
 	int			code;
@@ -194,9 +194,7 @@ static int load_rec(const struct extref_rec *r, void *priv)
 {
 	struct cmp *m = priv;
 
-	if (m->nt % 1024 == 0 &&
-	    ext2fs_resize_mem(m->nt * sizeof(*m->t),
-			      (m->nt + 1024) * sizeof(*m->t), &m->t))
+	if (xr_big_grow(&m->t, &m->capt, m->nt, sizeof(*m->t)))
 		return 1;
 	m->t[m->nt++] = *r;
 	return 0;
@@ -227,6 +225,6 @@ errcode_t xr_fsck_compare(struct xr_fsck *c)
 		tree_until(&m, ~0ULL);
 		report(&m);
 	}
-	ext2fs_free_mem(&m.t);
+	xr_big_free(&m.t, &m.capt, sizeof(*m.t));
 	return err;
 }

@@ -14,8 +14,8 @@
  * after (a file cloned onto itself many times) only raises a count, so
  * that memory grows with distinct mappings.
  */
-static errcode_t add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
-			     ext2_ino_t ino)
+errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			      ext2_ino_t ino)
 {
 	struct xr_mapping *last;
 	errcode_t err;
@@ -30,7 +30,8 @@ static errcode_t add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			last->count++;
 			goto next;
 		}
-		err = xr_grow(&c->map, &c->capmap, c->nmap, sizeof(*c->map));
+		err = xr_big_grow(&c->map, &c->capmap, c->nmap,
+				  sizeof(*c->map));
 		if (err)
 			return err;
 		c->map[c->nmap].pblk = pblk;
@@ -45,8 +46,8 @@ next:
 	return 0;
 }
 
-static errcode_t add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
-			  ext2_ino_t ino, int kind)
+errcode_t xr_fsck_add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			   ext2_ino_t ino, int kind)
 {
 	errcode_t err;
 
@@ -63,63 +64,51 @@ static errcode_t add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 	return 0;
 }
 
-static int in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len)
-{
-	blk64_t total = ext2fs_blocks_count(fs->super);
-
-	return len && pblk >= fs->super->s_first_data_block &&
-	       pblk < total && len <= total - pblk;
-}
-
 /*
- * A file's damaged extent tree is e2fsck's to repair (reported, kept as
- * far as it reads); inode 5's is the tree's, which a rebuild replaces.
+ * Inode 5's extent tree is the tree's, which a rebuild replaces when it
+ * is damaged.  (A file's damaged extent tree is e2fsck's to repair:
+ * fsck_extents.c reports it and keeps what reads.)
  */
-static errcode_t bad_extents(struct xr_fsck *c, ext2_ino_t ino, errcode_t why)
+static errcode_t bad_extents(struct xr_fsck *c, errcode_t why)
 {
-	if (ino != EXTREF_INO) {
-		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
-			   error_message(why));
-		return 0;
-	}
 	c->tree_bad = 1;
 	return xr_problem_defer(c, PR_X_INO5_BAD, "its extent tree: %s",
 				error_message(why));
 }
 
-/* Leaf extents are data mappings, index entries are metadata blocks. */
-static errcode_t scan_extents(struct xr_fsck *c, ext2_ino_t ino,
-			      struct ext2_inode *inode)
+/* Inode 5's leaf extents are tree blocks, index entries metadata. */
+static errcode_t scan_tree_extents(struct xr_fsck *c, struct ext2_inode *inode)
 {
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
-	int op = EXT2_EXTENT_ROOT, tree = ino == EXTREF_INO;
+	int op = EXT2_EXTENT_ROOT;
 	errcode_t err, gerr;
 
-	err = ext2fs_extent_open2(c->fs, ino, inode, &h);
+	err = ext2fs_extent_open2(c->fs, EXTREF_INO, inode, &h);
 	if (err)
-		return bad_extents(c, ino, err);
+		return bad_extents(c, err);
 	while (!(gerr = ext2fs_extent_get(h, op, &e))) {
 		op = EXT2_EXTENT_NEXT;
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
 			continue;
-		if (!in_fs(c->fs, e.e_pblk,
-			   (e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ? e.e_len : 1)) {
+		if (!xr_fsck_in_fs(c->fs, e.e_pblk,
+				   (e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ?
+				   e.e_len : 1)) {
 			gerr = EXT2_ET_EXTENT_LEAF_BAD;
 			break;
 		}
 		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF))
-			err = add_meta(c, e.e_pblk, 1, ino, XR_META_INDEX);
-		else if (tree)
-			err = add_meta(c, e.e_pblk, e.e_len, ino, XR_META_TREE);
+			err = xr_fsck_add_meta(c, e.e_pblk, 1, EXTREF_INO,
+					       XR_META_INDEX);
 		else
-			err = add_mapping(c, e.e_pblk, e.e_len, ino);
+			err = xr_fsck_add_meta(c, e.e_pblk, e.e_len,
+					       EXTREF_INO, XR_META_TREE);
 		if (err)
 			break;
 	}
 	ext2fs_extent_free(h);
 	if (!err && gerr != EXT2_ET_EXTENT_NO_NEXT)
-		err = bad_extents(c, ino, gerr);
+		err = bad_extents(c, gerr);
 	return err;
 }
 
@@ -137,7 +126,7 @@ static errcode_t scan_tree_inode(struct xr_fsck *c, struct ext2_inode *inode)
 		return 0;
 	copy.i_flags |= EXT4_EXTENTS_FL;
 	copy.i_mode = LINUX_S_IFREG | 0600;
-	return scan_extents(c, EXTREF_INO, &copy);
+	return scan_tree_extents(c, &copy);
 }
 
 struct blk_walk {
@@ -152,12 +141,13 @@ static int scan_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 	struct blk_walk *w = priv;
 
 	(void) ref_blk; (void) ref_offset;
-	if (!in_fs(fs, *blocknr, 1))
+	if (!xr_fsck_in_fs(fs, *blocknr, 1))
 		return 0;
 	if (blockcnt < 0)
-		w->err = add_meta(w->c, *blocknr, 1, w->ino, XR_META_INDEX);
+		w->err = xr_fsck_add_meta(w->c, *blocknr, 1, w->ino,
+					  XR_META_INDEX);
 	else
-		w->err = add_mapping(w->c, *blocknr, 1, w->ino);
+		w->err = xr_fsck_add_mapping(w->c, *blocknr, 1, w->ino);
 	return w->err ? BLOCK_ABORT : 0;
 }
 
@@ -168,8 +158,8 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 	struct blk_walk w = { c, ino, 0 };
 	errcode_t err = 0;
 
-	if (acl && in_fs(c->fs, acl, 1))
-		err = add_meta(c, acl, 1, ino, XR_META_XATTR);
+	if (acl && xr_fsck_in_fs(c->fs, acl, 1))
+		err = xr_fsck_add_meta(c, acl, 1, ino, XR_META_XATTR);
 	if (err)
 		return err;
 	if (ino == EXTREF_INO)
@@ -177,7 +167,7 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 	if (!ext2fs_inode_has_valid_blocks2(c->fs, inode))
 		return 0;
 	if (inode->i_flags & EXT4_EXTENTS_FL)
-		return scan_extents(c, ino, inode);
+		return xr_fsck_extent_root(c, ino, inode);
 	if (ino == EXT2_RESIZE_INO)
 		return 0;	/* its blocks are the reserved GDT blocks */
 	err = ext2fs_block_iterate3(c->fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
@@ -186,6 +176,11 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
 			   error_message(err));
 	return w.err;
+}
+
+static errcode_t group_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len)
+{
+	return xr_fsck_add_meta(c, pblk, len, 0, XR_META_GROUP);
 }
 
 /* Superblocks, descriptors, reserved GDT, bitmaps and inode tables. */
@@ -202,19 +197,16 @@ static errcode_t scan_groups(struct xr_fsck *c)
 					  &used);
 		start = ext2fs_group_first_block2(fs, g);
 		if (super || g == 0)
-			err = add_meta(c, start, used, 0, XR_META_GROUP);
+			err = group_meta(c, start, used);
 		if (!err && new_desc)
-			err = add_meta(c, new_desc, 1, 0, XR_META_GROUP);
+			err = group_meta(c, new_desc, 1);
 		if (!err)
-			err = add_meta(c, ext2fs_block_bitmap_loc(fs, g), 1, 0,
-				       XR_META_GROUP);
+			err = group_meta(c, ext2fs_block_bitmap_loc(fs, g), 1);
 		if (!err)
-			err = add_meta(c, ext2fs_inode_bitmap_loc(fs, g), 1, 0,
-				       XR_META_GROUP);
+			err = group_meta(c, ext2fs_inode_bitmap_loc(fs, g), 1);
 		if (!err)
-			err = add_meta(c, ext2fs_inode_table_loc(fs, g),
-				       fs->inode_blocks_per_group, 0,
-				       XR_META_GROUP);
+			err = group_meta(c, ext2fs_inode_table_loc(fs, g),
+					 fs->inode_blocks_per_group);
 	}
 	return err;
 }
@@ -262,5 +254,7 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 	}
 	ext2fs_close_inode_scan(scan);
 	ext2fs_free_mem(&inode);
+	if (!err)
+		err = xr_fsck_extent_nodes(c);
 	return err ? err : scan_groups(c);
 }

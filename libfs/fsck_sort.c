@@ -4,7 +4,12 @@
  * glibc's qsort is a merge sort that allocates a copy of the array and
  * calls a comparison function per step; these typed quicksorts (Hoare
  * partition, median of three, insertion sort for short runs, heapsort
- * when the recursion gets too deep) need no extra memory.
+ * when the recursion gets too deep) need no extra memory.  The mappings,
+ * the one array as long as the image has extents, are first put in
+ * order of their block numbers' high bits by an in-place radix sort
+ * (American flag sort: a byte at a time from the most significant, each
+ * bucket then sorted on the next byte), which leaves buckets short
+ * enough for the quicksort to finish cheaply.
  */
 #include "extref_fsck_int.h"
 
@@ -94,9 +99,72 @@ void NAME(T *v, size_t n)						\
 
 #define MAP_LT(a, b) ((a)->pblk < (b)->pblk || \
 		      ((a)->pblk == (b)->pblk && (a)->ino < (b)->ino))
-#define U64_LT(a, b) (*(a) < *(b))
 #define META_LT(a, b) ((a)->pblk < (b)->pblk)
+#define NODE_LT(a, b) ((a)->pblk < (b)->pblk || \
+		       ((a)->pblk == (b)->pblk && (a)->ino < (b)->ino))
 
-DEFINE_SORT(xr_sort_mappings, struct xr_mapping, MAP_LT)
-DEFINE_SORT(xr_sort_u64, __u64, U64_LT)
+DEFINE_SORT(xr_qsort_mappings, struct xr_mapping, MAP_LT)
 DEFINE_SORT(xr_sort_meta, struct xr_meta, META_LT)
+DEFINE_SORT(xr_sort_nodes, struct xr_node_ref, NODE_LT)
+
+#define RADIX_BITS	8
+#define RADIX_SMALL	64	/* shorter buckets go to the quicksort */
+
+static unsigned digit(const struct xr_mapping *m, int shift)
+{
+	return (m->pblk >> shift) & ((1U << RADIX_BITS) - 1);
+}
+
+/* v[0, n) share the bits of pblk above shift + RADIX_BITS. */
+static void radix_mappings(struct xr_mapping *v, size_t n, int shift)
+{
+	size_t count[1U << RADIX_BITS] = { 0 };
+	size_t head[1U << RADIX_BITS], end[1U << RADIX_BITS];
+	size_t i, at = 0;
+	unsigned b, d;
+
+	if (n <= RADIX_SMALL || shift < 0) {
+		xr_qsort_mappings(v, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		count[digit(&v[i], shift)]++;
+	for (b = 0; b < (1U << RADIX_BITS); b++) {
+		head[b] = at;
+		at += count[b];
+		end[b] = at;
+	}
+	/* put each element into its bucket, following cycles of swaps */
+	for (b = 0; b < (1U << RADIX_BITS); b++) {
+		while (head[b] < end[b]) {
+			struct xr_mapping x = v[head[b]], t;
+
+			while ((d = digit(&x, shift)) != b) {
+				t = v[head[d]];
+				v[head[d]++] = x;
+				x = t;
+			}
+			v[head[b]++] = x;
+		}
+	}
+	for (b = 0, at = 0; b < (1U << RADIX_BITS); at += count[b], b++)
+		if (count[b] > 1)
+			radix_mappings(v + at, count[b], shift - RADIX_BITS);
+}
+
+/* By block, then inode. */
+void xr_sort_mappings(struct xr_mapping *v, size_t n)
+{
+	blk64_t max = 0;
+	size_t i;
+	int bits = 0;
+
+	for (i = 0; i < n; i++)
+		if (v[i].pblk > max)
+			max = v[i].pblk;
+	while (bits < 64 && (max >> bits))
+		bits++;
+	/* the first byte is the highest one with a bit set */
+	radix_mappings(v, n, bits > RADIX_BITS ?
+			     (bits - 1) / RADIX_BITS * RADIX_BITS : 0);
+}

@@ -1,24 +1,19 @@
 /*
  * fsck_sweep.c --- expected counts from the mappings, as xfs_repair
- * computes them: sort the mappings by physical block, sort their ends,
- * and sweep both.  Memory: the 16-byte mappings plus an 8-byte end each,
- * however many times a block is shared.  Also the checks that walk the
- * sorted mappings: data blocks that are metadata, mapped blocks free in
- * the bitmap.
+ * computes them: sort the mappings by physical block and sweep them,
+ * keeping the ends of the mappings that cover the sweep's position in a
+ * heap.  Memory: the 16-byte mappings, plus 8 bytes for each mapping
+ * covering one block at once (however many times a block is shared,
+ * identical mappings of one inode are one entry).  Also the checks that
+ * walk the sorted mappings: data blocks that are metadata, mapped blocks
+ * free in the bitmap.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
 
-/*
- * Sort the mappings and metadata in place, after giving back the slack
- * of the growing array.
- */
+/* Sort the mappings and metadata in place. */
 void xr_fsck_sort(struct xr_fsck *c)
 {
-	if (c->nmap && c->nmap < c->capmap &&
-	    !ext2fs_resize_mem(c->capmap * sizeof(*c->map),
-			       c->nmap * sizeof(*c->map), &c->map))
-		c->capmap = c->nmap;
 	xr_sort_mappings(c->map, c->nmap);
 	xr_sort_meta(c->meta, c->nmeta);
 }
@@ -87,6 +82,42 @@ static void segment(struct pending *p, blk64_t s, blk64_t e, __u64 count)
 	p->have = 1;
 }
 
+/* A min-heap of the active mappings' ends, each end << 16 | count. */
+struct ends {
+	__u64	*v;
+	size_t	n, cap;
+};
+
+static errcode_t ends_push(struct ends *h, __u64 x)
+{
+	size_t i, up;
+	errcode_t err = xr_big_grow(&h->v, &h->cap, h->n, sizeof(*h->v));
+
+	if (err)
+		return err;
+	for (i = h->n++; i > 0 && h->v[up = (i - 1) / 2] > x; i = up)
+		h->v[i] = h->v[up];
+	h->v[i] = x;
+	return 0;
+}
+
+static void ends_pop(struct ends *h)
+{
+	__u64 x = h->v[--h->n];
+	size_t i = 0, k;
+
+	while ((k = 2 * i + 1) < h->n) {
+		if (k + 1 < h->n && h->v[k + 1] < h->v[k])
+			k++;
+		if (x <= h->v[k])
+			break;
+		h->v[i] = h->v[k];
+		i = k;
+	}
+	if (h->n)
+		h->v[i] = x;
+}
+
 /*
  * Hand every expected record (runs of equal count >= 2, merged, in
  * order) to sink.  The mappings must be sorted (xr_fsck_sort).
@@ -94,39 +125,33 @@ static void segment(struct pending *p, blk64_t s, blk64_t e, __u64 count)
 errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 {
 	struct pending p = { .sink = sink, .priv = priv };
-	__u64 *ends;		/* end << 16 | count, sorted */
+	struct ends h = { 0 };
 	blk64_t pos = 0;
-	size_t i = 0, j = 0, n = c->nmap;
+	size_t i = 0, n = c->nmap;
 	__u64 active = 0;
-	errcode_t err;
 
-	err = ext2fs_get_array(n ? n : 1, sizeof(*ends), &ends);
-	if (err)
-		return err;
-	for (i = 0; i < n; i++)
-		ends[i] = ((c->map[i].pblk + c->map[i].len) << 16) |
-			  c->map[i].count;
-	xr_sort_u64(ends, n);
-	i = 0;
-	while (!p.err && (i < n || j < n)) {
-		blk64_t next = j < n ? ends[j] >> 16 : ~0ULL;
+	while (!p.err && (i < n || h.n)) {
+		blk64_t next = h.n ? h.v[0] >> 16 : ~0ULL;
 
 		if (i < n && c->map[i].pblk < next)
 			next = c->map[i].pblk;
 		if (active)
 			segment(&p, pos, next, active);
 		pos = next;
-		while (j < n && (ends[j] >> 16) == pos) {
-			active -= ends[j] & 0xffff;
-			j++;
+		while (h.n && (h.v[0] >> 16) == pos) {
+			active -= h.v[0] & 0xffff;
+			ends_pop(&h);
 		}
-		while (i < n && c->map[i].pblk == pos) {
-			active += c->map[i].count;
-			i++;
+		while (!p.err && i < n && c->map[i].pblk == pos) {
+			const struct xr_mapping *m = &c->map[i++];
+
+			active += m->count;
+			p.err = ends_push(&h, ((m->pblk + m->len) << 16) |
+					      m->count);
 		}
 	}
 	flush(&p);
-	ext2fs_free_mem(&ends);
+	xr_big_free(&h.v, &h.cap, sizeof(*h.v));
 	return p.err;
 }
 
