@@ -44,6 +44,20 @@ struct xr_node_ref {
 	__u16		pad;
 };
 
+/* A directory entry's inode and the directory (fsck_names.c). */
+struct xr_parent {
+	__u32		ino;
+	__u32		dir;
+};
+
+/* A file's extent tree problem met by the scan, reported after it. */
+struct xr_scan_bad {
+	blk64_t		blk;		/* the node two parents point to */
+	errcode_t	why;		/* 0: blk is also a node of other */
+	__u32		ino;
+	__u32		other;
+};
+
 /* A problem found before its repair is decided (tree problems). */
 struct xr_pending_problem {
 	int		code;
@@ -61,6 +75,14 @@ struct xr_fsck {
 	size_t			nmeta, capmeta;
 	struct xr_node_ref	*nodes;		/* extent blocks still to read */
 	size_t			nnodes, capnodes;
+	struct xr_scan_bad	*bad;		/* extent trees that failed */
+	size_t			nbad, capbad;
+
+	__u32			*dirs;		/* directories met by the scan */
+	size_t			ndirs, capdirs;
+	struct xr_parent	*parents;	/* loaded on the first name */
+	size_t			nparents, capparents;
+	int			parents_loaded;
 
 	struct extref_rec	*uns;		/* ranges to unshare (-E unshare) */
 	size_t			nuns, capuns;
@@ -96,10 +118,20 @@ int xr_fsck_in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len);
 errcode_t xr_fsck_extent_root(struct xr_fsck *c, ext2_ino_t ino,
 			      const struct ext2_inode *inode);
 errcode_t xr_fsck_extent_nodes(struct xr_fsck *c);
+errcode_t xr_fsck_scan_bad(struct xr_fsck *c, ext2_ino_t ino, errcode_t why,
+			   ext2_ino_t other, blk64_t blk);
+/* fsck_names.c */
+errcode_t xr_fsck_note_dir(struct xr_fsck *c, ext2_ino_t ino);
+const char *xr_fsck_ino_name(struct xr_fsck *c, ext2_ino_t ino, char *buf,
+			     size_t len);
+const char *xr_fsck_range(blk64_t s, blk64_t e, char *buf, size_t len);
+void xr_fsck_names_free(struct xr_fsck *c);
+#define XR_NAME_LEN	256	/* room for "N (/path)", the path cut */
 /* fsck_sort.c */
 void xr_sort_mappings(struct xr_mapping *v, size_t n);
 void xr_sort_meta(struct xr_meta *v, size_t n);
 void xr_sort_nodes(struct xr_node_ref *v, size_t n);
+void xr_sort_parents(struct xr_parent *v, size_t n);
 
 /* fsck_sweep.c */
 typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);

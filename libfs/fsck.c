@@ -50,7 +50,7 @@ static errcode_t rescan(struct xr_fsck *c)
 	struct extref_fsck_result keep = *c->res;
 	errcode_t err;
 
-	c->nmap = c->nmeta = c->nnodes = 0;
+	c->nmap = c->nmeta = c->nnodes = c->nbad = c->ndirs = 0;
 	err = xr_fsck_scan(c);
 	if (!err)
 		xr_fsck_sort(c);
@@ -123,6 +123,8 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	xr_big_free(&c.map, &c.capmap, sizeof(*c.map));
 	ext2fs_free_mem(&c.meta);
 	ext2fs_free_mem(&c.nodes);
+	ext2fs_free_mem(&c.bad);
+	xr_fsck_names_free(&c);
 	ext2fs_free_mem(&c.uns);
 	return err;
 }

@@ -61,6 +61,7 @@ void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
 		      size_t len)
 {
 	size_t i, shown = 0, more = 0;
+	char name[XR_NAME_LEN];
 	__u32 seen[4];
 	int off = 0;
 
@@ -80,8 +81,10 @@ void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
 			break;
 		}
 		seen[shown++] = c->map[i].ino;
-		off += snprintf(buf + off, len - off, "%s%u",
-				shown > 1 ? ", " : "", c->map[i].ino);
+		off += snprintf(buf + off, len - off, "%s%s",
+				shown > 1 ? ", " : "",
+				xr_fsck_ino_name(c, c->map[i].ino, name,
+						 sizeof(name)));
 		if ((size_t)off >= len)
 			break;
 	}
@@ -105,7 +108,8 @@ struct cmp {
 
 static void report(struct cmp *m)
 {
-	char who[128];
+	char who[4 * XR_NAME_LEN + 8], what[48], times[24];
+	__u32 mapped;
 
 	if (!m->code)
 		return;
@@ -113,11 +117,14 @@ static void report(struct cmp *m)
 	    xr_fsck_note_unshare(m->c, m->ps, m->pe) && !m->c->err)
 		m->c->err = EXT2_ET_NO_MEMORY;
 	xr_fsck_describe(m->c, m->ps, m->pe, who, sizeof(who));
-	xr_problem_defer(m->c, m->code,
-			 "blocks %llu-%llu: recorded %u, mapped %u times "
-			 "(inodes %s)", (unsigned long long)m->ps,
-			 (unsigned long long)m->pe - 1, m->ptc,
-			 m->pec ? m->pec : (m->ptc ? 1 : 0), who);
+	mapped = m->pec ? m->pec : (m->ptc ? 1 : 0);
+	if (mapped == 1)
+		snprintf(times, sizeof(times), "once");
+	else
+		snprintf(times, sizeof(times), "%u times", mapped);
+	xr_problem_defer(m->c, m->code, "%s: recorded %u, mapped %s, by %s %s",
+			 xr_fsck_range(m->ps, m->pe, what, sizeof(what)),
+			 m->ptc, times, mapped == 1 ? "inode" : "inodes", who);
 	m->code = 0;
 }
 

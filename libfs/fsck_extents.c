@@ -99,10 +99,22 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 	return err;
 }
 
-static void report_bad(struct xr_fsck *c, ext2_ino_t ino, errcode_t why)
+/* Noted now, reported after the scan, when paths can be found. */
+errcode_t xr_fsck_scan_bad(struct xr_fsck *c, ext2_ino_t ino, errcode_t why,
+			   ext2_ino_t other, blk64_t blk)
 {
-	xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
-		   error_message(why));
+	struct xr_scan_bad *b;
+	errcode_t err = xr_grow(&c->bad, &c->capbad, c->nbad,
+				sizeof(*c->bad));
+
+	if (err)
+		return err;
+	b = &c->bad[c->nbad++];
+	b->ino = ino;
+	b->why = why;
+	b->other = other;
+	b->blk = blk;
+	return 0;
 }
 
 /* The root in an extent-mapped inode's i_block. */
@@ -125,7 +137,7 @@ errcode_t xr_fsck_extent_root(struct xr_fsck *c, ext2_ino_t ino,
 		bad = EXT2_ET_EXTENT_HEADER_BAD;
 	err = bad ? 0 : walk_node(c, ino, eh, depth, &bad);
 	if (!err && bad)
-		report_bad(c, ino, bad);
+		err = xr_fsck_scan_bad(c, ino, bad, 0, 0);
 	return err;
 }
 
@@ -141,7 +153,7 @@ static errcode_t walk_block(struct xr_fsck *c, const struct xr_node_ref *r,
 	if (!bad)
 		err = walk_node(c, r->ino, eh, r->depth, &bad);
 	if (!err && bad)
-		report_bad(c, r->ino, bad);
+		err = xr_fsck_scan_bad(c, r->ino, bad, 0, 0);
 	return err;
 }
 
@@ -172,19 +184,15 @@ static errcode_t walk_run(struct xr_fsck *c, const struct xr_node_ref *q,
 	for (k = i; !err && k < j; k++) {
 		char *b = buf + (q[k].pblk - first) * fs->blocksize;
 
-		if (k > i && q[k].pblk == q[k - 1].pblk) {
-			xr_problem(c, PR_X_EXTENT_CORRUPT,
-				   "inode %u: extent block %llu is also a "
-				   "node of inode %u", q[k].ino,
-				   (unsigned long long)q[k].pblk, q[k - 1].ino);
-			continue;
-		}
-		if (!whole &&
-		    (rerr = io_channel_read_blk64(fs->io, q[k].pblk, 1, b))) {
-			report_bad(c, q[k].ino, rerr);
-			continue;
-		}
-		err = walk_block(c, &q[k], b);
+		if (k > i && q[k].pblk == q[k - 1].pblk)
+			err = xr_fsck_scan_bad(c, q[k].ino, 0, q[k - 1].ino,
+					       q[k].pblk);
+		else if (!whole &&
+			 (rerr = io_channel_read_blk64(fs->io, q[k].pblk, 1,
+						       b)))
+			err = xr_fsck_scan_bad(c, q[k].ino, rerr, 0, 0);
+		else
+			err = walk_block(c, &q[k], b);
 	}
 	return err;
 }

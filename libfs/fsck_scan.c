@@ -172,15 +172,38 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 		return 0;	/* its blocks are the reserved GDT blocks */
 	err = ext2fs_block_iterate3(c->fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
 				    scan_block, &w);
-	if (err)
-		xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %u: %s", ino,
-			   error_message(err));
+	if (err && !w.err)
+		return xr_fsck_scan_bad(c, ino, err, 0, 0);
 	return w.err;
 }
 
 static errcode_t group_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len)
 {
 	return xr_fsck_add_meta(c, pblk, len, 0, XR_META_GROUP);
+}
+
+/* The files whose extent trees failed, once their paths can be found. */
+static void report_bad(struct xr_fsck *c)
+{
+	char a[XR_NAME_LEN], b[XR_NAME_LEN];
+	size_t i;
+
+	for (i = 0; i < c->nbad; i++) {
+		const struct xr_scan_bad *x = &c->bad[i];
+
+		xr_fsck_ino_name(c, x->ino, a, sizeof(a));
+		if (x->why)
+			xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %s: %s", a,
+				   error_message(x->why));
+		else
+			xr_problem(c, PR_X_EXTENT_CORRUPT,
+				   "inode %s: extent block %llu is also a "
+				   "node of inode %s", a,
+				   (unsigned long long)x->blk,
+				   xr_fsck_ino_name(c, x->other, b,
+						    sizeof(b)));
+	}
+	c->nbad = 0;
 }
 
 /* Superblocks, descriptors, reserved GDT, bitmaps and inode tables. */
@@ -245,7 +268,10 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 		    ino != EXT2_RESIZE_INO && inode->i_mode == 0)
 			continue;
 		c->res->inodes++;
-		err = scan_inode(c, ino, inode);
+		if (LINUX_S_ISDIR(inode->i_mode))
+			err = xr_fsck_note_dir(c, ino);
+		if (!err)
+			err = scan_inode(c, ino, inode);
 		if (err)
 			break;
 		if (c->opts->progress && (ino & 1023) == 0)
@@ -256,5 +282,9 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 	ext2fs_free_mem(&inode);
 	if (!err)
 		err = xr_fsck_extent_nodes(c);
-	return err ? err : scan_groups(c);
+	if (!err)
+		err = scan_groups(c);
+	if (!err)
+		report_bad(c);
+	return err;
 }

@@ -100,12 +100,15 @@ void NAME(T *v, size_t n)						\
 #define MAP_LT(a, b) ((a)->pblk < (b)->pblk || \
 		      ((a)->pblk == (b)->pblk && (a)->ino < (b)->ino))
 #define META_LT(a, b) ((a)->pblk < (b)->pblk)
+#define PARENT_LT(a, b) ((a)->ino < (b)->ino || \
+			 ((a)->ino == (b)->ino && (a)->dir < (b)->dir))
 #define NODE_LT(a, b) ((a)->pblk < (b)->pblk || \
 		       ((a)->pblk == (b)->pblk && (a)->ino < (b)->ino))
 
 DEFINE_SORT(xr_qsort_mappings, struct xr_mapping, MAP_LT)
 DEFINE_SORT(xr_sort_meta, struct xr_meta, META_LT)
 DEFINE_SORT(xr_sort_nodes, struct xr_node_ref, NODE_LT)
+DEFINE_SORT(xr_sort_parents, struct xr_parent, PARENT_LT)
 
 #define RADIX_BITS	8
 #define RADIX_SMALL	64	/* shorter buckets go to the quicksort */

@@ -168,6 +168,7 @@ static const char *meta_kind(int kind)
 /* Data mappings that land on metadata. */
 void xr_fsck_check_metadata(struct xr_fsck *c)
 {
+	char who[XR_NAME_LEN];
 	size_t i, j = 0, k;
 
 	for (i = 0; i < c->nmap; i++) {
@@ -184,8 +185,10 @@ void xr_fsck_check_metadata(struct xr_fsck *c)
 			if (md->pblk + md->len <= m->pblk)
 				continue;
 			xr_problem(c, PR_X_DATA_IS_METADATA,
-				   "inode %u maps block %llu, which is %s%s",
-				   m->ino, (unsigned long long)s,
+				   "inode %s maps block %llu, which is %s%s",
+				   xr_fsck_ino_name(c, m->ino, who,
+						    sizeof(who)),
+				   (unsigned long long)s,
 				   meta_kind(md->kind),
 				   md->ino ? " of another inode" : "");
 		}
@@ -197,6 +200,7 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 {
 	ext2_filsys fs = c->fs;
 	blk64_t s, e, b;
+	char who[XR_NAME_LEN], what[48];
 	size_t i;
 	errcode_t err = 0;
 
@@ -214,10 +218,10 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 								f, e - 1, &n))
 				n = e;
 			if (xr_problem(c, PR_X_MAPPED_BLOCK_FREE,
-				       "blocks %llu-%llu (inode %u)",
-				       (unsigned long long)f,
-				       (unsigned long long)n - 1,
-				       c->map[i].ino)) {
+				       "%s, mapped by inode %s",
+				       xr_fsck_range(f, n, what, sizeof(what)),
+				       xr_fsck_ino_name(c, c->map[i].ino, who,
+							sizeof(who)))) {
 				ext2fs_block_alloc_stats_range(fs, f, n - f, +1);
 				c->res->changed = 1;
 			}

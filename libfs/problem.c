@@ -95,7 +95,7 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 {
 	const struct xr_problem *p = xr_problem_find(code);
 	struct extref_problem_report r = { 0 };
-	char detail[512], line[1024];
+	char detail[1536], line[2048];
 	int fix = 0;
 	va_list ap;
 
@@ -145,7 +145,7 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 {
 	struct xr_pending_problem *p;
-	char detail[512];
+	char detail[1536];
 	va_list ap;
 	errcode_t err;
 

@@ -286,3 +286,83 @@ def test_missing_e2fsck_is_a_clear_error(tmp_path):
     res = helpers.run([fsck_bin(), "-n", "-E", "no_e2fsck", str(img)],
                       check=False, env=env)
     assert res.returncode == 0, helpers.describe(res)
+
+
+def extent_lines(img, path):
+    """(level, depth, physical) of each line of stock debugfs `ex PATH`."""
+    out = helpers.debugfs(img, f"ex {path}").stdout
+    rows = []
+    for line in out.splitlines()[1:]:
+        m = re.match(r"\s*(\d+)/\s*(\d+)\s+\d+/\s*\d+\s+\d+\s+-\s+\d+\s+(\d+)",
+                     line)
+        if m:
+            rows.append(tuple(int(x) for x in m.groups()))
+    return rows
+
+
+@pytest.fixture
+def deep_image(tmp_path):
+    """/sparse: 30,000 one-block extents on 1 KiB blocks (an extent tree
+    of depth 3), and /copy, its reflink."""
+    src = tmp_path / "src"
+    src.mkdir()
+    fd = os.open(src / "sparse", os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        for i in range(30000):
+            os.pwrite(fd, b"%08d" % i * 128, 2 * i * 1024)
+    finally:
+        os.close(fd)
+    img = tmp_path / "deep.img"
+    helpers.mkfs(img, "128M", "-q", "-b", "1024", "-d", str(src))
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                 "reflink /sparse /copy", str(img)])
+    rows = extent_lines(img, "/sparse")
+    assert rows and rows[0][1] >= 2, f"extent tree too shallow: {rows[:3]}"
+    assert sum(1 for r in rows if r[0] == r[1]) == 30000
+    return img, rows
+
+
+def test_deep_extent_tree_every_leaf_read(deep_image):
+    """Every leaf of a depth-3 tree is read: all 30,000 blocks of /sparse
+    are found shared with /copy, and both checkers are clean."""
+    img, _ = deep_image
+    out, st = run_fsck(img, "-n", "-f", "-v")
+    assert st == 0, out
+    m = re.search(r"(\d+) extent mappings, (\d+) shared blocks", out)
+    assert m and int(m.group(1)) >= 60000 and int(m.group(2)) == 30000, out
+    helpers.e2fsck_fn(img)
+
+
+def test_deep_extent_tree_damage_named_by_path(deep_image):
+    """An interior node with a broken header: reported against the file's
+    path, the rest of the tree still read (its blocks keep their records,
+    only the lost subtree's are reported)."""
+    img, rows = deep_image
+    child = next(p for lvl, depth, p in rows if lvl == 1)
+    with open(img, "r+b") as f:
+        f.seek(child * 1024)
+        f.write(b"\0\0")                # the magic
+    out, st = run_fsck(img, "-n", "-f", "-E", "no_e2fsck")
+    assert st == 4, out
+    assert re.search(r"^0x0101 .*inode \d+ \(/sparse\): Corrupt extent header",
+                     out, re.M), out
+    # the blocks of the other subtrees are still seen mapped twice
+    m = re.search(r"(\d+) shared blocks", out)
+    assert m and 0 < int(m.group(1)) < 30000, out
+
+
+def test_extent_node_claimed_twice_read_once(deep_image):
+    """Two index entries pointing at one node: the node is read once and
+    the second claim reported, naming the block and the path."""
+    img, rows = deep_image
+    kids = [p for lvl, depth, p in rows if lvl == 1]
+    root_child = next(p for lvl, depth, p in rows if lvl == 0)
+    assert len(kids) >= 2
+    with open(img, "r+b") as f:       # entry 2 of the level-1 node
+        f.seek(root_child * 1024 + 12 + 12 + 4)
+        f.write(kids[0].to_bytes(4, "little"))
+    out, st = run_fsck(img, "-n", "-f", "-E", "no_e2fsck")
+    assert st == 4, out
+    assert re.search(rf"^0x0101 .*inode \d+ \(/sparse\): extent block "
+                     rf"{kids[0]} is also a node of inode \d+ \(/sparse\)",
+                     out, re.M), out
