@@ -96,6 +96,7 @@ struct xr_fsck {
 	int			need_rebuild;
 	int			preen_stop;	/* a problem -p may not fix */
 	int			no_fix;		/* report only, whatever the mode */
+	int			extents_bad;	/* a file's extent tree failed */
 	errcode_t		err;		/* first operational error */
 };
 

@@ -86,6 +86,17 @@ static errcode_t run_passes(struct xr_fsck *c)
 				    (unsigned long long)c->res->shared_blocks)))
 		return err;
 	err = fix_feature(c);
+	if (!err && c->extents_bad) {
+		/*
+		 * Mappings below the damage are unknown: rebuilt from what
+		 * was read, a count could end up below the real one.  The
+		 * tree waits until e2fsck has repaired the extent trees.
+		 */
+		c->no_fix = 1;
+		xr_problems_flush(c);
+		c->no_fix = 0;
+		return 0;
+	}
 	if (!err && xr_problems_flush(c)) {
 		if (c->nuns && (err = xr_fsck_unshare(c)) == 0)
 			err = rescan(c);

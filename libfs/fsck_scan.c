@@ -191,6 +191,7 @@ static void report_bad(struct xr_fsck *c)
 	for (i = 0; i < c->nbad; i++) {
 		const struct xr_scan_bad *x = &c->bad[i];
 
+		c->extents_bad = 1;
 		xr_fsck_ino_name(c, x->ino, a, sizeof(a));
 		if (x->why)
 			xr_problem(c, PR_X_EXTENT_CORRUPT, "inode %s: %s", a,

@@ -349,6 +349,17 @@ def test_deep_extent_tree_damage_named_by_path(deep_image):
     # the blocks of the other subtrees are still seen mapped twice
     m = re.search(r"(\d+) shared blocks", out)
     assert m and 0 < int(m.group(1)) < 30000, out
+    # -y leaves the tree alone while mappings are unknown ...
+    tree = helpers.dump_inode(img, 5, img.parent / "ino5.before")
+    out, st = run_fsck(img, "-y", "-f", "-E", "no_e2fsck")
+    assert st == 4 and "not done" in out, out
+    assert helpers.dump_inode(img, 5, img.parent / "ino5.after") == tree
+    # ... and, with e2fsck first (the default), the image is recovered
+    out, st = run_fsck(img, "-y", "-f")
+    assert st & 1 and not st & 4, out
+    out, st = run_fsck(img, "-n", "-f")
+    assert st == 0, out
+    helpers.e2fsck_fn(img)
 
 
 def test_extent_node_claimed_twice_read_once(deep_image):
