@@ -76,7 +76,7 @@ errcode_t xr_fsck_rebuild(struct xr_fsck *c)
 	extref_tree_t t;
 	errcode_t err;
 
-	if (!fs->block_map && (err = ext2fs_read_bitmaps(fs)))
+	if ((err = xr_fsck_read_bitmaps(c, 0)))
 		return err;
 	err = clear_ino5(c);
 	if (!err)

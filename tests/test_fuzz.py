@@ -12,14 +12,23 @@ then damages it: bytes or fields of random tree blocks (inode 5's data),
 with the block's checksum recomputed most of the time so the damage gets
 past it; and sometimes inode 5 itself (a field set with stock debugfs
 "sif", which keeps the inode checksum right, or a raw byte of the inode
-table).  On each damaged image it runs, all sanitized:
+table).  A third base,
+
+  trees   files with extent trees of depth 0 to 2 (1 KiB blocks, a file
+          of 1,200 one-block extents in a subdirectory and its reflink),
+
+gets its damage in the files' extent trees instead: fields and bits of
+their index and leaf blocks, and i_block words of their inodes, which
+fsck.extref parses itself.  On each damaged image it runs, all sanitized:
 
   fsck.extref -n -f -E no_e2fsck; -y -f -E no_e2fsck; -n -f -E no_e2fsck;
   debugfs.extref -R check; debugfs.extref -R refcount
 
 None may crash: no sanitizer report, no signal, no sanitizer exit code
 (ASAN exitcode=99, UBSAN exitcode=98).  After -y the second -n must exit 0
-(the repair is complete); seeds where it does not are reported.
+(the repair is complete); seeds where it does not are reported.  (Not on
+the trees base: a file's extent tree is e2fsck's to repair, and skipped
+here.)
 
 EXTREF_FUZZ_SEEDS=N runs N seeds (default 200); EXTREF_FUZZ_START=S starts
 at seed S (to reproduce one: EXTREF_FUZZ_START=S EXTREF_FUZZ_SEEDS=1);
@@ -148,6 +157,42 @@ def make_files(path, tmp):
     return Base(path)
 
 
+class TreeBase:
+    """Files' extent trees to damage: their blocks and inodes."""
+    repairable = False
+
+    def __init__(self, img, paths):
+        self.img = img
+        self.bs = int(helpers.dumpe2fs_header(img)["Block size"])
+        self.blocks = []            # index and leaf blocks
+        self.inos = []
+        for path in paths:
+            out = helpers.debugfs(img, f"stat {path}").stdout
+            self.inos.append(int(re.search(r"Inode: (\d+)", out)[1]))
+            out = helpers.debugfs(img, f"ex {path}").stdout
+            for line in out.splitlines()[1:]:
+                m = re.match(r"\s*(\d+)/\s*(\d+)\s+\d+/\s*\d+\s+\d+\s+-"
+                             r"\s+\d+\s+(\d+)", line)
+                if m and int(m[1]) < int(m[2]):
+                    self.blocks.append(int(m[3]))
+        assert len(self.blocks) > 4, self.blocks
+
+
+def make_trees(path, tmp):
+    src = tmp / "trees-src"
+    (src / "d" / "e").mkdir(parents=True)
+    with open(src / "d" / "e" / "sparse", "wb") as f:
+        for i in range(1200):
+            f.seek(2 * i * 1024)
+            f.write(b"%08d" % i * 128)
+    (src / "small").write_bytes(b"x" * 5000)
+    helpers.mkfs(path, "16M", "-q", "-b", "1024", "-d", str(src))
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                 "reflink /d/e/sparse /copy", str(path)])
+    helpers.e2fsck_fn(path)
+    return TreeBase(path, ["/d/e/sparse", "/copy", "/small"])
+
+
 # ----- damage -----
 
 HDR_FIELDS = [(0x00, 4), (0x04, 2), (0x06, 2), (0x08, 4), (0x0c, 4),
@@ -178,8 +223,58 @@ def fix_csum(blk, lblk, seed):
         blk[0x1c:0x20] = struct.pack("<I", crc)
 
 
+EXT_FIELDS = [(0, 2), (2, 2), (4, 2), (6, 2)]      # magic entries max depth
+
+
+def damage_trees(img, base, rng):
+    """1-4 changes to the files' extent trees; returns their description."""
+    done = []
+    with open(img, "r+b") as f:
+        for _ in range(rng.randint(1, 4)):
+            if rng.random() < 0.25:
+                ino = rng.choice(base.inos)
+                word = rng.randrange(15)
+                val = rng.choice([0, 1, 0xf30a, 0xffffffff, 0x0004f30a,
+                                  0x0005f30a, rng.getrandbits(32),
+                                  rng.randrange(16384)])
+                f.flush()
+                helpers.run(["debugfs", "-w", "-R",
+                             f"sif <{ino}> block[{word}] {val}", str(img)],
+                            check=False)
+                done.append(f"sif <{ino}> block[{word}] {val:#x}")
+                continue
+            pblk = rng.choice(base.blocks)
+            f.seek(pblk * base.bs)
+            blk = bytearray(f.read(base.bs))
+            if rng.random() < 0.6:
+                if rng.random() < 0.5:
+                    off, size = rng.choice(EXT_FIELDS)
+                else:
+                    i = rng.randrange(84)
+                    off, size = rng.choice([(12 + 12 * i, 4),
+                                            (16 + 12 * i, 4),
+                                            (20 + 12 * i, 2),
+                                            (22 + 12 * i, 2)])
+                top = (1 << (8 * size)) - 1
+                val = rng.choice([0, 1, 2, 5, 6, top, top >> 1,
+                                  rng.randint(0, top),
+                                  rng.randint(0, 20000)]) & top
+                blk[off:off + size] = val.to_bytes(size, "little")
+                desc = f"block {pblk} field@{off:#x}={val:#x}"
+            else:
+                off = rng.randrange(12 + 12 * 16)
+                blk[off] ^= 1 << rng.randrange(8)
+                desc = f"block {pblk} bitflip@{off:#x}"
+            f.seek(pblk * base.bs)
+            f.write(blk)
+            done.append(desc)
+    return done
+
+
 def damage(img, base, rng):
     """Apply 1-4 random changes; returns their description."""
+    if isinstance(base, TreeBase):
+        return damage_trees(img, base, rng)
     done = []
     with open(img, "r+b") as f:
         for _ in range(rng.randint(1, 4)):
@@ -285,7 +380,8 @@ def one_seed(seed, bases, tools, workdir):
             result["repair"] = (f"-y exited {res.returncode}: "
                                 f"{(res.stdout + res.stderr)[-600:]}")
         if name == "fsck -n again" and res.returncode != 0 \
-                and not result["repair"]:
+                and not result["repair"] and getattr(base, "repairable",
+                                                     True):
             result["repair"] = (f"second -n exited {res.returncode}: " +
                                 res.stdout[-600:] + res.stderr[-300:])
     if kept and not (result["crash"] or result["repair"]):
@@ -297,7 +393,8 @@ def one_seed(seed, bases, tools, workdir):
 @pytest.fixture(scope="module")
 def fuzz_results(san_build, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
-    bases = [make_deep(tmp / "deep.img"), make_files(tmp / "files.img", tmp)]
+    bases = [make_deep(tmp / "deep.img"), make_files(tmp / "files.img", tmp),
+             make_trees(tmp / "trees.img", tmp)]
     workers = max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as ex:
         results = list(ex.map(lambda s: one_seed(s, bases, san_build, tmp),
