@@ -120,54 +120,6 @@ static void du_row(const struct du_opts *o, blk64_t total, blk64_t excl,
 	printf("%10s  %10s  %10s  %s\n", t, x, s, name);
 }
 
-struct names {
-	char		**name;
-	ext2_ino_t	*ino;
-	size_t		n, cap;
-	int		nomem;
-};
-
-static int names_cb(struct ext2_dir_entry *de, int offset, int blocksize,
-		    char *buf, void *priv)
-{
-	struct names *nm = priv;
-	int len = ext2fs_dirent_name_len(de);
-
-	(void)offset; (void)blocksize; (void)buf;
-	if (!de->inode || (len == 1 && de->name[0] == '.') ||
-	    (len == 2 && de->name[0] == '.' && de->name[1] == '.'))
-		return 0;
-	if (nm->n == nm->cap) {
-		size_t cap = nm->cap ? nm->cap * 2 : 32;
-		char **n2 = realloc(nm->name, cap * sizeof(*n2));
-		ext2_ino_t *i2;
-
-		if (!n2)
-			goto nomem;
-		nm->name = n2;
-		i2 = realloc(nm->ino, cap * sizeof(*i2));
-		if (!i2)
-			goto nomem;
-		nm->ino = i2;
-		nm->cap = cap;
-	}
-	nm->name[nm->n] = strndup(de->name, len);
-	if (!nm->name[nm->n])
-		goto nomem;
-	nm->ino[nm->n++] = de->inode;
-	return 0;
-nomem:
-	nm->nomem = 1;
-	return DIRENT_ABORT;
-}
-
-static int name_cmp(const void *x, const void *y)
-{
-	char **const *p = x, **const *q = y;
-
-	return strcmp(**p, **q);
-}
-
 static int du_path(struct cmd_args *a, const struct du_opts *o,
 		   ext2_ino_t ino, const char *name, int top,
 		   blk64_t *total, blk64_t *excl, struct rangevec *parent);
@@ -176,35 +128,18 @@ static int du_dir(struct cmd_args *a, const struct du_opts *o, ext2_ino_t dir,
 		  const char *name, blk64_t *total, blk64_t *excl,
 		  struct rangevec *set, int depth)
 {
-	struct names nm;
-	char ***order = NULL;
+	struct extref_dirlist nm;
 	errcode_t err;
 	size_t i;
 	int ret = 0;
 
 	if (depth > 256)
 		return cmd_fail(a, "%s: directory tree too deep", name);
-	memset(&nm, 0, sizeof(nm));
-	err = ext2fs_dir_iterate(sh.fs, dir, 0, NULL, names_cb, &nm);
-	if (nm.nomem) {
-		ret = cmd_fail(a, "out of memory");
-		goto out;
-	}
-	if (err) {
-		ret = cmd_err(a, err, "%s", name);
-		goto out;
-	}
-	order = malloc((nm.n ? nm.n : 1) * sizeof(*order));
-	if (!order) {
-		ret = cmd_fail(a, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < nm.n; i++)
-		order[i] = &nm.name[i];
-	qsort(order, nm.n, sizeof(*order), name_cmp);
+	err = extref_dir_list(sh.fs, dir, EXTREF_DIRLIST_SORTED, &nm);
+	if (err)
+		return cmd_err(a, err, "%s", name);
 	for (i = 0; i < nm.n; i++) {
-		size_t k = order[i] - nm.name;
-		size_t len = strlen(name) + strlen(nm.name[k]) + 2;
+		size_t len = strlen(name) + strlen(nm.v[i].name) + 2;
 		char *child = malloc(len);
 
 		if (!child) {
@@ -213,17 +148,12 @@ static int du_dir(struct cmd_args *a, const struct du_opts *o, ext2_ino_t dir,
 		}
 		snprintf(child, len, "%s%s%s", name,
 			 (*name && name[strlen(name) - 1] == '/') ? "" : "/",
-			 nm.name[k]);
-		ret |= du_path(a, o, nm.ino[k], child, depth + 1, total, excl,
+			 nm.v[i].name);
+		ret |= du_path(a, o, nm.v[i].ino, child, depth + 1, total, excl,
 			       set);
 		free(child);
 	}
-out:
-	for (i = 0; i < nm.n; i++)
-		free(nm.name[i]);
-	free(nm.name);
-	free(nm.ino);
-	free(order);
+	extref_dir_list_free(&nm);
 	return ret;
 }
 

@@ -105,6 +105,25 @@ errcode_t extref_create_file(extref_fs_t fs, ext2_ino_t dir,
 			     ext2_ino_t *ret_ino);
 
 /*
+ * A directory's entries, "." and ".." left out, as an array: for walks
+ * that change the filesystem as they go, or want name order.
+ */
+struct extref_dirent {
+	char		*name;
+	ext2_ino_t	ino;
+	int		file_type;	/* EXT2_FT_*; 0 without filetype */
+};
+struct extref_dirlist {
+	struct extref_dirent	*v;
+	size_t			n, cap;
+	char			*names;		/* the names' storage */
+};
+#define EXTREF_DIRLIST_SORTED	0x0001	/* by name, as strcmp orders */
+errcode_t extref_dir_list(ext2_filsys fs, ext2_ino_t dir, int flags,
+			  struct extref_dirlist *list);
+void extref_dir_list_free(struct extref_dirlist *list);
+
+/*
  * Make a directory or a symlink NAME in DIR (libext2fs's, growing DIR
  * when it is full).  ret_ino may be NULL.
  */

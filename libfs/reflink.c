@@ -255,60 +255,21 @@ static errcode_t copy_special(struct rl *r, const struct ext2_inode *sinode,
 static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 			     const char *name, ext2_ino_t *ret);
 
-struct entry {
-	char		name[EXT2_NAME_LEN + 1];
-	ext2_ino_t	ino;
-};
-
-struct entries {
-	struct entry	*v;
-	size_t		n, cap;
-	errcode_t	err;
-};
-
-static int collect_entry(struct ext2_dir_entry *d, int offset, int bs,
-			 char *buf, void *priv)
-{
-	struct entries *e = priv;
-	int len = ext2fs_dirent_name_len(d);
-
-	(void) offset; (void) bs; (void) buf;
-	if (!d->inode || (len == 1 && d->name[0] == '.') ||
-	    (len == 2 && d->name[0] == '.' && d->name[1] == '.'))
-		return 0;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 32;
-
-		e->err = ext2fs_resize_mem(e->cap * sizeof(*e->v),
-					   cap * sizeof(*e->v), &e->v);
-		if (e->err)
-			return DIRENT_ABORT;
-		e->cap = cap;
-	}
-	memcpy(e->v[e->n].name, d->name, len);
-	e->v[e->n].name[len] = 0;
-	e->v[e->n].ino = d->inode;
-	e->n++;
-	return 0;
-}
-
 static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 			     const struct ext2_inode *sinode, ext2_ino_t dir,
 			     const char *name, ext2_ino_t *ret)
 {
-	struct entries e = { 0 };
+	struct extref_dirlist e = { 0 };
 	ext2_ino_t ino;
 	size_t i;
 	errcode_t err;
 
 	err = extref_mkdir(r->xfs, dir, name, &ino);
 	if (!err)
-		err = ext2fs_dir_iterate(r->fs, src, 0, NULL, collect_entry, &e);
-	if (!err)
-		err = e.err;
+		err = extref_dir_list(r->fs, src, 0, &e);
 	for (i = 0; !err && i < e.n; i++)
 		err = reflink_any(r, e.v[i].ino, ino, e.v[i].name, NULL);
-	ext2fs_free_mem(&e.v);
+	extref_dir_list_free(&e);
 	if (!err)
 		err = set_meta(r, ino, sinode);
 	if (!err && ret)

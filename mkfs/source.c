@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <ext2fs/ext2fs.h>
+#include "extref_ops.h"
 #include "mkfs.h"
 
 static uint64_t src_bytes, src_entries;
@@ -123,66 +124,18 @@ static errcode_t fix_inode(struct post *p, ext2_ino_t ino,
 				       isz);
 }
 
-struct dent {
-	char		*name;
-	ext2_ino_t	ino;
-	int		isdir;
-};
-
-struct dents {
-	struct dent	*v;
-	size_t		n, cap;
-	int		failed;
-};
-
-static int collect(struct ext2_dir_entry *d, int off, int bs, char *buf,
-		   void *priv)
-{
-	struct dents *ds = priv;
-	int len = ext2fs_dirent_name_len(d);
-	struct dent *e;
-
-	(void)off; (void)bs; (void)buf;
-	if (!d->inode || (len == 1 && d->name[0] == '.') ||
-	    (len == 2 && d->name[0] == '.' && d->name[1] == '.'))
-		return 0;
-	if (ds->n == ds->cap) {
-		size_t cap = ds->cap ? ds->cap * 2 : 64;
-		struct dent *v = realloc(ds->v, cap * sizeof(*v));
-
-		if (!v) {
-			ds->failed = 1;
-			return DIRENT_ABORT;
-		}
-		ds->v = v;
-		ds->cap = cap;
-	}
-	e = &ds->v[ds->n];
-	e->name = strndup(d->name, len);
-	e->ino = d->inode;
-	e->isdir = ext2fs_dirent_file_type(d) == EXT2_FT_DIR;
-	if (!e->name) {
-		ds->failed = 1;
-		return DIRENT_ABORT;
-	}
-	ds->n++;
-	return 0;
-}
-
 /*
  * Walk the image's directory dir and the source's path side by side:
  * one pass over every entry, whatever the size of the directories.
  */
 static errcode_t walk(struct post *p, ext2_ino_t dir, char *path, size_t len)
 {
-	struct dents ds = { 0 };
+	struct extref_dirlist ds;
 	struct stat st;
 	errcode_t err;
 	size_t i;
 
-	err = ext2fs_dir_iterate(p->fs, dir, 0, NULL, collect, &ds);
-	if (!err && ds.failed)
-		err = EXT2_ET_NO_MEMORY;
+	err = extref_dir_list(p->fs, dir, 0, &ds);
 	for (i = 0; !err && i < ds.n; i++) {
 		size_t nl = strlen(ds.v[i].name);
 
@@ -195,15 +148,13 @@ static errcode_t walk(struct post *p, ext2_ino_t dir, char *path, size_t len)
 		if (lstat(path, &st) < 0)
 			continue;	/* lost+found: not in the source */
 		err = fix_inode(p, ds.v[i].ino, &st);
-		if (!err && ds.v[i].isdir)
+		if (!err && ds.v[i].file_type == EXT2_FT_DIR)
 			err = walk(p, ds.v[i].ino, path, len + nl + 1);
 		if (err && !p->failed)
 			p->failed = strdup(path);
 	}
 	path[len] = 0;
-	for (i = 0; i < ds.n; i++)
-		free(ds.v[i].name);
-	free(ds.v);
+	extref_dir_list_free(&ds);
 	return err;
 }
 
