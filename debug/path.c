@@ -113,7 +113,7 @@ int check_absent(const struct cmd_args *a, ext2_ino_t dir, const char *name,
 	ext2_ino_t ino;
 	errcode_t err;
 
-	err = ext2fs_lookup(sh.fs, dir, name, strlen(name), NULL, &ino);
+	err = extref_lookup(sh.fs, dir, name, &ino);
 	if (!err)
 		return cmd_fail(a, "%s: File exists", path);
 	if (err != EXT2_ET_FILE_NOT_FOUND)

@@ -20,24 +20,28 @@ errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name)
 
 	if (!*name || strchr(name, '/') || strlen(name) > EXT2_NAME_LEN)
 		return EXT2_ET_INVALID_ARGUMENT;
-	err = ext2fs_lookup(fs, dir, name, strlen(name), NULL, &ino);
+	err = extref_lookup(fs, dir, name, &ino);
 	if (err == EXT2_ET_FILE_NOT_FOUND)
 		return 0;
 	return err ? err : EXTREF_ERR_EXISTS;
 }
 
-/* Add NAME -> ino to DIR, growing the directory when it is full. */
+/*
+ * Add NAME -> ino to DIR.  A full directory of one block becomes indexed
+ * (htree.c), as the kernel makes it, and libext2fs then inserts through
+ * the index; other full linear directories get one more block.
+ */
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype)
 {
 	errcode_t err = ext2fs_link(fs, dir, name, ino, ftype);
 
-	if (err == EXT2_ET_DIR_NO_SPACE) {
+	if (err != EXT2_ET_DIR_NO_SPACE)
+		return err;
+	err = xr_dx_make_indexed(fs, dir);
+	if (err == EXT2_ET_DIR_NO_SPACE)
 		err = ext2fs_expand_dir(fs, dir);
-		if (!err)
-			err = ext2fs_link(fs, dir, name, ino, ftype);
-	}
-	return err;
+	return err ? err : ext2fs_link(fs, dir, name, ino, ftype);
 }
 
 /*
@@ -140,10 +144,12 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			     : ext2fs_mkdir(fs, dir, 0, name);
 		if (err != EXT2_ET_DIR_NO_SPACE || tries)
 			break;
-		err = ext2fs_expand_dir(fs, dir);
+		err = xr_dx_make_indexed(fs, dir);
+		if (err == EXT2_ET_DIR_NO_SPACE)
+			err = ext2fs_expand_dir(fs, dir);
 	}
 	if (!err && ret_ino)
-		err = ext2fs_lookup(fs, dir, name, strlen(name), NULL, ret_ino);
+		err = extref_lookup(fs, dir, name, ret_ino);
 	return err;
 }
 

@@ -15,7 +15,7 @@
 
 struct lister {
 	struct extref_dirlist	*l;
-	char			*names;		/* NUL-terminated, end to end */
+	char			*names;	/* NUL-terminated, end to end */
 	size_t			used, cap;
 	errcode_t		err;
 };

@@ -105,6 +105,14 @@ errcode_t extref_create_file(extref_fs_t fs, ext2_ino_t dir,
 			     ext2_ino_t *ret_ino);
 
 /*
+ * NAME in directory DIR, as ext2fs_lookup (EXT2_ET_FILE_NOT_FOUND when
+ * absent), but through the directory's htree index when it has one:
+ * ext2fs_lookup reads every block of the directory.
+ */
+errcode_t extref_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
+			ext2_ino_t *ino);
+
+/*
  * A directory's entries, "." and ".." left out, as an array: for walks
  * that change the filesystem as they go, or want name order.
  */

@@ -75,6 +75,8 @@ time_t xr_now(ext2_filsys fs);
 /* create.c */
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
 int xr_file_type(__u16 mode);
+/* htree.c */
+errcode_t xr_dx_make_indexed(ext2_filsys fs, ext2_ino_t dir);
 errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name);
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype);

@@ -1,0 +1,177 @@
+"""Indexed (htree) directories: a directory the operations fill past one
+block becomes indexed, as the kernel makes it, and names are looked up
+through the index (libfs/htree.c).
+
+Oracles nobody here wrote: stock e2fsck -fn checks every htree (hash
+order of the leaves, the index's limits and checksums); stock debugfs
+`htree` dumps the index; the kernel, through a read-only loop mount,
+looks every name up through the index and reads the files back.
+"""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+import helpers
+
+N = 2500
+NAME = "file-with-a-longish-name-{}"
+
+
+def shell(img, cmds, tmp_path):
+    script = tmp_path / "cmds"
+    script.write_text("\n".join(cmds) + "\n")
+    return subprocess.run([helpers.binary("debugfs.extref"), "-w", "-f",
+                           str(script), str(img)], capture_output=True,
+                          text=True, timeout=600)
+
+
+def dir_flags(img, path):
+    out = helpers.debugfs(img, f"stat {path}").stdout
+    return int(re.search(r"Flags: (0x[0-9a-f]+)", out)[1], 16)
+
+
+@pytest.fixture(params=[1024, 4096], ids=["1k", "4k"])
+def big_dir(request, tmp_path):
+    """/d holding N reflinks of /f (about 50 bytes of entry each)."""
+    img = tmp_path / "h.img"
+    helpers.mkfs(img, "64M", "-q", "-b", str(request.param))
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(5000))
+    cmds = [f"write {src} /f", "mkdir /d"]
+    cmds += [f"reflink /f /d/{NAME.format(i)}" for i in range(N)]
+    res = shell(img, cmds, tmp_path)
+    assert res.returncode == 0, helpers.describe(res)
+    return img, src.read_bytes(), request.param
+
+
+def test_directory_becomes_indexed_and_checks_clean(big_dir, tmp_path):
+    img, data, bs = big_dir
+    assert dir_flags(img, "/d") & 0x1000, "/d has no htree index"
+    out = helpers.debugfs(img, "htree /d").stdout
+    levels = int(re.search(r"Indirect levels: (\d+)", out)[1])
+    if bs == 1024:
+        assert levels >= 1, out[:400]    # the index itself grew a level
+    helpers.e2fsck_fn(img)
+    mnt = tmp_path / "mnt"
+    with helpers.loop_mount(img, mnt):
+        names = sorted(os.listdir(mnt / "d"))
+        assert names == sorted(NAME.format(i) for i in range(N))
+        for i in range(0, N, 97):
+            assert (mnt / "d" / NAME.format(i)).read_bytes() == data
+
+
+def test_every_existing_name_is_found(big_dir, tmp_path):
+    """Through the index: every name is there (reflinking onto it again
+    fails), and names that are not there can still be made."""
+    img, _, _ = big_dir
+    res = shell(img, [f"reflink /f /d/{NAME.format(i)}" for i in range(N)],
+                tmp_path)
+    assert res.returncode != 0
+    assert res.stderr.count("File exists") == N, res.stderr[-2000:]
+    res = shell(img, [f"reflink /f /d/other-{i}" for i in range(300)],
+                tmp_path)
+    assert res.returncode == 0, helpers.describe(res)
+    helpers.e2fsck_fn(img)
+    out = helpers.debugfs(img, "ls /d").stdout
+    assert len(re.findall(r"\bother-\d+\b", out)) == 300
+
+
+def test_removal_from_an_indexed_directory(big_dir, tmp_path):
+    img, _, _ = big_dir
+    gone = list(range(0, N, 3))
+    res = shell(img, [f"rm /d/{NAME.format(i)}" for i in gone], tmp_path)
+    assert res.returncode == 0, helpers.describe(res)
+    helpers.e2fsck_fn(img)
+    mnt = tmp_path / "mnt"
+    with helpers.loop_mount(img, mnt):
+        left = set(os.listdir(mnt / "d"))
+    assert left == {NAME.format(i) for i in range(N) if i % 3}
+
+
+def test_damaged_index_falls_back_to_a_full_scan(big_dir, tmp_path):
+    """A root whose hash version libext2fs does not know: lookups cannot
+    use the index, and still find every name (a full scan)."""
+    img, _, bs = big_dir
+    out = helpers.debugfs(img, "bmap /d 0").stdout.strip()
+    with open(img, "r+b") as f:
+        f.seek(int(out) * bs + 24 + 4)          # dx_root_info.hash_version
+        f.write(b"\x07")
+    res = shell(img, [f"reflink /f /d/{NAME.format(i)}"
+                      for i in range(0, N, 7)], tmp_path)
+    assert res.stderr.count("File exists") == len(range(0, N, 7)), \
+        res.stderr[-2000:]
+
+
+def test_small_directories_stay_linear(tmp_path):
+    img = tmp_path / "s.img"
+    helpers.mkfs(img, "16M", "-q")
+    src = tmp_path / "src"
+    src.write_bytes(b"x" * 100)
+    res = shell(img, [f"write {src} /f", "mkdir /d"] +
+                [f"reflink /f /d/n{i}" for i in range(20)], tmp_path)
+    assert res.returncode == 0, helpers.describe(res)
+    assert not dir_flags(img, "/d") & 0x1000
+    helpers.e2fsck_fn(img)
+
+
+def _names(img, path):
+    out = helpers.debugfs(img, f"ls {path}").stdout
+    return re.findall(r"\b(name-number-\d+)\b", out)
+
+
+def test_crash_while_a_directory_becomes_indexed(tmp_path):
+    """The reflink that makes a directory indexed, crashed after every
+    one of its writes (libfs/faultio.c): after fsck.extref -y (e2fsck
+    first), both checkers are clean and the directory holds every old
+    name once, plus the new one or not, with nothing in lost+found."""
+    img = tmp_path / "base.img"
+    helpers.mkfs(img, "16M", "-q", "-b", "1024")
+    src = tmp_path / "s"
+    src.write_bytes(b"hi\n")
+    res = shell(img, [f"write {src} /f", "mkdir /d"], tmp_path)
+    assert res.returncode == 0, helpers.describe(res)
+    dbg = helpers.binary("debugfs.extref")
+    # add names until the next one would make /d indexed
+    n = 0
+    while True:
+        trial = tmp_path / "trial.img"
+        trial.write_bytes(img.read_bytes())
+        helpers.run([dbg, "-w", "-R", f"reflink /f /d/name-number-{n}",
+                     str(trial)])
+        if dir_flags(trial, "/d") & 0x1000:
+            break
+        img.write_bytes(trial.read_bytes())
+        n += 1
+        assert n < 500
+    old = {f"name-number-{i}" for i in range(n)}
+    new = f"name-number-{n}"
+    req = f"reflink /f /d/{new}"
+    out = tmp_path / "fault.out"
+    env = dict(os.environ, EXTREF_FAULT="count", EXTREF_FAULT_OUT=str(out))
+    trial.write_bytes(img.read_bytes())
+    subprocess.run([dbg, "-w", "-R", req, str(trial)], env=env,
+                   capture_output=True, check=False)
+    writes = int(re.search(r"writes=(\d+)", out.read_text())[1])
+    assert writes > 4
+    for k in range(1, writes + 1):
+        t = tmp_path / "t.img"
+        t.write_bytes(img.read_bytes())
+        env = dict(os.environ, EXTREF_FAULT=f"crash={k}")
+        subprocess.run([dbg, "-w", "-R", req, str(t)], env=env,
+                       capture_output=True, check=False)
+        res = subprocess.run([helpers.binary("fsck/fsck.extref"), "-y",
+                              "-f", str(t)], capture_output=True, text=True)
+        assert res.returncode in (0, 1), f"crash={k}: " + \
+            helpers.describe(res)
+        helpers.e2fsck_fn(t)
+        res = subprocess.run([helpers.binary("fsck/fsck.extref"), "-n",
+                              "-f", str(t)], capture_output=True, text=True)
+        assert res.returncode == 0, f"crash={k}: " + helpers.describe(res)
+        names = _names(t, "/d")
+        assert len(names) == len(set(names)), f"crash={k}: duplicates"
+        assert set(names) - {new} == old, f"crash={k}: names lost"
+        assert not re.search(r"#\d+", helpers.debugfs(
+            t, "ls /lost+found").stdout), f"crash={k}: lost+found"
