@@ -37,6 +37,13 @@ struct extref_rec {
 #define EXTREF_OPEN_RW		0x0001	/* open for writing */
 #define EXTREF_OPEN_NO_TREE	0x0002	/* open the ext4 part only */
 #define EXTREF_OPEN_FORCE	0x0004	/* ext4 part only if the tree fails */
+/*
+ * An image still being built (mkfs): writes go straight to the file in
+ * the order the write rules give, but flushes do not fsync; close syncs
+ * once.  A crash of the process keeps the order (the kernel has every
+ * write); a power cut does not, and leaves an unfinished image anyway.
+ */
+#define EXTREF_OPEN_NOSYNC	0x0008
 
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a

@@ -11,24 +11,37 @@ struct extref_fs {
 	int		flags;
 	struct struct_io_manager iom;	/* the channel's, without write_byte */
 	io_manager	orig_iom;
+	errcode_t	(*sync_flush)(io_channel);	/* EXTREF_OPEN_NOSYNC */
 };
+
+static errcode_t flush_without_sync(io_channel io)
+{
+	(void) io;
+	return 0;
+}
 
 /*
  * With an io manager that can write single bytes, libext2fs writes the
  * primary superblock as several small writes of the fields that changed;
  * a crash between two of them leaves a superblock whose checksum fails
  * (and a one-group image has no backup).  Without write_byte it writes
- * the whole superblock in one write: give the channel such a manager.
+ * the whole superblock in one write: the channel gets a copy of its
+ * manager without write_byte.  For EXTREF_OPEN_NOSYNC, the copy also has
+ * the channel's cache off (every write goes to the file at once) and a
+ * flush that does not fsync.
  */
-static void whole_superblock_writes(struct extref_fs *xfs)
+static void set_io_manager(struct extref_fs *xfs)
 {
 	io_channel io = xfs->fs->io;
 
 	xfs->orig_iom = io->manager;
-	if (!io->manager->write_byte)
-		return;
 	xfs->iom = *io->manager;
 	xfs->iom.write_byte = NULL;
+	if ((xfs->flags & EXTREF_OPEN_NOSYNC) && xfs->iom.flush &&
+	    !io_channel_set_options(io, "cache=off")) {
+		xfs->sync_flush = xfs->iom.flush;
+		xfs->iom.flush = flush_without_sync;
+	}
 	io->manager = &xfs->iom;
 }
 
@@ -80,7 +93,7 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
 	xfs->fs = fs;
 	xfs->flags = flags;
 	set_clock(fs);
-	whole_superblock_writes(xfs);
+	set_io_manager(xfs);
 	if (!(flags & EXTREF_OPEN_NO_TREE)) {
 		err = extref_fs_load_tree(xfs);
 		if (err && (flags & EXTREF_OPEN_FORCE)) {
@@ -129,6 +142,8 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	if (!xfs)
 		return 0;
 	err = extref_tree_close(xfs->tree);
+	if (xfs->sync_flush)
+		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
 	err2 = ext2fs_close_free(&xfs->fs);
 	ext2fs_free_mem(&xfs);
 	return err ? err : err2;

@@ -67,7 +67,9 @@ int dedupe_image(const struct mkfs_opts *o)
 	extref_fs_t xfs = NULL;
 	errcode_t err;
 
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW, &xfs, NULL);
+	/* a new image (-d) is not synced at every commit: see extref.h */
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW |
+			     (o->convert ? 0 : EXTREF_OPEN_NOSYNC), &xfs, NULL);
 	if (!err)
 		err = extref_dedupe_fs2(xfs, o->dedup,
 					tty ? show_progress : NULL, NULL, &st);

@@ -280,3 +280,40 @@ def test_progress_only_on_a_terminal(tmp_path):
     assert b"%" in out and b"copying" in out, out
     piped = helpers.run(cmd[:-1] + [str(tmp_path / "b.img")]).stdout
     assert "%" not in piped and "copying" not in piped, piped
+
+
+def _fsyncs(cmd, tmp_path):
+    """How many fsync/fdatasync calls cmd makes (strace -f -c)."""
+    out = tmp_path / "strace.out"
+    res = helpers.run(["strace", "-f", "-qq", "-c", "-o", str(out), "-e",
+                       "trace=fsync,fdatasync", *cmd], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    calls = 0
+    for line in out.read_text().splitlines():
+        f = line.split()
+        if f and f[-1] in ("fsync", "fdatasync"):
+            calls += int(f[3])
+    return calls
+
+
+def test_dedup_of_a_new_image_syncs_once_not_per_commit(tmp_path):
+    """mkfs -d --dedup builds a new image: its commits go to the file in
+    order without an fsync each (EXTREF_OPEN_NOSYNC); --convert works on
+    an image the user already has, and keeps syncing every commit."""
+    src = tmp_path / "src"
+    src.mkdir()
+    data = os.urandom(12288)
+    for i in range(40):
+        (src / f"copy{i}").write_bytes(data)
+    img = tmp_path / "new.img"
+    n_new = _fsyncs([helpers.binary("mkfs.extref"), "-q", "-d", str(src),
+                     "--dedup=file", str(img), "32M"], tmp_path)
+    helpers.e2fsck_fn(img)
+    plain = tmp_path / "plain.img"
+    helpers.run(["mke2fs", "-q", "-t", "ext4", "-d", str(src), str(plain),
+                 "32M"])
+    n_conv = _fsyncs([helpers.binary("mkfs.extref"), "--convert",
+                      "--dedup=file", "-q", str(plain)], tmp_path)
+    helpers.e2fsck_fn(plain)
+    assert n_conv >= 39, n_conv          # at least one per shared file
+    assert n_new < 20, n_new            # not one per shared file
