@@ -18,11 +18,10 @@
  *   distinct  block f * PER + j (every clone a block of its own, each
  *             block mapped twice: NFILES * PER distinct shared blocks).
  * Every library call commits the tree, which flushes the I/O channel
- * (fsync) four times; the builder opens the image through a wrapper of
- * unix_io whose flush does not fsync (the kernel's page cache still holds
- * every write, and closing writes the cache), since the build is not what
- * is measured.  --sync uses unix_io as is.  Prints the build time and
- * the counts.
+ * (fsync) four times; the builder opens the image with
+ * EXTREF_OPEN_NOSYNC (as mkfs.extref -d does: writes in order, one sync
+ * at close), since the build is not what is measured.  --sync syncs
+ * every commit.  Prints the build time and the counts.
  *
  * clone-mnt: the same files and clones on a mounted filesystem (XFS with
  * reflink=1) through FICLONERANGE, for xfs_repair -n to compare with.
@@ -46,6 +45,7 @@
 #include "extref.h"
 #include "extref_ops.h"
 #include "extref_fsck.h"
+#include "bench_util.h"
 
 #define BS		4096ULL
 #define PER_DIR		1000U
@@ -60,29 +60,6 @@ struct file_clone_range {
 #define FICLONERANGE	_IOW(0x94, 13, struct file_clone_range)
 #endif
 
-static const char *prog = "fsck_bench";
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void check(errcode_t err, const char *what)
-{
-	if (err) {
-		fprintf(stderr, "%s: %s: %s\n", prog, what, error_message(err));
-		exit(1);
-	}
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
-	exit(1);
-}
 
 enum kind { SPREAD, HOT, DISTINCT };
 
@@ -95,7 +72,7 @@ static enum kind parse_kind(const char *s)
 	if (!strcmp(s, "distinct"))
 		return DISTINCT;
 	fprintf(stderr, "%s: unknown kind '%s' (spread, hot, distinct)\n",
-		prog, s);
+		bench_prog, s);
 	exit(2);
 }
 
@@ -131,34 +108,6 @@ static void fill(char *buf, size_t len, uint64_t first_block)
 
 		memcpy(buf + i, &v, 8);
 	}
-}
-
-/* ----- a unix_io whose flush does not fsync (build only) ----- */
-
-static struct struct_io_manager nosync_mgr;
-
-static errcode_t nosync_flush(io_channel channel)
-{
-	(void) channel;
-	return 0;
-}
-
-static errcode_t nosync_open(const char *name, int flags, io_channel *ret)
-{
-	errcode_t err = unix_io_manager->open(name, flags, ret);
-
-	if (!err)
-		(*ret)->manager = &nosync_mgr;
-	return err;
-}
-
-static io_manager nosync_io_manager(void)
-{
-	nosync_mgr = *unix_io_manager;
-	nosync_mgr.name = "unix I/O, flush without fsync";
-	nosync_mgr.open = nosync_open;
-	nosync_mgr.flush = nosync_flush;
-	return &nosync_mgr;
 }
 
 /* ----- build ----- */
@@ -201,17 +150,17 @@ static int build(int argc, char **argv)
 		return 2;
 	if (k == DISTINCT && src_blocks < nfiles * per) {
 		fprintf(stderr, "%s: distinct needs SRCBLOCKS >= NFILES * PER\n",
-			prog);
+			bench_prog);
 		return 2;
 	}
 	t0 = now();
-	check(ext2fs_open2(img, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0,
-			   sync ? unix_io_manager : nosync_io_manager(), &fs),
+	check(extref_fs_open(img, EXTREF_OPEN_RW |
+			     (sync ? 0 : EXTREF_OPEN_NOSYNC), &xfs, NULL),
 	      "open");
-	check(extref_fs_wrap(fs, EXTREF_OPEN_RW, &xfs, NULL), "open tree");
+	fs = extref_fs_ext2(xfs);
 	check(ext2fs_read_bitmaps(fs), "read bitmaps");
 	if (fs->blocksize != BS) {
-		fprintf(stderr, "%s: needs 4 KiB blocks\n", prog);
+		fprintf(stderr, "%s: needs 4 KiB blocks\n", bench_prog);
 		return 1;
 	}
 	buf = malloc(chunk);
@@ -227,7 +176,7 @@ static int build(int argc, char **argv)
 		check(extref_pwrite(xfs, src, off, buf, n), "write /src");
 	}
 	t_src = now() - t0;
-	fprintf(stderr, "%s: /src %llu blocks written in %.1f s\n", prog,
+	fprintf(stderr, "%s: /src %llu blocks written in %.1f s\n", bench_prog,
 		(unsigned long long)src_blocks, t_src);
 	for (f = 0; f < nfiles; f++) {
 		if (f % PER_DIR == 0) {
@@ -249,7 +198,7 @@ static int build(int argc, char **argv)
 		}
 		if ((f + 1) % 10000 == 0)
 			fprintf(stderr, "%s: %llu files, %llu clones, %.1f s\n",
-				prog, (unsigned long long)f + 1,
+				bench_prog, (unsigned long long)f + 1,
 				(unsigned long long)clones, now() - t0);
 	}
 	check(extref_fs_close(xfs), "close");
@@ -289,31 +238,31 @@ static int clone_mnt(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/src", top);
 	sfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (sfd < 0)
-		die(path);
+		die_errno(path);
 	for (off = 0; off < src_blocks * BS; off += chunk) {
 		uint64_t n = src_blocks * BS - off < chunk ?
 			     src_blocks * BS - off : chunk;
 
 		fill(buf, n, off / BS);
 		if (pwrite(sfd, buf, n, off) != (ssize_t)n)
-			die("write src");
+			die_errno("write src");
 	}
 	if (fsync(sfd))
-		die("fsync src");
+		die_errno("fsync src");
 	t_src = now() - t0;
 	for (f = 0; f < nfiles; f++) {
 		if (f % PER_DIR == 0) {
 			snprintf(path, sizeof(path), "%s/d%04llu", top,
 				 (unsigned long long)(f / PER_DIR));
 			if (mkdir(path, 0755) && errno != EEXIST)
-				die(path);
+				die_errno(path);
 		}
 		snprintf(path, sizeof(path), "%s/d%04llu/f%04llu", top,
 			 (unsigned long long)(f / PER_DIR),
 			 (unsigned long long)(f % PER_DIR));
 		dfd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		if (dfd < 0)
-			die(path);
+			die_errno(path);
 		for (j = 0; j < per; j++) {
 			struct file_clone_range r = {
 				.src_fd = sfd,
@@ -323,7 +272,7 @@ static int clone_mnt(int argc, char **argv)
 			};
 
 			if (ioctl(dfd, FICLONERANGE, &r))
-				die("FICLONERANGE");
+				die_errno("FICLONERANGE");
 			clones++;
 		}
 		close(dfd);
@@ -411,6 +360,7 @@ static int check_img(char **argv)
 
 int main(int argc, char **argv)
 {
+	bench_prog = "fsck_bench";
 	add_error_table(&et_ext2_error_table);
 	add_error_table(&et_xref_error_table);
 	if (argc >= 7 && !strcmp(argv[1], "build"))
@@ -423,6 +373,7 @@ int main(int argc, char **argv)
 		"usage: %s build IMAGE KIND NFILES PER SRCBLOCKS [--sync]\n"
 		"       %s clone-mnt DIR KIND NFILES PER SRCBLOCKS\n"
 		"       %s check IMAGE\n"
-		"KIND: spread, hot or distinct\n", prog, prog, prog);
+		"KIND: spread, hot or distinct\n", bench_prog, bench_prog,
+		bench_prog);
 	return 2;
 }

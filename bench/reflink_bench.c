@@ -47,32 +47,10 @@
 #include <linux/fiemap.h>
 #include "extref.h"
 #include "extref_ops.h"
+#include "bench_util.h"
 
 #define CHUNK (1ULL << 20)
 
-static const char *prog = "reflink_bench";
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void check(errcode_t err, const char *what)
-{
-	if (err) {
-		fprintf(stderr, "%s: %s: %s\n", prog, what, error_message(err));
-		exit(1);
-	}
-}
-
-static void die_errno(const char *what)
-{
-	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
-	exit(1);
-}
 
 static unsigned long long parse_size(const char *s)
 {
@@ -85,7 +63,7 @@ static unsigned long long parse_size(const char *s)
 	case 'g': case 'G': v <<= 30; break;
 	case 0: break;
 	default:
-		fprintf(stderr, "%s: bad size %s\n", prog, s);
+		fprintf(stderr, "%s: bad size %s\n", bench_prog, s);
 		exit(2);
 	}
 	return v;
@@ -274,7 +252,7 @@ static void x_make(const char *path, unsigned long long size,
 
 	if (size % bs || pieces == 0 || pieces > nblk) {
 		fprintf(stderr, "%s: SIZE must be whole blocks, EXTENTS in "
-			"[1, blocks]\n", prog);
+			"[1, blocks]\n", bench_prog);
 		exit(2);
 	}
 	t0 = now();
@@ -377,7 +355,7 @@ static int x_main(const char *image, int argc, char **argv)
 		       x_extents(ino));
 		free(buf);
 	} else {
-		fprintf(stderr, "%s: bad command\n", prog);
+		fprintf(stderr, "%s: bad command\n", bench_prog);
 		extref_fs_abort(xfs);
 		return 2;
 	}
@@ -431,7 +409,7 @@ static void p_make(const char *path, unsigned long long size,
 
 	if (size % bs || pieces == 0 || pieces > nblk) {
 		fprintf(stderr, "%s: SIZE must be whole 4 KiB blocks, "
-			"EXTENTS in [1, blocks]\n", prog);
+			"EXTENTS in [1, blocks]\n", bench_prog);
 		exit(2);
 	}
 	if (pieces == 1) {
@@ -567,7 +545,7 @@ static int p_main(int argc, char **argv)
 		       t, ts, p_extents(argv[1]));
 		free(buf);
 	} else {
-		fprintf(stderr, "%s: bad command\n", prog);
+		fprintf(stderr, "%s: bad command\n", bench_prog);
 		return 2;
 	}
 	return 0;
@@ -575,6 +553,7 @@ static int p_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	bench_prog = "reflink_bench";
 	if (argc < 3) {
 		fprintf(stderr,
 			"usage: %s IMAGE|--posix make FILE SIZE EXTENTS\n"
@@ -582,7 +561,8 @@ int main(int argc, char **argv)
 			"       %s IMAGE|--posix reflink SRC DST\n"
 			"       %s IMAGE|--posix reflinks SRC N PREFIX\n"
 			"       %s IMAGE|--posix cow FILE OFF LEN\n",
-			prog, prog, prog, prog, prog);
+			bench_prog, bench_prog, bench_prog, bench_prog,
+			bench_prog);
 		return 2;
 	}
 	if (!strcmp(argv[1], "--posix"))

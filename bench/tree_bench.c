@@ -14,14 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "extref.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "bench_util.h"
 
 static unsigned long long rng = 88172645463325252ULL;
 
@@ -46,14 +39,6 @@ static void shuffle(blk64_t *v, size_t n)
 	}
 }
 
-static void check(errcode_t err, const char *what)
-{
-	if (err) {
-		fprintf(stderr, "tree_bench: %s: %s\n", what, error_message(err));
-		exit(1);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	extref_fs_t xfs;
@@ -62,6 +47,8 @@ int main(int argc, char **argv)
 	unsigned long n, every, i;
 	blk64_t *v;
 	double t0, t_raise, t_lower;
+
+	bench_prog = "tree_bench";
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: %s IMAGE RECORDS [COMMIT_EVERY]\n",
