@@ -197,11 +197,29 @@ static errcode_t walk_run(struct xr_fsck *c, const struct xr_node_ref *q,
 	return err;
 }
 
+/*
+ * Pass 1's second half (the first is the inode scan's groups): how many
+ * levels there are is known only at the end, so each level fills half
+ * of what is left, from *base, and the end fills the rest.  Told when it
+ * moves by a group's worth.
+ */
+static void progress(struct xr_fsck *c, __u64 base, size_t done, size_t n,
+		     __u64 *last)
+{
+	__u64 g = c->fs->group_desc_count;
+	__u64 at = base + (2 * g - base) / 2 * done / (n ? n : 1);
+
+	if (c->opts->progress && at != *last)
+		c->opts->progress(1, at, 2 * g, c->opts->priv);
+	*last = at;
+}
+
 /* Every queued node, a level at a time, until no level is left. */
 errcode_t xr_fsck_extent_nodes(struct xr_fsck *c)
 {
 	struct xr_node_ref *q = NULL;
 	size_t n, i, j;
+	__u64 base = c->fs->group_desc_count, last = 0;
 	char *buf = NULL;
 	errcode_t err;
 
@@ -216,9 +234,12 @@ errcode_t xr_fsck_extent_nodes(struct xr_fsck *c)
 		for (i = 0; !err && i < n; i = j) {
 			j = run_end(q, n, i);
 			err = walk_run(c, q, i, j, buf);
+			progress(c, base, j, n, &last);
 		}
 		ext2fs_free_mem(&q);
+		base = last;
 	}
+	progress(c, 2 * c->fs->group_desc_count, 0, 0, &last);
 	ext2fs_free_mem(&buf);
 	return err;
 }

@@ -235,6 +235,22 @@ static errcode_t scan_groups(struct xr_fsck *c)
 	return err;
 }
 
+/*
+ * Pass 1's progress: the inode scan's groups are the first half, the
+ * extent blocks read after it the second (fsck_extents.c).
+ */
+static errcode_t group_done(ext2_filsys fs, ext2_inode_scan scan,
+			    dgrp_t group, void *priv)
+{
+	struct xr_fsck *c = priv;
+
+	(void) scan;
+	if (c->opts->progress)
+		c->opts->progress(1, group + 1, 2ULL * fs->group_desc_count,
+				  c->opts->priv);
+	return 0;
+}
+
 errcode_t xr_fsck_scan(struct xr_fsck *c)
 {
 	ext2_filsys fs = c->fs;
@@ -252,6 +268,7 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 		return err;
 	}
 	ext2fs_inode_scan_flags(scan, EXT2_SF_SKIP_MISSING_ITABLE, 0);
+	ext2fs_set_inode_callback(scan, group_done, c);
 	while (1) {
 		err = ext2fs_get_next_inode_full(scan, &ino, inode, isz);
 		if (err == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE ||
@@ -275,9 +292,6 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 			err = scan_inode(c, ino, inode);
 		if (err)
 			break;
-		if (c->opts->progress && (ino & 1023) == 0)
-			c->opts->progress(1, ino, fs->super->s_inodes_count,
-					  c->opts->priv);
 	}
 	ext2fs_close_inode_scan(scan);
 	ext2fs_free_mem(&inode);

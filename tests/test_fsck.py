@@ -377,3 +377,27 @@ def test_extent_node_claimed_twice_read_once(deep_image):
     assert re.search(rf"^0x0101 .*inode \d+ \(/sparse\): extent block "
                      rf"{kids[0]} is also a node of inode \d+ \(/sparse\)",
                      out, re.M), out
+
+
+def test_progress_lines(deep_image):
+    """-C 1: "PASS DONE TOTAL IMAGE" lines after e2fsck's own (passes
+    1-5); ours are 10-13, pass 11 (the scan) counts up to its total
+    without going back, its total twice the number of groups (inode
+    scan, then the extent blocks)."""
+    img, _ = deep_image
+    res = subprocess.run([fsck_bin(), "-n", "-f", "-C", "1", str(img)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, helpers.describe(res)
+    rows = [line.split() for line in res.stdout.splitlines()
+            if re.match(r"^\d+ \d+ \d+ ", line)]
+    ours = [(int(p), int(d), int(t)) for p, d, t, *_ in rows if int(p) >= 10]
+    assert [p for p, _, _ in ours] == sorted(p for p, _, _ in ours)
+    assert {p for p, _, _ in ours} == {10, 11, 12, 13}, ours
+    groups = int(helpers.dumpe2fs_header(img)["Block count"]) // \
+        int(helpers.dumpe2fs_header(img)["Blocks per group"])
+    scan = [(d, t) for p, d, t in ours if p == 11 and t > 1]
+    assert scan and all(t == 2 * groups for _, t in scan), scan
+    done = [d for d, _ in scan]
+    assert done == sorted(done) and done[-1] == 2 * groups, done
+    assert any(p < 10 for p, *_ in ((int(r[0]),) for r in rows)), \
+        "no e2fsck progress lines"
