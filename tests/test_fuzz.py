@@ -19,7 +19,16 @@ table).  A third base,
 
 gets its damage in the files' extent trees instead: fields and bits of
 their index and leaf blocks, and i_block words of their inodes, which
-fsck.extref parses itself.  On each damaged image it runs, all sanitized:
+fsck.extref parses itself.  A fourth,
+
+  dirs    a directory of 3,000 reflinks, indexed (an htree of two levels
+          on 1 KiB blocks),
+
+gets it in the directory's index (root info, counts, limits, hashes and
+block numbers of its index blocks, and bits of its leaves), which
+extref_lookup parses; there debugfs.extref also reflinks onto a name
+that exists, onto a new one, and removes one (lookups through the
+damaged index).  On each damaged image it runs, all sanitized:
 
   fsck.extref -n -f -E no_e2fsck; -y -f -E no_e2fsck; -n -f -E no_e2fsck;
   debugfs.extref -R check; debugfs.extref -R refcount
@@ -193,6 +202,50 @@ def make_trees(path, tmp):
     return TreeBase(path, ["/d/e/sparse", "/copy", "/small"])
 
 
+class DirBase:
+    """A big indexed directory to damage: its index and leaf blocks."""
+    repairable = False
+
+    def __init__(self, img, names):
+        self.img = img
+        self.names = names
+        self.bs = int(helpers.dumpe2fs_header(img)["Block size"])
+        out = helpers.debugfs(img, "stat /d").stdout
+        size = int(re.search(r"Size: (\d+)", out)[1])
+        self.pblk = {}
+        for lblk in range(size // self.bs):
+            b = helpers.debugfs(img, f"bmap /d {lblk}").stdout.strip()
+            self.pblk[lblk] = int(b)
+        # index nodes: an empty entry over the whole block, then a
+        # count/limit whose limit fills the block (less the tail)
+        self.index = [0]
+        limit = (self.bs - 16) // 8
+        with open(img, "rb") as f:
+            for lblk, pblk in self.pblk.items():
+                f.seek(pblk * self.bs)
+                b = f.read(16)
+                if (lblk and b[:4] == b"\0\0\0\0" and
+                        struct.unpack("<H", b[4:6])[0] == self.bs and
+                        struct.unpack("<H", b[8:10])[0] == limit):
+                    self.index.append(lblk)
+
+
+def make_dirs(path, tmp):
+    helpers.mkfs(path, "16M", "-q", "-b", "1024")
+    src = tmp / "dirs-src"
+    src.write_bytes(b"x" * 3000)
+    names = [f"entry-with-a-long-name-{i}" for i in range(3000)]
+    script = tmp / "dirs.cmds"
+    script.write_text("\n".join([f"write {src} /f", "mkdir /d"] +
+                                [f"reflink /f /d/{n}" for n in names]) + "\n")
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-f", str(script),
+                 str(path)])
+    helpers.e2fsck_fn(path)
+    base = DirBase(path, names)
+    assert len(base.index) > 2, "the directory's index has one level"
+    return base
+
+
 # ----- damage -----
 
 HDR_FIELDS = [(0x00, 4), (0x04, 2), (0x06, 2), (0x08, 4), (0x0c, 4),
@@ -271,10 +324,45 @@ def damage_trees(img, base, rng):
     return done
 
 
+def damage_dirs(img, base, rng):
+    """1-4 changes to the directory's index or leaves."""
+    done = []
+    with open(img, "r+b") as f:
+        for _ in range(rng.randint(1, 4)):
+            lblk = rng.choice(base.index * 3 + sorted(base.pblk))
+            pblk = base.pblk[lblk]
+            f.seek(pblk * base.bs)
+            blk = bytearray(f.read(base.bs))
+            if lblk in base.index and rng.random() < 0.8:
+                first = 32 if lblk == 0 else 8
+                fields = [(first, 2), (first + 2, 2)]
+                fields += [(first + 8 * i + k, 4) for i in range(1, 12)
+                           for k in (0, 4)]
+                if lblk == 0:
+                    fields += [(24, 4), (28, 1), (29, 1), (30, 1)]
+                off, size = rng.choice(fields)
+                top = (1 << (8 * size)) - 1
+                val = rng.choice([0, 1, 2, 3, top, top >> 1,
+                                  rng.randint(0, top),
+                                  rng.randint(0, 400)]) & top
+                blk[off:off + size] = val.to_bytes(size, "little")
+                desc = f"dir lblk {lblk} field@{off:#x}={val:#x}"
+            else:
+                off = rng.randrange(base.bs)
+                blk[off] ^= 1 << rng.randrange(8)
+                desc = f"dir lblk {lblk} bitflip@{off:#x}"
+            f.seek(pblk * base.bs)
+            f.write(blk)
+            done.append(desc)
+    return done
+
+
 def damage(img, base, rng):
     """Apply 1-4 random changes; returns their description."""
     if isinstance(base, TreeBase):
         return damage_trees(img, base, rng)
+    if isinstance(base, DirBase):
+        return damage_dirs(img, base, rng)
     done = []
     with open(img, "r+b") as f:
         for _ in range(rng.randint(1, 4)):
@@ -367,6 +455,13 @@ def one_seed(seed, bases, tools, workdir):
                                 str(img)]),
              ("debugfs check", [dbg, "-R", "check", str(img)]),
              ("debugfs refcount", [dbg, "-R", "refcount", str(img)])]
+    if isinstance(base, DirBase):
+        name = rng.choice(base.names)
+        steps = [(f"lookups ({name})",
+                  [dbg, "-w", "-R", f"reflink /f /d/{name}", str(img)]),
+                 ("new name", [dbg, "-w", "-R", "reflink /f /d/new-name",
+                               str(img)]),
+                 ("rm", [dbg, "-w", "-R", f"rm /d/{name}", str(img)])] + steps
     result = {"seed": seed, "base": base.img.name, "changes": changes,
               "crash": None, "repair": None}
     for name, cmd in steps:
@@ -394,7 +489,8 @@ def one_seed(seed, bases, tools, workdir):
 def fuzz_results(san_build, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
     bases = [make_deep(tmp / "deep.img"), make_files(tmp / "files.img", tmp),
-             make_trees(tmp / "trees.img", tmp)]
+             make_trees(tmp / "trees.img", tmp),
+             make_dirs(tmp / "dirs.img", tmp)]
     workers = max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as ex:
         results = list(ex.map(lambda s: one_seed(s, bases, san_build, tmp),
