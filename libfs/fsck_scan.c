@@ -2,8 +2,10 @@
  * fsck_scan.c --- pass 1: every in-use inode's extent mappings, and the
  * blocks the filesystem uses for metadata.
  *
- * Corrupt extent trees are survived: the mappings read before the damage
- * are kept, the inode is reported, and the scan goes on.
+ * The inode scan reads the roots in the inodes; the files' extent blocks
+ * are read after it, a tree level at a time (fsck_extents.c).  Corrupt
+ * extent trees are survived: what reads is kept, the inode is reported
+ * (after the scan, with its path), and the scan goes on.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
