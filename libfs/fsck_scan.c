@@ -51,10 +51,16 @@ next:
 errcode_t xr_fsck_add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			   ext2_ino_t ino, int kind)
 {
+	struct xr_meta *last = c->nmeta ? &c->meta[c->nmeta - 1] : NULL;
 	errcode_t err;
 
 	if (len == 0)
 		return 0;
+	if (last && last->ino == ino && (int)last->kind == kind &&
+	    last->pblk + last->len == pblk) {
+		last->len += len;	/* flex_bg packs bitmaps and tables */
+		return 0;
+	}
 	err = xr_grow(&c->meta, &c->capmeta, c->nmeta, sizeof(*c->meta));
 	if (err)
 		return err;
@@ -209,16 +215,20 @@ static void report_bad(struct xr_fsck *c)
 	c->nbad = 0;
 }
 
-/* Superblocks, descriptors, reserved GDT, bitmaps and inode tables. */
+/*
+ * Superblocks, descriptors, reserved GDT, bitmaps and inode tables: each
+ * kind over all groups in turn, so that those flex_bg packs together
+ * become one range each.
+ */
 static errcode_t scan_groups(struct xr_fsck *c)
 {
 	ext2_filsys fs = c->fs;
-	dgrp_t g;
+	dgrp_t g, n = fs->group_desc_count;
 	blk64_t super, old_desc, new_desc, start;
 	blk_t used;
 	errcode_t err = 0;
 
-	for (g = 0; !err && g < fs->group_desc_count; g++) {
+	for (g = 0; !err && g < n; g++) {
 		ext2fs_super_and_bgd_loc2(fs, g, &super, &old_desc, &new_desc,
 					  &used);
 		start = ext2fs_group_first_block2(fs, g);
@@ -226,14 +236,14 @@ static errcode_t scan_groups(struct xr_fsck *c)
 			err = group_meta(c, start, used);
 		if (!err && new_desc)
 			err = group_meta(c, new_desc, 1);
-		if (!err)
-			err = group_meta(c, ext2fs_block_bitmap_loc(fs, g), 1);
-		if (!err)
-			err = group_meta(c, ext2fs_inode_bitmap_loc(fs, g), 1);
-		if (!err)
-			err = group_meta(c, ext2fs_inode_table_loc(fs, g),
-					 fs->inode_blocks_per_group);
 	}
+	for (g = 0; !err && g < n; g++)
+		err = group_meta(c, ext2fs_block_bitmap_loc(fs, g), 1);
+	for (g = 0; !err && g < n; g++)
+		err = group_meta(c, ext2fs_inode_bitmap_loc(fs, g), 1);
+	for (g = 0; !err && g < n; g++)
+		err = group_meta(c, ext2fs_inode_table_loc(fs, g),
+				 fs->inode_blocks_per_group);
 	return err;
 }
 
