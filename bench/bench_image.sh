@@ -77,8 +77,14 @@ for d in "${dirs[@]}"; do
 	other "mksquashfs" mksquashfs "$src" "$work/i" -quiet -no-progress
 	other "mksquashfs (uncompressed)" mksquashfs "$src" "$work/i" -quiet \
 		-no-progress -noI -noD -noF -noX
-	printf 'saved by deduplication: mkfs.extref block %d bytes (vs --dedup=none), mkfs.erofs chunks %d bytes (vs plain erofs)\n' \
-		$(( ${bytes["mkfs.extref --dedup=none"]} - ${bytes["mkfs.extref --dedup=block"]} )) \
-		$(( ${bytes["mkfs.erofs"]} - ${bytes["mkfs.erofs --chunksize=4096"]} ))
+	# a tool that failed has 0 bytes: no saving to show for it
+	saved() {
+		if [ "${bytes[$1]}" -gt 0 ] && [ "${bytes[$2]}" -gt 0 ]; then
+			echo "$(( ${bytes[$1]} - ${bytes[$2]} )) bytes"
+		else
+			echo "- (a run failed)"
+		fi
+	}
+	echo "saved by deduplication: mkfs.extref block $(saved "mkfs.extref --dedup=none" "mkfs.extref --dedup=block") (vs --dedup=none), mkfs.erofs chunks $(saved "mkfs.erofs" "mkfs.erofs --chunksize=4096") (vs plain erofs)"
 	unset bytes
 done
