@@ -66,6 +66,7 @@ struct xr_pending_problem {
 
 struct xr_fsck {
 	ext2_filsys			fs;
+	blk64_t				first_block, nblocks;	/* of fs */
 	const struct extref_fsck_opts	*opts;
 	struct extref_fsck_result	*res;
 
@@ -115,7 +116,7 @@ errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 errcode_t xr_fsck_add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			   ext2_ino_t ino, int kind);
 /* fsck_extents.c (pass 1, extent trees) */
-int xr_fsck_in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len);
+int xr_fsck_in_fs(const struct xr_fsck *c, blk64_t pblk, blk64_t len);
 errcode_t xr_fsck_extent_root(struct xr_fsck *c, ext2_ino_t ino,
 			      const struct ext2_inode *inode);
 errcode_t xr_fsck_extent_nodes(struct xr_fsck *c);

@@ -117,6 +117,8 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
 	c.fs = fs;
+	c.first_block = fs->super->s_first_data_block;
+	c.nblocks = ext2fs_blocks_count(fs->super);
 	c.opts = opts;
 	c.res = res;
 	if (opts->mode != EXTREF_FSCK_NO && !(fs->flags & EXT2_FLAG_RW))

@@ -25,12 +25,11 @@
 #define RUN_MAX_GAP	8	/* unwanted blocks read to join two runs */
 #define MAX_DEPTH	5	/* as the kernel's EXT4_MAX_EXTENT_DEPTH */
 
-int xr_fsck_in_fs(ext2_filsys fs, blk64_t pblk, blk64_t len)
+/* Whether [pblk, pblk + len) is a non-empty range inside the fs. */
+int xr_fsck_in_fs(const struct xr_fsck *c, blk64_t pblk, blk64_t len)
 {
-	blk64_t total = ext2fs_blocks_count(fs->super);
-
-	return len && pblk >= fs->super->s_first_data_block &&
-	       pblk < total && len <= total - pblk;
+	return len && pblk >= c->first_block && pblk < c->nblocks &&
+	       len <= c->nblocks - pblk;
 }
 
 static errcode_t queue_node(struct xr_fsck *c, blk64_t pblk, ext2_ino_t ino,
@@ -73,7 +72,7 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 
 			if (len > EXT_INIT_MAX_LEN)
 				len -= EXT_INIT_MAX_LEN;	/* unwritten */
-			if (!xr_fsck_in_fs(c->fs, p, len)) {
+			if (!xr_fsck_in_fs(c, p, len)) {
 				*bad = EXT2_ET_EXTENT_LEAF_BAD;
 				break;
 			}
@@ -87,7 +86,7 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 			blk64_t p = ext2fs_le32_to_cpu(ix->ei_leaf) +
 				    (hi << 32);
 
-			if (!xr_fsck_in_fs(c->fs, p, 1)) {
+			if (!xr_fsck_in_fs(c, p, 1)) {
 				*bad = EXT2_ET_EXTENT_INDEX_BAD;
 				break;
 			}

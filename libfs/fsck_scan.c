@@ -99,7 +99,7 @@ static errcode_t scan_tree_extents(struct xr_fsck *c, struct ext2_inode *inode)
 		op = EXT2_EXTENT_NEXT;
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
 			continue;
-		if (!xr_fsck_in_fs(c->fs, e.e_pblk,
+		if (!xr_fsck_in_fs(c, e.e_pblk,
 				   (e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ?
 				   e.e_len : 1)) {
 			gerr = EXT2_ET_EXTENT_LEAF_BAD;
@@ -148,8 +148,8 @@ static int scan_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 {
 	struct blk_walk *w = priv;
 
-	(void) ref_blk; (void) ref_offset;
-	if (!xr_fsck_in_fs(fs, *blocknr, 1))
+	(void) fs; (void) ref_blk; (void) ref_offset;
+	if (!xr_fsck_in_fs(w->c, *blocknr, 1))
 		return 0;
 	if (blockcnt < 0)
 		w->err = xr_fsck_add_meta(w->c, *blocknr, 1, w->ino,
@@ -166,7 +166,7 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 	struct blk_walk w = { c, ino, 0 };
 	errcode_t err = 0;
 
-	if (acl && xr_fsck_in_fs(c->fs, acl, 1))
+	if (acl && xr_fsck_in_fs(c, acl, 1))
 		err = xr_fsck_add_meta(c, acl, 1, ino, XR_META_XATTR);
 	if (err)
 		return err;
