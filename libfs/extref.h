@@ -38,10 +38,11 @@ struct extref_rec {
 #define EXTREF_OPEN_NO_TREE	0x0002	/* open the ext4 part only */
 #define EXTREF_OPEN_FORCE	0x0004	/* ext4 part only if the tree fails */
 /*
- * An image still being built (mkfs): writes go straight to the file in
- * the order the write rules give, but flushes do not fsync; close syncs
- * once.  A crash of the process keeps the order (the kernel has every
- * write); a power cut does not, and leaves an unfinished image anyway.
+ * An image still being built, that nothing reads before the tool is done
+ * (mkfs): flushes do nothing, so blocks rewritten at every commit (the
+ * tree's header) reach the file once; close writes everything and syncs.
+ * Interrupted, the image is unfinished whatever the order of its writes:
+ * the write rules of extref_ops.h hold only at close.
  */
 #define EXTREF_OPEN_NOSYNC	0x0008
 

@@ -14,7 +14,8 @@ struct extref_fs {
 	errcode_t	(*sync_flush)(io_channel);	/* EXTREF_OPEN_NOSYNC */
 };
 
-static errcode_t flush_without_sync(io_channel io)
+/* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
+static errcode_t flush_later(io_channel io)
 {
 	(void) io;
 	return 0;
@@ -26,9 +27,8 @@ static errcode_t flush_without_sync(io_channel io)
  * a crash between two of them leaves a superblock whose checksum fails
  * (and a one-group image has no backup).  Without write_byte it writes
  * the whole superblock in one write: the channel gets a copy of its
- * manager without write_byte.  For EXTREF_OPEN_NOSYNC, the copy also has
- * the channel's cache off (every write goes to the file at once) and a
- * flush that does not fsync.
+ * manager without write_byte.  For EXTREF_OPEN_NOSYNC, the copy's flush
+ * does nothing until close.
  */
 static void set_io_manager(struct extref_fs *xfs)
 {
@@ -37,10 +37,9 @@ static void set_io_manager(struct extref_fs *xfs)
 	xfs->orig_iom = io->manager;
 	xfs->iom = *io->manager;
 	xfs->iom.write_byte = NULL;
-	if ((xfs->flags & EXTREF_OPEN_NOSYNC) && xfs->iom.flush &&
-	    !io_channel_set_options(io, "cache=off")) {
+	if ((xfs->flags & EXTREF_OPEN_NOSYNC) && xfs->iom.flush) {
 		xfs->sync_flush = xfs->iom.flush;
-		xfs->iom.flush = flush_without_sync;
+		xfs->iom.flush = flush_later;
 	}
 	io->manager = &xfs->iom;
 }
