@@ -13,46 +13,6 @@
 #include <string.h>
 #include "debugfs.h"
 
-/* Implementations (inspect.c, fiemap.c, refcount_cmds.c, du.c, ...). */
-int impl_open(struct cmd_args *a);
-int impl_close(struct cmd_args *a);
-int impl_stats(struct cmd_args *a);
-int impl_ls(struct cmd_args *a);
-int impl_cd(struct cmd_args *a);
-int impl_pwd(struct cmd_args *a);
-int impl_stat(struct cmd_args *a);
-int impl_fiemap(struct cmd_args *a);
-int impl_cat(struct cmd_args *a);
-int impl_dump(struct cmd_args *a);
-int impl_refcount(struct cmd_args *a);
-int impl_refcount_tree(struct cmd_args *a);
-int impl_owners(struct cmd_args *a);
-int impl_du(struct cmd_args *a);
-int impl_check(struct cmd_args *a);
-int impl_write(struct cmd_args *a);
-int impl_mkdir(struct cmd_args *a);
-int impl_rm(struct cmd_args *a);
-int impl_rmdir(struct cmd_args *a);
-int impl_symlink(struct cmd_args *a);
-int impl_reflink(struct cmd_args *a);
-int impl_clone_range(struct cmd_args *a);
-int impl_dedupe(struct cmd_args *a);
-int impl_pwrite(struct cmd_args *a);
-int impl_truncate(struct cmd_args *a);
-int impl_punch(struct cmd_args *a);
-int impl_unshare(struct cmd_args *a);
-int impl_chmod(struct cmd_args *a);
-int impl_chown(struct cmd_args *a);
-int impl_setxattr(struct cmd_args *a);
-int impl_getxattr(struct cmd_args *a);
-int impl_listxattr(struct cmd_args *a);
-/* expert.c: raw edits for building corrupted images */
-int impl_set_tree_header(struct cmd_args *a);
-int impl_set_tree_node(struct cmd_args *a);
-int impl_set_tree_entry(struct cmd_args *a);
-int impl_map_raw(struct cmd_args *a);
-int impl_set_block_bitmap(struct cmd_args *a);
-int impl_drop_tree(struct cmd_args *a);
 
 #define RO	CMD_IMAGE
 #define RT	(CMD_IMAGE | CMD_TREE)

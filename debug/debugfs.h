@@ -118,4 +118,48 @@ typedef int (*run_func)(blk64_t pblk, blk64_t len, __u32 count, void *priv);
  * the tree is not loaded (unknown). */
 errcode_t refcount_runs(blk64_t pblk, blk64_t len, run_func func, void *priv);
 
+/*
+ * The commands' implementations (inspect.c, fiemap.c, refcount_cmds.c,
+ * du.c, ...), dispatched by cmds.c's table.
+ */
+int impl_open(struct cmd_args *a);
+int impl_close(struct cmd_args *a);
+int impl_stats(struct cmd_args *a);
+int impl_ls(struct cmd_args *a);
+int impl_cd(struct cmd_args *a);
+int impl_pwd(struct cmd_args *a);
+int impl_stat(struct cmd_args *a);
+int impl_fiemap(struct cmd_args *a);
+int impl_cat(struct cmd_args *a);
+int impl_dump(struct cmd_args *a);
+int impl_refcount(struct cmd_args *a);
+int impl_refcount_tree(struct cmd_args *a);
+int impl_owners(struct cmd_args *a);
+int impl_du(struct cmd_args *a);
+int impl_check(struct cmd_args *a);
+int impl_write(struct cmd_args *a);
+int impl_mkdir(struct cmd_args *a);
+int impl_rm(struct cmd_args *a);
+int impl_rmdir(struct cmd_args *a);
+int impl_symlink(struct cmd_args *a);
+int impl_reflink(struct cmd_args *a);
+int impl_clone_range(struct cmd_args *a);
+int impl_dedupe(struct cmd_args *a);
+int impl_pwrite(struct cmd_args *a);
+int impl_truncate(struct cmd_args *a);
+int impl_punch(struct cmd_args *a);
+int impl_unshare(struct cmd_args *a);
+int impl_chmod(struct cmd_args *a);
+int impl_chown(struct cmd_args *a);
+int impl_setxattr(struct cmd_args *a);
+int impl_getxattr(struct cmd_args *a);
+int impl_listxattr(struct cmd_args *a);
+/* expert.c: raw edits for building corrupted images */
+int impl_set_tree_header(struct cmd_args *a);
+int impl_set_tree_node(struct cmd_args *a);
+int impl_set_tree_entry(struct cmd_args *a);
+int impl_map_raw(struct cmd_args *a);
+int impl_set_block_bitmap(struct cmd_args *a);
+int impl_drop_tree(struct cmd_args *a);
+
 #endif /* DEBUGFS_EXTREF_H */

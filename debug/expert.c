@@ -15,13 +15,6 @@
 #include "debugfs.h"
 #include "extref_format.h"
 
-int impl_set_tree_header(struct cmd_args *a);
-int impl_set_tree_node(struct cmd_args *a);
-int impl_set_tree_entry(struct cmd_args *a);
-int impl_map_raw(struct cmd_args *a);
-int impl_set_block_bitmap(struct cmd_args *a);
-int impl_drop_tree(struct cmd_args *a);
-
 /* A field of an on-disk structure: name, byte offset, width in bytes. */
 struct xfield {
 	const char	*name;
