@@ -88,17 +88,13 @@ static errcode_t fill_leaf(ext2_filsys fs, char *buf,
 		ext2fs_dirent_set_name_len(d, v[i].name_len);
 		ext2fs_dirent_set_file_type(d, v[i].type);
 		memcpy(d->name, v[i].name, v[i].name_len);
+		err = ext2fs_set_rec_len(fs, rl, d);
 		last = off;
 		off += rl;
 	}
 	/* the last entry (or the one empty entry) runs to the tail */
-	err = ext2fs_set_rec_len(fs, space - last, d);
-	for (i = 0, off = 0; !err && i + 1 < n; i++) {
-		d = (struct ext2_dir_entry *)(buf + off);
-		err = ext2fs_set_rec_len(fs, EXT2_DIR_REC_LEN(v[i].name_len),
-					 d);
-		off += EXT2_DIR_REC_LEN(v[i].name_len);
-	}
+	if (!err)
+		err = ext2fs_set_rec_len(fs, space - last, d);
 	if (!err && csum_tails(fs))
 		ext2fs_initialize_dirent_tail(fs, EXT2_DIRENT_TAIL(buf,
 							fs->blocksize));
