@@ -18,7 +18,7 @@ leaves stale bitmaps and group checksums (libext2fs writes them at close),
 and plain debugfs refuses to open such an image at all.
 
 The operations run in debugfs.extref under the fault-injecting io manager
-(libfs/faultio.c), selected by EXTREF_FAULT.
+(libfs/tree/faultio.c), selected by EXTREF_FAULT.
 """
 
 import os

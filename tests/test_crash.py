@@ -1,7 +1,7 @@
 """Crash tests: every operation interrupted after each of its writes.
 
 The operations run in debugfs.extref on top of the fault-injecting io
-manager (libfs/faultio.c, selected by the environment variable
+manager (libfs/tree/faultio.c, selected by the environment variable
 EXTREF_FAULT):
 
 - EXTREF_FAULT=count counts the writes W of an operation;

@@ -33,7 +33,7 @@ CASES = sorted(p.name for p in CASES_DIR.iterdir()
 UPDATE = os.environ.get("EXTREF_UPDATE_EXPECT") == "1"
 
 # extref_problem_info has no "fix" field: the codes whose table entry has
-# no repair (libfs/problem.c), for which -y exits 4.
+# no repair (libfs/check/problem.c), for which -y exits 4.
 UNFIXABLE = {0x0101, 0x0102}
 
 

@@ -1,6 +1,6 @@
 """Indexed (htree) directories: a directory the operations fill past one
 block becomes indexed, as the kernel makes it, and names are looked up
-through the index (libfs/htree.c).
+through the index (libfs/ops/htree.c).
 
 Oracles nobody here wrote: stock e2fsck -fn checks every htree (hash
 order of the leaves, the index's limits and checksums); stock debugfs
@@ -124,7 +124,7 @@ def _names(img, path):
 
 def test_crash_while_a_directory_becomes_indexed(tmp_path):
     """The reflink that makes a directory indexed, crashed after every
-    one of its writes (libfs/faultio.c): after fsck.extref -y (e2fsck
+    one of its writes (libfs/tree/faultio.c): after fsck.extref -y (e2fsck
     first), both checkers are clean and the directory holds every old
     name once, plus the new one or not, with nothing in lost+found."""
     img = tmp_path / "base.img"

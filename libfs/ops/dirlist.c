@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "extref_int.h"
+#include "tree/extref_int.h"
 #include "extref_ops.h"
 
 struct lister {

@@ -11,8 +11,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "extref_int.h"
-#include "extref_ops_int.h"
+#include "tree/extref_int.h"
+#include "ops/extref_ops_int.h"
 
 struct cand {
 	__u64		hash;

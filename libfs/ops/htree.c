@@ -21,7 +21,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "extref_int.h"
+#include "tree/extref_int.h"
 #include "extref_ops_int.h"
 
 #define ROOT_INFO_OFF	24	/* after "." (12) and ".." (12) */

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 #include "extref_fsck_int.h"
-#include "extref_ops_int.h"
+#include "ops/extref_ops_int.h"
 
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
 {
