@@ -21,6 +21,9 @@
 extern "C" {
 #endif
 
+/* Everything declared here is exported; the rest of the library is not. */
+#pragma GCC visibility push(default)
+
 #define EXTREF_LIB_VERSION	"0.1.0"
 
 typedef struct extref_fs *extref_fs_t;
@@ -168,6 +171,8 @@ errcode_t extref_tree_check(extref_tree_t tree, extref_problem_func report,
 /* The same check on a filesystem whose tree could not be opened. */
 errcode_t extref_check_fs(ext2_filsys fs, extref_problem_func report,
 			  void *priv);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,9 @@
 extern "C" {
 #endif
 
+/* Everything declared here is exported; the rest of the library is not. */
+#pragma GCC visibility push(default)
+
 /* Problem codes: stable, never reused. */
 #define PR_X_FEATURE_MISSING	0x0001	/* blocks shared, feature off */
 #define PR_X_TREE_MISSING	0x0002	/* feature on, no tree */
@@ -98,6 +101,8 @@ struct extref_problem_info {
 	int		preen_ok;
 };
 const struct extref_problem_info *extref_problem_table(size_t *n);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,9 @@
 extern "C" {
 #endif
 
+/* Everything declared here is exported; the rest of the library is not. */
+#pragma GCC visibility push(default)
+
 /* How a reflinked file gets its metadata. */
 #define EXTREF_REFLINK_PRESERVE	0x0001	/* snapshot: owner, mode, times, xattrs */
 #define EXTREF_REFLINK_RECURSIVE 0x0002	/* SRC may be a directory */
@@ -190,6 +193,8 @@ typedef int (*extref_mapping_func)(const struct extref_mapping *m,
  */
 errcode_t extref_iterate_mappings(extref_fs_t fs, ext2_ino_t ino,
 				  extref_mapping_func func, void *priv);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

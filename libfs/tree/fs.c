@@ -156,3 +156,16 @@ void extref_fs_abort(extref_fs_t xfs)
 	ext2fs_free(xfs->fs);
 	ext2fs_free_mem(&xfs);
 }
+
+/*
+ * Register the library's error table and libext2fs's when the library is
+ * loaded, so that error_message() names every code a call returns without
+ * the program registering anything.  Registering a table twice (a program
+ * that also does it) is harmless: the first match wins.
+ */
+__attribute__((constructor))
+static void xr_register_error_tables(void)
+{
+	initialize_xref_error_table();
+	initialize_ext2_error_table();
+}

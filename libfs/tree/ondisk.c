@@ -6,6 +6,7 @@
  */
 #include <string.h>
 #include "extref_int.h"
+#include "ondisk_checks.h"
 
 void xr_hdr_to_cpu(const struct extref_disk_header *d,
 		   struct extref_disk_header *c)

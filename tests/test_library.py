@@ -1,0 +1,131 @@
+"""libextref as an installed product: what `make install` gives a program.
+
+The example program (examples/reflink_file.c) is built against a
+`make install DESTDIR=...` tree with pkg-config, linked dynamically, and
+run: it reflinks a file inside an image (read back with stock debugfs,
+checked by stock e2fsck) and prints a library error through com_err's
+error_message() without registering any table itself.  The shared
+library exports only extref_* symbols, versioned EXTREF_1.0, and every
+public header compiles as C++.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import helpers
+
+PUBLIC = ["extref.h", "extref_format.h", "extref_ops.h", "extref_fsck.h",
+          "extref_err.h"]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("destdir")
+    helpers.run(["make", "-s", "-C", str(helpers.BUILD_DIR), "install",
+                 f"DESTDIR={dest}"])
+    pcs = list(dest.rglob("extref.pc"))
+    assert len(pcs) == 1, pcs
+    return dest, pcs[0].parent
+
+
+def pkg_config(pcdir, *args):
+    env = dict(os.environ, PKG_CONFIG_PATH=str(pcdir))
+    # --define-prefix: the prefix from where the .pc file was installed
+    res = helpers.run(["pkg-config", "--define-prefix", *args, "extref"],
+                      env=env)
+    return res.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def example(installed, tmp_path_factory):
+    dest, pcdir = installed
+    out = tmp_path_factory.mktemp("example") / "reflink_file"
+    src = helpers.REPO_ROOT / "examples" / "reflink_file.c"
+    flags = pkg_config(pcdir, "--cflags", "--libs")
+    helpers.run(["cc", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                 str(src), *flags])
+    libdir = pcdir.parent
+    return out, dict(os.environ, LD_LIBRARY_PATH=str(libdir)), libdir
+
+
+def test_every_public_header_installed(installed):
+    dest, _ = installed
+    inc = list(dest.rglob("extref.h"))[0].parent
+    for h in PUBLIC:
+        assert (inc / h).is_file(), h
+
+
+def test_example_links_dynamically(example):
+    prog, env, libdir = example
+    res = helpers.run(["ldd", str(prog)], env=env)
+    line = [ln for ln in res.stdout.splitlines() if "libextref" in ln]
+    assert line and str(libdir) in line[0], res.stdout
+
+
+def test_example_reflinks_a_file(example, tmp_path):
+    prog, env, _ = example
+    img = tmp_path / "x.img"
+    helpers.mkfs(img, "16M")
+    payload = tmp_path / "payload"
+    payload.write_bytes(os.urandom(50000))
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                 f"write {payload} /a", str(img)])
+    res = helpers.run([str(prog), str(img), "/a", "/b"], env=env)
+    assert "reflinked /a to /b" in res.stdout
+    assert helpers.debugfs_cat(img, "/b") == payload.read_bytes()
+    helpers.e2fsck_fn(img)
+    st = helpers.run([helpers.binary("debugfs.extref"), "-R", "stat /b",
+                      str(img)]).stdout
+    assert re.search(r"count 2|shared", st), st
+
+
+def test_example_prints_library_error_unregistered(example, tmp_path):
+    """error_message() names an extref code: the library registered it."""
+    prog, env, _ = example
+    img = tmp_path / "plain.img"
+    helpers.run(["truncate", "-s", "16M", str(img)])
+    helpers.run(["mke2fs", "-qF", "-t", "ext4", str(img)])
+    res = helpers.run([str(prog), str(img), "/a", "/b"], env=env, check=False)
+    assert res.returncode == 1
+    assert "Filesystem lacks the shared_blocks feature" in res.stderr, \
+        res.stderr
+    assert "Unknown code" not in res.stderr
+    # a libext2fs code, also without registration
+    res = helpers.run([str(prog), str(img) + ".none", "/a", "/b"], env=env,
+                      check=False)
+    assert res.returncode == 1 and "Unknown code" not in res.stderr
+
+
+def test_only_extref_symbols_exported(installed):
+    dest, pcdir = installed
+    so = sorted(pcdir.parent.glob("libextref.so.*.*"))[0]
+    res = helpers.run(["nm", "-D", "--defined-only", str(so)])
+    names = [ln.split()[-1].split("@")[0]
+             for ln in res.stdout.splitlines() if ln.strip()]
+    assert names, res.stdout
+    # the version node itself is listed as an absolute symbol
+    bad = [n for n in names if not n.startswith("extref_")
+           and n != "EXTREF_1.0"]
+    assert bad == []
+    assert "extref_reflink" in names and "extref_fs_open" in names
+    res = helpers.run(["objdump", "-T", str(so)])
+    assert re.search(r"EXTREF_1\.0\s+extref_fs_open", res.stdout)
+
+
+def test_public_headers_compile_as_cxx(installed, tmp_path):
+    cxx = shutil.which("g++")
+    assert cxx, "g++ (build-essential) is a build dependency"
+    _, pcdir = installed
+    src = tmp_path / "all.cc"
+    src.write_text("".join(f"#include <{h}>\n" for h in PUBLIC) +
+                   "int main() { extref_fs_t fs = nullptr; (void)fs; "
+                   "return 0; }\n")
+    flags = pkg_config(pcdir, "--cflags")
+    res = subprocess.run([cxx, "-std=c++17", "-Wall", "-Werror", "-c",
+                          "-o", str(tmp_path / "all.o"), str(src), *flags],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
