@@ -99,14 +99,27 @@ def san_build():
             dst = work / f.decode()
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, dst)
-    for cmd in (["sh", "./autogen.sh"],
-                ["sh", "./configure", "--enable-sanitizers"],
-                ["make", "-j2", "fsck/fsck.extref", "debug/debugfs.extref"]):
-        res = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
+    # Built out of tree (a build directory beside the sources), which
+    # also keeps that way of building working.
+    build = work / "build"
+    build.mkdir()
+    before = sorted(p.relative_to(work) for p in work.rglob("*")
+                    if "build" not in p.relative_to(work).parts)
+    for cmd, cwd in ((["sh", "./autogen.sh"], work),
+                     (["sh", "../configure", "--enable-sanitizers"], build),
+                     (["make", "-j2", "fsck/fsck.extref",
+                       "debug/debugfs.extref"], build)):
+        res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
                              timeout=900)
         assert res.returncode == 0, helpers.describe(res)
-    yield {"fsck": str(work / "fsck/fsck.extref"),
-           "debugfs": str(work / "debug/debugfs.extref")}
+    after = sorted(p.relative_to(work) for p in work.rglob("*")
+                   if "build" not in p.relative_to(work).parts)
+    made = set(after) - set(before)
+    # autogen.sh's outputs belong to the source tree; nothing else may land
+    assert {str(p) for p in made} <= {"configure", "autom4te.cache"} | {
+        str(p) for p in made if p.parts[0] == "autom4te.cache"}, made
+    yield {"fsck": str(build / "fsck/fsck.extref"),
+           "debugfs": str(build / "debug/debugfs.extref")}
     shutil.rmtree(work, ignore_errors=True)
 
 
