@@ -5,9 +5,16 @@
   EXTREF_FAULT_NOMEM in the environment change nothing.  A copy of the
   tree is built that way (module fixture, in a temporary directory, as
   test_fuzz.py builds its sanitizer copy; -O0 to keep it short).
+- An allocation failure while fsck.extref loads the tree's records
+  (fsck_compare.c, load_rec) or defers a problem (report) is an
+  operational error (exit 8), never a list of problems that are not
+  there nor a problem silently dropped.  Allocations are failed one at a
+  time with EXTREF_FAULT_NOMEM=N (the N-th array growth fails; a test
+  build's hook, libfs/tree/faultio.c), for every N the run reaches.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -85,3 +92,99 @@ def test_production_build_ignores_extref_fault(production_build, tmp_path):
         got = helpers.debugfs(img, f"cat /f{i}", text=False).stdout
         assert got == data.read_bytes(), env
     helpers.e2fsck_fn(img)
+
+
+# ----- allocation failures in fsck.extref -----
+
+_NO_FAULTS = helpers.fault_injection_skip_reason()
+needs_faults = pytest.mark.skipif(_NO_FAULTS is not None,
+                                  reason=_NO_FAULTS or "")
+
+PROBLEM = re.compile(r"^(0x[0-9a-f]{4}) .*?: (blocks [0-9-]+: recorded \d+, "
+                     r"mapped [^,]+),", re.M)
+
+
+def _shell(img, cmds, tmp_path):
+    script = tmp_path / "cmds"
+    script.write_text("\n".join(cmds) + "\n")
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-f", str(script),
+                 str(img)])
+
+
+@pytest.fixture(scope="module")
+def many_records(tmp_path_factory):
+    """60 files of 4 blocks, each reflinked once (count 2) or twice
+    (count 3), alternately: 60 records, more than one growth of every
+    array that holds them."""
+    tmp = tmp_path_factory.mktemp("records")
+    img = tmp / "m.img"
+    helpers.mkfs(img, "16M", "-q")
+    src = tmp / "s"
+    src.write_bytes(os.urandom(4096))
+    cmds = []
+    for i in range(60):
+        cmds += [f"write {src} /f{i}", f"reflink /f{i} /r{i}"]
+        if i % 2:
+            cmds.append(f"reflink /f{i} /q{i}")
+    _shell(img, cmds, tmp)
+    return img
+
+
+def _fsck_n(img, nomem=None):
+    env = {"EXTREF_FAULT_NOMEM": str(nomem)} if nomem else {}
+    return helpers.run([helpers.binary("fsck/fsck.extref"), "-n", "-f", "-v",
+                        "-E", "no_e2fsck", str(img)], check=False, env=env)
+
+
+def _sweep_nomem(img):
+    """Yield (N, result) for every allocation the clean run makes."""
+    for n in range(1, 1000):
+        res = _fsck_n(img, n)
+        if f"EXTREF_FAULT_NOMEM: growth {n} fails" not in res.stderr:
+            assert res.returncode in (0, 4), helpers.describe(res)
+            return
+        yield n, res
+    raise AssertionError("more than 999 growths: the hook never stops?")
+
+
+def _problems(out):
+    return sorted(PROBLEM.findall(out))
+
+
+@needs_faults
+def test_fsck_allocation_failure_reports_no_false_problems(many_records):
+    """A clean image: every failed allocation gives exit 8 and a memory
+    error, or (an allocation whose failure is survived, e.g. the table of
+    names) a clean result; never a problem."""
+    clean = _fsck_n(many_records)
+    assert clean.returncode == 0, helpers.describe(clean)
+    assert "60 records; 0 problems" in clean.stdout, clean.stdout
+    seen = 0
+    for n, res in _sweep_nomem(many_records):
+        seen += 1
+        assert _problems(res.stdout) == [], f"N={n}: " + helpers.describe(res)
+        if res.returncode != 0:
+            assert res.returncode == 8, f"N={n}: " + helpers.describe(res)
+            assert "Memory allocation failed" in res.stderr, res.stderr
+    assert seen > 10
+
+
+@needs_faults
+def test_fsck_allocation_failure_drops_no_problem(many_records, tmp_path):
+    """30 of the 60 records with a count too high: every failed
+    allocation gives exit 8 and a memory error, or all 30 problems (the
+    same codes and ranges; paths may fall back to inode numbers)."""
+    img = tmp_path / "p.img"
+    shutil.copyfile(many_records, img)
+    _shell(img, [f"set_tree_entry 2 {i} count 9" for i in range(0, 60, 2)],
+           tmp_path)
+    clean = _fsck_n(img)
+    assert clean.returncode == 4, helpers.describe(clean)
+    want = _problems(clean.stdout)
+    assert len(want) == 30 and all(p[0] == "0x0302" for p in want), want
+    for n, res in _sweep_nomem(img):
+        if res.returncode == 8:
+            assert "Memory allocation failed" in res.stderr, res.stderr
+            continue
+        assert res.returncode == 4, f"N={n}: " + helpers.describe(res)
+        assert _problems(res.stdout) == want, f"N={n}: " + res.stdout
