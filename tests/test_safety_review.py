@@ -11,6 +11,9 @@
   there nor a problem silently dropped.  Allocations are failed one at a
   time with EXTREF_FAULT_NOMEM=N (the N-th array growth fails; a test
   build's hook, libfs/tree/faultio.c), for every N the run reaches.
+- A reflink whose second range fails to be raised, and whose undo of the
+  first fails too (EXTREF_FAULT_NOMEM=N-M), leaves the tree marked
+  broken: nothing commits the first range's raised count (ops/counts.c).
 """
 
 import os
@@ -188,3 +191,47 @@ def test_fsck_allocation_failure_drops_no_problem(many_records, tmp_path):
             continue
         assert res.returncode == 4, f"N={n}: " + helpers.describe(res)
         assert _problems(res.stdout) == want, f"N={n}: " + res.stdout
+
+
+# ----- a failed undo in a failed operation -----
+
+@needs_faults
+def test_failed_undo_commits_nothing(tmp_path):
+    """/a has two extents; reflink /a /b raises one range, then the next.
+    Growths N and N+1 fail (the second raise, then the undo of the first,
+    for some N): whatever fails, no count problem may be left (stock
+    e2fsck clean, fsck.extref without any 0x03xx problem; a commit cut
+    short at close may leak a tree block, 0x0203, which is not this
+    test's concern)."""
+    img = tmp_path / "u.img"
+    helpers.mkfs(img, "8M", "-q")
+    src = tmp_path / "s"
+    src.write_bytes(os.urandom(16384))
+    _shell(img, [f"write {src} /a", f"write {src} /spacer",
+                 f"write {src} /c", "clone_range /c 0 /a 16384 16384"],
+           tmp_path)
+    stat = helpers.run([helpers.binary("debugfs.extref"), "-R", "stat /a",
+                        str(img)]).stdout
+    assert len(re.findall(r"^\s+lblk ", stat, re.M)) == 2, stat
+    base = img.read_bytes()
+    t = tmp_path / "t.img"
+    failed_ops = 0
+    for n in range(1, 200):
+        t.write_bytes(base)
+        res = helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                           "reflink /a /b", str(t)], check=False,
+                          env={"EXTREF_FAULT_NOMEM": f"{n}-{n + 1}"})
+        if "EXTREF_FAULT_NOMEM" not in res.stderr:
+            assert res.returncode == 0, helpers.describe(res)
+            break
+        if res.returncode != 0:
+            failed_ops += 1
+        helpers.e2fsck_fn(t)
+        chk = _fsck_n(t)
+        bad = [line for line in chk.stdout.splitlines()
+               if line.startswith("0x03")]
+        assert bad == [], f"N={n}-{n + 1}: " + helpers.describe(res) + \
+            "\n" + chk.stdout
+    else:
+        raise AssertionError("the reflink never ran without a fault")
+    assert failed_ops >= 3

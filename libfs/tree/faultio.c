@@ -29,9 +29,9 @@
  *
  * EXTREF_FAULT_NOMEM=N makes the N-th growth of an array (xr_grow,
  * xr_big_grow in vec.c, counted from 1 in each process) fail with
- * EXT2_ET_NO_MEMORY; N+ makes that one and every later one fail.  Each
- * failure made is announced on stderr ("EXTREF_FAULT_NOMEM: growth N
- * fails").
+ * EXT2_ET_NO_MEMORY; N+ makes that one and every later one fail, N-M
+ * the N-th to the M-th.  Each failure made is announced on stderr
+ * ("EXTREF_FAULT_NOMEM: growth N fails").
  *
  * All of this file is built only with configure --enable-fault-injection
  * (EXTREF_FAULT_INJECTION): other builds have neither hook, and the
@@ -513,8 +513,8 @@ fail:
 /* The allocation hook: see the head of this file. */
 int xr_fault_nomem(void)
 {
-	static int parsed, from;
-	static unsigned long long at, seen;
+	static int parsed;
+	static unsigned long long at, last, seen;
 	const char *spec;
 	char *end;
 
@@ -522,14 +522,17 @@ int xr_fault_nomem(void)
 		parsed = 1;
 		spec = getenv("EXTREF_FAULT_NOMEM");
 		if (spec && *spec) {
-			at = strtoull(spec, &end, 10);
-			from = *end == '+';
-			if (from)
+			at = last = strtoull(spec, &end, 10);
+			if (*end == '+') {
+				last = ~0ULL;
 				end++;
-			if (*end || !at) {
+			} else if (*end == '-') {
+				last = strtoull(end + 1, &end, 10);
+			}
+			if (*end || !at || last < at) {
 				fprintf(stderr, "EXTREF_FAULT_NOMEM: cannot "
-					"parse \"%s\" (N or N+, N >= 1)\n",
-					spec);
+					"parse \"%s\" (N, N+ or N-M, "
+					"1 <= N <= M)\n", spec);
 				at = 0;
 			}
 		}
@@ -537,7 +540,7 @@ int xr_fault_nomem(void)
 	if (!at)
 		return 0;
 	seen++;
-	if (seen == at || (from && seen > at)) {
+	if (seen >= at && seen <= last) {
 		fprintf(stderr, "EXTREF_FAULT_NOMEM: growth %llu fails\n",
 			seen);
 		return 1;
