@@ -14,6 +14,9 @@
 - A reflink whose second range fails to be raised, and whose undo of the
   first fails too (EXTREF_FAULT_NOMEM=N-M), leaves the tree marked
   broken: nothing commits the first range's raised count (ops/counts.c).
+- The image builder's deduplication returns the error of an inode scan
+  that does not open, and closes no scan it never opened (build/
+  dedupe_fs.c; tests/unit/dedupe_scan_fail, which crashed before).
 """
 
 import os
@@ -235,3 +238,27 @@ def test_failed_undo_commits_nothing(tmp_path):
     else:
         raise AssertionError("the reflink never ran without a fault")
     assert failed_ops >= 3
+
+
+# ----- dedupe: an inode scan that does not open -----
+
+def test_dedupe_scan_open_failure(tmp_path):
+    """ext2fs_open_inode_scan fails (journal_dev set in memory): the
+    error comes back, nothing is closed that was never opened (with
+    valgrind, when installed, no uninitialised value is used either), and
+    the image is unchanged."""
+    img = tmp_path / "d.img"
+    helpers.mkfs(img, "8M", "-q")
+    src = tmp_path / "s"
+    src.write_bytes(os.urandom(8192))
+    _shell(img, [f"write {src} /a", f"write {src} /b"], tmp_path)
+    before = helpers.sha256(img)
+    prog = helpers.binary("tests/unit/dedupe_scan_fail")
+    res = helpers.run([prog, str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert "dedupe_scan_fail: OK" in res.stdout
+    if shutil.which("valgrind"):
+        res = helpers.run(["valgrind", "-q", "--error-exitcode=9",
+                           "--leak-check=no", prog, str(img)], check=False)
+        assert res.returncode == 0, helpers.describe(res)
+    assert helpers.sha256(img) == before
