@@ -17,6 +17,10 @@
 - The image builder's deduplication returns the error of an inode scan
   that does not open, and closes no scan it never opened (build/
   dedupe_fs.c; tests/unit/dedupe_scan_fail, which crashed before).
+- fsck.extref counts the mappings of an inode whose checksum fails
+  (made with stock debugfs "sif <INO> checksum 0"), as e2fsck's pass 1
+  reads such an inode: with -E no_e2fsck -y the counts stay at the
+  mappings (check/fsck_scan.c).
 """
 
 import os
@@ -262,3 +266,48 @@ def test_dedupe_scan_open_failure(tmp_path):
                            "--leak-check=no", prog, str(img)], check=False)
         assert res.returncode == 0, helpers.describe(res)
     assert helpers.sha256(img) == before
+
+
+# ----- an inode whose checksum fails -----
+
+def _refcounts(img):
+    out = helpers.run([helpers.binary("debugfs.extref"), "-R", "refcount",
+                       str(img)]).stdout
+    return [tuple(map(int, line.split())) for line in out.splitlines()
+            if re.fullmatch(r"\d+ \d+ \d+", line.strip())]
+
+
+@pytest.mark.parametrize("e2fsck_first", [False, True],
+                         ids=["no_e2fsck", "e2fsck_first"])
+def test_inode_with_bad_checksum_keeps_its_counts(tmp_path, e2fsck_first):
+    """/b, a reflink of /a, gets a wrong inode checksum.  Stock e2fsck
+    -fn finds only that ("passes checks, but checksum does not match").
+    fsck.extref -fy (-E no_e2fsck, or with e2fsck first, which fixes the
+    checksum) must leave the record: 40 blocks mapped twice."""
+    img = tmp_path / "c.img"
+    helpers.mkfs(img, "8M", "-q")
+    src = tmp_path / "s"
+    src.write_bytes(os.urandom(40 * 1024))
+    _shell(img, [f"write {src} /a", "reflink /a /b"], tmp_path)
+    want = _refcounts(img)
+    assert len(want) == 1 and want[0][1:] == (40, 2), want
+    ino = re.search(r"Inode: (\d+)", helpers.debugfs_stat(img, "/b"))[1]
+    helpers.run(["debugfs", "-w", "-R", f"sif <{ino}> checksum 0", str(img)])
+    res = helpers.run(["e2fsck", "-fn", str(img)], check=False)
+    assert res.returncode == 4 and "checksum does not match inode" in \
+        res.stdout, helpers.describe(res)
+    opts = ["-fy"] if e2fsck_first else ["-fy", "-E", "no_e2fsck"]
+    res = helpers.run([helpers.binary("fsck/fsck.extref"), *opts, str(img)],
+                      check=False)
+    assert res.returncode in (0, 1), helpers.describe(res)
+    assert _refcounts(img) == want, helpers.describe(res)
+    res = helpers.run([helpers.binary("fsck/fsck.extref"), "-fn", str(img)],
+                      check=False)
+    if e2fsck_first:
+        assert res.returncode == 0, helpers.describe(res)
+        helpers.e2fsck_fn(img)
+    else:
+        # the checksum is e2fsck's to fix; only that is left
+        assert res.returncode == 4, helpers.describe(res)
+        assert "checksum does not match inode" in res.stdout, res.stdout
+        assert "0x0" not in res.stdout, res.stdout
