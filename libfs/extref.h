@@ -61,8 +61,6 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret_fs,
 /* Wrap an ext2_filsys opened by the caller; the extref_fs then owns it. */
 errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret_fs,
 			 errcode_t *tree_err);
-/* Fault-injecting I/O manager (tests only; faultio.c, env EXTREF_FAULT). */
-extern io_manager extref_fault_io_manager;
 /* Commit the tree (read-write images), then close everything. */
 errcode_t extref_fs_close(extref_fs_t fs);
 /* Close without committing: an abandoned operation. */

@@ -302,3 +302,22 @@ def loop_mount(img, mnt, options="ro", check=True, extra_args=()):
     else:
         problems = _cleanup_mount(img, mnt)
         assert not problems, "\n".join(problems)
+
+
+def fault_injection_skip_reason():
+    """None when the library was built with configure
+    --enable-fault-injection (libfs/tree/faultio.c: EXTREF_FAULT,
+    EXTREF_FAULT_NOMEM), else why the tests that need it skip.  Judged by
+    the symbols of the built libextref.a, not by a setting."""
+    lib = BUILD_DIR / "libextref.a"
+    if not lib.is_file():
+        return None     # not built: let binary() fail the test
+    res = subprocess.run(["nm", "-g", "--defined-only", str(lib)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        return "nm failed on libextref.a: " + res.stderr.strip()[:200]
+    if "extref_fault_io_manager" in res.stdout:
+        return None
+    return ("libextref was built without configure --enable-fault-injection "
+            "(the fault-injecting io manager is test-only; scripts/test "
+            "enables it)")

@@ -53,6 +53,11 @@ A failure names the operation, block size and fault (crash=N or
 powercut=N,seed=N); the first crashed images that failed are kept in the
 test's temporary directory ("failed-*.img") for reproduction:
 EXTREF_FAULT=crash=N debug/debugfs.extref -w -R "REQUEST" copy-of-base.img.
+
+The fault-injecting io manager is a test hook, built only with configure
+--enable-fault-injection (scripts/test, which CI runs, passes it); in a
+build without it EXTREF_FAULT has no effect, and the tests that need it
+skip, saying so.
 """
 
 import hashlib
@@ -66,6 +71,10 @@ import pytest
 
 import crashlib
 import helpers
+
+_NO_FAULTS = helpers.fault_injection_skip_reason()
+needs_faults = pytest.mark.skipif(_NO_FAULTS is not None,
+                                  reason=_NO_FAULTS or "")
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
 POINT_LIMIT = 200 if FULL else 60
@@ -496,6 +505,7 @@ def sweeps(base, tmp_path_factory):
 
 # ----- the tests -----
 
+@needs_faults
 def test_faultio_unit(tmp_path):
     """The io manager itself: count, crash=N, powercut (C unit test)."""
     prog = helpers.binary("tests/unit/faultio_test")
@@ -514,6 +524,7 @@ def _image_digest(img):
     return hashlib.sha256(data).hexdigest()
 
 
+@needs_faults
 def test_fault_modes_on_a_tool(base, tmp_path):
     """Through debugfs.extref: count, crash=W (the whole run) and a long
     powercut give the same image as a run without faults; crash=0 changes
@@ -582,6 +593,7 @@ def test_mapping_counter_matches_known_image(base, tmp_path):
         assert f0 & f1 <= shared
 
 
+@needs_faults
 @pytest.mark.parametrize("op_name,bs", CASES,
                          ids=[f"{o}-{b}" for o, b in CASES])
 def test_crash(sweeps, op_name, bs):
@@ -596,6 +608,7 @@ def test_crash(sweeps, op_name, bs):
     assert not sweep.pre, sweep.report(sweep.pre)
 
 
+@needs_faults
 @pytest.mark.parametrize("op_name,bs", CASES,
                          ids=[f"{o}-{b}" for o, b in CASES])
 def test_crash_repair(sweeps, op_name, bs):

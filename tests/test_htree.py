@@ -126,7 +126,11 @@ def test_crash_while_a_directory_becomes_indexed(tmp_path):
     """The reflink that makes a directory indexed, crashed after every
     one of its writes (libfs/tree/faultio.c): after fsck.extref -y (e2fsck
     first), both checkers are clean and the directory holds every old
-    name once, plus the new one or not, with nothing in lost+found."""
+    name once, plus the new one or not, with nothing in lost+found.
+    Needs a build with configure --enable-fault-injection (else skips)."""
+    reason = helpers.fault_injection_skip_reason()
+    if reason:
+        pytest.skip(reason)
     img = tmp_path / "base.img"
     helpers.mkfs(img, "16M", "-q", "-b", "1024")
     src = tmp_path / "s"

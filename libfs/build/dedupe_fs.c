@@ -105,11 +105,13 @@ static errcode_t scan_file(struct dd *d, ext2_ino_t ino,
 
 static errcode_t scan(struct dd *d)
 {
-	ext2_inode_scan scan;
+	ext2_inode_scan scan = NULL;
 	struct ext2_inode inode;
 	ext2_ino_t ino;
 	errcode_t err = ext2fs_open_inode_scan(d->fs, 0, &scan);
 
+	if (err)
+		return err;	/* nothing opened, nothing to close */
 	while (!err) {
 		err = ext2fs_get_next_inode(scan, &ino, &inode);
 		if (err || !ino)

@@ -104,12 +104,19 @@ struct cmp {
 	blk64_t			ps, pe;
 	__u32			ptc, pec;
 	int			compare;	/* the tree is sound */
+	errcode_t		err;		/* loading the records failed */
 };
 
+/*
+ * Defer the problem being coalesced.  A failure (memory) is kept in
+ * c->err, the first one only, and ends the pass: a problem dropped would
+ * let a damaged tree pass as sound.
+ */
 static void report(struct cmp *m)
 {
 	char who[4 * XR_NAME_LEN + 8], what[48], times[24];
 	__u32 mapped;
+	errcode_t err;
 
 	if (!m->code)
 		return;
@@ -122,9 +129,13 @@ static void report(struct cmp *m)
 		snprintf(times, sizeof(times), "once");
 	else
 		snprintf(times, sizeof(times), "%u times", mapped);
-	xr_problem_defer(m->c, m->code, "%s: recorded %u, mapped %s, by %s %s",
-			 xr_fsck_range(m->ps, m->pe, what, sizeof(what)),
-			 m->ptc, times, mapped == 1 ? "inode" : "inodes", who);
+	err = xr_problem_defer(m->c, m->code,
+			       "%s: recorded %u, mapped %s, by %s %s",
+			       xr_fsck_range(m->ps, m->pe, what, sizeof(what)),
+			       m->ptc, times, mapped == 1 ? "inode" : "inodes",
+			       who);
+	if (err && !m->c->err)
+		m->c->err = err;
 	m->code = 0;
 }
 
@@ -194,14 +205,18 @@ static errcode_t on_expected(const struct extref_rec *r, void *priv)
 	}
 	if (m->tpos < end)
 		m->tpos = end;
-	return 0;
+	return m->c->err;
 }
 
 static int load_rec(const struct extref_rec *r, void *priv)
 {
 	struct cmp *m = priv;
 
-	if (xr_big_grow(&m->t, &m->capt, m->nt, sizeof(*m->t)))
+	/* Stopping early must not look like the end of the records: with
+	 * some missing, the comparison would report problems that are not
+	 * there. */
+	m->err = xr_big_grow(&m->t, &m->capt, m->nt, sizeof(*m->t));
+	if (m->err)
 		return 1;
 	m->t[m->nt++] = *r;
 	return 0;
@@ -223,9 +238,13 @@ errcode_t xr_fsck_compare(struct xr_fsck *c)
 		err = extref_tree_open(c->fs, 0, &t);
 		if (!err)
 			err = extref_tree_iterate(t, 0, 0, 0, load_rec, &m);
+		if (!err)
+			err = m.err;
 		extref_tree_free(t);
-		if (err)
+		if (err) {
+			xr_big_free(&m.t, &m.capt, sizeof(*m.t));
 			return err;
+		}
 	}
 	err = xr_fsck_sweep(c, on_expected, &m);
 	if (!err && m.compare) {
@@ -233,5 +252,5 @@ errcode_t xr_fsck_compare(struct xr_fsck *c)
 		report(&m);
 	}
 	xr_big_free(&m.t, &m.capt, sizeof(*m.t));
-	return err;
+	return err ? err : c->err;
 }

@@ -283,10 +283,18 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 	ext2fs_set_inode_callback(scan, group_done, c);
 	while (1) {
 		err = ext2fs_get_next_inode_full(scan, &ino, inode, isz);
-		if (err == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE ||
-		    err == EXT2_ET_INODE_CSUM_INVALID ||
-		    err == EXT2_ET_INODE_IS_GARBAGE)
+		if (err == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE)
 			continue;
+		/*
+		 * An inode whose checksum fails (or that looks like garbage)
+		 * is read all the same, as e2fsck's pass 1 does: skipped, its
+		 * mappings would go uncounted and a rebuild would lower
+		 * counts below them.  (Checksums are ignored while the
+		 * checker runs, so this is the second line of defence.)
+		 */
+		if (err == EXT2_ET_INODE_CSUM_INVALID ||
+		    err == EXT2_ET_INODE_IS_GARBAGE)
+			err = 0;
 		if (err || ino == 0)
 			break;
 		if (inode->i_links_count == 0 && ino >= EXT2_FIRST_INO(fs->super))

@@ -8,6 +8,7 @@
  * whose last mapping went away.
  */
 #include "extref_ops_int.h"
+#include "tree/extref_int.h"	/* the tree's sticky error */
 
 errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps)
 {
@@ -18,10 +19,24 @@ errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps)
 	for (i = 0; !err && i < maps->n; i++)
 		err = extref_tree_raise(t, maps->v[i].pblk, maps->v[i].len);
 	if (err) {
-		/* Undo what was raised: the tree stays as committed. */
-		for (j = 0; j + 1 < i; j++)
-			extref_tree_lower(t, maps->v[j].pblk, maps->v[j].len,
-					  NULL, NULL);
+		/*
+		 * Undo what was raised: the tree stays as committed.  If the
+		 * undo fails too, the tree in memory is not the committed one
+		 * any more: it is marked broken, so that no later commit (the
+		 * one at close included) writes counts no mapping needs.  The
+		 * first error is the one returned.
+		 */
+		for (j = 0; j + 1 < i; j++) {
+			errcode_t uerr = extref_tree_lower(t, maps->v[j].pblk,
+							   maps->v[j].len,
+							   NULL, NULL);
+
+			if (uerr) {
+				if (!t->broken)
+					t->broken = uerr;
+				break;
+			}
+		}
 		return err;
 	}
 	return extref_tree_commit(t);

@@ -70,6 +70,17 @@ struct extref_tree {
 	char		*buf;		/* one block of scratch */
 };
 
+/*
+ * faultio.c: test hooks, built only with configure --enable-fault-injection
+ * (EXTREF_FAULT_INJECTION): the fault-injecting io manager (EXTREF_FAULT),
+ * and xr_fault_nomem(), true when this array growth is to fail
+ * (EXTREF_FAULT_NOMEM).
+ */
+#ifdef EXTREF_FAULT_INJECTION
+extern io_manager extref_fault_io_manager;
+int xr_fault_nomem(void);
+#endif
+
 /* vec.c */
 errcode_t xr_grow(void *vp, size_t *cap, size_t n, size_t esz);
 errcode_t xr_big_grow(void *vp, size_t *cap, size_t n, size_t esz);

@@ -26,6 +26,16 @@
  *
  * extref_fs_open() uses this manager when EXTREF_FAULT is set and not
  * empty.
+ *
+ * EXTREF_FAULT_NOMEM=N makes the N-th growth of an array (xr_grow,
+ * xr_big_grow in vec.c, counted from 1 in each process) fail with
+ * EXT2_ET_NO_MEMORY; N+ makes that one and every later one fail, N-M
+ * the N-th to the M-th.  Each failure made is announced on stderr
+ * ("EXTREF_FAULT_NOMEM: growth N fails").
+ *
+ * All of this file is built only with configure --enable-fault-injection
+ * (EXTREF_FAULT_INJECTION): other builds have neither hook, and the
+ * variables have no effect.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +44,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "extref_int.h"
+
+#ifdef EXTREF_FAULT_INJECTION
 
 enum fault_mode { FAULT_COUNT, FAULT_CRASH, FAULT_POWERCUT };
 
@@ -497,3 +509,43 @@ fail:
 	ext2fs_free_mem(&io);
 	return err;
 }
+
+/* The allocation hook: see the head of this file. */
+int xr_fault_nomem(void)
+{
+	static int parsed;
+	static unsigned long long at, last, seen;
+	const char *spec;
+	char *end;
+
+	if (!parsed) {
+		parsed = 1;
+		spec = getenv("EXTREF_FAULT_NOMEM");
+		if (spec && *spec) {
+			at = last = strtoull(spec, &end, 10);
+			if (*end == '+') {
+				last = ~0ULL;
+				end++;
+			} else if (*end == '-') {
+				last = strtoull(end + 1, &end, 10);
+			}
+			if (*end || !at || last < at) {
+				fprintf(stderr, "EXTREF_FAULT_NOMEM: cannot "
+					"parse \"%s\" (N, N+ or N-M, "
+					"1 <= N <= M)\n", spec);
+				at = 0;
+			}
+		}
+	}
+	if (!at)
+		return 0;
+	seen++;
+	if (seen >= at && seen <= last) {
+		fprintf(stderr, "EXTREF_FAULT_NOMEM: growth %llu fails\n",
+			seen);
+		return 1;
+	}
+	return 0;
+}
+
+#endif /* EXTREF_FAULT_INJECTION */

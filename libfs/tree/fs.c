@@ -116,10 +116,18 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	ext2_filsys fs;
 	int eflags = EXT2_FLAG_64BITS;
 	errcode_t err;
-	/* tests only: EXTREF_FAULT selects the fault-injecting io manager */
+#ifdef EXTREF_FAULT_INJECTION
+	/*
+	 * Tests only (configure --enable-fault-injection): EXTREF_FAULT
+	 * selects the fault-injecting io manager.  Other builds have no such
+	 * manager and ignore the variable.
+	 */
 	const char *fault = getenv("EXTREF_FAULT");
 	io_manager iom = fault && *fault ? extref_fault_io_manager
 					 : unix_io_manager;
+#else
+	io_manager iom = unix_io_manager;
+#endif
 
 	if (flags & EXTREF_OPEN_RW)
 		eflags |= EXT2_FLAG_RW;

@@ -19,6 +19,10 @@ errcode_t xr_grow(void *vp, size_t *cap, size_t n, size_t esz)
 
 	if (n < *cap)
 		return 0;
+#ifdef EXTREF_FAULT_INJECTION
+	if (xr_fault_nomem())
+		return EXT2_ET_NO_MEMORY;
+#endif
 	ncap = *cap ? *cap * 2 : 16;
 	err = ext2fs_resize_mem(*cap * esz, ncap * esz, vp);
 	if (!err)
@@ -76,6 +80,10 @@ errcode_t xr_big_grow(void *vp, size_t *cap, size_t n, size_t esz)
 
 	if (n < *cap)
 		return 0;
+#ifdef EXTREF_FAULT_INJECTION
+	if (xr_fault_nomem())
+		return EXT2_ET_NO_MEMORY;
+#endif
 	ncap = *cap ? *cap * 2 : 16;
 	if (ncap > SIZE_MAX / 2 / esz)
 		return EXT2_ET_NO_MEMORY;
