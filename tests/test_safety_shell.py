@@ -150,3 +150,213 @@ def test_reflink_r_at_depth_limit_copies(tmp_path, mkfs):
     st = H.debugfs(img, f"stat {deepest}").stdout
     assert "Type: directory" in st, st
     all_clean(img)
+
+
+# ----- 2. dump never truncates the host file for a bad image path -----
+
+@pytest.mark.parametrize("path", ["/missing", "/a", "/", "<2>", "/a/lnk"])
+def test_dump_bad_path_leaves_host_file(base, tmp_path, path):
+    stock_w(base, [b"symlink /a/lnk /a/f"])
+    digest = H.sha256(base)
+    keep = tmp_path / "keep.txt"
+    keep.write_bytes(b"precious\n")
+    res = dbg(base, f"dump {path} {keep}")
+    assert res.returncode == 1, H.describe(res)
+    assert keep.read_bytes() == b"precious\n"
+    assert H.sha256(base) == digest
+    all_clean(base)
+
+
+def test_dump_missing_host_file_not_created(base, tmp_path):
+    out = tmp_path / "new.txt"
+    res = dbg(base, f"dump /a {out}")
+    assert res.returncode == 1, H.describe(res)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("path", ["/a", "/missing"])
+def test_cat_bad_path_fails_cleanly(base, path):
+    res = dbg(base, f"cat {path}", text=False)
+    assert res.returncode == 1, H.describe(res)
+    assert res.stdout == b""
+
+
+def test_dump_regular_file_still_works(base, tmp_path):
+    out = tmp_path / "out"
+    out.write_bytes(b"old contents, longer than nothing")
+    res = dbg(base, f"dump /a/b/g {out}")
+    assert res.returncode == 0, H.describe(res)
+    assert out.read_bytes() == DATA
+
+
+# ----- 3. writes verify checksums; read-only says when it does not -----
+
+def _bad_inode_csum(img):
+    stock_w(img, [b"set_inode_field /a/f checksum 0x1234"])
+    res = H.run(["debugfs", "-R", "stat /a/f", str(img)], check=False)
+    assert "checksum does not match" in res.stderr, H.describe(res)
+
+
+@pytest.mark.parametrize("request_", [
+    "truncate /a/f 0",
+    "pwrite /a/f 0 1024",
+    "punch /a/f 0 1024",
+    "chmod 600 /a/f",
+    "rm /a/f",
+    "reflink /a/f /a/h",
+    "unshare /a/f",
+])
+def test_write_over_bad_inode_checksum_refused(base, request_):
+    _bad_inode_csum(base)
+    digest = H.sha256(base)
+    res = dbg(base, request_, rw=True)
+    refused(res, "checksum does not match", "fsck.extref")
+    assert H.sha256(base) == digest
+
+
+def _bad_sb_csum(img):
+    # s_checksum is the superblock's last 4 bytes (offset 1024 + 0x3fc)
+    with open(img, "r+b") as f:
+        f.seek(1024 + 0x3FC)
+        old = f.read(4)
+        f.seek(1024 + 0x3FC)
+        f.write(bytes(b ^ 0xFF for b in old))
+
+
+def _bad_desc_csum(img):
+    # group 0's descriptor: block 2 (1 KiB blocks), bg_checksum at 0x1e
+    with open(img, "r+b") as f:
+        f.seek(2048 + 0x1E)
+        old = f.read(2)
+        f.seek(2048 + 0x1E)
+        f.write(bytes(b ^ 0xFF for b in old))
+
+
+@pytest.mark.parametrize("corrupt,what", [
+    (_bad_sb_csum, "Superblock checksum"),
+    (_bad_desc_csum, "Group descriptor checksum"),
+])
+def test_rw_open_with_bad_checksums_refused(base, corrupt, what):
+    corrupt(base)
+    digest = H.sha256(base)
+    res = dbg(base, "mkdir /z", rw=True)
+    refused(res, what, "fsck.extref")
+    assert H.sha256(base) == digest
+
+
+def test_ro_open_bad_sb_checksum_says_so_once(base):
+    _bad_sb_csum(base)
+    digest = H.sha256(base)
+    res = dbg(base, "ls /a")
+    assert res.returncode == 0, H.describe(res)
+    assert res.stdout.split() == [".", "..", "b", "f"]
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and "checksum" in lines[0] \
+        and "without verifying" in lines[0], H.describe(res)
+    assert H.sha256(base) == digest
+
+
+def test_ro_open_clean_image_says_nothing(base):
+    res = dbg(base, "ls /a")
+    assert res.returncode == 0 and res.stderr == "", H.describe(res)
+
+
+def test_ro_bad_inode_checksum_fails_unless_n(base):
+    """As stock debugfs: an error by default, read anyway with -n."""
+    _bad_inode_csum(base)
+    res = dbg(base, "cat /a/f")
+    refused(res, "checksum does not match")
+    res = dbg(base, "cat /a/f", extra=["-n"], text=False)
+    assert res.returncode == 0, H.describe(res)
+    assert res.stdout == DATA
+
+
+def test_n_with_w_allows_only_expert_commands(base):
+    _bad_sb_csum(base)
+    digest = H.sha256(base)
+    res = dbg(base, "mkdir /z", rw=True, extra=["-n"])
+    refused(res, "only the expert commands may write")
+    assert "checksums not verified" in res.stderr
+    assert H.sha256(base) == digest
+    res = dbg(base, "set_block_bitmap 5000 1", rw=True, extra=["-n"])
+    assert res.returncode == 0, H.describe(res)
+    assert "checksums not verified" in res.stderr
+    assert H.sha256(base) != digest
+
+
+# ----- 4. names with control and non-ASCII bytes, escaped -----
+
+NAMES = [b"a\x01b\x1b[31mX", b"caf\xc3\xa9", b"hi\xff\x80z", b"d\x7f",
+         b"back\\sl", b"nl\nx\ty"]
+
+
+def stock_escape(name):
+    """As stock debugfs's ls prints a name (checked against it below)."""
+    return "".join(chr(c) if 0x20 <= c < 0x7F and c != 0x5C
+                   else f"\\x{c:02x}" for c in name)
+
+
+@pytest.fixture
+def named(base, tmp_path):
+    host = str(tmp_path / "data").encode()
+    stock_w(base, [b"mkdir /n", b"mkdir /n/dir\x1b]0;evil\x07"])
+    for n in NAMES:
+        # one -R each, quoted: its parser keeps a newline or tab in quotes
+        req = b'write ' + host + b' "/n/' + n + b'"'
+        res = subprocess.run([b"debugfs", b"-w", b"-R", req, bytes(base)],
+                             capture_output=True, timeout=TIMEOUT)
+        assert res.returncode == 0 and b"Allocated inode" in res.stdout, res
+    all_clean(base)
+    return base
+
+
+def _only_printable(b):
+    bad = [c for c in b if (c < 0x20 and c not in (0x0A,)) or c >= 0x7F]
+    assert not bad, f"raw bytes {bad!r} in {b!r}"
+
+
+def test_stock_debugfs_escapes_so(named):
+    """The oracle: stock debugfs's ls shows each name as stock_escape."""
+    out = H.run(["debugfs", "-R", "ls /n", str(named)]).stdout
+    for n in NAMES:
+        assert stock_escape(n) in out, out
+
+
+def test_ls_escapes_names(named):
+    res = dbg(named, "ls /n", text=False)
+    assert res.returncode == 0, H.describe(res)
+    _only_printable(res.stdout)
+    got = res.stdout.decode().splitlines()
+    for n in NAMES:
+        assert stock_escape(n) in got, got
+    res = dbg(named, "ls -l /n", text=False)
+    _only_printable(res.stdout)
+    assert any(line.endswith(stock_escape(NAMES[0]))
+               for line in res.stdout.decode().splitlines())
+
+
+@pytest.mark.parametrize("request_", [
+    "du /n",
+    "stat /n/nothere\x1b[2J",
+    "cat /n/nothere\x01",
+    "ls /n/dir\x1b]0;evil\x07",
+    "cd /n/dir\x1b]0;evil\x07\npwd",
+    "fiemap /n/a\x01b\x1b[31mX",
+])
+def test_shell_output_never_raw(named, request_):
+    reqs = request_.split("\n")
+    res = dbg(named, *reqs, text=False)
+    _only_printable(res.stdout.replace(b"\t", b" "))
+    _only_printable(res.stderr)
+
+
+def test_owners_and_pwd_paths_escaped(named):
+    res = dbg(named, "cd /n/dir\x1b]0;evil\x07", "pwd", text=False)
+    assert res.returncode == 0, H.describe(res)
+    assert b"/n/dir\\x1b]0;evil\\x07" in res.stdout
+    out = H.run(["debugfs", "-R", "blocks /n/caf\u00e9",
+                 str(named)]).stdout.split()
+    res = dbg(named, f"owners {out[0]}", text=False)
+    assert res.returncode == 0, H.describe(res)
+    _only_printable(res.stdout)
+    assert b"caf\\xc3\\xa9" in res.stdout
