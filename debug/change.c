@@ -260,8 +260,8 @@ int impl_reflink(struct cmd_args *a)
 	}
 	size = EXT2_I_SIZE(&inode);
 	if (LINUX_S_ISDIR(inode.i_mode))
-		printf("linked directory tree %s to %s (inode %u)\n", src, dst,
-		       nino);
+		printf("linked directory tree %s to %s (inode %u)\n",
+		       esc(src), esc(dst), nino);
 	else
 		printf("linked %llu/%llu bytes at offset 0\n", size, size);
 	ret = 0;

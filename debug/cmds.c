@@ -17,11 +17,11 @@
 #define RO	CMD_IMAGE
 #define RT	(CMD_IMAGE | CMD_TREE)
 #define WR	(CMD_IMAGE | CMD_WRITE | CMD_TREE)
-#define XW	(CMD_IMAGE | CMD_WRITE)		/* expert: the tree may be bad */
+#define XW	(CMD_IMAGE | CMD_WRITE | CMD_EXPERT)	/* the tree may be bad */
 
 static const struct cmd_spec cmd_table[] = {
 /*	  name		  impl			min max opts  long  ch  needs usage */
-	{ "open",	  impl_open,		1, 1, "w",  NULL, 0,  0,  "[-w] IMAGE" },
+	{ "open",	  impl_open,		1, 1, "wn", NULL, 0,  0,  "[-w] [-n] IMAGE" },
 	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "ls",		  impl_ls,		0, 1, "l",  NULL, 0,  RO, "[-l] [PATH]" },
@@ -80,11 +80,41 @@ CMD(set_block_bitmap) CMD(drop_tree)
 
 static const struct cmd_spec *cur_spec;
 
+/* The formatted message, malloc'd; NULL when out of memory. */
+static char *vformat(const char *fmt, va_list ap)
+{
+	va_list ap2;
+	char *buf;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return NULL;
+	buf = malloc((size_t)n + 1);
+	if (buf)
+		vsnprintf(buf, (size_t)n + 1, fmt, ap);
+	return buf;
+}
+
+/*
+ * "NAME: message" on stderr, the message escaped as names are (paths in
+ * it come from the image or the user and may hold control bytes).
+ */
 static void vmsg(const char *name, const char *fmt, va_list ap)
 {
+	char *msg = vformat(fmt, ap);
+
 	fflush(stdout);
-	fprintf(stderr, "%s: ", name);
-	vfprintf(stderr, fmt, ap);
+	print_name(stderr, name, strlen(name));
+	fputs(": ", stderr);
+	if (msg) {
+		print_name(stderr, msg, strlen(msg));
+		free(msg);
+	} else {
+		fputs(fmt, stderr);
+	}
 	fputc('\n', stderr);
 }
 
@@ -101,16 +131,17 @@ int cmd_fail(const struct cmd_args *a, const char *fmt, ...)
 int cmd_err(const struct cmd_args *a, errcode_t err, const char *fmt, ...)
 {
 	va_list ap;
+	char *what = NULL;
 
-	fflush(stdout);
-	fprintf(stderr, "%s: ", a->name);
 	if (fmt) {
 		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
+		what = vformat(fmt, ap);
 		va_end(ap);
-		fputs(": ", stderr);
 	}
-	fprintf(stderr, "%s\n", error_message(err));
+	cmd_fail(a, "%s%s%s%s", what ? what : "", what ? ": " : "",
+		 error_message(err),
+		 csum_error(err) ? " (fsck.extref checks and repairs it)" : "");
+	free(what);
 	return 1;
 }
 
@@ -129,13 +160,14 @@ static int opt_fail(const struct cmd_args *a, const char *fmt, ...)
 {
 	va_list ap;
 	const char *u = cur_spec ? cur_spec->usage : "";
+	char *what = NULL;
 
-	fflush(stdout);
-	fprintf(stderr, "%s: ", a->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	what = vformat(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "; usage: %s%s%s\n", a->name, *u ? " " : "", u);
+	cmd_fail(a, "%s; usage: %s%s%s", what ? what : fmt, a->name,
+		 *u ? " " : "", u);
+	free(what);
 	return 1;
 }
 
@@ -226,6 +258,13 @@ void run_cmd(const char *canon, int argc, char **argv)
 	}
 	if ((spec->needs & CMD_WRITE) && !sh.rw) {
 		ret = cmd_fail(&a, "needs an image opened with -w");
+		goto out;
+	}
+	if ((spec->needs & CMD_WRITE) && sh.nocsum &&
+	    !(spec->needs & CMD_EXPERT)) {
+		ret = cmd_fail(&a, "the image's checksums are not verified "
+			       "(opened with -n): only the expert commands "
+			       "may write");
 		goto out;
 	}
 	if ((spec->needs & CMD_TREE) && !sh_tree()) {

@@ -17,6 +17,7 @@ struct shell {
 	ext2_filsys	fs;
 	char		*image;
 	int		rw;		/* opened with -w */
+	int		nocsum;		/* ext4 checksums not verified */
 	errcode_t	tree_err;	/* why the tree did not load, or 0 */
 	ext2_ino_t	cwd;
 	int		failed;		/* some command failed */
@@ -35,6 +36,7 @@ static inline extref_tree_t sh_tree(void)
 #define CMD_IMAGE	0x01	/* an open image */
 #define CMD_WRITE	0x02	/* an image opened with -w (implies CMD_IMAGE) */
 #define CMD_TREE	0x04	/* a loaded reference-count tree */
+#define CMD_EXPERT	0x08	/* a raw edit: may write with -n */
 
 #define CMD_MAX_ARGS	32
 
@@ -71,7 +73,10 @@ int cmd_err(const struct cmd_args *a, errcode_t err, const char *fmt, ...)
 int cmd_usage(const struct cmd_args *a);
 
 /* ----- main.c ----- */
-int shell_open(const char *image, int rw, const char *who);
+/* nocsum: open ignoring ext4 checksum errors (-n). */
+int shell_open(const char *image, int rw, int nocsum, const char *who);
+/* err is a libext2fs "checksum does not match" error. */
+int csum_error(errcode_t err);
 int shell_close(const char *who);
 
 /* ----- path.c ----- */
@@ -99,6 +104,14 @@ int parse_num_arg(const struct cmd_args *a, const char *s, const char *what,
 void human_size(__u64 bytes, int raw, char *buf, size_t len);
 void mode_string(__u16 mode, char *buf);	/* "drwxr-xr-x", 11 bytes */
 const char *inode_type_name(__u16 mode);
+/*
+ * Names and paths from the image (or typed by the user) as stock debugfs
+ * shows names: bytes below 0x20, 0x7f and above, and the backslash as \xNN.
+ * esc/escn return one of four rotating buffers: up to four in a printf.
+ */
+void print_name(FILE *f, const char *s, size_t len);
+const char *escn(const char *s, size_t len);
+const char *esc(const char *s);
 
 /* One leaf extent (or run of a block-mapped file), in blocks. */
 struct fext {

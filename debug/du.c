@@ -117,7 +117,7 @@ static void du_row(const struct du_opts *o, blk64_t total, blk64_t excl,
 		strcpy(s, "-");
 	else
 		human_size((__u64)set_shared * bs, o->raw, s, sizeof(s));
-	printf("%10s  %10s  %10s  %s\n", t, x, s, name);
+	printf("%10s  %10s  %10s  %s\n", t, x, s, esc(name));
 }
 
 static int du_path(struct cmd_args *a, const struct du_opts *o,

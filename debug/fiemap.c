@@ -133,7 +133,7 @@ int impl_fiemap(struct cmd_args *a)
 			flg_w = numlen(c.v[i].flags, 16);
 	}
 
-	printf("%s:\n", a->argv[0]);
+	printf("%s:\n", esc(a->argv[0]));
 	for (i = 0; i < c.n; i++) {
 		struct fm_ext *e = &c.v[i];
 

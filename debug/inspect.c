@@ -40,9 +40,11 @@ int impl_stats(struct cmd_args *a)
 
 	memcpy(label, sb->s_volume_name, EXT2_LABEL_LEN);
 	label[EXT2_LABEL_LEN] = 0;
-	printf("Image:                    %s (%s)\n", sh.image,
-	       sh.rw ? "read-write" : "read-only");
-	printf("Filesystem volume name:   %s\n", label[0] ? label : "<none>");
+	printf("Image:                    %s (%s%s)\n", esc(sh.image),
+	       sh.rw ? "read-write" : "read-only",
+	       sh.nocsum ? ", checksums not verified" : "");
+	printf("Filesystem volume name:   %s\n",
+	       label[0] ? esc(label) : "<none>");
 	printf("Filesystem UUID:          %s\n", e2p_uuid2str(sb->s_uuid));
 	print_features(sb);
 	printf("Block size:               %u\n", sh.fs->blocksize);
@@ -91,14 +93,14 @@ static void ls_long(ext2_ino_t ino, const char *name, int namelen)
 	memset(&inode, 0, sizeof(inode));
 	if (ext2fs_read_inode_full(sh.fs, ino, (struct ext2_inode *)&inode,
 				   sizeof(inode))) {
-		printf("%7u  %-10s  %3s  %5s  %5s  %10s  %.*s\n", ino, "?",
-		       "?", "?", "?", "?", namelen, name);
+		printf("%7u  %-10s  %3s  %5s  %5s  %10s  %s\n", ino, "?",
+		       "?", "?", "?", "?", escn(name, namelen));
 		return;
 	}
 	mode_string(inode.i_mode, mode);
-	printf("%7u  %s  %3u  %5u  %5u  %10llu  %.*s\n", ino, mode,
+	printf("%7u  %s  %3u  %5u  %5u  %10llu  %s\n", ino, mode,
 	       inode.i_links_count, inode_uid(inode), inode_gid(inode),
-	       (unsigned long long)EXT2_I_SIZE(&inode), namelen, name);
+	       (unsigned long long)EXT2_I_SIZE(&inode), escn(name, namelen));
 }
 
 static int ls_cb(struct ext2_dir_entry *de, int offset, int blocksize,
@@ -113,7 +115,7 @@ static int ls_cb(struct ext2_dir_entry *de, int offset, int blocksize,
 	if (c->longfmt)
 		ls_long(de->inode, de->name, len);
 	else
-		printf("%.*s\n", len, de->name);
+		printf("%s\n", escn(de->name, len));
 	return 0;
 }
 
@@ -132,7 +134,7 @@ int impl_ls(struct cmd_args *a)
 		if (c.longfmt)
 			ls_long(ino, path, strlen(path));
 		else
-			printf("%s\n", path);
+			printf("%s\n", esc(path));
 		return 0;
 	}
 	err = ext2fs_dir_iterate(sh.fs, ino, 0, NULL, ls_cb, &c);
@@ -175,7 +177,7 @@ int impl_pwd(struct cmd_args *a)
 	err = ext2fs_get_pathname(sh.fs, sh.cwd, 0, &name);
 	if (err)
 		return cmd_err(a, err, "inode %u", sh.cwd);
-	printf("%s\n", name);
+	printf("%s\n", esc(name));
 	ext2fs_free_mem(&name);
 	return 0;
 }
@@ -264,8 +266,13 @@ int impl_stat(struct cmd_args *a)
 		print_time(" dtime:", inode.i_dtime, 0, 0);
 	if (LINUX_S_ISLNK(inode.i_mode) &&
 	    ext2fs_is_fast_symlink((struct ext2_inode *)&inode)) {
-		printf("Fast link dest: \"%.*s\"\n",
-		       (int)EXT2_I_SIZE(&inode), (char *)inode.i_block);
+		size_t max = sizeof(inode.i_block);
+
+		if (EXT2_I_SIZE(&inode) < max)
+			max = EXT2_I_SIZE(&inode);
+		printf("Fast link dest: \"%s\"\n",
+		       escn((char *)inode.i_block,
+			    strnlen((char *)inode.i_block, max)));
 		return 0;
 	}
 	if (inode.i_flags & EXT4_INLINE_DATA_FL) {
@@ -284,30 +291,46 @@ int impl_stat(struct cmd_args *a)
 
 /* ----- cat, dump ----- */
 
-static int copy_out(struct cmd_args *a, const char *path, FILE *out,
-		    const char *outname)
+/*
+ * Resolve PATH to a regular file and open it for reading: before any
+ * host file is opened, so a missing path or a directory leaves it as it
+ * was.  Other types are refused: a fast symlink's or a device's i_block
+ * holds no block numbers.
+ */
+static int open_source(struct cmd_args *a, const char *path,
+		       ext2_file_t *file)
 {
 	struct ext2_inode_large inode;
-	ext2_file_t file;
 	ext2_ino_t ino;
-	errcode_t err, err2;
-	char *buf;
-	unsigned int got;
-	int ret = 0;
+	errcode_t err;
 
 	if (resolve_path(a, path, &ino) || read_inode(a, ino, &inode))
 		return 1;
 	if (LINUX_S_ISDIR(inode.i_mode))
-		return cmd_fail(a, "%s: Is a directory", path);
-	buf = malloc(65536);
-	if (!buf)
-		return cmd_fail(a, "out of memory");
-	err = ext2fs_file_open(sh.fs, ino, 0, &file);
-	if (err) {
-		free(buf);
+		return cmd_fail(a, "%s: %s", path,
+				error_message(EXTREF_ERR_IS_DIR));
+	if (!LINUX_S_ISREG(inode.i_mode))
+		return cmd_fail(a, "%s: %s", path,
+				error_message(EXTREF_ERR_NOT_REG));
+	err = ext2fs_file_open2(sh.fs, ino, (struct ext2_inode *)&inode, 0,
+				file);
+	if (err)
 		return cmd_err(a, err, "%s", path);
-	}
-	for (;;) {
+	return 0;
+}
+
+/* Copy the open file to out; closes the file. */
+static int copy_out(struct cmd_args *a, const char *path, ext2_file_t file,
+		    FILE *out, const char *outname)
+{
+	errcode_t err;
+	char *buf = malloc(65536);
+	unsigned int got;
+	int ret = 0;
+
+	if (!buf)
+		ret = cmd_fail(a, "out of memory");
+	while (!ret) {
 		err = ext2fs_file_read(file, buf, 65536, &got);
 		if (err) {
 			ret = cmd_err(a, err, "reading %s", path);
@@ -315,34 +338,42 @@ static int copy_out(struct cmd_args *a, const char *path, FILE *out,
 		}
 		if (!got)
 			break;
-		if (fwrite(buf, 1, got, out) != got) {
+		if (fwrite(buf, 1, got, out) != got)
 			ret = cmd_fail(a, "%s: %s", outname, strerror(errno));
-			break;
-		}
 	}
-	err2 = ext2fs_file_close(file);
-	if (err2 && !ret)
-		ret = cmd_err(a, err2, "closing %s", path);
+	err = ext2fs_file_close(file);
+	if (err && !ret)
+		ret = cmd_err(a, err, "closing %s", path);
 	free(buf);
 	return ret;
 }
 
 int impl_cat(struct cmd_args *a)
 {
-	int ret = copy_out(a, a->argv[0], stdout, "stdout");
+	ext2_file_t file;
+	int ret;
 
+	if (open_source(a, a->argv[0], &file))
+		return 1;
+	ret = copy_out(a, a->argv[0], file, stdout, "stdout");
 	fflush(stdout);
 	return ret;
 }
 
 int impl_dump(struct cmd_args *a)
 {
-	FILE *out = fopen(a->argv[1], "wb");
+	ext2_file_t file;
+	FILE *out;
 	int ret;
 
-	if (!out)
+	if (open_source(a, a->argv[0], &file))
+		return 1;
+	out = fopen(a->argv[1], "wb");
+	if (!out) {
+		ext2fs_file_close(file);
 		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
-	ret = copy_out(a, a->argv[0], out, a->argv[1]);
+	}
+	ret = copy_out(a, a->argv[0], file, out, a->argv[1]);
 	if (fclose(out) && !ret)
 		ret = cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	return ret;

@@ -20,10 +20,12 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-R request] [-f cmdfile] [-V] [-h] [IMAGE]\n"
+		"Usage: %s [-w] [-n] [-R request] [-f cmdfile] [-V] [-h] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
 		"tree in inode 5).\n\n"
 		"  -w          open the image read-write\n"
+		"  -n          do not verify ext4 metadata checksums (with -w:\n"
+		"              only the expert commands may write)\n"
 		"  -R REQUEST  run one request and exit\n"
 		"  -f CMDFILE  run the requests in CMDFILE (- for stdin) and exit\n"
 		"  -V          print the version and exit\n"
@@ -32,28 +34,104 @@ static void usage(FILE *f)
 		PROG_NAME);
 }
 
-/* Open IMAGE as the shell's image; who names the caller in messages. */
-int shell_open(const char *image, int rw, const char *who)
+/* Errors of an ext4 checksum that does not match. */
+int csum_error(errcode_t err)
 {
-	errcode_t err, tree_err = 0;
+	switch (err) {
+	case EXT2_ET_SB_CSUM_INVALID:
+	case EXT2_ET_INODE_CSUM_INVALID:
+	case EXT2_ET_INODE_BITMAP_CSUM_INVALID:
+	case EXT2_ET_BLOCK_BITMAP_CSUM_INVALID:
+	case EXT2_ET_EXTENT_CSUM_INVALID:
+	case EXT2_ET_DIR_CSUM_INVALID:
+	case EXT2_ET_EXT_ATTR_CSUM_INVALID:
+	case EXT2_ET_MMP_CSUM_INVALID:
+	case EXTREF_ERR_DESC_CSUM:
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * libext2fs's open checks the superblock's checksum, not the group
+ * descriptors' (every close rewrites those): a writer checks them here.
+ */
+static errcode_t check_descs(ext2_filsys fs)
+{
+	dgrp_t g;
+
+	if (!ext2fs_has_group_desc_csum(fs))
+		return 0;
+	for (g = 0; g < fs->group_desc_count; g++)
+		if (!ext2fs_group_desc_csum_verify(fs, g))
+			return EXTREF_ERR_DESC_CSUM;
+	return 0;
+}
+
+/*
+ * The ext4 part, verifying checksums unless nocsum.  A read-only open
+ * whose superblock fails its checksum goes on without verifying, and
+ * says so; a read-write one is refused.
+ */
+static errcode_t open_ext4(const char *image, int rw, int *nocsum,
+			   const char *who, extref_fs_t *xfs)
+{
+	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0);
+	errcode_t err;
+
+	/* With NO_TREE, FORCE only sets EXT2_FLAG_IGNORE_CSUM_ERRORS. */
+	err = extref_fs_open(image, flags | (*nocsum ? EXTREF_OPEN_FORCE : 0),
+			     xfs, NULL);
+	if (err && csum_error(err) && !rw && !*nocsum) {
+		fprintf(stderr, "%s: warning: %s: %s; reading it without "
+			"verifying checksums (fsck.extref repairs it)\n",
+			who, image, error_message(err));
+		*nocsum = 1;
+		err = extref_fs_open(image, flags | EXTREF_OPEN_FORCE, xfs,
+				     NULL);
+	}
+	if (!err && rw && !*nocsum) {
+		err = check_descs(extref_fs_ext2(*xfs));
+		if (err)
+			extref_fs_abort(*xfs);
+	}
+	return err;
+}
+
+/* Open IMAGE as the shell's image; who names the caller in messages. */
+int shell_open(const char *image, int rw, int nocsum, const char *who)
+{
+	errcode_t err, tree_err;
 	extref_fs_t xfs;
 
-	err = extref_fs_open(image, (rw ? EXTREF_OPEN_RW : 0) |
-			     EXTREF_OPEN_FORCE, &xfs, &tree_err);
+	err = open_ext4(image, rw, &nocsum, who, &xfs);
+	if (err && rw && csum_error(err)) {
+		fprintf(stderr, "%s: %s: %s: not opened for writing (writes "
+			"need metadata that verifies: fsck.extref checks and "
+			"repairs it)\n", who, image, error_message(err));
+		return 1;
+	}
 	if (err) {
 		com_err(who, err, "while opening %s", image);
 		return 1;
 	}
+	/* The tree may be damaged: the shell inspects the ext4 part then. */
+	tree_err = extref_fs_load_tree(xfs);
 	sh.xfs = xfs;
 	sh.fs = extref_fs_ext2(xfs);
 	sh.image = strdup(image);
 	sh.rw = rw;
+	sh.nocsum = nocsum;
 	sh.tree_err = tree_err;
 	sh.cwd = EXT2_ROOT_INO;
 	if (tree_err)
 		fprintf(stderr, "%s: warning: %s: reference-count tree not "
 			"loaded: %s; only ext4 inspection works\n",
 			who, image, error_message(tree_err));
+	if (rw && nocsum)
+		fprintf(stderr, "%s: warning: %s: checksums not verified "
+			"(-n): only the expert commands may write\n",
+			who, image);
 	return 0;
 }
 
@@ -70,6 +148,7 @@ int shell_close(const char *who)
 	free(sh.image);
 	sh.image = NULL;
 	sh.rw = 0;
+	sh.nocsum = 0;
 	sh.tree_err = 0;
 	if (err) {
 		com_err(who, err, "while closing the image");
@@ -82,7 +161,7 @@ int impl_open(struct cmd_args *a)
 {
 	if (sh.xfs)
 		return cmd_fail(a, "%s is already open; close it first", sh.image);
-	return shell_open(a->argv[0], a->opts['w'], a->name);
+	return shell_open(a->argv[0], a->opts['w'], a->opts['n'], a->name);
 }
 
 int impl_close(struct cmd_args *a)
@@ -135,7 +214,7 @@ static void run_file(const char *name)
 			p++;
 		if (!*p || *p == '#')
 			continue;
-		printf("%s: %s\n", PROG_NAME, p);
+		printf("%s: %s\n", PROG_NAME, esc(p));
 		fflush(stdout);
 		/* ss_quit only stops ss_listen: end the file here. */
 		if (!strcmp(p, "q") || !strcmp(p, "quit") ||
@@ -151,15 +230,18 @@ static void run_file(const char *name)
 int main(int argc, char **argv)
 {
 	const char *request = NULL, *cmdfile = NULL;
-	int c, rw = 0, ret;
+	int c, rw = 0, nocsum = 0, ret;
 
 	add_error_table(&et_ext2_error_table);
 	add_error_table(&et_xref_error_table);
 
-	while ((c = getopt(argc, argv, "wR:f:Vh")) != -1) {
+	while ((c = getopt(argc, argv, "wnR:f:Vh")) != -1) {
 		switch (c) {
 		case 'w':
 			rw = 1;
+			break;
+		case 'n':
+			nocsum = 1;
 			break;
 		case 'R':
 			request = optarg;
@@ -196,7 +278,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	if (optind < argc && shell_open(argv[optind], rw, PROG_NAME)) {
+	if (optind < argc && shell_open(argv[optind], rw, nocsum, PROG_NAME)) {
 		if (request || cmdfile)
 			return 1;
 	}

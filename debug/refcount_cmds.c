@@ -217,7 +217,7 @@ static int own_ext_cb(const struct fext *e, void *priv)
 	path = inode_path(c->ino);
 	printf("inode %u  lblk %llu  path %s\n", c->ino,
 	       (unsigned long long)(e->lblk + (c->blk - e->pblk)),
-	       path ? path : "?");
+	       path ? esc(path) : "?");
 	free(path);
 	c->found++;
 	return 0;

@@ -251,3 +251,61 @@ errcode_t refcount_runs(blk64_t pblk, blk64_t len, run_func func, void *priv)
 		func(c.pos, pblk + len - c.pos, 1, priv);
 	return 0;
 }
+
+/* ----- names from the image, shown escaped ----- */
+
+static int name_byte_plain(unsigned char ch)
+{
+	return ch >= 0x20 && ch < 0x7f && ch != '\\';
+}
+
+void print_name(FILE *f, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char ch = s[i];
+
+		if (name_byte_plain(ch))
+			fputc(ch, f);
+		else
+			fprintf(f, "\\x%02x", ch);
+	}
+}
+
+/*
+ * Four buffers in turn, so one printf can show up to four names; each
+ * grows to the longest name it held and lives as long as the program.
+ */
+const char *escn(const char *s, size_t len)
+{
+	static char *ring[4];
+	static size_t cap[4];
+	static unsigned next;
+	unsigned k = next++ % 4;
+	size_t i, o = 0;
+
+	if (len * 4 + 1 > cap[k]) {
+		char *p = realloc(ring[k], len * 4 + 1);
+
+		if (!p)
+			return "?";
+		ring[k] = p;
+		cap[k] = len * 4 + 1;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char ch = s[i];
+
+		if (name_byte_plain(ch))
+			ring[k][o++] = ch;
+		else
+			o += sprintf(ring[k] + o, "\\x%02x", ch);
+	}
+	ring[k][o] = 0;
+	return ring[k];
+}
+
+const char *esc(const char *s)
+{
+	return s ? escn(s, strlen(s)) : "(null)";
+}

@@ -97,7 +97,7 @@ int impl_getxattr(struct cmd_args *a)
 static int list_cb(char *name, char *value, size_t value_len, void *priv)
 {
 	(void)priv;
-	printf("%s (%zu) = \"", name, value_len);
+	printf("%s (%zu) = \"", esc(name), value_len);
 	print_escaped(value, value_len);
 	printf("\"\n");
 	return 0;

@@ -41,6 +41,10 @@ void extref_cred_current(struct extref_cred *cred);
  * Reflink SRC (a regular file, or with EXTREF_REFLINK_RECURSIVE a
  * directory tree) to a new entry NAME in directory DIR.  The new inode
  * number is returned in *ret_ino.  cred may be NULL (current process).
+ * A tree is walked before anything changes: DIR inside SRC
+ * (EXTREF_ERR_INTO_ITSELF), a directory reached twice
+ * (EXTREF_ERR_DIR_LOOP) or more than 1024 levels below SRC
+ * (EXTREF_ERR_DIR_DEPTH) is refused with the image unchanged.
  */
 errcode_t extref_reflink(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
 			 const char *name, int flags,

@@ -10,6 +10,7 @@ looks every name up through the index and reads the files back.
 
 import os
 import re
+import struct
 import subprocess
 
 import pytest
@@ -91,14 +92,35 @@ def test_removal_from_an_indexed_directory(big_dir, tmp_path):
     assert left == {NAME.format(i) for i in range(N) if i % 3}
 
 
+def _set_dx_csum(img, path, block):
+    """The dx root's checksum recomputed (ext4's dx_tail: crc32c of the
+    inode number, its generation, the block up to the last used entry,
+    dt_reserved and a zero checksum), so that the image's only damage is
+    the field changed: a writer refuses blocks whose checksum fails."""
+    st = helpers.debugfs(img, f"stat {path}").stdout
+    ino = int(re.search(r"Inode: (\d+)", st)[1])
+    gen = int(re.search(r"Generation: (\d+)", st)[1])
+    limit, count = struct.unpack_from("<HH", block, 32)
+    tail = 32 + limit * 8
+    crc = helpers.crc32c_le(helpers.csum_seed(img), struct.pack("<I", ino))
+    crc = helpers.crc32c_le(crc, struct.pack("<I", gen))
+    crc = helpers.crc32c_le(crc, bytes(block[:32 + count * 8]))
+    crc = helpers.crc32c_le(crc, bytes(block[tail:tail + 4]) + bytes(4))
+    struct.pack_into("<I", block, tail + 4, crc)
+
+
 def test_damaged_index_falls_back_to_a_full_scan(big_dir, tmp_path):
     """A root whose hash version libext2fs does not know: lookups cannot
     use the index, and still find every name (a full scan)."""
     img, _, bs = big_dir
     out = helpers.debugfs(img, "bmap /d 0").stdout.strip()
     with open(img, "r+b") as f:
-        f.seek(int(out) * bs + 24 + 4)          # dx_root_info.hash_version
-        f.write(b"\x07")
+        f.seek(int(out) * bs)
+        block = bytearray(f.read(bs))
+        block[24 + 4] = 7                       # dx_root_info.hash_version
+        _set_dx_csum(img, "/d", block)
+        f.seek(int(out) * bs)
+        f.write(block)
     res = shell(img, [f"reflink /f /d/{NAME.format(i)}"
                       for i in range(0, N, 7)], tmp_path)
     assert res.stderr.count("File exists") == len(range(0, N, 7)), \

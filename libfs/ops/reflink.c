@@ -7,9 +7,18 @@
  * by the caller's umask, fresh times and no extended attributes; preserve
  * mode keeps the whole inode, extended attributes included (an external
  * xattr block is shared through its h_refcount).
+ *
+ * A directory tree is walked once before anything changes (scan_tree):
+ * a destination inside the source, a directory reached twice and a tree
+ * deeper than RL_MAX_DEPTH are refused there, so the copy, which recurses
+ * once a level, can neither copy itself nor run off the C stack.
  */
 #include <string.h>
+#include "extref_int.h"
 #include "extref_ops_int.h"
+
+/* Directory levels below the source that a recursive reflink copies. */
+#define RL_MAX_DEPTH	1024
 
 struct rl {
 	extref_fs_t		xfs;
@@ -19,6 +28,7 @@ struct rl {
 	/* Hard links inside a recursive copy: source inode -> new inode. */
 	ext2_ino_t		*hl_src, *hl_dst;
 	size_t			hl_n, hl_cap;
+	unsigned		depth;		/* reflink_dir calls active */
 };
 
 static int preserve(const struct rl *r)
@@ -264,11 +274,16 @@ static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 	size_t i;
 	errcode_t err;
 
+	/* scan_tree refused deeper trees; this only guards the C stack. */
+	if (r->depth > RL_MAX_DEPTH)
+		return EXTREF_ERR_DIR_DEPTH;
 	err = extref_mkdir(r->xfs, dir, name, &ino);
 	if (!err)
 		err = extref_dir_list(r->fs, src, 0, &e);
+	r->depth++;
 	for (i = 0; !err && i < e.n; i++)
 		err = reflink_any(r, e.v[i].ino, ino, e.v[i].name, NULL);
+	r->depth--;
 	extref_dir_list_free(&e);
 	if (!err)
 		err = set_meta(r, ino, sinode);
@@ -354,6 +369,76 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	return err;
 }
 
+struct scan_item {
+	ext2_ino_t	ino;
+	unsigned	depth;		/* levels below the source */
+};
+
+/* Push DIR's subdirectories (by their inodes' mode, not the entries'
+ * file types) onto the walk's stack; one reached before is a loop. */
+static errcode_t scan_dir(ext2_filsys fs, struct scan_item it,
+			  ext2fs_inode_bitmap seen, struct scan_item **stack,
+			  size_t *n, size_t *cap)
+{
+	struct extref_dirlist e = { 0 };
+	struct ext2_inode in;
+	size_t i;
+	errcode_t err;
+
+	err = extref_dir_list(fs, it.ino, 0, &e);
+	for (i = 0; !err && i < e.n; i++) {
+		err = ext2fs_read_inode(fs, e.v[i].ino, &in);
+		if (err || !LINUX_S_ISDIR(in.i_mode))
+			continue;
+		if (ext2fs_test_inode_bitmap2(seen, e.v[i].ino))
+			err = EXTREF_ERR_DIR_LOOP;
+		else if (it.depth >= RL_MAX_DEPTH)
+			err = EXTREF_ERR_DIR_DEPTH;
+		else
+			err = xr_grow(stack, cap, *n, sizeof(**stack));
+		if (err)
+			break;
+		ext2fs_mark_inode_bitmap2(seen, e.v[i].ino);
+		(*stack)[(*n)++] = (struct scan_item){ e.v[i].ino,
+						       it.depth + 1 };
+	}
+	extref_dir_list_free(&e);
+	return err;
+}
+
+/*
+ * Walk the tree of directory SRC before anything changes, with a stack
+ * on the heap: DEST (the new name's directory) inside it, a directory
+ * reached twice or more than RL_MAX_DEPTH levels are refused.
+ */
+static errcode_t scan_tree(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dest)
+{
+	ext2fs_inode_bitmap seen = NULL;
+	struct scan_item *stack = NULL, it;
+	size_t n = 0, cap = 0;
+	errcode_t err;
+
+	err = ext2fs_allocate_inode_bitmap(fs, "reflink tree", &seen);
+	if (!err)
+		err = xr_grow(&stack, &cap, n, sizeof(*stack));
+	if (err)
+		goto cleanup;
+	ext2fs_mark_inode_bitmap2(seen, src);
+	stack[n++] = (struct scan_item){ src, 0 };
+	while (!err && n > 0) {
+		it = stack[--n];
+		if (it.ino == dest)
+			err = EXTREF_ERR_INTO_ITSELF;
+		else
+			err = scan_dir(fs, it, seen, &stack, &n, &cap);
+	}
+cleanup:
+	ext2fs_free_mem(&stack);
+	if (seen)
+		ext2fs_free_inode_bitmap(seen);
+	return err;
+}
+
 errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			 const char *name, int flags,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
@@ -379,6 +464,11 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		return EXTREF_ERR_IS_DIR;
 	if (!LINUX_S_ISDIR(s.i_mode) && !LINUX_S_ISREG(s.i_mode))
 		return EXTREF_ERR_NOT_REG;
+	if (LINUX_S_ISDIR(s.i_mode)) {
+		err = scan_tree(r.fs, src, dir);
+		if (err)
+			return err;
+	}
 	err = reflink_any(&r, src, dir, name, ret_ino);
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
