@@ -14,7 +14,7 @@
  * once a level, can neither copy itself nor run off the C stack.
  */
 #include <string.h>
-#include "extref_int.h"
+#include "tree/extref_int.h"
 #include "extref_ops_int.h"
 
 /* Directory levels below the source that a recursive reflink copies. */
