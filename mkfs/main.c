@@ -250,6 +250,7 @@ int main(int argc, char **argv)
 	add_error_table(&et_ext2_error_table);
 	add_error_table(&et_xref_error_table);
 
+	cleanup_init();			/* nothing left behind: cleanup.c */
 	parse_args(argc, argv, &o);
 	get_epoch(&o);
 	if (o.convert)
@@ -273,7 +274,10 @@ int main(int argc, char **argv)
 	    (o.source && source_finish(&o))) {
 		target_undo(&o, &t);
 		rc = 1;
+	} else {
+		cleanup_keep_image();
 	}
+	tar_meta_free_all();
 	free(o.features);
 	free(o.ext_opts);
 	return rc;
