@@ -175,6 +175,10 @@ static void on_signal(int sig)
 
 static void at_exit(void)
 {
+	sigset_t old;
+
+	/* a signal now would find the work half done: it waits */
+	cleanup_block(&old);
 	run_cleanup();
 }
 

@@ -277,7 +277,8 @@ static void report(const struct mkfs_opts *o, char *out, int status)
 	else if (first && o->source && o->source_need &&
 		 (strstr(first, "allocate") || strstr(first, "space")))
 		error_line("%s: image too small for %s (%s): it needs about "
-			   "%llu KiB", image, o->source, first,
+			   "%llu KiB", image,
+			   o->archive ? o->archive : o->source, first,
 			   (unsigned long long)(o->source_need / 1024));
 	else if (first)
 		error_line("%s: %s", image, first);
