@@ -268,15 +268,21 @@ static int postprocess(const struct mkfs_opts *o)
 		err = ext2fs_close_free(&post.fs);
 	else if (post.fs)
 		ext2fs_free(post.fs);
-	if (err) {
+	if (err && o->archive) {
+		/* name the entry of the archive, not the unpacked copy */
+		const char *rel = post.failed ? post.failed + post.srclen : "";
+
+		error_line("%s: %s while writing what %s records of %s", o->image,
+			   error_message(err), o->archive,
+			   *rel == '/' ? rel + 1 : ".");
+	} else if (err) {
 		error_line("%s: %s while setting times and owners%s%s",
 			   o->image, error_message(err),
 			   post.failed ? " of " : "",
 			   post.failed ? post.failed : "");
-		free(post.failed);
-		return 1;
 	}
-	return 0;
+	free(post.failed);
+	return err ? 1 : 0;
 }
 
 int source_finish(const struct mkfs_opts *o)

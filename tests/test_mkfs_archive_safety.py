@@ -315,12 +315,14 @@ def test_stopped_mke2fs_continued(work):
 
 
 @pytest.mark.parametrize("bad", ["dotdot", "truncated", "link_outside",
-                                 "too_small"])
+                                 "too_small", "no_ext_attr"])
 def test_error_leaves_nothing(work, bad):
     data = archive_bytes()
     size = []
     if bad == "too_small":      # mke2fs fails
         size = ["150K"]
+    elif bad == "no_ext_attr":  # the archive's xattrs cannot be written
+        size = ["-O", "^ext_attr"]
     elif bad == "truncated":
         data = data[:len(data) // 2 // 512 * 512 + 100]
     else:
@@ -346,6 +348,7 @@ def test_error_leaves_nothing(work, bad):
     assert res.returncode == 1, res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert str(src) in res.stderr
+    assert "mkfs.extref." not in res.stderr     # not the unpacked copy
     assert os.listdir(work / "tmp") == []
     assert not img.exists()
     assert not (work.parent / "escape").exists()
