@@ -348,12 +348,14 @@ static void unpack_entry(struct archive *in, struct archive *out,
 	}
 	host_entry(e, path, link ? target : NULL);
 	r = archive_write_header(out, e);
-	if (r == ARCHIVE_OK && archive_entry_size(e) > 0)
+	if ((r == ARCHIVE_OK || r == ARCHIVE_WARN) &&
+	    archive_entry_size(e) > 0)
 		r = copy_data(in, out);
 	if (r == ARCHIVE_OK || r == ARCHIVE_WARN)
 		r = archive_write_finish_entry(out);
+	/* name pointed into e, which host_entry rewrote: path names it */
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-		fatal("%s: %s: %s", archive, name,
+		fatal("%s: %s: %s", archive, *path ? path : ".",
 		      archive_error_string(out) ? archive_error_string(out) :
 		      archive_error_string(in));
 	if (tar_meta_put(path, m))

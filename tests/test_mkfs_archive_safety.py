@@ -315,7 +315,8 @@ def test_stopped_mke2fs_continued(work):
 
 
 @pytest.mark.parametrize("bad", ["dotdot", "truncated", "link_outside",
-                                 "too_small", "no_ext_attr"])
+                                 "through_symlink", "too_small",
+                                 "no_ext_attr"])
 def test_error_leaves_nothing(work, bad):
     data = archive_bytes()
     size = []
@@ -335,6 +336,10 @@ def test_error_leaves_nothing(work, bad):
                 tf.addfile(ti, io.BytesIO(d) if d is not None else None)
             if bad == "dotdot":
                 ti = _info("bin/../../escape", tarfile.REGTYPE, 0o644)
+            elif bad == "through_symlink":
+                tf.addfile(_info("up", tarfile.SYMTYPE, 0o777,
+                                 linkname=str(work)))
+                ti = _info("up/escape", tarfile.REGTYPE, 0o644)
             else:
                 ti = _info("bin/passwd", tarfile.LNKTYPE, 0o644,
                            linkname="/etc/passwd")
@@ -352,6 +357,7 @@ def test_error_leaves_nothing(work, bad):
     assert os.listdir(work / "tmp") == []
     assert not img.exists()
     assert not (work.parent / "escape").exists()
+    assert not (work / "escape").exists()
 
 
 # --- the image side -------------------------------------------------------
