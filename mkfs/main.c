@@ -54,7 +54,8 @@ static void usage(FILE *f)
 "  -q             quiet\n"
 "  -V             print the version and exit\n"
 "  -h, --help     print this help and exit\n"
-"  -d SOURCE      copy the directory SOURCE into the image (SIZE then\n"
+"  -d SOURCE      copy the directory SOURCE, or unpack the tar archive\n"
+"                 SOURCE (a file or a pipe), into the image (SIZE then\n"
 "                 optional: the content plus --headroom)\n"
 "  --headroom=PCT with -d and no SIZE: room to spare, in percent (20)\n"
 "  --all-root     with -d: every file owned by root\n"
@@ -250,6 +251,7 @@ int main(int argc, char **argv)
 	add_error_table(&et_ext2_error_table);
 	add_error_table(&et_xref_error_table);
 
+	cleanup_init();			/* nothing left behind: cleanup.c */
 	parse_args(argc, argv, &o);
 	get_epoch(&o);
 	if (o.convert)
@@ -273,7 +275,10 @@ int main(int argc, char **argv)
 	    (o.source && source_finish(&o))) {
 		target_undo(&o, &t);
 		rc = 1;
+	} else {
+		cleanup_keep_image();
 	}
+	tar_meta_free_all();
 	free(o.features);
 	free(o.ext_opts);
 	return rc;

@@ -1,7 +1,8 @@
 /*
  * mke2fs_run.c --- lay out the ext4 filesystem with the stock mke2fs.
  *
- * mke2fs runs as a child (fork + exec, no shell) with MKE2FS_CONFIG
+ * mke2fs runs as a child (fork + exec, no shell; MKFS_EXTREF_MKE2FS
+ * names another mke2fs than the one found at build time) with MKE2FS_CONFIG
  * pointing at a configuration of our own, so the result does not depend
  * on the host's /etc/mke2fs.conf.  Its output is captured; on failure we
  * print one line made from its first meaningful error message.
@@ -53,25 +54,38 @@ static const char mke2fs_conf[] =
 	"\t\tinode_ratio = 65536\n"
 	"\t}\n";
 
-/* Write the configuration to a temporary file; its name in path. */
+/*
+ * Write the configuration to a temporary file; its name in path.  The
+ * file is registered for removal (cleanup.c) as it is made.
+ */
 static int write_conf(char *path, size_t len)
 {
 	const char *dir = getenv("TMPDIR");
 	size_t n = sizeof(mke2fs_conf) - 1;
-	int fd;
+	sigset_t old;
+	int fd, e;
 
 	if (!dir || !*dir)
 		dir = "/tmp";
 	snprintf(path, len, "%s/mkfs.extref.conf.XXXXXX", dir);
+	cleanup_block(&old);
 	fd = mkstemp(path);
+	e = errno;
+	if (fd >= 0 && cleanup_add_conf(path)) {
+		close(fd);
+		unlink(path);
+		fd = -1;
+		e = ENAMETOOLONG;
+	}
+	cleanup_unblock(&old);
 	if (fd < 0) {
 		error_line("cannot create a temporary file in %s: %s", dir,
-			   strerror(errno));
+			   strerror(e));
 		return -1;
 	}
 	if (write(fd, mke2fs_conf, n) != (ssize_t)n || close(fd) < 0) {
 		error_line("cannot write %s: %s", path, strerror(errno));
-		unlink(path);
+		cleanup_drop_conf();
 		return -1;
 	}
 	return 0;
@@ -117,10 +131,13 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 
 /* In the child: set up the environment and descriptors, then exec. */
 static void child(const struct mkfs_opts *o, const char **argv,
-		  const char *conf, int out)
+		  const char *conf, int out, const sigset_t *mask)
 {
+	const char *mke2fs = getenv("MKFS_EXTREF_MKE2FS");
 	char epoch[32];
 	int null = open("/dev/null", O_RDONLY);
+
+	cleanup_child_reset(mask);
 
 	if (null >= 0)
 		dup2(null, 0);
@@ -138,8 +155,12 @@ static void child(const struct mkfs_opts *o, const char **argv,
 	} else {
 		unsetenv("E2FSPROGS_FAKE_TIME");
 	}
-	execv(MKE2FS_PATH, (char **)argv);
-	execvp("mke2fs", (char **)argv);
+	if (mke2fs && *mke2fs) {
+		execv(mke2fs, (char **)argv);
+	} else {
+		execv(MKE2FS_PATH, (char **)argv);
+		execvp("mke2fs", (char **)argv);
+	}
 	dprintf(2, "cannot run mke2fs: %s\n", strerror(errno));
 	_exit(127);
 }
@@ -256,7 +277,8 @@ static void report(const struct mkfs_opts *o, char *out, int status)
 	else if (first && o->source && o->source_need &&
 		 (strstr(first, "allocate") || strstr(first, "space")))
 		error_line("%s: image too small for %s (%s): it needs about "
-			   "%llu KiB", image, o->source, first,
+			   "%llu KiB", image,
+			   o->archive ? o->archive : o->source, first,
 			   (unsigned long long)(o->source_need / 1024));
 	else if (first)
 		error_line("%s: %s", image, first);
@@ -273,26 +295,50 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 	const char *argv[MAX_ARGS];
 	char conf[4096], bsbuf[16], sizebuf[32], *out;
 	int pfd[2], status;
+	siginfo_t si;
+	sigset_t old;
 	pid_t pid;
 
 	build_argv(o, t, argv, bsbuf, sizebuf);
 	if (write_conf(conf, sizeof(conf)))
 		return -1;
-	if (pipe(pfd) < 0 || (pid = fork()) < 0) {
+	if (pipe(pfd) < 0) {
 		error_line("cannot run mke2fs: %s", strerror(errno));
-		unlink(conf);
+		cleanup_drop_conf();
 		return -1;
 	}
+	/* the child is registered (to be killed and waited for on a
+	 * signal) before a signal can come */
+	cleanup_block(&old);
+	pid = fork();
 	if (pid == 0) {
 		close(pfd[0]);
-		child(o, argv, conf, pfd[1]);
+		child(o, argv, conf, pfd[1], &old);
+	}
+	if (pid > 0)
+		cleanup_set_child(pid);
+	cleanup_unblock(&old);
+	if (pid < 0) {
+		error_line("cannot run mke2fs: %s", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		cleanup_drop_conf();
+		return -1;
 	}
 	close(pfd[1]);
 	out = slurp(pfd[0]);
 	close(pfd[0]);
+	/* reaped and unregistered with no signal in between, so the
+	 * handler never kills a pid that is no longer ours */
+	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
+	       errno == EINTR)
+		;
+	cleanup_block(&old);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	unlink(conf);
+	cleanup_set_child(0);
+	cleanup_unblock(&old);
+	cleanup_drop_conf();
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		free(out);
 		return 0;

@@ -8,8 +8,12 @@
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
 
+#include <signal.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
+
+#include <ext2fs/ext2fs.h>
 
 #define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
 #define MKFS_LABEL_MAX	16
@@ -40,6 +44,7 @@ struct mkfs_opts {
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
+	int		root_owner;	/* -E root_owner= given */
 };
 
 #define OPT_CONVERT	1000
@@ -48,7 +53,72 @@ struct mkfs_opts {
 #define OPT_ALL_ROOT	1003
 
 /* tar.c */
+/*
+ * Unpack the archive o->source into a private directory that becomes
+ * o->source: owner-only modes, no owners, no devices, no extended
+ * attributes on the host; what the archive says of each entry is kept
+ * in memory (tar_meta.c) and goes into the image afterwards.
+ */
 void tar_unpack(struct mkfs_opts *o);
+
+/* tar_meta.c: each archive entry's metadata, by its normalised path. */
+struct tar_xattr {
+	char		*name;
+	void		*value;
+	size_t		len;
+};
+
+struct tar_meta {
+	mode_t		mode;		/* type and permission bits */
+	uint32_t	uid, gid;
+	uint32_t	major, minor;	/* devices */
+	struct timespec	atime, mtime, ctime;
+	size_t		n_xattr;
+	struct tar_xattr *xattr;
+	unsigned int	refs;		/* paths pointing here (hard links) */
+};
+
+/* Record meta (which becomes the table's) for path; 0 or an errno. */
+int tar_meta_put(const char *path, struct tar_meta *meta);
+/* The metadata of path ("" is the root), or NULL. */
+struct tar_meta *tar_meta_get(const char *path);
+/* Add an extended attribute; 0 or ENOMEM. */
+int tar_meta_add_xattr(struct tar_meta *m, const char *name,
+		       const void *value, size_t len);
+void tar_meta_free_all(void);
+
+/* tar_apply.c: an archive entry's metadata into its inode in the image. */
+/*
+ * Replace the extended attributes of ino by meta's, then read the inode
+ * into in (a buffer of the inode size) and give it meta's type, mode,
+ * owner (with set_owner) and device number: a placeholder regular file
+ * becomes the device, FIFO or socket meta says.  The caller sets the
+ * times and writes the inode.
+ */
+errcode_t tar_apply(ext2_filsys fs, ext2_ino_t ino,
+		    struct ext2_inode_large *in, const struct tar_meta *meta,
+		    int set_owner);
+/* The directory-entry file type (EXT2_FT_*) of a mode. */
+int tar_file_type(mode_t mode);
+/*
+ * Set the file type of the entries of directory dir that name inodes
+ * in inos (n of them) to the matching fts.
+ */
+errcode_t tar_fix_dirents(ext2_filsys fs, ext2_ino_t dir,
+			  const ext2_ino_t *inos, const int *fts, size_t n);
+
+/* cleanup.c: nothing left behind on error or signal. */
+void cleanup_init(void);
+void cleanup_block(sigset_t *old);
+void cleanup_unblock(const sigset_t *old);
+void cleanup_child_reset(const sigset_t *old);
+int cleanup_add_tree(const char *path);
+int cleanup_add_conf(const char *path);
+void cleanup_drop_conf(void);
+int cleanup_add_image(const char *path, int created, off_t orig_size);
+void cleanup_keep_image(void);
+void cleanup_undo_image(void);
+void cleanup_set_child(pid_t pid);
 
 /* source.c */
 void source_check(struct mkfs_opts *o);

@@ -37,7 +37,7 @@ static int all_digits(const char *s, size_t n)
 	return 1;
 }
 
-static void check_one_ext(const char *opt)
+static void check_one_ext(struct mkfs_opts *o, const char *opt)
 {
 	const char *val = strchr(opt, '=');
 	size_t klen = val ? (size_t)(val - opt) : strlen(opt);
@@ -56,6 +56,7 @@ static void check_one_ext(const char *opt)
 		    !all_digits(colon + 1, strlen(colon + 1)))
 			fatal("invalid root_owner '%s' (must be UID:GID)",
 			      val ? val : "");
+		o->root_owner = 1;
 	} else if (klen == 16 && !strncmp(opt, "lazy_itable_init", 16)) {
 		if (!val || (strcmp(val, "0") && strcmp(val, "1")))
 			fatal("invalid lazy_itable_init '%s' (must be 0 or 1)",
@@ -77,7 +78,7 @@ void check_ext_opts(struct mkfs_opts *o, const char *arg)
 		fatal("out of memory");
 	for (tok = strtok_r(copy, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		check_one_ext(tok);
+		check_one_ext(o, tok);
 		list_append(&o->ext_opts, tok);
 	}
 	free(copy);

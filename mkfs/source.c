@@ -40,7 +40,7 @@ void source_check(struct mkfs_opts *o)
 
 	if (stat(o->source, &st) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (S_ISREG(st.st_mode))
+	if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
 		tar_unpack(o);		/* o->source is now a directory */
 	else if (!S_ISDIR(st.st_mode))
 		fatal("%s: neither a directory nor an archive", o->source);
@@ -67,12 +67,14 @@ void source_check(struct mkfs_opts *o)
 /*
  * mke2fs -d copies seconds only; times are set again from the source
  * with their nanoseconds (clamped to SOURCE_DATE_EPOCH when it is set),
- * and owners become root with --all-root.
+ * and owners become root with --all-root.  From an archive, each inode
+ * first gets what the archive says of its entry (tar_apply.c).
  */
 struct post {
 	const struct mkfs_opts	*o;
 	ext2_filsys		fs;
 	struct ext2_inode_large	*in;
+	size_t			srclen;		/* strlen(o->source) */
 	char			*failed;	/* path that failed */
 };
 
@@ -93,15 +95,61 @@ static void set_time(__u32 *sec, __u32 *extra, int large,
 		*extra = ((__u32)ns << 2) | (__u32)(((s - (__s32)s) >> 32) & 3);
 }
 
-/* Give inode ino the times (and owner) of the source's st. */
-static errcode_t fix_inode(struct post *p, ext2_ino_t ino,
-			   const struct stat *st)
+/*
+ * What the archive says of the source's path; a directory it does not
+ * list (a parent it implies, or the root without "./") is 0755 and
+ * root's, with the host's times.
+ */
+static const struct tar_meta *archive_meta(const struct post *p,
+					   const char *path,
+					   const struct stat *st,
+					   struct tar_meta *dflt)
+{
+	const char *rel = path + p->srclen;
+	struct tar_meta *m;
+
+	if (*rel == '/')
+		rel++;
+	m = tar_meta_get(rel);
+	if (m)
+		return m;
+	memset(dflt, 0, sizeof(*dflt));
+	dflt->mode = S_IFDIR | 0755;
+	dflt->atime = st->st_atim;
+	dflt->mtime = st->st_mtim;
+	dflt->ctime = st->st_ctim;
+	return dflt;
+}
+
+/*
+ * Give inode ino what the source says of path (whose lstat is st):
+ * times, the owner with --all-root, and from an archive everything the
+ * archive records; *ft is the file type its directory entries need.
+ */
+static errcode_t fix_inode(struct post *p, ext2_ino_t ino, const char *path,
+			   const struct stat *st, int *ft)
 {
 	int isz = EXT2_INODE_SIZE(p->fs->super), large;
+	const struct timespec *at = &st->st_atim, *mt = &st->st_mtim;
+	const struct timespec *ct = &st->st_ctim;
+	struct tar_meta dflt;
 	errcode_t err;
 
-	err = ext2fs_read_inode_full(p->fs, ino, (struct ext2_inode *)p->in,
-				     isz);
+	*ft = 0;
+	if (p->o->archive) {
+		const struct tar_meta *m = archive_meta(p, path, st, &dflt);
+
+		/* -E root_owner= wins over the archive's "./" */
+		err = tar_apply(p->fs, ino, p->in, m,
+				!(ino == EXT2_ROOT_INO && p->o->root_owner));
+		at = &m->atime;
+		mt = &m->mtime;
+		ct = &m->ctime;
+		*ft = tar_file_type(m->mode);
+	} else {
+		err = ext2fs_read_inode_full(p->fs, ino,
+					     (struct ext2_inode *)p->in, isz);
+	}
 	if (err)
 		return err;
 	large = isz > EXT2_GOOD_OLD_INODE_SIZE && p->in->i_extra_isize >= 24;
@@ -110,12 +158,9 @@ static errcode_t fix_inode(struct post *p, ext2_ino_t ino,
 		p->in->osd2.linux2.l_i_uid_high = 0;
 		p->in->osd2.linux2.l_i_gid_high = 0;
 	}
-	set_time(&p->in->i_atime, &p->in->i_atime_extra, large, &st->st_atim,
-		 p->o);
-	set_time(&p->in->i_mtime, &p->in->i_mtime_extra, large, &st->st_mtim,
-		 p->o);
-	set_time(&p->in->i_ctime, &p->in->i_ctime_extra, large, &st->st_ctim,
-		 p->o);
+	set_time(&p->in->i_atime, &p->in->i_atime_extra, large, at, p->o);
+	set_time(&p->in->i_mtime, &p->in->i_mtime_extra, large, mt, p->o);
+	set_time(&p->in->i_ctime, &p->in->i_ctime_extra, large, ct, p->o);
 	if (large && p->o->have_epoch && p->in->i_crtime > p->o->epoch) {
 		p->in->i_crtime = (__u32)p->o->epoch;
 		p->in->i_crtime_extra = 0;
@@ -124,16 +169,39 @@ static errcode_t fix_inode(struct post *p, ext2_ino_t ino,
 				       isz);
 }
 
+/* Entries of one directory whose file type changes. */
+struct retype {
+	ext2_ino_t	*inos;
+	int		*fts;
+	size_t		n;
+};
+
+static errcode_t retype_add(struct retype *r, size_t max, ext2_ino_t ino,
+			    int ft)
+{
+	if (!r->inos) {
+		r->inos = calloc(max, sizeof(*r->inos));
+		r->fts = calloc(max, sizeof(*r->fts));
+		if (!r->inos || !r->fts)
+			return EXT2_ET_NO_MEMORY;
+	}
+	r->inos[r->n] = ino;
+	r->fts[r->n++] = ft;
+	return 0;
+}
+
 /*
  * Walk the image's directory dir and the source's path side by side:
  * one pass over every entry, whatever the size of the directories.
  */
 static errcode_t walk(struct post *p, ext2_ino_t dir, char *path, size_t len)
 {
+	struct retype rt = { NULL, NULL, 0 };
 	struct extref_dirlist ds;
 	struct stat st;
 	errcode_t err;
 	size_t i;
+	int ft;
 
 	err = extref_dir_list(p->fs, dir, 0, &ds);
 	for (i = 0; !err && i < ds.n; i++) {
@@ -147,13 +215,22 @@ static errcode_t walk(struct post *p, ext2_ino_t dir, char *path, size_t len)
 		memcpy(path + len + 1, ds.v[i].name, nl + 1);
 		if (lstat(path, &st) < 0)
 			continue;	/* lost+found: not in the source */
-		err = fix_inode(p, ds.v[i].ino, &st);
+		err = fix_inode(p, ds.v[i].ino, path, &st, &ft);
+		if (!err && ft && ft != ds.v[i].file_type)
+			err = retype_add(&rt, ds.n, ds.v[i].ino, ft);
 		if (!err && ds.v[i].file_type == EXT2_FT_DIR)
 			err = walk(p, ds.v[i].ino, path, len + nl + 1);
 		if (err && !p->failed)
 			p->failed = strdup(path);
 	}
 	path[len] = 0;
+	if (!err && rt.n) {
+		err = tar_fix_dirents(p->fs, dir, rt.inos, rt.fts, rt.n);
+		if (err && !p->failed)
+			p->failed = strdup(path);
+	}
+	free(rt.inos);
+	free(rt.fts);
 	extref_dir_list_free(&ds);
 	return err;
 }
@@ -166,6 +243,8 @@ static int postprocess(const struct mkfs_opts *o)
 	post.o = o;
 	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
 			   0, 0, unix_io_manager, &post.fs);
+	if (!err && o->have_epoch)
+		post.fs->now = o->epoch;	/* the superblock's write time */
 	if (!err)
 		err = ext2fs_get_memzero(EXT2_INODE_SIZE(post.fs->super),
 					 &post.in);
@@ -173,11 +252,14 @@ static int postprocess(const struct mkfs_opts *o)
 		char path[4096];
 		struct stat st;
 
+		int ft;
+
 		snprintf(path, sizeof(path), "%s", o->source);
+		post.srclen = strlen(path);
 		if (lstat(path, &st) < 0)
 			err = errno;
 		if (!err)
-			err = fix_inode(&post, EXT2_ROOT_INO, &st);
+			err = fix_inode(&post, EXT2_ROOT_INO, path, &st, &ft);
 		if (!err)
 			err = walk(&post, EXT2_ROOT_INO, path, strlen(path));
 	}
@@ -186,15 +268,21 @@ static int postprocess(const struct mkfs_opts *o)
 		err = ext2fs_close_free(&post.fs);
 	else if (post.fs)
 		ext2fs_free(post.fs);
-	if (err) {
+	if (err && o->archive) {
+		/* name the entry of the archive, not the unpacked copy */
+		const char *rel = post.failed ? post.failed + post.srclen : "";
+
+		error_line("%s: %s while writing what %s records of %s", o->image,
+			   error_message(err), o->archive,
+			   *rel == '/' ? rel + 1 : ".");
+	} else if (err) {
 		error_line("%s: %s while setting times and owners%s%s",
 			   o->image, error_message(err),
 			   post.failed ? " of " : "",
 			   post.failed ? post.failed : "");
-		free(post.failed);
-		return 1;
 	}
-	return 0;
+	free(post.failed);
+	return err ? 1 : 0;
 }
 
 int source_finish(const struct mkfs_opts *o)

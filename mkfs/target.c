@@ -6,6 +6,7 @@
  * target_undo() removes what we created or shrinks what we grew.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,10 +147,14 @@ void target_probe(struct mkfs_opts *o, struct mkfs_target *t)
 
 void target_create(const struct mkfs_opts *o, struct mkfs_target *t)
 {
-	int fd;
+	sigset_t old;
+	int fd, e;
 
 	if (t->exists && (t->is_blockdev || t->fs_bytes <= t->orig_size))
 		return;
+	/* created or grown and registered for undoing, with no signal
+	 * in between (cleanup.c) */
+	cleanup_block(&old);
 	if (t->exists) {
 		fd = open(o->image, O_RDWR | O_CLOEXEC);
 	} else {
@@ -158,14 +163,22 @@ void target_create(const struct mkfs_opts *o, struct mkfs_target *t)
 		if (fd >= 0)
 			t->created = 1;
 	}
-	if (fd < 0)
-		fatal("cannot open %s: %s", o->image, strerror(errno));
-	if (ftruncate(fd, (off_t)t->fs_bytes) < 0) {
-		int e = errno;
-
+	e = errno;
+	if (fd >= 0 && cleanup_add_image(o->image, t->created,
+					 (off_t)t->orig_size)) {
+		e = ENAMETOOLONG;
 		close(fd);
+		fd = -1;
 		if (t->created)
 			unlink(o->image);
+		t->created = 0;
+	}
+	cleanup_unblock(&old);
+	if (fd < 0)
+		fatal("cannot open %s: %s", o->image, strerror(e));
+	if (ftruncate(fd, (off_t)t->fs_bytes) < 0) {
+		e = errno;
+		close(fd);
 		fatal("%s: cannot make the file %llu bytes long: %s",
 		      o->image, (unsigned long long)t->fs_bytes, strerror(e));
 	}
@@ -176,9 +189,6 @@ void target_create(const struct mkfs_opts *o, struct mkfs_target *t)
 
 void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t)
 {
-	if (t->created)
-		unlink(o->image);
-	else if (t->extended && truncate(o->image, (off_t)t->orig_size) < 0)
-		error_line("cannot restore the size of %s: %s", o->image,
-			   strerror(errno));
+	(void)o; (void)t;
+	cleanup_undo_image();
 }

@@ -1,0 +1,311 @@
+/*
+ * cleanup.c --- what mkfs.extref leaves behind on failure: nothing.
+ *
+ * The temporary tree an archive is unpacked into, the mke2fs
+ * configuration file, the mke2fs child and the image file mkfs.extref
+ * created (or grew) are registered here.  One routine removes them: at
+ * exit (error paths end in exit()) and from the handler of every
+ * terminating signal a user or a session sends (SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, SIGPIPE, ...), which then re-raises the signal so the exit
+ * status tells the caller what happened.  The routine runs in a signal
+ * handler, so it uses system calls only: no stdio, no malloc, no nftw.
+ * Registration happens with those signals blocked, so a thing is either
+ * registered or does not exist yet.  SIGKILL cannot be caught.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mkfs.h"
+
+static const int term_signals[] = {
+	SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2,
+	SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF
+};
+#define N_SIGNALS (sizeof(term_signals) / sizeof(term_signals[0]))
+
+static struct {
+	char		tree[PATH_MAX];
+	char		conf[PATH_MAX];
+	char		image[PATH_MAX];
+	off_t		image_size;	/* size to restore, or -1: remove */
+	volatile sig_atomic_t have_tree, have_conf, have_image;
+	volatile pid_t	child;
+} reg;
+
+/* One directory entry as getdents64 returns it. */
+struct dent64 {
+	uint64_t	d_ino;
+	int64_t		d_off;
+	unsigned short	d_reclen;
+	unsigned char	d_type;
+	char		d_name[];
+};
+
+static int is_dot(const char *n)
+{
+	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
+}
+
+/*
+ * Remove what fd's directory holds.  Returns 1 after descending into a
+ * non-empty subdirectory (fd then refers to it), 0 when a scan found
+ * nothing more to remove.  *removed counts what went.
+ */
+static int empty_one(int *fd, unsigned long *removed)
+{
+	char buf[4096];
+	long n;
+
+	if (lseek(*fd, 0, SEEK_SET) < 0)
+		return 0;
+	while ((n = syscall(SYS_getdents64, *fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n; ) {
+			struct dent64 *d = (struct dent64 *)(buf + off);
+			int sub;
+
+			off += d->d_reclen;
+			if (is_dot(d->d_name))
+				continue;
+			if (!unlinkat(*fd, d->d_name, 0) ||
+			    !unlinkat(*fd, d->d_name, AT_REMOVEDIR)) {
+				(*removed)++;
+				continue;
+			}
+			if (errno != ENOTEMPTY && errno != EEXIST)
+				continue;
+			sub = openat(*fd, d->d_name, O_RDONLY | O_DIRECTORY |
+				     O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0)
+				continue;
+			close(*fd);
+			*fd = sub;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Remove the tree at root without recursion or memory: descend into a
+ * non-empty directory, empty it, climb back through "..", rescan.  The
+ * tree is private (mode 0700, made by us), so ".." is where we came
+ * from.  Gives up on a directory it cannot empty.
+ */
+static void remove_tree(const char *root)
+{
+	unsigned long removed = 0, at_descent = 0;
+	int fd, depth = 0;
+
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		int up;
+
+		if (empty_one(&fd, &removed)) {
+			depth++;
+			at_descent = removed;
+			continue;
+		}
+		if (depth == 0 || removed == at_descent)
+			break;		/* done, or stuck below */
+		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		if (up < 0)
+			return;
+		fd = up;
+		depth--;
+	}
+	close(fd);
+	rmdir(root);
+}
+
+static const char size_msg[] =
+	"mkfs.extref: cannot restore the size of the image\n";
+
+/* Undo everything registered.  Async-signal-safe. */
+static void run_cleanup(void)
+{
+	pid_t child = reg.child;
+
+	if (child > 0) {
+		reg.child = 0;
+		kill(child, SIGKILL);
+		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (reg.have_conf) {
+		reg.have_conf = 0;
+		unlink(reg.conf);
+	}
+	if (reg.have_tree) {
+		reg.have_tree = 0;
+		remove_tree(reg.tree);
+	}
+	if (reg.have_image) {
+		reg.have_image = 0;
+		if (reg.image_size < 0)
+			unlink(reg.image);
+		else if (truncate(reg.image, reg.image_size) < 0)
+			(void)!write(2, size_msg, sizeof(size_msg) - 1);
+	}
+}
+
+static void on_signal(int sig)
+{
+	sigset_t set;
+
+	run_cleanup();
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);	/* a signal whose default is not to end us */
+}
+
+static void at_exit(void)
+{
+	sigset_t old;
+
+	/* a signal now would find the work half done: it waits */
+	cleanup_block(&old);
+	run_cleanup();
+}
+
+void cleanup_init(void)
+{
+	struct sigaction sa, old;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < N_SIGNALS; i++)
+		sigaddset(&sa.sa_mask, term_signals[i]);
+	for (i = 0; i < N_SIGNALS; i++) {
+		/* a signal ignored on entry (nohup) stays ignored */
+		if (sigaction(term_signals[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(term_signals[i], &sa, NULL);
+	}
+	atexit(at_exit);
+}
+
+void cleanup_block(sigset_t *old)
+{
+	sigset_t set;
+	size_t i;
+
+	sigemptyset(&set);
+	for (i = 0; i < N_SIGNALS; i++)
+		sigaddset(&set, term_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+void cleanup_unblock(const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* In a child about to exec: our handlers and mask are not its. */
+void cleanup_child_reset(const sigset_t *old)
+{
+	size_t i;
+
+	for (i = 0; i < N_SIGNALS; i++) {
+		struct sigaction cur;
+
+		if (sigaction(term_signals[i], NULL, &cur) == 0 &&
+		    cur.sa_handler == on_signal)
+			signal(term_signals[i], SIG_DFL);
+	}
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+static int copy_path(char *dst, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= PATH_MAX)
+		return -1;
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+/* Each call is made with the signals blocked (cleanup_block). */
+int cleanup_add_tree(const char *path)
+{
+	if (copy_path(reg.tree, path))
+		return -1;
+	reg.have_tree = 1;
+	return 0;
+}
+
+int cleanup_add_conf(const char *path)
+{
+	if (copy_path(reg.conf, path))
+		return -1;
+	reg.have_conf = 1;
+	return 0;
+}
+
+void cleanup_drop_conf(void)
+{
+	if (reg.have_conf) {
+		reg.have_conf = 0;
+		unlink(reg.conf);
+	}
+}
+
+int cleanup_add_image(const char *path, int created, off_t orig_size)
+{
+	char abs[PATH_MAX];
+
+	/* the image's name is kept absolute: cleanup may run after a chdir */
+	if (path[0] != '/') {
+		if (!getcwd(abs, sizeof(abs)) ||
+		    strlen(abs) + strlen(path) + 2 > sizeof(abs))
+			return -1;
+		strcat(abs, "/");
+		strcat(abs, path);
+		path = abs;
+	}
+	if (copy_path(reg.image, path))
+		return -1;
+	reg.image_size = created ? -1 : orig_size;
+	reg.have_image = 1;
+	return 0;
+}
+
+void cleanup_keep_image(void)
+{
+	reg.have_image = 0;
+}
+
+void cleanup_undo_image(void)
+{
+	if (!reg.have_image)
+		return;
+	reg.have_image = 0;
+	if (reg.image_size < 0)
+		unlink(reg.image);
+	else if (truncate(reg.image, reg.image_size) < 0)
+		error_line("cannot restore the size of %s: %s", reg.image,
+			   strerror(errno));
+}
+
+void cleanup_set_child(pid_t pid)
+{
+	reg.child = pid;
+}
