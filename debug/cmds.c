@@ -53,6 +53,13 @@ static const struct cmd_spec cmd_table[] = {
 	{ "setxattr",	  impl_setxattr,	3, 3, NULL, NULL, 0,  WR, "PATH NAME VALUE" },
 	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
 	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "ncheck",	  impl_ncheck,		1, -1, "c", NULL, 0,  RO, "[-c] INODE..." },
+	{ "icheck",	  impl_icheck,		1, -1, NULL, NULL, 0, RO, "BLOCK..." },
+	{ "blocks",	  impl_blocks,		1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "bmap",	  impl_bmap,		2, 2, NULL, NULL, 0,  RO, "PATH LBLK" },
+	{ "dirsearch",	  impl_dirsearch,	2, 2, NULL, NULL, 0,  RO, "DIR NAME" },
+	{ "ffb",	  impl_ffb,		0, 2, NULL, NULL, 0,  RO, "[COUNT [GOAL]]" },
+	{ "ffi",	  impl_ffi,		0, 2, NULL, NULL, 0,  RO, "[DIR [MODE]]" },
 	{ "set_tree_header", impl_set_tree_header, 2, 2, "n", NULL, 0, XW, "[-n] FIELD VALUE" },
 	{ "set_tree_node", impl_set_tree_node,	3, 3, "n",  NULL, 0,  XW, "[-n] LBLK FIELD VALUE" },
 	{ "set_tree_entry", impl_set_tree_entry, 4, 4, "n", NULL, 0,  XW, "[-n] LBLK INDEX FIELD VALUE" },
@@ -77,6 +84,7 @@ CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(setxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)
+CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
 
 static const struct cmd_spec *cur_spec;
 

@@ -118,6 +118,24 @@ typedef int (*run_func)(blk64_t pblk, blk64_t len, __u32 count, void *priv);
  * the tree is not loaded (unknown). */
 errcode_t refcount_runs(blk64_t pblk, blk64_t len, run_func func, void *priv);
 
+/* ----- blockwalk.c ----- */
+/* What a block is to the inode mapping it. */
+enum bown_kind {
+	BOWN_DATA,	/* file data at a logical block */
+	BOWN_MAP,	/* an extent-tree or indirect block */
+	BOWN_XATTR,	/* the extended-attribute block */
+};
+/* One mapping of an asked-for block; non-zero stops the scan. */
+typedef int (*bown_func)(ext2_ino_t ino, blk64_t blk, enum bown_kind kind,
+			 blk64_t lblk, void *priv);
+/* Every mapping, by every in-use inode in inode order, of the sorted,
+ * unique blocks[0..n). */
+errcode_t scan_block_owners(const blk64_t *blocks, size_t n, bown_func func,
+			    void *priv);
+/* 1 when blk is group metadata (or before the first data block), with
+ * what it is ("the inode table of group 3") in what. */
+int block_group_meta(blk64_t blk, char *what, size_t len);
+
 /*
  * The commands' implementations (inspect.c, fiemap.c, refcount_cmds.c,
  * du.c, ...), dispatched by cmds.c's table.
@@ -154,6 +172,14 @@ int impl_chown(struct cmd_args *a);
 int impl_setxattr(struct cmd_args *a);
 int impl_getxattr(struct cmd_args *a);
 int impl_listxattr(struct cmd_args *a);
+/* names.c: stock debugfs's lookups */
+int impl_ncheck(struct cmd_args *a);
+int impl_icheck(struct cmd_args *a);
+int impl_blocks(struct cmd_args *a);
+int impl_bmap(struct cmd_args *a);
+int impl_dirsearch(struct cmd_args *a);
+int impl_ffb(struct cmd_args *a);
+int impl_ffi(struct cmd_args *a);
 /* expert.c: raw edits for building corrupted images */
 int impl_set_tree_header(struct cmd_args *a);
 int impl_set_tree_node(struct cmd_args *a);
