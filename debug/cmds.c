@@ -24,7 +24,7 @@ static const struct cmd_spec cmd_table[] = {
 	{ "open",	  impl_open,		1, 1, "w",  NULL, 0,  0,  "[-w] IMAGE" },
 	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
-	{ "ls",		  impl_ls,		0, 1, "l",  NULL, 0,  RO, "[-l] [PATH]" },
+	{ "ls",		  impl_ls,		0, 1, "lp", NULL, 0,  RO, "[-l] [-p] [PATH]" },
 	{ "cd",		  impl_cd,		1, 1, NULL, NULL, 0,  RO, "PATH" },
 	{ "pwd",	  impl_pwd,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stat",	  impl_stat,		1, 1, NULL, NULL, 0,  RO, "PATH" },

@@ -118,6 +118,16 @@ typedef int (*run_func)(blk64_t pblk, blk64_t len, __u32 count, void *priv);
  * the tree is not loaded (unknown). */
 errcode_t refcount_runs(blk64_t pblk, blk64_t len, run_func func, void *priv);
 
+/* ----- xattr.c, stat_extra.c ----- */
+/* Printable ASCII as is; other bytes, '\\' and '"' as \\ooo. */
+void print_escaped(const char *v, size_t len);
+/* stat's project id, extra size, device numbers, xattrs, checksum. */
+void stat_extra(ext2_ino_t ino, struct ext2_inode_large *inode);
+/* ls -l's date column (mtime, local time). */
+void ls_date(struct ext2_inode_large *inode, char *buf, size_t len);
+/* One ls -p line. */
+void ls_parsable(ext2_ino_t ino, const char *name, int namelen);
+
 /* ----- blockwalk.c ----- */
 /* What a block is to the inode mapping it. */
 enum bown_kind {

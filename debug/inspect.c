@@ -81,24 +81,26 @@ int impl_stats(struct cmd_args *a)
 
 struct ls_ctx {
 	int	longfmt;
+	int	parsable;
 };
 
 static void ls_long(ext2_ino_t ino, const char *name, int namelen)
 {
 	struct ext2_inode_large inode;
-	char mode[12];
+	char mode[12], date[32];
 
 	memset(&inode, 0, sizeof(inode));
 	if (ext2fs_read_inode_full(sh.fs, ino, (struct ext2_inode *)&inode,
 				   sizeof(inode))) {
-		printf("%7u  %-10s  %3s  %5s  %5s  %10s  %.*s\n", ino, "?",
-		       "?", "?", "?", "?", namelen, name);
+		printf("%7u  %-10s  %3s  %5s  %5s  %10s  %17s  %.*s\n", ino,
+		       "?", "?", "?", "?", "?", "?", namelen, name);
 		return;
 	}
 	mode_string(inode.i_mode, mode);
-	printf("%7u  %s  %3u  %5u  %5u  %10llu  %.*s\n", ino, mode,
+	ls_date(&inode, date, sizeof(date));
+	printf("%7u  %s  %3u  %5u  %5u  %10llu  %s  %.*s\n", ino, mode,
 	       inode.i_links_count, inode_uid(inode), inode_gid(inode),
-	       (unsigned long long)EXT2_I_SIZE(&inode), namelen, name);
+	       (unsigned long long)EXT2_I_SIZE(&inode), date, namelen, name);
 }
 
 static int ls_cb(struct ext2_dir_entry *de, int offset, int blocksize,
@@ -110,7 +112,9 @@ static int ls_cb(struct ext2_dir_entry *de, int offset, int blocksize,
 	(void)offset; (void)blocksize; (void)buf;
 	if (!de->inode)
 		return 0;
-	if (c->longfmt)
+	if (c->parsable)
+		ls_parsable(de->inode, de->name, len);
+	else if (c->longfmt)
 		ls_long(de->inode, de->name, len);
 	else
 		printf("%.*s\n", len, de->name);
@@ -128,8 +132,14 @@ int impl_ls(struct cmd_args *a)
 	if (resolve_path(a, path, &ino) || read_inode(a, ino, &inode))
 		return 1;
 	c.longfmt = a->opts['l'];
+	c.parsable = a->opts['p'];
 	if (!LINUX_S_ISDIR(inode.i_mode)) {
-		if (c.longfmt)
+		if (c.parsable) {
+			const char *base = strrchr(path, '/');
+
+			base = base ? base + 1 : path;
+			ls_parsable(ino, base, strlen(base));
+		} else if (c.longfmt)
 			ls_long(ino, path, strlen(path));
 		else
 			printf("%s\n", path);
@@ -138,6 +148,8 @@ int impl_ls(struct cmd_args *a)
 	err = ext2fs_dir_iterate(sh.fs, ino, 0, NULL, ls_cb, &c);
 	if (err)
 		return cmd_err(a, err, "%s", path);
+	if (c.parsable)
+		printf("\n");	/* stock debugfs ends its listing so */
 	return 0;
 }
 
@@ -262,6 +274,7 @@ int impl_stat(struct cmd_args *a)
 		print_time("crtime:", inode.i_crtime, inode.i_crtime_extra, 1);
 	if (inode.i_dtime)
 		print_time(" dtime:", inode.i_dtime, 0, 0);
+	stat_extra(ino, &inode);
 	if (LINUX_S_ISLNK(inode.i_mode) &&
 	    ext2fs_is_fast_symlink((struct ext2_inode *)&inode)) {
 		printf("Fast link dest: \"%.*s\"\n",
