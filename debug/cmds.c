@@ -30,7 +30,8 @@ static const struct cmd_spec cmd_table[] = {
 	{ "stat",	  impl_stat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
 	{ "fiemap",	  impl_fiemap,		1, 1, "v",  NULL, 0,  RO, "[-v] PATH" },
 	{ "cat",	  impl_cat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "dump",	  impl_dump,		2, 2, NULL, NULL, 0,  RO, "PATH HOSTFILE" },
+	{ "dump",	  impl_dump,		2, 2, "p",  NULL, 0,  RO, "[-p] PATH HOSTFILE" },
+	{ "rdump",	  impl_rdump,		2, -1, NULL, NULL, 0, RO, "PATH... HOSTDIR" },
 	{ "refcount",	  impl_refcount,	0, 2, NULL, NULL, 0,  RT, "[START [LEN]]" },
 	{ "refcount_tree", impl_refcount_tree,	0, 0, "v",  NULL, 0,  RO, "[-v]" },
 	{ "owners",	  impl_owners,		1, 1, NULL, NULL, 0,  RO, "BLOCK" },
@@ -84,7 +85,7 @@ CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(setxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)
-CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
+CMD(rdump) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
 
 static const struct cmd_spec *cur_spec;
 

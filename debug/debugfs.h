@@ -128,6 +128,12 @@ void ls_date(struct ext2_inode_large *inode, char *buf, size_t len);
 /* One ls -p line. */
 void ls_parsable(ext2_ino_t ino, const char *name, int namelen);
 
+/* ----- rdump.c ----- */
+/* Owner, mode, times (and xattrs) of inode on the host file fd. */
+void set_host_meta(const struct cmd_args *a, ext2_ino_t ino,
+		   struct ext2_inode_large *inode, int fd, const char *name,
+		   int xattrs);
+
 /* ----- blockwalk.c ----- */
 /* What a block is to the inode mapping it. */
 enum bown_kind {
@@ -190,6 +196,7 @@ int impl_bmap(struct cmd_args *a);
 int impl_dirsearch(struct cmd_args *a);
 int impl_ffb(struct cmd_args *a);
 int impl_ffi(struct cmd_args *a);
+int impl_rdump(struct cmd_args *a);
 /* expert.c: raw edits for building corrupted images */
 int impl_set_tree_header(struct cmd_args *a);
 int impl_set_tree_node(struct cmd_args *a);

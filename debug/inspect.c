@@ -348,6 +348,20 @@ int impl_cat(struct cmd_args *a)
 	return ret;
 }
 
+/* dump -p: the image file's owner, mode and times on the host file. */
+static int dump_meta(struct cmd_args *a, FILE *out)
+{
+	struct ext2_inode_large inode;
+	ext2_ino_t ino;
+
+	if (fflush(out))
+		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
+	if (resolve_path(a, a->argv[0], &ino) || read_inode(a, ino, &inode))
+		return 1;
+	set_host_meta(a, ino, &inode, fileno(out), a->argv[1], 0);
+	return 0;
+}
+
 int impl_dump(struct cmd_args *a)
 {
 	FILE *out = fopen(a->argv[1], "wb");
@@ -356,6 +370,8 @@ int impl_dump(struct cmd_args *a)
 	if (!out)
 		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	ret = copy_out(a, a->argv[0], out, a->argv[1]);
+	if (!ret && a->opts['p'])
+		ret = dump_meta(a, out);
 	if (fclose(out) && !ret)
 		ret = cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	return ret;
