@@ -61,6 +61,7 @@ static const struct cmd_spec cmd_table[] = {
 	{ "dirsearch",	  impl_dirsearch,	2, 2, NULL, NULL, 0,  RO, "DIR NAME" },
 	{ "ffb",	  impl_ffb,		0, 2, NULL, NULL, 0,  RO, "[COUNT [GOAL]]" },
 	{ "ffi",	  impl_ffi,		0, 2, NULL, NULL, 0,  RO, "[DIR [MODE]]" },
+	{ "htree",	  impl_htree,		0, 1, "l",  NULL, 0,  RO, "[-l] [DIR]" },
 	{ "set_tree_header", impl_set_tree_header, 2, 2, "n", NULL, 0, XW, "[-n] FIELD VALUE" },
 	{ "set_tree_node", impl_set_tree_node,	3, 3, "n",  NULL, 0,  XW, "[-n] LBLK FIELD VALUE" },
 	{ "set_tree_entry", impl_set_tree_entry, 4, 4, "n", NULL, 0,  XW, "[-n] LBLK INDEX FIELD VALUE" },
@@ -85,7 +86,7 @@ CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(setxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)
-CMD(rdump) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
+CMD(rdump) CMD(htree) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
 
 static const struct cmd_spec *cur_spec;
 

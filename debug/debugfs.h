@@ -197,6 +197,7 @@ int impl_dirsearch(struct cmd_args *a);
 int impl_ffb(struct cmd_args *a);
 int impl_ffi(struct cmd_args *a);
 int impl_rdump(struct cmd_args *a);
+int impl_htree(struct cmd_args *a);
 /* expert.c: raw edits for building corrupted images */
 int impl_set_tree_header(struct cmd_args *a);
 int impl_set_tree_node(struct cmd_args *a);
