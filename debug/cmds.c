@@ -67,6 +67,8 @@ static const struct cmd_spec cmd_table[] = {
 	{ "set_tree_entry", impl_set_tree_entry, 4, 4, "n", NULL, 0,  XW, "[-n] LBLK INDEX FIELD VALUE" },
 	{ "map_raw",	  impl_map_raw,		4, 4, NULL, NULL, 0,  XW, "PATH LBLK PBLK LEN" },
 	{ "set_block_bitmap", impl_set_block_bitmap, 2, 2, "c", NULL, 0, XW, "[-c] BLOCK 0|1" },
+	{ "set_inode_field", impl_set_inode_field, 3, 3, NULL, NULL, 0, XW, "INODE FIELD VALUE" },
+	{ "set_super_value", impl_set_super_value, 2, 2, NULL, NULL, 0, XW, "FIELD VALUE" },
 	{ "drop_tree",	  impl_drop_tree,	0, 0, "k",  NULL, 0,  XW, "[-k]" },
 };
 
@@ -86,7 +88,7 @@ CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(setxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)
-CMD(rdump) CMD(htree) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
+CMD(rdump) CMD(htree) CMD(set_inode_field) CMD(set_super_value) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
 
 static const struct cmd_spec *cur_spec;
 

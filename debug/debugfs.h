@@ -205,5 +205,8 @@ int impl_set_tree_entry(struct cmd_args *a);
 int impl_map_raw(struct cmd_args *a);
 int impl_set_block_bitmap(struct cmd_args *a);
 int impl_drop_tree(struct cmd_args *a);
+/* setfield.c: stock debugfs's expert edits through libext2fs */
+int impl_set_inode_field(struct cmd_args *a);
+int impl_set_super_value(struct cmd_args *a);
 
 #endif /* DEBUGFS_EXTREF_H */
