@@ -11,7 +11,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ss/ss.h>
 #include "debugfs.h"
+
+/* In libss, not in its header. */
+void ss_list_requests(int argc, const char * const *argv, int sci_idx,
+		      void *infop);
+extern ss_request_table extref_cmds;
 
 
 #define RO	CMD_IMAGE
@@ -21,6 +27,7 @@
 
 static const struct cmd_spec cmd_table[] = {
 /*	  name		  impl			min max opts  long  ch  needs usage */
+	{ "help",	  impl_help,		0, 1, NULL, NULL, 0,  0,  "[COMMAND]" },
 	{ "open",	  impl_open,		1, 1, "w",  NULL, 0,  0,  "[-w] IMAGE" },
 	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
@@ -80,7 +87,7 @@ static const struct cmd_spec cmd_table[] = {
 		    void *infop) \
 	{ (void)sci_idx; (void)infop; run_cmd(#n, argc, (char **)argv); }
 
-CMD(open) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
+CMD(help) CMD(open) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
 CMD(fiemap) CMD(cat) CMD(dump) CMD(refcount) CMD(refcount_tree)
 CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
 CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
@@ -208,6 +215,56 @@ static int parse_args(const struct cmd_spec *spec, int argc, char **argv,
 	}
 	a->argc = argc - i;
 	a->argv = argv + i;
+	return 0;
+}
+
+/* The request naming name (any alias) in table, or NULL. */
+static const ss_request_entry *find_request(ss_request_table *table,
+					    const char *name)
+{
+	const ss_request_entry *r;
+	int i;
+
+	for (r = table->requests; r->command_names; r++)
+		for (i = 0; r->command_names[i]; i++)
+			if (!strcmp(r->command_names[i], name))
+				return r;
+	return NULL;
+}
+
+static void print_names(const ss_request_entry *r)
+{
+	int i;
+
+	for (i = 0; r->command_names[i]; i++)
+		printf("%s%s", i ? ", " : "", r->command_names[i]);
+}
+
+/* help: the list of requests; help CMD: what CMD does and its usage. */
+int impl_help(struct cmd_args *a)
+{
+	const ss_request_entry *r;
+	const struct cmd_spec *spec = NULL;
+	const char *lr[] = { "list_requests", NULL };
+	int i;
+
+	if (!a->argc) {
+		ss_list_requests(1, lr, sh.sci_idx, NULL);
+		return 0;
+	}
+	r = find_request(&extref_cmds, a->argv[0]);
+	if (!r)
+		r = find_request(&ss_std_requests, a->argv[0]);
+	if (!r)
+		return cmd_fail(a, "%s: no such command (\"help\" lists them)",
+				a->argv[0]);
+	for (i = 0; !spec && r->command_names[i]; i++)
+		spec = find_spec(r->command_names[i]);
+	print_names(r);
+	printf(": %s\n", r->info_string);
+	if (spec)
+		printf("usage: %s%s%s\n", spec->name, *spec->usage ? " " : "",
+		       spec->usage);
 	return 0;
 }
 

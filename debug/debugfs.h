@@ -156,6 +156,7 @@ int block_group_meta(blk64_t blk, char *what, size_t len);
  * The commands' implementations (inspect.c, fiemap.c, refcount_cmds.c,
  * du.c, ...), dispatched by cmds.c's table.
  */
+int impl_help(struct cmd_args *a);
 int impl_open(struct cmd_args *a);
 int impl_close(struct cmd_args *a);
 int impl_stats(struct cmd_args *a);
