@@ -414,11 +414,17 @@ int impl_ffb(struct cmd_args *a)
 int impl_ffi(struct cmd_args *a)
 {
 	ext2_ino_t dir = EXT2_ROOT_INO, found;
-	__u64 mode = 010755;
+	__u64 mode = 010755, v;
 	errcode_t err;
 
-	if (a->argc >= 1 && resolve_path(a, a->argv[0], &dir))
+	/* Stock debugfs takes the directory's number; a path works too. */
+	if (a->argc >= 1 && !parse_u64(a->argv[0], &v)) {
+		if (!v || v > sh.fs->super->s_inodes_count)
+			return cmd_fail(a, "Bad dir - %s", a->argv[0]);
+		dir = v;
+	} else if (a->argc >= 1 && resolve_path(a, a->argv[0], &dir)) {
 		return 1;
+	}
 	if (a->argc >= 2) {
 		char *end;
 

@@ -75,7 +75,8 @@ void stat_extra(ext2_ino_t ino, struct ext2_inode_large *inode)
 		unsigned major, minor;
 
 		device_numbers(inode, &major, &minor);
-		printf("Device major/minor number: %02u:%02u (hex %02x:%02x)\n",
+		printf("%sDevice major/minor number: %02u:%02u (hex %02x:%02x)\n",
+		       inode->i_block[0] ? "" : "(New-style) ",
 		       major, minor, major, minor);
 	}
 	print_xattrs(ino);
