@@ -365,4 +365,4 @@ def test_man_page_and_readme_name_every_command(base):
                  "ffi", "help"):
         assert re.search(rf"\b{name}\b", man), name
         assert re.search(rf"\b{name}\b", readme), name
-    assert "--help" in man
+    assert r"\-\-help" in man and r"\-\-version" in man
