@@ -166,6 +166,19 @@ def test_htree_matches_stock(base):
 
 # ----- stat, owners -----
 
+def test_htree_of_a_damaged_index_is_bounded(img):
+    """An index root claiming 0xffff entries: reported, not overrun."""
+    root = stock_blocks(img, "/d/e")[0]
+    with open(img, "r+b") as f:
+        f.seek(root * 1024 + 32 + 2)        # dx_root: count after limit
+        f.write(b"\xff\xff")
+    res = ours(img, "htree /d/e", check=False)
+    assert res.returncode == 1
+    assert "Number of entries (count): 65535" in res.stdout
+    assert "Entry count 65535 is past the limit or the block" in res.stdout
+    assert "Reading directory block 1" in res.stdout
+
+
 def test_stat_adds_stock_lines(base):
     for path, want in (("/a", ("Project: 42", "Size of extra inode fields",
                                "Extended attributes:",
@@ -338,11 +351,20 @@ def test_help_usage_agrees_with_argument_errors(base):
     listing = ours(base, "lr").stdout
     names = [l.split()[0].rstrip(",") for l in listing.splitlines()[2:]
              if l.strip() and not l[0].isspace()]
-    names = [n for n in names if n not in ("help", "list_requests", "quit")]
+    names = [n for n in names if n not in ("list_requests", "quit")]
     assert len(names) > 40
     for name in names:
         usage = ours(base, f"help {name}").stdout.splitlines()[-1]
         assert usage.startswith("usage: "), (name, usage)
+        # Too many arguments, or (commands taking any number) none.
+        res = ours(base, name + " x" * 40, check=False)
+        if "usage:" not in res.stderr:
+            res = ours(base, name, check=False)
+        assert res.returncode == 1, (name, res.stderr)
+        canon = usage.split()[1]
+        assert res.stderr.strip().endswith(usage[len("usage: "):]
+                                           .replace(canon, name, 1)), \
+            (name, usage, res.stderr)
 
 
 def test_dash_dash_help_and_version():
