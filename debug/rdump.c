@@ -298,8 +298,11 @@ static int rd_contents(struct rd_ctx *c, ext2_ino_t ino,
 			return 1;
 		}
 	if (c->depth == RDUMP_MAX_DEPTH) {
-		errno = ELOOP;
-		return rd_fail(c, name, "too deep");
+		fflush(stdout);
+		fprintf(stderr, "%s: %s: directories nested deeper than %d, "
+			"not followed\n", c->a->name, name, RDUMP_MAX_DEPTH);
+		c->failed = 1;
+		return 1;
 	}
 	c->stack[c->depth++] = ino;
 	d.c = c;
