@@ -174,9 +174,11 @@ static void put_le(unsigned char *p, unsigned size, __u64 v)
 
 /* Parse value for f and store it at base (on-disk little-endian). */
 static int sf_set(const struct cmd_args *a, const struct sfield *f,
-		  unsigned index, unsigned char *base, const char *value)
+		  unsigned index, unsigned char *base, const char *value,
+		  int with_hi)
 {
-	unsigned bits = (f->size + f->hi_size) * 8;
+	unsigned hi_size = with_hi ? f->hi_size : 0;
+	unsigned bits = (f->size + hi_size) * 8;
 	__u64 v;
 
 	if (f->type == SF_UUID) {
@@ -205,8 +207,8 @@ static int sf_set(const struct cmd_args *a, const struct sfield *f,
 		return cmd_fail(a, "value %s does not fit %s (%u bits)", value,
 				f->name, bits);
 	put_le(base + f->off + index * f->size, f->size, v);
-	if (f->hi_size)
-		put_le(base + f->hi_off, f->hi_size, v >> (f->size * 8));
+	if (hi_size)
+		put_le(base + f->hi_off, hi_size, v >> (f->size * 8));
 	return 0;
 }
 
@@ -232,6 +234,7 @@ int impl_set_inode_field(struct cmd_args *a)
 	ext2_ino_t ino;
 	errcode_t err;
 	int flags = 0;
+	unsigned isize = EXT2_INODE_SIZE(sh.fs->super);
 
 	if (host_le(a) || resolve_path(a, a->argv[0], &ino))
 		return 1;
@@ -244,11 +247,12 @@ int impl_set_inode_field(struct cmd_args *a)
 				 sizeof(inode), READ_INODE_NOCSUM);
 	if (err)
 		return cmd_err(a, err, "reading inode %u", ino);
-	if (f->off + f->size > EXT2_INODE_SIZE(sh.fs->super) ||
-	    (f->hi_size && f->hi_off + f->hi_size > EXT2_INODE_SIZE(sh.fs->super)))
+	if (f->off + f->size > isize)
 		return cmd_fail(a, "%s: past the inode size (%u bytes)",
-				f->name, EXT2_INODE_SIZE(sh.fs->super));
-	if (sf_set(a, f, index, (unsigned char *)&inode, a->argv[2]))
+				f->name, isize);
+	/* A high half past a small inode: the low half alone is set. */
+	if (sf_set(a, f, index, (unsigned char *)&inode, a->argv[2],
+		   f->hi_size && f->hi_off + f->hi_size <= isize))
 		return 1;
 	if (!strcmp(f->name, "checksum"))
 		flags = WRITE_INODE_NOCSUM;
@@ -291,7 +295,7 @@ int impl_set_super_value(struct cmd_args *a)
 	f = sf_find(super_fields, "s_", a->argv[0], &index);
 	if (!f)
 		return sf_unknown(a, super_fields, a->argv[0]);
-	if (sf_set(a, f, index, (unsigned char *)sb, a->argv[1]))
+	if (sf_set(a, f, index, (unsigned char *)sb, a->argv[1], 1))
 		return 1;
 	if (strcmp(f->name, "checksum")) {
 		ext2fs_mark_super_dirty(sh.fs);	/* checksummed at close */

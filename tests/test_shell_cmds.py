@@ -388,3 +388,27 @@ def test_man_page_and_readme_name_every_command(base):
         assert re.search(rf"\b{name}\b", man), name
         assert re.search(rf"\b{name}\b", readme), name
     assert r"\-\-help" in man and r"\-\-version" in man
+
+
+def test_set_inode_field_on_128_byte_inodes(tmp_path):
+    """No high half past a 128-byte inode: the low half alone, as stock."""
+    base = tmp_path / "small.img"
+    H.mkfs(base, "4M", "-q", "-I", "128")
+    H.run([H.binary(SHELL), "-w", "-R", "mkdir /d", str(base)])
+    for req in ("sif /d checksum 0x1234", "sif /d version 0x12345678",
+                "sif /d uid 70000"):
+        mine, theirs = tmp_path / "mine.img", tmp_path / "theirs.img"
+        shutil.copyfile(base, mine)
+        shutil.copyfile(base, theirs)
+        ours(mine, req, rw=True)
+        stock(theirs, req, rw=True)
+        a, b = mine.read_bytes(), theirs.read_bytes()
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        assert all((i - 1024) % (8192 * 1024) in range(0x30, 0x34) or
+                   (i - 1024) % (8192 * 1024) in range(0x3fc, 0x400)
+                   for i in diff), (req, diff[:10])
+    res = ours(mine, "sif /d checksum 0x12345", rw=True, check=False)
+    assert res.returncode == 1 and "does not fit checksum (16 bits)" in \
+        res.stderr
+    res = ours(mine, "sif /d projid 1", rw=True, check=False)
+    assert res.returncode == 1 and "past the inode size" in res.stderr
