@@ -11,7 +11,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ss/ss.h>
 #include "debugfs.h"
+
+/* In libss, not in its header. */
+void ss_list_requests(int argc, const char * const *argv, int sci_idx,
+		      void *infop);
+extern ss_request_table extref_cmds;
 
 
 #define RO	CMD_IMAGE
@@ -21,16 +27,18 @@
 
 static const struct cmd_spec cmd_table[] = {
 /*	  name		  impl			min max opts  long  ch  needs usage */
+	{ "help",	  impl_help,		0, 1, NULL, NULL, 0,  0,  "[COMMAND]" },
 	{ "open",	  impl_open,		1, 1, "wn", NULL, 0,  0,  "[-w] [-n] IMAGE" },
 	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
-	{ "ls",		  impl_ls,		0, 1, "l",  NULL, 0,  RO, "[-l] [PATH]" },
+	{ "ls",		  impl_ls,		0, 1, "lp", NULL, 0,  RO, "[-l] [-p] [PATH]" },
 	{ "cd",		  impl_cd,		1, 1, NULL, NULL, 0,  RO, "PATH" },
 	{ "pwd",	  impl_pwd,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stat",	  impl_stat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
 	{ "fiemap",	  impl_fiemap,		1, 1, "v",  NULL, 0,  RO, "[-v] PATH" },
 	{ "cat",	  impl_cat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "dump",	  impl_dump,		2, 2, NULL, NULL, 0,  RO, "PATH HOSTFILE" },
+	{ "dump",	  impl_dump,		2, 2, "p",  NULL, 0,  RO, "[-p] PATH HOSTFILE" },
+	{ "rdump",	  impl_rdump,		2, -1, NULL, NULL, 0, RO, "PATH... HOSTDIR" },
 	{ "refcount",	  impl_refcount,	0, 2, NULL, NULL, 0,  RT, "[START [LEN]]" },
 	{ "refcount_tree", impl_refcount_tree,	0, 0, "v",  NULL, 0,  RO, "[-v]" },
 	{ "owners",	  impl_owners,		1, 1, NULL, NULL, 0,  RO, "BLOCK" },
@@ -53,11 +61,21 @@ static const struct cmd_spec cmd_table[] = {
 	{ "setxattr",	  impl_setxattr,	3, 3, NULL, NULL, 0,  WR, "PATH NAME VALUE" },
 	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
 	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "ncheck",	  impl_ncheck,		1, -1, "c", NULL, 0,  RO, "[-c] INODE..." },
+	{ "icheck",	  impl_icheck,		1, -1, NULL, NULL, 0, RO, "BLOCK..." },
+	{ "blocks",	  impl_blocks,		1, 1, NULL, NULL, 0,  RO, "PATH" },
+	{ "bmap",	  impl_bmap,		2, 2, NULL, NULL, 0,  RO, "PATH LBLK" },
+	{ "dirsearch",	  impl_dirsearch,	2, 2, NULL, NULL, 0,  RO, "DIR NAME" },
+	{ "ffb",	  impl_ffb,		0, 2, NULL, NULL, 0,  RO, "[COUNT [GOAL]]" },
+	{ "ffi",	  impl_ffi,		0, 2, NULL, NULL, 0,  RO, "[DIR [MODE]]" },
+	{ "htree",	  impl_htree,		0, 1, "l",  NULL, 0,  RO, "[-l] [DIR]" },
 	{ "set_tree_header", impl_set_tree_header, 2, 2, "n", NULL, 0, XW, "[-n] FIELD VALUE" },
 	{ "set_tree_node", impl_set_tree_node,	3, 3, "n",  NULL, 0,  XW, "[-n] LBLK FIELD VALUE" },
 	{ "set_tree_entry", impl_set_tree_entry, 4, 4, "n", NULL, 0,  XW, "[-n] LBLK INDEX FIELD VALUE" },
 	{ "map_raw",	  impl_map_raw,		4, 4, NULL, NULL, 0,  XW, "PATH LBLK PBLK LEN" },
 	{ "set_block_bitmap", impl_set_block_bitmap, 2, 2, "c", NULL, 0, XW, "[-c] BLOCK 0|1" },
+	{ "set_inode_field", impl_set_inode_field, 3, 3, NULL, NULL, 0, XW, "INODE FIELD VALUE" },
+	{ "set_super_value", impl_set_super_value, 2, 2, NULL, NULL, 0, XW, "FIELD VALUE" },
 	{ "drop_tree",	  impl_drop_tree,	0, 0, "k",  NULL, 0,  XW, "[-k]" },
 };
 
@@ -69,7 +87,7 @@ static const struct cmd_spec cmd_table[] = {
 		    void *infop) \
 	{ (void)sci_idx; (void)infop; run_cmd(#n, argc, (char **)argv); }
 
-CMD(open) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
+CMD(help) CMD(open) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
 CMD(fiemap) CMD(cat) CMD(dump) CMD(refcount) CMD(refcount_tree)
 CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
 CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
@@ -77,6 +95,7 @@ CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(setxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)
+CMD(rdump) CMD(htree) CMD(set_inode_field) CMD(set_super_value) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
 
 static const struct cmd_spec *cur_spec;
 
@@ -228,6 +247,56 @@ static int parse_args(const struct cmd_spec *spec, int argc, char **argv,
 	}
 	a->argc = argc - i;
 	a->argv = argv + i;
+	return 0;
+}
+
+/* The request naming name (any alias) in table, or NULL. */
+static const ss_request_entry *find_request(ss_request_table *table,
+					    const char *name)
+{
+	const ss_request_entry *r;
+	int i;
+
+	for (r = table->requests; r->command_names; r++)
+		for (i = 0; r->command_names[i]; i++)
+			if (!strcmp(r->command_names[i], name))
+				return r;
+	return NULL;
+}
+
+static void print_names(const ss_request_entry *r)
+{
+	int i;
+
+	for (i = 0; r->command_names[i]; i++)
+		printf("%s%s", i ? ", " : "", r->command_names[i]);
+}
+
+/* help: the list of requests; help CMD: what CMD does and its usage. */
+int impl_help(struct cmd_args *a)
+{
+	const ss_request_entry *r;
+	const struct cmd_spec *spec = NULL;
+	const char *lr[] = { "list_requests", NULL };
+	int i;
+
+	if (!a->argc) {
+		ss_list_requests(1, lr, sh.sci_idx, NULL);
+		return 0;
+	}
+	r = find_request(&extref_cmds, a->argv[0]);
+	if (!r)
+		r = find_request(&ss_std_requests, a->argv[0]);
+	if (!r)
+		return cmd_fail(a, "%s: no such command (\"help\" lists them)",
+				a->argv[0]);
+	for (i = 0; !spec && r->command_names[i]; i++)
+		spec = find_spec(r->command_names[i]);
+	print_names(r);
+	printf(": %s\n", r->info_string);
+	if (spec)
+		printf("usage: %s%s%s\n", spec->name, *spec->usage ? " " : "",
+		       spec->usage);
 	return 0;
 }
 

@@ -131,10 +131,45 @@ typedef int (*run_func)(blk64_t pblk, blk64_t len, __u32 count, void *priv);
  * the tree is not loaded (unknown). */
 errcode_t refcount_runs(blk64_t pblk, blk64_t len, run_func func, void *priv);
 
+/* ----- xattr.c, stat_extra.c ----- */
+/* Printable ASCII as is; other bytes, '\\' and '"' as \\ooo. */
+void print_escaped(const char *v, size_t len);
+/* stat's project id, extra size, device numbers, xattrs, checksum. */
+void stat_extra(ext2_ino_t ino, struct ext2_inode_large *inode);
+/* ls -l's date column (mtime, local time). */
+void ls_date(struct ext2_inode_large *inode, char *buf, size_t len);
+/* One ls -p line. */
+void ls_parsable(ext2_ino_t ino, const char *name, int namelen);
+
+/* ----- rdump.c ----- */
+/* Owner, mode, times (and xattrs) of inode on the host file fd. */
+void set_host_meta(const struct cmd_args *a, ext2_ino_t ino,
+		   struct ext2_inode_large *inode, int fd, const char *name,
+		   int xattrs);
+
+/* ----- blockwalk.c ----- */
+/* What a block is to the inode mapping it. */
+enum bown_kind {
+	BOWN_DATA,	/* file data at a logical block */
+	BOWN_MAP,	/* an extent-tree or indirect block */
+	BOWN_XATTR,	/* the extended-attribute block */
+};
+/* One mapping of an asked-for block; non-zero stops the scan. */
+typedef int (*bown_func)(ext2_ino_t ino, blk64_t blk, enum bown_kind kind,
+			 blk64_t lblk, void *priv);
+/* Every mapping, by every in-use inode in inode order, of the sorted,
+ * unique blocks[0..n). */
+errcode_t scan_block_owners(const blk64_t *blocks, size_t n, bown_func func,
+			    void *priv);
+/* 1 when blk is group metadata (or before the first data block), with
+ * what it is ("the inode table of group 3") in what. */
+int block_group_meta(blk64_t blk, char *what, size_t len);
+
 /*
  * The commands' implementations (inspect.c, fiemap.c, refcount_cmds.c,
  * du.c, ...), dispatched by cmds.c's table.
  */
+int impl_help(struct cmd_args *a);
 int impl_open(struct cmd_args *a);
 int impl_close(struct cmd_args *a);
 int impl_stats(struct cmd_args *a);
@@ -167,6 +202,16 @@ int impl_chown(struct cmd_args *a);
 int impl_setxattr(struct cmd_args *a);
 int impl_getxattr(struct cmd_args *a);
 int impl_listxattr(struct cmd_args *a);
+/* names.c: stock debugfs's lookups */
+int impl_ncheck(struct cmd_args *a);
+int impl_icheck(struct cmd_args *a);
+int impl_blocks(struct cmd_args *a);
+int impl_bmap(struct cmd_args *a);
+int impl_dirsearch(struct cmd_args *a);
+int impl_ffb(struct cmd_args *a);
+int impl_ffi(struct cmd_args *a);
+int impl_rdump(struct cmd_args *a);
+int impl_htree(struct cmd_args *a);
 /* expert.c: raw edits for building corrupted images */
 int impl_set_tree_header(struct cmd_args *a);
 int impl_set_tree_node(struct cmd_args *a);
@@ -174,5 +219,8 @@ int impl_set_tree_entry(struct cmd_args *a);
 int impl_map_raw(struct cmd_args *a);
 int impl_set_block_bitmap(struct cmd_args *a);
 int impl_drop_tree(struct cmd_args *a);
+/* setfield.c: stock debugfs's expert edits through libext2fs */
+int impl_set_inode_field(struct cmd_args *a);
+int impl_set_super_value(struct cmd_args *a);
 
 #endif /* DEBUGFS_EXTREF_H */

@@ -83,24 +83,27 @@ int impl_stats(struct cmd_args *a)
 
 struct ls_ctx {
 	int	longfmt;
+	int	parsable;
 };
 
 static void ls_long(ext2_ino_t ino, const char *name, int namelen)
 {
 	struct ext2_inode_large inode;
-	char mode[12];
+	char mode[12], date[32];
 
 	memset(&inode, 0, sizeof(inode));
 	if (ext2fs_read_inode_full(sh.fs, ino, (struct ext2_inode *)&inode,
 				   sizeof(inode))) {
-		printf("%7u  %-10s  %3s  %5s  %5s  %10s  %s\n", ino, "?",
-		       "?", "?", "?", "?", escn(name, namelen));
+		printf("%7u  %-10s  %3s  %5s  %5s  %10s  %17s  %s\n", ino,
+		       "?", "?", "?", "?", "?", "?", escn(name, namelen));
 		return;
 	}
 	mode_string(inode.i_mode, mode);
-	printf("%7u  %s  %3u  %5u  %5u  %10llu  %s\n", ino, mode,
+	ls_date(&inode, date, sizeof(date));
+	printf("%7u  %s  %3u  %5u  %5u  %10llu  %s  %s\n", ino, mode,
 	       inode.i_links_count, inode_uid(inode), inode_gid(inode),
-	       (unsigned long long)EXT2_I_SIZE(&inode), escn(name, namelen));
+	       (unsigned long long)EXT2_I_SIZE(&inode), date,
+	       escn(name, namelen));
 }
 
 static int ls_cb(struct ext2_dir_entry *de, int offset, int blocksize,
@@ -112,7 +115,9 @@ static int ls_cb(struct ext2_dir_entry *de, int offset, int blocksize,
 	(void)offset; (void)blocksize; (void)buf;
 	if (!de->inode)
 		return 0;
-	if (c->longfmt)
+	if (c->parsable)
+		ls_parsable(de->inode, de->name, len);
+	else if (c->longfmt)
 		ls_long(de->inode, de->name, len);
 	else
 		printf("%s\n", escn(de->name, len));
@@ -130,8 +135,14 @@ int impl_ls(struct cmd_args *a)
 	if (resolve_path(a, path, &ino) || read_inode(a, ino, &inode))
 		return 1;
 	c.longfmt = a->opts['l'];
+	c.parsable = a->opts['p'];
 	if (!LINUX_S_ISDIR(inode.i_mode)) {
-		if (c.longfmt)
+		if (c.parsable) {
+			const char *base = strrchr(path, '/');
+
+			base = base ? base + 1 : path;
+			ls_parsable(ino, base, strlen(base));
+		} else if (c.longfmt)
 			ls_long(ino, path, strlen(path));
 		else
 			printf("%s\n", esc(path));
@@ -140,6 +151,8 @@ int impl_ls(struct cmd_args *a)
 	err = ext2fs_dir_iterate(sh.fs, ino, 0, NULL, ls_cb, &c);
 	if (err)
 		return cmd_err(a, err, "%s", path);
+	if (c.parsable)
+		printf("\n");	/* stock debugfs ends its listing so */
 	return 0;
 }
 
@@ -264,6 +277,7 @@ int impl_stat(struct cmd_args *a)
 		print_time("crtime:", inode.i_crtime, inode.i_crtime_extra, 1);
 	if (inode.i_dtime)
 		print_time(" dtime:", inode.i_dtime, 0, 0);
+	stat_extra(ino, &inode);
 	if (LINUX_S_ISLNK(inode.i_mode) &&
 	    ext2fs_is_fast_symlink((struct ext2_inode *)&inode)) {
 		size_t max = sizeof(inode.i_block);
@@ -360,6 +374,20 @@ int impl_cat(struct cmd_args *a)
 	return ret;
 }
 
+/* dump -p: the image file's owner, mode and times on the host file. */
+static int dump_meta(struct cmd_args *a, FILE *out)
+{
+	struct ext2_inode_large inode;
+	ext2_ino_t ino;
+
+	if (fflush(out))
+		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
+	if (resolve_path(a, a->argv[0], &ino) || read_inode(a, ino, &inode))
+		return 1;
+	set_host_meta(a, ino, &inode, fileno(out), a->argv[1], 0);
+	return 0;
+}
+
 int impl_dump(struct cmd_args *a)
 {
 	ext2_file_t file;
@@ -374,6 +402,8 @@ int impl_dump(struct cmd_args *a)
 		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	}
 	ret = copy_out(a, a->argv[0], file, out, a->argv[1]);
+	if (!ret && a->opts['p'])
+		ret = dump_meta(a, out);
 	if (fclose(out) && !ret)
 		ret = cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	return ret;

@@ -2,6 +2,7 @@
  * main.c --- debugfs.extref: options, opening the image, the three modes
  * (interactive, -R request, -f command file).
  */
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,17 +21,19 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-n] [-R request] [-f cmdfile] [-V] [-h] [IMAGE]\n"
+		"Usage: %s [-w] [-n] [-R request] [-f cmdfile] [-V|--version] "
+		"[-h|--help] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
 		"tree in inode 5).\n\n"
-		"  -w          open the image read-write\n"
-		"  -n          do not verify ext4 metadata checksums (with -w:\n"
-		"              only the expert commands may write)\n"
-		"  -R REQUEST  run one request and exit\n"
-		"  -f CMDFILE  run the requests in CMDFILE (- for stdin) and exit\n"
-		"  -V          print the version and exit\n"
-		"  -h          print this help and exit\n\n"
-		"Type \"help\" or \"list_requests\" in the shell for the commands.\n",
+		"  -w             open the image read-write\n"
+		"  -n             do not verify ext4 metadata checksums (with -w:\n"
+		"                 only the expert commands may write)\n"
+		"  -R REQUEST     run one request and exit\n"
+		"  -f CMDFILE     run the requests in CMDFILE (- for stdin) and exit\n"
+		"  -V, --version  print the version and exit\n"
+		"  -h, --help     print this help and exit\n\n"
+		"Type \"help\" or \"list_requests\" in the shell for the commands,\n"
+		"\"help COMMAND\" for one command's usage.\n",
 		PROG_NAME);
 }
 
@@ -227,6 +230,12 @@ static void run_file(const char *name)
 		fclose(f);
 }
 
+static const struct option long_opts[] = {
+	{ "help",	no_argument,	NULL, 'h' },
+	{ "version",	no_argument,	NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
 int main(int argc, char **argv)
 {
 	const char *request = NULL, *cmdfile = NULL;
@@ -235,7 +244,7 @@ int main(int argc, char **argv)
 	add_error_table(&et_ext2_error_table);
 	add_error_table(&et_xref_error_table);
 
-	while ((c = getopt(argc, argv, "wnR:f:Vh")) != -1) {
+	while ((c = getopt_long(argc, argv, "wnR:f:Vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			rw = 1;

@@ -202,79 +202,82 @@ int impl_refcount_tree(struct cmd_args *a)
 /* ----- owners BLOCK ----- */
 
 struct own_ctx {
-	blk64_t		blk;
-	ext2_ino_t	ino;
 	unsigned long	found;
+	unsigned long	tree;		/* mappings by inode 5 */
 };
 
-static int own_ext_cb(const struct fext *e, void *priv)
+static int own_cb(ext2_ino_t ino, blk64_t blk, enum bown_kind kind,
+		  blk64_t lblk, void *priv)
 {
 	struct own_ctx *c = priv;
-	char *path;
+	char *path = inode_path(ino);
 
-	if (c->blk < e->pblk || c->blk >= e->pblk + e->len)
-		return 0;
-	path = inode_path(c->ino);
-	printf("inode %u  lblk %llu  path %s\n", c->ino,
-	       (unsigned long long)(e->lblk + (c->blk - e->pblk)),
-	       path ? esc(path) : "?");
+	(void)blk;
+	if (kind == BOWN_DATA)
+		printf("inode %u  lblk %llu  path %s\n", ino,
+		       (unsigned long long)lblk, path ? esc(path) : "?");
+	else
+		printf("inode %u  %s  path %s\n", ino,
+		       kind == BOWN_MAP ? "mapping block" : "xattr block",
+		       path ? esc(path) : "?");
 	free(path);
 	c->found++;
+	if (ino == EXTREF_INO)
+		c->tree++;
+	return 0;
+}
+
+/* What a block no inode maps is: group metadata, free, or lost. */
+static int owners_none(const struct cmd_args *a, blk64_t blk)
+{
+	char what[96];
+	errcode_t err;
+
+	if (block_group_meta(blk, what, sizeof(what))) {
+		printf("block %llu is group metadata: %s\n",
+		       (unsigned long long)blk, what);
+		return 0;
+	}
+	err = ext2fs_read_block_bitmap(sh.fs);
+	if (err)
+		return cmd_err(a, err, "reading the block bitmap");
+	if (!ext2fs_test_block_bitmap2(sh.fs->block_map, blk))
+		printf("block %llu is free\n", (unsigned long long)blk);
+	else
+		printf("block %llu is in use but no inode maps it\n",
+		       (unsigned long long)blk);
 	return 0;
 }
 
 int impl_owners(struct cmd_args *a)
 {
-	struct ext2_inode_large inode;
-	ext2_inode_scan scan;
 	struct own_ctx c;
 	errcode_t err;
 	__u64 blk;
+	blk64_t b;
 	__u32 count = 0;
-	int ret = 0;
 
 	if (parse_num_arg(a, a->argv[0], "block", &blk))
 		return 1;
 	if (blk >= ext2fs_blocks_count(sh.fs->super))
 		return cmd_fail(a, "block %llu is past the end of the filesystem",
 				(unsigned long long)blk);
-	err = ext2fs_read_inode_bitmap(sh.fs);
-	if (err)
-		return cmd_err(a, err, "reading the inode bitmap");
-	err = ext2fs_open_inode_scan(sh.fs, 0, &scan);
-	if (err)
-		return cmd_err(a, err, "opening the inode scan");
 	memset(&c, 0, sizeof(c));
-	c.blk = blk;
-	for (;;) {
-		err = ext2fs_get_next_inode_full(scan, &c.ino,
-						 (struct ext2_inode *)&inode,
-						 sizeof(inode));
-		if (err == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE)
-			continue;
-		if (err) {
-			ret = cmd_err(a, err, "scanning inodes");
-			break;
-		}
-		if (!c.ino)
-			break;
-		if (!ext2fs_test_inode_bitmap2(sh.fs->inode_map, c.ino))
-			continue;
-		if (!inode.i_links_count && c.ino >= EXT2_FIRST_INO(sh.fs->super))
-			continue;
-		if (LINUX_S_ISLNK(inode.i_mode) || LINUX_S_ISREG(inode.i_mode) ||
-		    LINUX_S_ISDIR(inode.i_mode) || inode.i_flags & EXT4_EXTENTS_FL) {
-			if (walk_extents(c.ino, &inode, own_ext_cb, &c))
-				continue;
-		}
-	}
-	ext2fs_close_inode_scan(scan);
-	if (sh_tree() && extref_tree_get_count(sh_tree(), blk, &count) == 0)
+	b = blk;
+	err = scan_block_owners(&b, 1, own_cb, &c);
+	if (err)
+		return cmd_err(a, err, "scanning inodes");
+	if (!c.found)
+		return owners_none(a, blk);
+	if (c.tree == c.found)
+		printf("block %llu belongs to the reference-count tree "
+		       "(inode %d)\n", (unsigned long long)blk, EXTREF_INO);
+	else if (sh_tree() && extref_tree_get_count(sh_tree(), blk, &count) == 0)
 		printf("%lu mapping%s of block %llu (refcount %u)\n", c.found,
 		       c.found == 1 ? "" : "s", (unsigned long long)blk,
-		       count ? count : (c.found ? 1 : 0));
+		       count ? count : 1);
 	else
 		printf("%lu mapping%s of block %llu\n", c.found,
 		       c.found == 1 ? "" : "s", (unsigned long long)blk);
-	return ret;
+	return 0;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "debugfs.h"
 
-static void print_escaped(const char *v, size_t len)
+void print_escaped(const char *v, size_t len)
 {
 	size_t i;
 

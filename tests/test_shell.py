@@ -188,8 +188,8 @@ def test_unknown_request_fails(img):
 @pytest.mark.parametrize("request_, usage", [
     ("stat", "stat: usage: stat PATH"),
     ("stat / /", "stat: usage: stat PATH"),
-    ("dump /", "dump: usage: dump PATH HOSTFILE"),
-    ("ls / /", "ls: usage: ls [-l] [PATH]"),
+    ("dump /", "dump: usage: dump [-p] PATH HOSTFILE"),
+    ("ls / /", "ls: usage: ls [-l] [-p] [PATH]"),
     ("refcount 1 2 3", "refcount: usage: refcount [START [LEN]]"),
     ("owners", "owners: usage: owners BLOCK"),
     ("fiemap", "fiemap: usage: fiemap [-v] PATH"),
@@ -214,7 +214,7 @@ def test_wrong_argument_count_change_commands(img, request_, usage):
 def test_unknown_option_prints_usage(img):
     res = fail(img, "ls -x /")
     assert res.stderr.strip() == \
-        "ls: unknown option -x; usage: ls [-l] [PATH]"
+        "ls: unknown option -x; usage: ls [-l] [-p] [PATH]"
     res = fail(img, "du --bogus /")
     assert "usage: du" in res.stderr
 
@@ -320,7 +320,8 @@ def test_ls_long(img, hostfile):
     assert fields[2] == "1"
     assert fields[5] == str(len(data))
     res = ok(img, "ls -l /")
-    assert re.search(r"^\s*\d+  drwxr-xr-x\s+2\s+\d+\s+\d+\s+\d+  d$",
+    assert re.search(r"^\s*\d+  drwxr-xr-x\s+2\s+\d+\s+\d+\s+\d+"
+                     r"\s+\d+-\w{3}-\d{4} \d\d:\d\d  d$",
                      res.stdout, re.M), res.stdout
     res = ok(img, "ls /d")
     assert res.stdout.splitlines() == [".", "..", "f"]
