@@ -101,7 +101,8 @@ errcode_t extref_fs_close(extref_fs_t fs);
 void extref_fs_abort(extref_fs_t fs);
 ext2_filsys extref_fs_ext2(extref_fs_t fs);
 extref_tree_t extref_fs_tree(extref_fs_t fs);
-/* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE. */
+/* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE (read-write:
+ * verified as by extref_fs_open, EXTREF_ERR_UNTRUSTED). */
 errcode_t extref_fs_load_tree(extref_fs_t fs);
 
 /*

@@ -79,34 +79,25 @@ static void set_clock(ext2_filsys fs)
 		fs->now = (time_t)v;
 }
 
-errcode_t extref_fs_load_tree(extref_fs_t xfs)
-{
-	int tflags = (xfs->flags & EXTREF_OPEN_RW) ? EXTREF_TREE_RW : 0;
-
-	if (xfs->tree)
-		return 0;
-	return extref_tree_open(xfs->fs, tflags, &xfs->tree);
-}
-
 /*
  * A writer trusts no tree it has not checked (FORMAT.md, "What a writer
  * trusts"): counts too low would let a free hand out a block that
- * another inode still maps.  FORCE keeps the fs open without its tree.
+ * another inode still maps.  A tree that fails is not kept.
  */
-static errcode_t verify_for_write(struct extref_fs *xfs, errcode_t *tree_err)
+errcode_t extref_fs_load_tree(extref_fs_t xfs)
 {
+	int rw = xfs->flags & EXTREF_OPEN_RW;
 	errcode_t err;
 
-	if (!xfs->tree || !(xfs->flags & EXTREF_OPEN_RW) ||
-	    (xfs->flags & EXTREF_OPEN_TRUSTED))
+	if (xfs->tree)
 		return 0;
+	err = extref_tree_open(xfs->fs, rw ? EXTREF_TREE_RW : 0, &xfs->tree);
+	if (err || !rw || (xfs->flags & EXTREF_OPEN_TRUSTED))
+		return err;
 	err = extref_fsck_verify_write(xfs->fs, NULL);
-	if (err == EXTREF_ERR_UNTRUSTED && (xfs->flags & EXTREF_OPEN_FORCE)) {
+	if (err) {
 		extref_tree_free(xfs->tree);
 		xfs->tree = NULL;
-		if (tree_err)
-			*tree_err = err;
-		err = 0;
 	}
 	return err;
 }
@@ -136,10 +127,7 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 			err = 0;
 		}
 	}
-	if (!err)
-		err = verify_for_write(xfs, tree_err);
 	if (err) {
-		extref_tree_free(xfs->tree);
 		fs->io->manager = xfs->orig_iom;	/* the copy goes away */
 		ext2fs_free_mem(&xfs);
 		return err;
