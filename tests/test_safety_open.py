@@ -105,6 +105,35 @@ def test_undercount_refused_third_file_kept(shared3, tmp_path):
     both_clean(img)
 
 
+def test_shared_without_record_refused(tmp_path):
+    """Blocks mapped twice with no record at all (a cross-link made with
+    the expert map_raw): rm of one mapper would free the other's data."""
+    img = tmp_path / "x.img"
+    helpers.mkfs(img, "16M")
+    data, empty = tmp_path / "data", tmp_path / "empty"
+    data.write_bytes(bytes(range(251)) * 200)
+    empty.write_bytes(b"")
+    dbx(img, "-w", "-f", "-", input=f"write {data} f\nwrite {empty} g\n")
+    pblk = int(helpers.debugfs(img, "bmap /f 0").stdout)
+    n = -(-len(data.read_bytes()) // 1024)
+    dbx(img, "-w", "-R", f"map_raw g 0 {pblk} {n}")
+    before = helpers.debugfs_cat(img, "/f")
+    new = tmp_path / "new"
+    new.write_bytes(b"\x5a" * 60000)
+    res = dbx(img, "-w", "-f", "-", check=False,
+              input=f"rm g\nwrite {new} x\n")
+    assert res.returncode != 0 and "fsck.extref -y" in out(res), \
+        helpers.describe(res)
+    assert helpers.debugfs_cat(img, "/f") == before
+    res = fsck_x(img, "-fy")
+    assert res.returncode in (0, 1), helpers.describe(res)
+    both_clean(img)
+    dbx(img, "-w", "-f", "-", input=f"rm g\nwrite {new} x\n")
+    assert helpers.debugfs_cat(img, "/f") == before
+    assert helpers.debugfs_cat(img, "/x") == new.read_bytes()
+    both_clean(img)
+
+
 def test_overcount_still_writable(shared3, tmp_path):
     """A count too high only leaks space: writes go on, nothing is lost."""
     img = shared3
