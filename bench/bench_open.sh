@@ -7,8 +7,9 @@
 # mappings (bench/fsck_bench build, kind spread: NFILES files x 10 clones
 # of pseudo-random blocks of a source of up to 10^5 blocks, 8 GiB image), prints the
 # open time with the verification, without it (EXTREF_OPEN_TRUSTED, what
-# mkfs and fsck use), read-only, and the verification's cost per 10^6
-# mappings.  Wall-clock seconds, minimum of REPS (default 3), image in the
+# mkfs and fsck use), read-only, the checker's own time on the image
+# (fsck_bench check: extref_fsck -n in process) and the verification's
+# cost per 10^6 mappings.  Wall-clock seconds, minimum of REPS (default 3), image in the
 # page cache.
 #
 # Usage: bash bench/bench_open.sh   (env: SIZES="1000 10000 100000" files,
@@ -27,8 +28,8 @@ trap 'exit 130' INT TERM
 
 kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 
-printf "%10s %12s %12s %12s %14s\n" mappings verified_s trusted_s \
-	readonly_s "s_per_1e6_map"
+printf "%10s %12s %12s %12s %10s %14s\n" mappings verified_s trusted_s \
+	readonly_s fsck_n_s "s_per_1e6_map"
 for files in $SIZES; do
 	img=$tmp/o.img
 	src=$(( files * PER < 100000 ? files * PER : 100000 ))
@@ -38,7 +39,8 @@ for files in $SIZES; do
 	m=$(kv mappings "$chk")
 	r=$(bench/open_bench "$img" "$REPS")
 	v=$(kv verified_s "$r"); t=$(kv trusted_s "$r"); ro=$(kv readonly_s "$r")
-	printf "%10s %12s %12s %12s %14s\n" "$m" "$v" "$t" "$ro" \
+	printf "%10s %12s %12s %12s %10s %14s\n" "$m" "$v" "$t" "$ro" \
+		"$(kv seconds "$chk")" \
 		"$(awk -v v="$v" -v t="$t" -v m="$m" \
 			'BEGIN { printf "%.3f", (v - t) * 1e6 / m }')"
 	rm -f "$img"
