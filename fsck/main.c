@@ -115,6 +115,10 @@ static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
 	int flags = (rw ? EXT2_FLAG_RW : 0) | EXT2_FLAG_64BITS;
 	errcode_t err;
 
+	/* a block device: nobody else may open it O_EXCL meanwhile */
+	if (rw && extref_image_is_blockdev(o->image))
+		flags |= EXT2_FLAG_EXCLUSIVE;
+
 	/* e2fsck has just verified every metadata checksum: skip them. */
 	if (o->e2fsck_clean)
 		flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
@@ -225,9 +229,47 @@ static int check_counts(const struct fsck_opts *o)
 	       (res.unfixed ? FSCK_UNCORRECTED : 0);
 }
 
+/*
+ * e2fsck's rules for a mounted filesystem: -n checks it with a warning
+ * (the answers may be wrong while the kernel changes it); a repair is
+ * refused (e2fsck -p and -y abort; they ask only on a terminal, where
+ * fsck.extref never asks).  Then the image's lock, held until exit and
+ * across e2fsck (which takes no flock): exclusive to repair, shared for
+ * -n.  Returns exit bits.
+ */
+static int guard(const struct fsck_opts *o, extref_image_lock_t *lock)
+{
+	int write = o->mode != EXTREF_FSCK_NO, mflags = 0;
+	errcode_t err;
+
+	err = ext2fs_check_if_mounted(o->image, &mflags);
+	if (err) {
+		com_err(prog, err, "while determining whether %s is mounted",
+			o->image);
+		return FSCK_ERROR;
+	}
+	if (mflags & EXT2_MF_MOUNTED) {
+		if (!write) {
+			printf("Warning!  %s is mounted.\n", o->image);
+		} else {
+			printf("%s is mounted.\n%s: cannot repair a mounted "
+			       "filesystem, aborting (unmount it, or check "
+			       "with -n).\n", o->image, prog);
+			return FSCK_ERROR;
+		}
+	}
+	err = extref_image_lock(o->image, write ? EXTREF_LOCK_WRITE : 0, lock);
+	if (err) {
+		com_err(prog, err, "while opening %s", o->image);
+		return FSCK_ERROR;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct fsck_opts o;
+	extref_image_lock_t lock = NULL;
 	int status, skip, st;
 
 	memset(&o, 0, sizeof(o));
@@ -235,18 +277,24 @@ int main(int argc, char **argv)
 	add_error_table(&et_xref_error_table);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_args(argc, argv, &o);
+	if ((status = guard(&o, &lock)))
+		return status;
 	status = prepare_feature(&o, &skip);
 	if (status & FSCK_ERROR)
-		return status;
+		goto out;
 	if (!o.no_e2fsck && !skip) {
 		st = run_e2fsck(&o);
 		if (st & FSCK_ERROR) {
 			fprintf(stderr, "%s: e2fsck could not check %s "
 				"(exit %d)\n", prog, o.image, st);
-			return status | st;
+			status |= st;
+			goto out;
 		}
 		status |= st;
 		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
-	return status | check_counts(&o);
+	status |= check_counts(&o);
+out:
+	extref_image_unlock(lock);
+	return status;
 }

@@ -48,6 +48,12 @@ struct extref_rec {
  * the write rules of extref_ops.h hold only at close.
  */
 #define EXTREF_OPEN_NOSYNC	0x0008
+/*
+ * Skip the verification of a read-write open (below): only for the
+ * repairer, which checks everything itself, and for an image the caller
+ * made in this same run (mkfs).
+ */
+#define EXTREF_OPEN_TRUSTED	0x0010
 
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
@@ -55,19 +61,49 @@ struct extref_rec {
  * that fails validation is an error.  With EXTREF_OPEN_FORCE such an error
  * still returns the opened fs (tree NULL) and reports the tree's error in
  * *tree_err: for fsck and the debug shell.
+ *
+ * Every open takes the image's lock (extref_image_lock below): shared to
+ * read, exclusive to write; a busy image is EXTREF_ERR_LOCKED_WRITER or
+ * _READER.  A read-write open refuses a mounted image (EXTREF_ERR_MOUNTED)
+ * and opens a block device with EXT2_FLAG_EXCLUSIVE.  Unless
+ * EXTREF_OPEN_TRUSTED, a read-write open with a tree then verifies the
+ * tree against every extent mapping (the fsck core's read-only passes)
+ * and refuses with EXTREF_ERR_UNTRUSTED when a count is too low or the
+ * tree is damaged (FORCE: the fs opens without its tree, the error in
+ * *tree_err).  See FORMAT.md, "What a writer trusts".
  */
 errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret_fs,
 			 errcode_t *tree_err);
-/* Wrap an ext2_filsys opened by the caller; the extref_fs then owns it. */
+/*
+ * Wrap an ext2_filsys opened by the caller; the extref_fs then owns it.
+ * The lock, mount check and verification are those of extref_fs_open(),
+ * on fs->device_name (read-write when fs was opened with EXT2_FLAG_RW).
+ */
 errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret_fs,
 			 errcode_t *tree_err);
+/*
+ * The image lock alone, for tools that open an image with libext2fs
+ * directly (fsck.extref, mkfs.extref --convert): EXTREF_LOCK_WRITE checks
+ * the mount (EXTREF_ERR_MOUNTED) and takes flock LOCK_EX, else LOCK_SH;
+ * never waits.  Held until extref_image_unlock().
+ */
+typedef struct extref_image_lock *extref_image_lock_t;
+#define EXTREF_LOCK_WRITE	0x0001
+errcode_t extref_image_lock(const char *name, int flags,
+			    extref_image_lock_t *ret);
+void extref_image_unlock(extref_image_lock_t lock);
+/* 0, EXTREF_ERR_MOUNTED (mounted, also through a loop device, or swap). */
+errcode_t extref_image_check_mount(const char *name);
+/* name is a block device (such opens add EXT2_FLAG_EXCLUSIVE to write). */
+int extref_image_is_blockdev(const char *name);
 /* Commit the tree (read-write images), then close everything. */
 errcode_t extref_fs_close(extref_fs_t fs);
 /* Close without committing: an abandoned operation. */
 void extref_fs_abort(extref_fs_t fs);
 ext2_filsys extref_fs_ext2(extref_fs_t fs);
 extref_tree_t extref_fs_tree(extref_fs_t fs);
-/* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE. */
+/* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE (read-write:
+ * verified as by extref_fs_open, EXTREF_ERR_UNTRUSTED). */
 errcode_t extref_fs_load_tree(extref_fs_t fs);
 
 /*

@@ -93,6 +93,18 @@ struct extref_fsck_result {
 errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 		      struct extref_fsck_result *res);
 
+/*
+ * What a writer may trust (FORMAT.md, "What a writer trusts"): run the
+ * passes of extref_fsck() read-only on fs and return 0 when no count is
+ * below the number of mappings and the tree is sound, EXTREF_ERR_UNTRUSTED
+ * when one is (first, when not NULL, gets that problem's code), or an
+ * operational error.  Counts too high, records of blocks mapped once or
+ * less and blocks of inode 5 outside the tree are what a crash leaves;
+ * they only leak space, and are allowed.  extref_fs_open() calls this for
+ * every read-write open without EXTREF_OPEN_TRUSTED.
+ */
+errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
+
 /* The problem table, for tests and documentation. */
 struct extref_problem_info {
 	int		code;

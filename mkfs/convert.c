@@ -21,14 +21,24 @@ int parse_dedup(const char *arg)
 	return 0;
 }
 
+/* Not mounted, nobody else's: the lock is held until the image is closed. */
 static int to_extref(const struct mkfs_opts *o)
 {
+	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
+	extref_image_lock_t lock;
 	ext2_filsys fs;
 	errcode_t err;
 
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
-			   0, 0, unix_io_manager, &fs);
+	err = extref_image_lock(o->image, EXTREF_LOCK_WRITE, &lock);
 	if (err) {
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
+	if (extref_image_is_blockdev(o->image))
+		flags |= EXT2_FLAG_EXCLUSIVE;
+	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, &fs);
+	if (err) {
+		extref_image_unlock(lock);
 		error_line("%s: %s", o->image, error_message(err));
 		return 1;
 	}
@@ -37,10 +47,12 @@ static int to_extref(const struct mkfs_opts *o)
 	err = extref_convert(fs);
 	if (err) {
 		ext2fs_free(fs);
+		extref_image_unlock(lock);
 		error_line("%s: %s", o->image, error_message(err));
 		return 1;
 	}
 	err = ext2fs_close_free(&fs);
+	extref_image_unlock(lock);
 	if (err) {
 		error_line("%s: %s while writing", o->image,
 			   error_message(err));
@@ -67,9 +79,14 @@ int dedupe_image(const struct mkfs_opts *o)
 	extref_fs_t xfs = NULL;
 	errcode_t err;
 
-	/* a new image (-d) is not synced at every commit: see extref.h */
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW |
-			     (o->convert ? 0 : EXTREF_OPEN_NOSYNC), &xfs, NULL);
+	/*
+	 * A new image (-d) is not synced at every commit (see extref.h),
+	 * nor verified: this run made it.  A converted one came from
+	 * elsewhere: its open verifies that no blocks are already shared.
+	 */
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ? 0 :
+			     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED),
+			     &xfs, NULL);
 	if (!err)
 		err = extref_dedupe_fs2(xfs, o->dedup,
 					tty ? show_progress : NULL, NULL, &st);

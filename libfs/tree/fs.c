@@ -4,6 +4,15 @@
 #include <stdlib.h>
 #include <errno.h>
 #include "extref_int.h"
+/*
+ * The tree layer reaches up to the checker here, through its public
+ * header only: a read-write open verifies the tree with the fsck core's
+ * read-only passes (extref_fsck_verify_write, check/fsck_trust.c).  The
+ * checker's internals stay private to check/; the call is the one place
+ * the tree layer depends on it, and the open is where it belongs: every
+ * tool and library user that writes goes through here.
+ */
+#include "extref_fsck.h"
 
 struct extref_fs {
 	ext2_filsys	fs;
@@ -12,6 +21,7 @@ struct extref_fs {
 	struct struct_io_manager iom;	/* the channel's, without write_byte */
 	io_manager	orig_iom;
 	errcode_t	(*sync_flush)(io_channel);	/* EXTREF_OPEN_NOSYNC */
+	extref_image_lock_t lock;	/* held until close (imglock.c) */
 };
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
@@ -69,17 +79,33 @@ static void set_clock(ext2_filsys fs)
 		fs->now = (time_t)v;
 }
 
+/*
+ * A writer trusts no tree it has not checked (FORMAT.md, "What a writer
+ * trusts"): counts too low would let a free hand out a block that
+ * another inode still maps.  A tree that fails is not kept.
+ */
 errcode_t extref_fs_load_tree(extref_fs_t xfs)
 {
-	int tflags = (xfs->flags & EXTREF_OPEN_RW) ? EXTREF_TREE_RW : 0;
+	int rw = xfs->flags & EXTREF_OPEN_RW;
+	errcode_t err;
 
 	if (xfs->tree)
 		return 0;
-	return extref_tree_open(xfs->fs, tflags, &xfs->tree);
+	err = extref_tree_open(xfs->fs, rw ? EXTREF_TREE_RW : 0, &xfs->tree);
+	if (err || !rw || (xfs->flags & EXTREF_OPEN_TRUSTED))
+		return err;
+	err = extref_fsck_verify_write(xfs->fs, NULL);
+	if (err) {
+		extref_tree_free(xfs->tree);
+		xfs->tree = NULL;
+	}
+	return err;
 }
 
-errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
-			 errcode_t *tree_err)
+/* The wrap proper; on success the extref_fs owns fs and lock. */
+static errcode_t wrap_locked(ext2_filsys fs, int flags,
+			     extref_image_lock_t lock, extref_fs_t *ret,
+			     errcode_t *tree_err)
 {
 	struct extref_fs *xfs;
 	errcode_t err;
@@ -106,8 +132,26 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
 		ext2fs_free_mem(&xfs);
 		return err;
 	}
+	xfs->lock = lock;
 	*ret = xfs;
 	return 0;
+}
+
+errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
+			 errcode_t *tree_err)
+{
+	int rw = (flags & EXTREF_OPEN_RW) || (fs->flags & EXT2_FLAG_RW);
+	extref_image_lock_t lock;
+	errcode_t err;
+
+	err = extref_image_lock(fs->device_name, rw ? EXTREF_LOCK_WRITE : 0,
+				&lock);
+	if (err)
+		return err;
+	err = wrap_locked(fs, flags, lock, ret, tree_err);
+	if (err)
+		extref_image_unlock(lock);
+	return err;
 }
 
 errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
@@ -115,6 +159,8 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 {
 	ext2_filsys fs;
 	int eflags = EXT2_FLAG_64BITS;
+	int rw = flags & EXTREF_OPEN_RW;
+	extref_image_lock_t lock;
 	errcode_t err;
 #ifdef EXTREF_FAULT_INJECTION
 	/*
@@ -129,16 +175,25 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	io_manager iom = unix_io_manager;
 #endif
 
-	if (flags & EXTREF_OPEN_RW)
+	/* the mount check and the lock come before libext2fs opens it */
+	err = extref_image_lock(name, rw ? EXTREF_LOCK_WRITE : 0, &lock);
+	if (err)
+		return err;
+	if (rw)
 		eflags |= EXT2_FLAG_RW;
+	if (rw && extref_image_is_blockdev(name))
+		eflags |= EXT2_FLAG_EXCLUSIVE;
 	if (flags & EXTREF_OPEN_FORCE)
 		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, &fs);
 	if (err)
-		return err;
-	err = extref_fs_wrap(fs, flags, ret, tree_err);
+		goto cleanup;
+	err = wrap_locked(fs, flags, lock, ret, tree_err);
 	if (err)
 		ext2fs_free(fs);
+cleanup:
+	if (err)
+		extref_image_unlock(lock);
 	return err;
 }
 
@@ -152,6 +207,7 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	if (xfs->sync_flush)
 		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
 	err2 = ext2fs_close_free(&xfs->fs);
+	extref_image_unlock(xfs->lock);	/* after the last write */
 	ext2fs_free_mem(&xfs);
 	return err ? err : err2;
 }
@@ -162,6 +218,7 @@ void extref_fs_abort(extref_fs_t xfs)
 		return;
 	extref_tree_free(xfs->tree);
 	ext2fs_free(xfs->fs);
+	extref_image_unlock(xfs->lock);
 	ext2fs_free_mem(&xfs);
 }
 

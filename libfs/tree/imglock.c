@@ -1,0 +1,96 @@
+/*
+ * imglock.c --- who may open an image: never a writer on a mounted
+ * filesystem, one writer or any number of readers at a time.
+ *
+ * The lock is flock(2) on a descriptor of our own, held for the handle's
+ * lifetime: libext2fs opens the image on its own descriptor, and flock
+ * locks belong to the open file description, so the two never mix.  The
+ * descriptor is close-on-exec: a child such as e2fsck (run by fsck.extref
+ * while it holds the lock) does not inherit it, and takes no flock itself.
+ * A writer holds LOCK_EX, a reader LOCK_SH; both ask without blocking, so
+ * a busy image is refused at once with the reason instead of a wait.  A
+ * reader therefore never opens an image while a writer's commits are
+ * under way, nor a writer while a reader is looking.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "extref_int.h"
+
+struct extref_image_lock {
+	int	fd;
+};
+
+/*
+ * Mounted, as libext2fs sees it: /proc/mounts by device, and for an
+ * image file every loop device backed by it (libext2fs asks each mounted
+ * loop device for its backing file's device and inode).  Swap counts too.
+ */
+errcode_t extref_image_check_mount(const char *name)
+{
+	int mflags = 0;
+	errcode_t err;
+
+	err = ext2fs_check_if_mounted(name, &mflags);
+	if (err)
+		return err;
+	if (mflags & (EXT2_MF_MOUNTED | EXT2_MF_SWAP))
+		return EXTREF_ERR_MOUNTED;
+	return 0;
+}
+
+/* LOCK_EX refused: by readers only (a shared lock still fits) or a writer. */
+static errcode_t busy_reason(int fd, int write)
+{
+	if (!write)
+		return EXTREF_ERR_LOCKED_WRITER;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+		return EXTREF_ERR_LOCKED_READER;
+	return EXTREF_ERR_LOCKED_WRITER;
+}
+
+errcode_t extref_image_lock(const char *name, int flags,
+			    extref_image_lock_t *ret)
+{
+	struct extref_image_lock *l = NULL;
+	int write = flags & EXTREF_LOCK_WRITE;
+	errcode_t err;
+	int fd;
+
+	*ret = NULL;
+	if (write && (err = extref_image_check_mount(name)))
+		return err;
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (flock(fd, (write ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+		err = errno == EWOULDBLOCK ? busy_reason(fd, write) : errno;
+		goto cleanup;
+	}
+	err = ext2fs_get_mem(sizeof(*l), &l);
+	if (err)
+		goto cleanup;
+	l->fd = fd;
+	*ret = l;
+	return 0;
+cleanup:
+	close(fd);
+	return err;
+}
+
+void extref_image_unlock(extref_image_lock_t l)
+{
+	if (!l)
+		return;
+	close(l->fd);		/* drops the lock */
+	ext2fs_free_mem(&l);
+}
+
+int extref_image_is_blockdev(const char *name)
+{
+	struct stat st;
+
+	return stat(name, &st) == 0 && S_ISBLK(st.st_mode);
+}
