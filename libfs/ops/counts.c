@@ -8,6 +8,25 @@
  * whose last mapping went away.
  */
 #include "extref_ops_int.h"
+#include "tree/extref_int.h"
+
+/*
+ * Whether the tree's next commit has room, checked before an operation
+ * writes anything: a commit writes every node it changed to a free node
+ * or to a new block of inode 5, and changing nranges ranges changes at
+ * most the path to each, twice over when nodes split.  On a filesystem
+ * with blocks to spare this always holds.
+ */
+errcode_t xr_tree_room(extref_fs_t xfs, size_t nranges)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct extref_tree *t = extref_fs_tree(xfs);
+	blk64_t need = 2 * ((blk64_t)t->depth + 1) * (nranges + 1);
+
+	if (t->free.n + ext2fs_free_blocks_count(fs->super) < need)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	return 0;
+}
 
 errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps)
 {
