@@ -9,7 +9,10 @@ A missing binary fails the tests with "run make first"; it never skips them.
 """
 
 import contextlib
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -67,3 +70,39 @@ def loop_mount(tmp_path):
 
     with stack:
         yield do_mount
+
+
+@pytest.fixture(scope="session")
+def san_build():
+    """A copy of the tree built with --enable-sanitizers in a temp dir (once
+    a session): paths of its fsck.extref and debugfs.extref."""
+    res = subprocess.run(["gcc", "-fsanitize=address,undefined", "-x", "c",
+                          "-o", "/dev/null", "-"],
+                         input="int main(void){return 0;}",
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip("the C compiler cannot link -fsanitize=address,undefined: "
+                    + res.stderr.strip()[:200])
+    work = Path(tempfile.mkdtemp(prefix="extref-asan-"))
+    src = helpers.REPO_ROOT
+    files = subprocess.run(
+        ["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
+         "--exclude-standard"],
+        capture_output=True, check=True).stdout.split(b"\0")
+    for f in files:
+        if not f:
+            continue
+        p = src / f.decode()
+        if p.is_file():
+            dst = work / f.decode()
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dst)
+    for cmd in (["sh", "./autogen.sh"],
+                ["sh", "./configure", "--enable-sanitizers"],
+                ["make", "-j2", "fsck/fsck.extref", "debug/debugfs.extref"]):
+        res = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
+                             timeout=900)
+        assert res.returncode == 0, helpers.describe(res)
+    yield {"fsck": str(work / "fsck/fsck.extref"),
+           "debugfs": str(work / "debug/debugfs.extref")}
+    shutil.rmtree(work, ignore_errors=True)

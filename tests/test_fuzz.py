@@ -51,7 +51,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -74,40 +73,7 @@ SAN_PATTERNS = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|"
                           r"Behavior|Leak)Sanitizer")
 
 
-# ----- the sanitized build -----
-
-@pytest.fixture(scope="module")
-def san_build():
-    res = subprocess.run(["gcc", "-fsanitize=address,undefined", "-x", "c",
-                          "-o", "/dev/null", "-"],
-                         input="int main(void){return 0;}",
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip("the C compiler cannot link -fsanitize=address,undefined: "
-                    + res.stderr.strip()[:200])
-    work = Path(tempfile.mkdtemp(prefix="extref-asan-"))
-    src = helpers.REPO_ROOT
-    files = subprocess.run(
-        ["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
-         "--exclude-standard"],
-        capture_output=True, check=True).stdout.split(b"\0")
-    for f in files:
-        if not f:
-            continue
-        p = src / f.decode()
-        if p.is_file():
-            dst = work / f.decode()
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, dst)
-    for cmd in (["sh", "./autogen.sh"],
-                ["sh", "./configure", "--enable-sanitizers"],
-                ["make", "-j2", "fsck/fsck.extref", "debug/debugfs.extref"]):
-        res = subprocess.run(cmd, cwd=work, capture_output=True, text=True,
-                             timeout=900)
-        assert res.returncode == 0, helpers.describe(res)
-    yield {"fsck": str(work / "fsck/fsck.extref"),
-           "debugfs": str(work / "debug/debugfs.extref")}
-    shutil.rmtree(work, ignore_errors=True)
+# ----- the sanitized build: the san_build fixture of conftest.py -----
 
 
 # ----- base images -----
