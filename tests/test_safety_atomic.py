@@ -163,11 +163,16 @@ def test_clone_into_root_with_too_many_entries(tmp_path, build, request):
     # eh_entries 0xffff, past eh_max
     ("-o 2 -l 2 -p 0xff", r"extent header"),
 ], ids=["bad-csum", "entries"])
-def test_clone_into_corrupt_leaf(tmp_path, damage, pattern):
+@pytest.mark.parametrize("build", ["plain", "asan"])
+def test_clone_into_corrupt_leaf(tmp_path, damage, pattern, build, request):
+    tool, env = None, None
+    if build == "asan":
+        tool, env = request.getfixturevalue("san_build")["debugfs"], SAN_ENV
     img, files = striped(tmp_path)
     leaf = leaf_block(img, "/b")
     stock_w(img, f"zap_block {damage} {leaf}")
-    refused(img, f"clone_range /a {4 * BS} /b {4 * BS} {BS}", pattern)
+    refused(img, f"clone_range /a {4 * BS} /b {4 * BS} {BS}", pattern,
+            tool=tool, env=env)
     same_bytes(img, {"/a": files["/a"]})
     repaired_clean(img)
     same_bytes(img, {"/a": files["/a"]})

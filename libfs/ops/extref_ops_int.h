@@ -72,7 +72,8 @@ errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
 /* counts.c: the write-order steps of every operation. */
 errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps);
 errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r);
-errcode_t xr_tree_room(extref_fs_t xfs, size_t nranges);
+errcode_t xr_tree_room(extref_fs_t xfs, const struct xr_map_vec *maps,
+		       size_t more);
 
 /* modifiable.c */
 errcode_t xr_op_begin(extref_fs_t xfs);

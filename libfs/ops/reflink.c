@@ -116,7 +116,9 @@ static void unshare_new(struct rl *r, ext2_ino_t ino,
 	errcode_t err = 0;
 	size_t i;
 
-	if (ino && !ext2fs_read_inode(r->fs, ino, &in)) {
+	/* in use only once make_inode counted it so */
+	if (ino && ext2fs_test_inode_bitmap2(r->fs->inode_map, ino) &&
+	    !ext2fs_read_inode(r->fs, ino, &in)) {
 		if (in.i_flags & EXT4_EXTENTS_FL)
 			err = xr_unmap(r->fs, ino, &in, 0, 1ULL << 32, &gone);
 		in.i_links_count = 0;

@@ -47,40 +47,6 @@ static errcode_t drop_blocks(extref_fs_t xfs, ext2_ino_t ino,
 	return err;
 }
 
-errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
-{
-	ext2_filsys fs;
-	struct ext2_inode inode;
-	__u64 old, tail;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
-
-	if (err)
-		return err;
-	fs = extref_fs_ext2(xfs);
-	old = EXT2_I_SIZE(&inode);
-	if (size < old && size % fs->blocksize) {
-		tail = fs->blocksize - size % fs->blocksize;
-		if (size + tail > old)
-			tail = old - size;
-		err = zero_partial(xfs, ino, &inode, size, tail);
-	}
-	/*
-	 * Mappings go before the size: an interrupted truncate leaves a
-	 * hole at the end of a file of the old size, which e2fsck accepts,
-	 * rather than blocks past EOF.
-	 */
-	if (!err)
-		err = drop_blocks(xfs, ino, &inode, xr_size_blocks(fs, size),
-				  1ULL << 32);
-	if (!err) {
-		err = ext2fs_inode_size_set(fs, &inode, size);
-		if (!err)
-			err = xr_write_inode_times(fs, ino, &inode,
-						   XR_TIME_MTIME);
-	}
-	return err;
-}
-
 /* Whether block b holds data whose count says another mapping shares it. */
 static errcode_t shared_data(extref_fs_t xfs, ext2_ino_t ino,
 			     struct ext2_inode *inode, blk64_t b, int *cow)
@@ -101,11 +67,11 @@ static errcode_t shared_data(extref_fs_t xfs, ext2_ino_t ino,
 }
 
 /*
- * What a punch of [off, end) will need, found before it changes
- * anything: a new block for each partial end block that is shared (its
- * zeroing is copy-on-write), room for the extent tree when an extent is
- * cut in two, and room for the tree's commit.  Refused here, a punch on
- * a full filesystem leaves the file as it was.
+ * What a punch of [off, end) (or a truncate to off) will need, found
+ * before it changes anything: a new block for each partial end block
+ * that is shared (its zeroing is copy-on-write), room for the extent
+ * tree when an extent is cut in two, and room for the tree's commit.
+ * Refused here, a punch on a full filesystem leaves the file as it was.
  */
 static errcode_t punch_room(extref_fs_t xfs, ext2_ino_t ino,
 			    struct ext2_inode *inode, __u64 off, __u64 end,
@@ -140,9 +106,46 @@ static errcode_t punch_room(extref_fs_t xfs, ext2_ino_t ino,
 	    ext2fs_free_blocks_count(fs->super) < need + XR_EXTENT_SLACK)
 		err = EXT2_ET_BLOCK_ALLOC_FAIL;
 	if (!err)
-		err = xr_tree_room(xfs, maps.n + need);
+		err = xr_tree_room(xfs, &maps, need);
 	xr_map_vec_free(&maps);
 	xr_map_vec_free(&edge);
+	return err;
+}
+
+errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
+{
+	ext2_filsys fs;
+	struct ext2_inode inode;
+	__u64 old, tail;
+	errcode_t err = xr_open_reg(xfs, ino, &inode);
+
+	if (err)
+		return err;
+	fs = extref_fs_ext2(xfs);
+	old = EXT2_I_SIZE(&inode);
+	if (size < old)
+		err = punch_room(xfs, ino, &inode, size, old,
+				 xr_size_blocks(fs, size), 1ULL << 32);
+	if (!err && size < old && size % fs->blocksize) {
+		tail = fs->blocksize - size % fs->blocksize;
+		if (size + tail > old)
+			tail = old - size;
+		err = zero_partial(xfs, ino, &inode, size, tail);
+	}
+	/*
+	 * Mappings go before the size: an interrupted truncate leaves a
+	 * hole at the end of a file of the old size, which e2fsck accepts,
+	 * rather than blocks past EOF.
+	 */
+	if (!err)
+		err = drop_blocks(xfs, ino, &inode, xr_size_blocks(fs, size),
+				  1ULL << 32);
+	if (!err) {
+		err = ext2fs_inode_size_set(fs, &inode, size);
+		if (!err)
+			err = xr_write_inode_times(fs, ino, &inode,
+						   XR_TIME_MTIME);
+	}
 	return err;
 }
 
