@@ -274,3 +274,24 @@ def test_reflink_r_too_few_inodes_refused_unchanged(tmp_path):
     same_bytes(img, {f"/e2/g{i}": data for i in range(11)})
     both_clean(img)
 
+
+
+def test_reflink_r_corrupt_file_refused_unchanged(tmp_path):
+    """A file of the source whose extent leaf is corrupt (eh_entries past
+    eh_max): refused before the copy starts (it stopped at that file, the
+    files before it already copied and their counts raised)."""
+    img = tmp_path / "c.img"
+    helpers.mkfs(img, "8M", "-b", str(BS), "-q")
+    a = rand(40 * BS, 7)
+    cmds = ["mkdir /d", f"write {host(tmp_path, 'a', a)} /d/a",
+            f"write {host(tmp_path, 'b', a)} /d/b"]
+    cmds += [f"clone_range /d/a {i * BS} /d/b {i * BS} {BS}"
+             for i in range(0, 40, 2)]
+    dx(img, *cmds)
+    both_clean(img)
+    stock_w(img, f"zap_block -o 2 -l 2 -p 0xff {leaf_block(img, '/d/b')}")
+    refused(img, "reflink -r /d /d2", r"extent header")
+    assert "d2" not in helpers.debugfs(img, "ls /").stdout
+    same_bytes(img, {"/d/a": a})
+    repaired_clean(img)
+    same_bytes(img, {"/d/a": a})

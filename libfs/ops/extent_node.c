@@ -94,17 +94,21 @@ static int all_zero(const struct ext2_inode *inode)
 /*
  * Every node of an extent-mapped inode's tree, checked with its
  * checksum: done before an operation's first write, so that a tree the
- * operation would stop in the middle of is refused up front.
+ * operation would stop in the middle of is refused up front.  *nodes
+ * (if not NULL) gets the number of blocks below the inode.
  */
 errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
-				const struct ext2_inode *inode)
+				const struct ext2_inode *inode,
+				blk64_t *nodes)
 {
 	const struct ext3_extent_header *eh = (const void *)inode->i_block;
 	char *bufs = NULL;
-	blk64_t left;
+	blk64_t left, max;
 	int depth;
 	errcode_t err;
 
+	if (nodes)
+		*nodes = 0;
 	if (!(inode->i_flags & EXT4_EXTENTS_FL) || all_zero(inode))
 		return 0;	/* libext2fs reads all zeros as an empty tree */
 	err = xr_extent_node_check(fs, ino, eh, sizeof(inode->i_block),
@@ -115,11 +119,13 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 	if (!depth)
 		return 0;
 	/* one block of scratch per level below the root */
-	left = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode) /
-	       (fs->blocksize / 512);
+	max = left = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode) /
+		     (fs->blocksize / 512);
 	err = ext2fs_get_array(depth, fs->blocksize, &bufs);
 	if (!err)
 		err = check_subtree(fs, ino, eh, depth, bufs, &left);
+	if (!err && nodes)
+		*nodes = max - left;
 	ext2fs_free_mem(&bufs);
 	return err;
 }

@@ -54,7 +54,8 @@ errcode_t xr_extent_node_check(ext2_filsys fs, ext2_ino_t ino,
 errcode_t xr_extent_block_read(ext2_filsys fs, ext2_ino_t ino, blk64_t pblk,
 			       int depth, void *buf);
 errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
-				const struct ext2_inode *inode);
+				const struct ext2_inode *inode,
+				blk64_t *nodes);
 
 /* extent_splice.c: the same change in one write, where it fits. */
 errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,

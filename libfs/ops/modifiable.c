@@ -79,7 +79,7 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		return err;
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
-	return xr_extent_tree_verify(extref_fs_ext2(xfs), ino, inode);
+	return xr_extent_tree_verify(extref_fs_ext2(xfs), ino, inode, NULL);
 }
 
 /* Read an in-use inode; a free inode number is an error. */

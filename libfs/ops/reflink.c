@@ -413,10 +413,22 @@ static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
 		return err;
 	nd->inodes++;
 	own = ext2fs_get_stat_i_blocks(r->fs, &s) / (r->fs->blocksize / 512);
-	if (LINUX_S_ISREG(s.i_mode) && (s.i_flags & EXT4_INLINE_DATA_FL))
+	if (LINUX_S_ISREG(s.i_mode) && (s.i_flags & EXT4_INLINE_DATA_FL)) {
 		nd->blocks += xr_size_blocks(r->fs, EXT2_I_SIZE(&s));
-	else if (!LINUX_S_ISREG(s.i_mode))
+	} else if (LINUX_S_ISREG(s.i_mode)) {
+		/* shared, not copied; its extent tree is rebuilt (at worst
+		 * of half-full nodes) and must be readable to the end */
+		err = extref_check_modifiable(r->xfs, src);
+		if (!err && !(s.i_flags & EXT4_EXTENTS_FL))
+			err = EXT2_ET_INODE_NOT_EXTENT;
+		if (!err)
+			err = xr_extent_tree_verify(r->fs, src, &s, &own);
+		if (err)
+			return err;
+		nd->blocks += 2 * own;
+	} else {
 		nd->blocks += own;	/* a directory, a slow symlink: copied */
+	}
 	if (!LINUX_S_ISDIR(s.i_mode) || nd->inodes > nd->max_inodes)
 		return 0;
 	if (depth >= COUNT_MAX_DEPTH)

@@ -117,7 +117,7 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	if ((isdir || inode.i_links_count <= 1) &&
 	    !ext2fs_is_fast_symlink(&inode) &&
 	    !(inode.i_flags & EXT4_INLINE_DATA_FL) &&
-	    (err = xr_extent_tree_verify(fs, ino, &inode)))
+	    (err = xr_extent_tree_verify(fs, ino, &inode, NULL)))
 		return err;
 	err = ext2fs_unlink(fs, dir, name, ino, 0);
 	if (!err && isdir)
