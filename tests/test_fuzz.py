@@ -51,7 +51,6 @@ import re
 import shutil
 import struct
 import subprocess
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -74,53 +73,7 @@ SAN_PATTERNS = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|"
                           r"Behavior|Leak)Sanitizer")
 
 
-# ----- the sanitized build -----
-
-@pytest.fixture(scope="module")
-def san_build():
-    res = subprocess.run(["gcc", "-fsanitize=address,undefined", "-x", "c",
-                          "-o", "/dev/null", "-"],
-                         input="int main(void){return 0;}",
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip("the C compiler cannot link -fsanitize=address,undefined: "
-                    + res.stderr.strip()[:200])
-    work = Path(tempfile.mkdtemp(prefix="extref-asan-"))
-    src = helpers.REPO_ROOT
-    files = subprocess.run(
-        ["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
-         "--exclude-standard"],
-        capture_output=True, check=True).stdout.split(b"\0")
-    for f in files:
-        if not f:
-            continue
-        p = src / f.decode()
-        if p.is_file():
-            dst = work / f.decode()
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, dst)
-    # Built out of tree (a build directory beside the sources), which
-    # also keeps that way of building working.
-    build = work / "build"
-    build.mkdir()
-    before = sorted(p.relative_to(work) for p in work.rglob("*")
-                    if "build" not in p.relative_to(work).parts)
-    for cmd, cwd in ((["sh", "./autogen.sh"], work),
-                     (["sh", "../configure", "--enable-sanitizers"], build),
-                     (["make", "-j2", "fsck/fsck.extref",
-                       "debug/debugfs.extref"], build)):
-        res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                             timeout=900)
-        assert res.returncode == 0, helpers.describe(res)
-    after = sorted(p.relative_to(work) for p in work.rglob("*")
-                   if "build" not in p.relative_to(work).parts)
-    made = set(after) - set(before)
-    # autogen.sh's outputs belong to the source tree; nothing else may land
-    assert {str(p) for p in made} <= {"configure", "autom4te.cache"} | {
-        str(p) for p in made if p.parts[0] == "autom4te.cache"}, made
-    yield {"fsck": str(build / "fsck/fsck.extref"),
-           "debugfs": str(build / "debug/debugfs.extref")}
-    shutil.rmtree(work, ignore_errors=True)
+# ----- the sanitized build: the san_build fixture of conftest.py -----
 
 
 # ----- base images -----

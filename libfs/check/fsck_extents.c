@@ -11,7 +11,10 @@
  * leaves, as e2fsck's and xfs_repair's prefetching do).
  *
  * Each node is checked as the kernel checks it (magic, entry counts,
- * depth one less than its parent's); a bad node is reported against its
+ * depth one less than its parent's), by the library's one extent-node
+ * check (ops/extent_node.c), without the checksum: a node with a stale
+ * checksum still maps its blocks, and e2fsck, not this walk, repairs
+ * the checksum; a bad node is reported against its
  * inode and skipped with its subtree, and the rest is kept.  A block
  * that two index entries of one level point to is read once: an index
  * block belongs to one parent, and reading it again could multiply the
@@ -19,11 +22,11 @@
  */
 #include <string.h>
 #include "extref_fsck_int.h"
+#include "ops/extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
 
 #define RUN_MAX_BLOCKS	256	/* largest single read */
 #define RUN_MAX_GAP	8	/* unwanted blocks read to join two runs */
-#define MAX_DEPTH	5	/* as the kernel's EXT4_MAX_EXTENT_DEPTH */
 
 /* Whether [pblk, pblk + len) is a non-empty range inside the fs. */
 int xr_fsck_in_fs(const struct xr_fsck *c, blk64_t pblk, blk64_t len)
@@ -130,10 +133,9 @@ errcode_t xr_fsck_extent_root(struct xr_fsck *c, ext2_ino_t ino,
 		;
 	if (i == EXT2_N_BLOCKS)
 		return 0;	/* libext2fs reads this as an empty tree */
-	bad = ext2fs_extent_header_verify(blk, sizeof(blk));
+	bad = xr_extent_node_check(c->fs, ino, blk, sizeof(blk),
+				   XR_EXT_ANY_DEPTH, 0);
 	depth = ext2fs_le16_to_cpu(eh->eh_depth);
-	if (!bad && depth > MAX_DEPTH)
-		bad = EXT2_ET_EXTENT_HEADER_BAD;
 	err = bad ? 0 : walk_node(c, ino, eh, depth, &bad);
 	if (!err && bad)
 		err = xr_fsck_scan_bad(c, ino, bad, 0, 0);
@@ -146,9 +148,8 @@ static errcode_t walk_block(struct xr_fsck *c, const struct xr_node_ref *r,
 	const struct ext3_extent_header *eh = buf;
 	errcode_t bad, err = 0;
 
-	bad = ext2fs_extent_header_verify(buf, c->fs->blocksize);
-	if (!bad && ext2fs_le16_to_cpu(eh->eh_depth) != r->depth)
-		bad = EXT2_ET_EXTENT_HEADER_BAD;
+	bad = xr_extent_node_check(c->fs, r->ino, buf, c->fs->blocksize,
+				   r->depth, 0);
 	if (!bad)
 		err = walk_node(c, r->ino, eh, r->depth, &bad);
 	if (!err && bad)

@@ -8,7 +8,42 @@
  * whose last mapping went away.
  */
 #include "extref_ops_int.h"
-#include "tree/extref_int.h"	/* the tree's sticky error */
+#include "tree/extref_int.h"	/* the tree's sticky error, its depth */
+
+static int count_rec(const struct extref_rec *rec, void *priv)
+{
+	size_t *n = priv;
+
+	(void) rec;
+	(*n)++;
+	return 0;
+}
+
+/*
+ * Whether the tree's next commit has room, checked before an operation
+ * writes anything.  A commit writes every node it changed to a free node
+ * or to a new block of inode 5.  Lowering the counts of maps changes only
+ * the records they overlap (a block with no record just loses its last
+ * mapping), each at most the path to it, twice over when nodes split.
+ * On a filesystem with blocks to spare this always holds.
+ */
+errcode_t xr_tree_room(extref_fs_t xfs, const struct xr_map_vec *maps,
+		       size_t more)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct extref_tree *t = extref_fs_tree(xfs);
+	blk64_t need;
+	size_t i, nrec = more;
+	errcode_t err = 0;
+
+	for (i = 0; !err && i < maps->n; i++)
+		err = extref_tree_iterate(t, maps->v[i].pblk, maps->v[i].len,
+					  0, count_rec, &nrec);
+	need = 2 * ((blk64_t)t->depth + 1) * nrec;
+	if (!err && t->free.n + ext2fs_free_blocks_count(fs->super) < need)
+		err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	return err;
+}
 
 errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps)
 {

@@ -27,9 +27,14 @@ struct leaf {
 	blk64_t			lo, hi;		/* its key range (hi 0: none) */
 };
 
-/* Walk index levels from the inode down to the leaf covering lstart. */
-static errcode_t find_leaf(ext2_filsys fs, struct ext2_inode *inode,
-			   blk64_t lstart, struct leaf *lf)
+/*
+ * Walk index levels from the inode down to the leaf covering lstart.
+ * Every node is checked (extent_node.c) before its entries are used: a
+ * corrupt eh_entries would otherwise walk the entries past the node.
+ */
+static errcode_t find_leaf(ext2_filsys fs, ext2_ino_t ino,
+			   struct ext2_inode *inode, blk64_t lstart,
+			   struct leaf *lf)
 {
 	struct ext3_extent_header *eh = (void *)inode->i_block;
 	int depth;
@@ -39,8 +44,10 @@ static errcode_t find_leaf(ext2_filsys fs, struct ext2_inode *inode,
 	lf->pblk = 0;
 	lf->lo = 0;
 	lf->hi = 0;
-	if (ext2fs_le16_to_cpu(eh->eh_magic) != EXT3_EXT_MAGIC)
-		return EXT2_ET_EXTENT_HEADER_BAD;
+	err = xr_extent_node_check(fs, ino, eh, sizeof(inode->i_block),
+				   XR_EXT_ANY_DEPTH, 0);
+	if (err)
+		return err;
 	depth = ext2fs_le16_to_cpu(eh->eh_depth);
 	if (depth) {
 		err = ext2fs_get_mem(fs->blocksize, &lf->buf);
@@ -61,13 +68,11 @@ static errcode_t find_leaf(ext2_filsys fs, struct ext2_inode *inode,
 			lf->hi = ext2fs_le32_to_cpu(ix[i + 1].ei_block);
 		lf->pblk = ext2fs_le32_to_cpu(ix[i].ei_leaf) +
 			   ((blk64_t)ext2fs_le16_to_cpu(ix[i].ei_leaf_hi) << 32);
-		err = io_channel_read_blk64(fs->io, lf->pblk, 1, lf->buf);
+		/* The checksum too: the leaf is re-stamped when rewritten. */
+		err = xr_extent_block_read(fs, ino, lf->pblk, depth, lf->buf);
 		if (err)
 			return err;
 		eh = (void *)lf->buf;
-		if (ext2fs_le16_to_cpu(eh->eh_magic) != EXT3_EXT_MAGIC ||
-		    ext2fs_le16_to_cpu(eh->eh_depth) != depth)
-			return EXT2_ET_EXTENT_HEADER_BAD;
 	}
 	lf->eh = eh;
 	return 0;
@@ -138,7 +143,7 @@ errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_OP_NOT_SUPPORTED;
-	err = find_leaf(fs, inode, lstart, &lf);
+	err = find_leaf(fs, ino, inode, lstart, &lf);
 	if (err)
 		goto out;
 	err = EXT2_ET_OP_NOT_SUPPORTED;

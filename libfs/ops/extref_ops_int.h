@@ -45,6 +45,18 @@ errcode_t xr_unmap(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *inode,
 errcode_t xr_map_insert(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode, const struct xr_map *m);
 
+/* extent_node.c: the one reader of raw extent nodes. */
+#define XR_EXT_MAX_DEPTH	5	/* the kernel's EXT4_MAX_EXTENT_DEPTH */
+#define XR_EXT_ANY_DEPTH	(-1)	/* a root: any depth up to the max */
+#define XR_EXT_CSUM		0x1	/* check a block's tail checksum */
+errcode_t xr_extent_node_check(ext2_filsys fs, ext2_ino_t ino,
+			       const void *eh, int size, int depth, int flags);
+errcode_t xr_extent_block_read(ext2_filsys fs, ext2_ino_t ino, blk64_t pblk,
+			       int depth, void *buf);
+errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
+				const struct ext2_inode *inode,
+				blk64_t *nodes);
+
 /* extent_splice.c: the same change in one write, where it fits. */
 errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,
 			   struct ext2_inode *inode, blk64_t lstart,
@@ -55,9 +67,14 @@ errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
 			   blk64_t lend, const struct xr_map *nm, size_t nnew,
 			   struct xr_prange_vec *removed);
 
+/* Blocks kept free for extent-tree splits during a remap. */
+#define XR_EXTENT_SLACK	8
+
 /* counts.c: the write-order steps of every operation. */
 errcode_t xr_share_ranges(extref_fs_t xfs, const struct xr_map_vec *maps);
 errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r);
+errcode_t xr_tree_room(extref_fs_t xfs, const struct xr_map_vec *maps,
+		       size_t more);
 
 /* modifiable.c */
 errcode_t xr_op_begin(extref_fs_t xfs);

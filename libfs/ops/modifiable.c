@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "extref_ops_int.h"
+#include "tree/extref_int.h"
 
 #ifndef EXT4_VERITY_FL
 #define EXT4_VERITY_FL		0x00100000
@@ -15,10 +16,16 @@
 #define EXT4_CASEFOLD_FL	0x40000000
 #endif
 
-/* The image can be changed: writable, tree loaded, no quota. */
+/*
+ * The image can be changed: writable, tree loaded, no quota.  Every
+ * node of the tree is read and checked now, before the operation's
+ * first write: a count change that met a corrupt node half-way would
+ * stop after the files were already changed.
+ */
 errcode_t xr_op_begin(extref_fs_t xfs)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err;
 
 	if (!(fs->flags & EXT2_FLAG_RW))
 		return EXT2_ET_RO_FILSYS;
@@ -27,9 +34,10 @@ errcode_t xr_op_begin(extref_fs_t xfs)
 	if (ext2fs_has_feature_quota(fs->super) ||
 	    ext2fs_has_feature_project(fs->super))
 		return EXTREF_ERR_QUOTA;
-	if (!fs->block_map)
-		return ext2fs_read_bitmaps(fs);
-	return 0;
+	err = xr_tree_read_all(extref_fs_tree(xfs));
+	if (!err && !fs->block_map)
+		err = ext2fs_read_bitmaps(fs);
+	return err;
 }
 
 errcode_t extref_check_modifiable(extref_fs_t xfs, ext2_ino_t ino)
@@ -49,7 +57,10 @@ errcode_t extref_check_modifiable(extref_fs_t xfs, ext2_ino_t ino)
 	return 0;
 }
 
-/* A regular, extent-mapped file that may be changed. */
+/*
+ * A regular, extent-mapped file that may be changed, its extent tree
+ * checked whole (extent_node.c) before the caller writes anything.
+ */
 errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		      struct ext2_inode *inode)
 {
@@ -68,7 +79,7 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		return err;
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
-	return 0;
+	return xr_extent_tree_verify(extref_fs_ext2(xfs), ino, inode, NULL);
 }
 
 /* Read an in-use inode; a free inode number is an error. */

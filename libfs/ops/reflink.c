@@ -113,6 +113,39 @@ static errcode_t make_inode(struct rl *r, ext2_ino_t dir, ext2_ino_t src,
 	return err;
 }
 
+/*
+ * Undo a reflink_file that failed after its counts were raised: the new
+ * inode (never named) loses its mappings and is freed, then the counts
+ * go back down.  Best effort: what it cannot undo leaks until fsck.
+ */
+static void unshare_new(struct rl *r, ext2_ino_t ino,
+			const struct xr_map_vec *maps)
+{
+	struct xr_prange_vec raised = { 0 }, gone = { 0 };
+	struct ext2_inode in;
+	errcode_t err = 0;
+	size_t i;
+
+	/* in use only once make_inode counted it so */
+	if (ino && ext2fs_test_inode_bitmap2(r->fs->inode_map, ino) &&
+	    !ext2fs_read_inode(r->fs, ino, &in)) {
+		if (in.i_flags & EXT4_EXTENTS_FL)
+			err = xr_unmap(r->fs, ino, &in, 0, 1ULL << 32, &gone);
+		in.i_links_count = 0;
+		in.i_dtime = xr_now(r->fs);
+		if (!err)
+			err = ext2fs_write_inode(r->fs, ino, &in);
+		if (!err)
+			ext2fs_inode_alloc_stats2(r->fs, ino, -1, 0);
+	}
+	for (i = 0; !err && i < maps->n; i++)
+		err = xr_prange_push(&raised, maps->v[i].pblk, maps->v[i].len);
+	if (!err)
+		xr_release_ranges(r->xfs, &raised);
+	xr_prange_vec_free(&raised);
+	xr_prange_vec_free(&gone);
+}
+
 /* Reflink one regular file to NAME in DIR. */
 static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 			      const char *name, ext2_ino_t *ret)
@@ -134,8 +167,9 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	err = xr_get_mappings(fs, src, &sinode, 0, 1ULL << 32, &maps);
 	if (!err)
 		err = xr_share_ranges(r->xfs, &maps);
-	if (!err)
-		err = make_inode(r, dir, src, &sinode, &ino);
+	if (err)
+		goto out;
+	err = make_inode(r, dir, src, &sinode, &ino);
 	if (!err)
 		err = ext2fs_read_inode(fs, ino, &dinode);
 	for (i = 0; !err && i < maps.n; i++)
@@ -147,6 +181,9 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 		err = io_channel_flush(fs->io);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
+	if (err)
+		unshare_new(r, ino, &maps);
+out:
 	xr_map_vec_free(&maps);
 	if (!err && ret)
 		*ret = ino;
@@ -406,6 +443,56 @@ static errcode_t scan_dir(ext2_filsys fs, struct scan_item it,
 	return err;
 }
 
+/* What a recursive copy will take: inodes, and blocks besides data. */
+struct need {
+	__u64	inodes, blocks;
+	__u64	max_inodes;	/* stop counting past what is free */
+};
+
+#define COUNT_MAX_DEPTH	4096	/* a deeper source is refused */
+
+static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
+			    struct need *nd)
+{
+	struct extref_dirlist e = { 0 };
+	struct ext2_inode s;
+	blk64_t own;
+	size_t i;
+	errcode_t err;
+
+	err = ext2fs_read_inode(r->fs, src, &s);
+	if (err)
+		return err;
+	nd->inodes++;
+	own = ext2fs_get_stat_i_blocks(r->fs, &s) / (r->fs->blocksize / 512);
+	if (LINUX_S_ISREG(s.i_mode) && (s.i_flags & EXT4_INLINE_DATA_FL)) {
+		nd->blocks += xr_size_blocks(r->fs, EXT2_I_SIZE(&s));
+	} else if (LINUX_S_ISREG(s.i_mode)) {
+		/* shared, not copied; its extent tree is rebuilt (at worst
+		 * of half-full nodes) and must be readable to the end */
+		err = extref_check_modifiable(r->xfs, src);
+		if (!err && !(s.i_flags & EXT4_EXTENTS_FL))
+			err = EXT2_ET_INODE_NOT_EXTENT;
+		if (!err)
+			err = xr_extent_tree_verify(r->fs, src, &s, &own);
+		if (err)
+			return err;
+		nd->blocks += 2 * own;
+	} else {
+		nd->blocks += own;	/* a directory, a slow symlink: copied */
+	}
+	if (!LINUX_S_ISDIR(s.i_mode) || nd->inodes > nd->max_inodes)
+		return 0;
+	if (depth >= COUNT_MAX_DEPTH)
+		return EXT2_ET_DIR_CORRUPTED;
+	nd->blocks += 2;	/* growing into an htree adds two blocks */
+	err = extref_dir_list(r->fs, src, 0, &e);
+	for (i = 0; !err && i < e.n && nd->inodes <= nd->max_inodes; i++)
+		err = count_tree(r, e.v[i].ino, depth + 1, nd);
+	extref_dir_list_free(&e);
+	return err;
+}
+
 /*
  * Walk the tree of directory SRC before anything changes, with a stack
  * on the heap: DEST (the new name's directory) inside it, a directory
@@ -439,6 +526,54 @@ cleanup:
 	return err;
 }
 
+/*
+ * Refuse a recursive copy the filesystem has no room for before making
+ * anything: one inode per source inode (hard links counted each time,
+ * which only overcounts), and the blocks of the directories and of what
+ * is copied rather than shared.
+ */
+static errcode_t tree_room(struct rl *r, ext2_ino_t src)
+{
+	struct need nd = { 0, 0, r->fs->super->s_free_inodes_count };
+	errcode_t err = count_tree(r, src, 0, &nd);
+
+	if (!err && nd.inodes > nd.max_inodes)
+		err = EXT2_ET_INODE_ALLOC_FAIL;
+	if (!err && nd.blocks + XR_EXTENT_SLACK >
+		    ext2fs_free_blocks_count(r->fs->super))
+		err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	return err;
+}
+
+/*
+ * Remove what a failed recursive copy made under NAME in DIR, deepest
+ * first, through the ordinary unlink (which lowers the counts raised).
+ */
+static errcode_t remove_tree(struct rl *r, ext2_ino_t dir, const char *name,
+			     int depth)
+{
+	struct extref_dirlist e = { 0 };
+	struct ext2_inode in;
+	ext2_ino_t ino;
+	size_t i;
+	errcode_t err;
+
+	err = extref_lookup(r->fs, dir, name, &ino);
+	if (!err)
+		err = ext2fs_read_inode(r->fs, ino, &in);
+	if (err)
+		return err;
+	if (!LINUX_S_ISDIR(in.i_mode))
+		return extref_unlink(r->xfs, dir, name, 0);
+	if (depth >= COUNT_MAX_DEPTH)
+		return EXT2_ET_DIR_CORRUPTED;
+	err = extref_dir_list(r->fs, ino, 0, &e);
+	for (i = 0; !err && i < e.n; i++)
+		err = remove_tree(r, ino, e.v[i].name, depth + 1);
+	extref_dir_list_free(&e);
+	return err ? err : extref_unlink(r->xfs, dir, name, EXTREF_UNLINK_DIR);
+}
+
 errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			 const char *name, int flags,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
@@ -464,12 +599,15 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		return EXTREF_ERR_IS_DIR;
 	if (!LINUX_S_ISDIR(s.i_mode) && !LINUX_S_ISREG(s.i_mode))
 		return EXTREF_ERR_NOT_REG;
-	if (LINUX_S_ISDIR(s.i_mode)) {
+	if (LINUX_S_ISDIR(s.i_mode))
 		err = scan_tree(r.fs, src, dir);
-		if (err)
-			return err;
-	}
-	err = reflink_any(&r, src, dir, name, ret_ino);
+	if (!err && LINUX_S_ISDIR(s.i_mode))
+		err = tree_room(&r, src);
+	if (!err)
+		err = reflink_any(&r, src, dir, name, ret_ino);
+	/* A copy that failed half-way is taken back out. */
+	if (err && LINUX_S_ISDIR(s.i_mode) && xr_name_free(r.fs, dir, name))
+		remove_tree(&r, dir, name, 0);
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
 	return err;

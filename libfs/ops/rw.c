@@ -9,9 +9,6 @@
 #include <string.h>
 #include "extref_ops_int.h"
 
-/* Blocks kept free for extent-tree splits during a remap. */
-#define XR_EXTENT_SLACK	8
-
 errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got)
 {

@@ -47,6 +47,71 @@ static errcode_t drop_blocks(extref_fs_t xfs, ext2_ino_t ino,
 	return err;
 }
 
+/* Whether block b holds data whose count says another mapping shares it. */
+static errcode_t shared_data(extref_fs_t xfs, ext2_ino_t ino,
+			     struct ext2_inode *inode, blk64_t b, int *cow)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_map_vec maps = { 0 };
+	__u32 count = 0;
+	errcode_t err;
+
+	*cow = 0;
+	err = xr_get_mappings(fs, ino, inode, b, b + 1, &maps);
+	if (!err && maps.n && !maps.v[0].uninit)
+		err = extref_tree_get_count(extref_fs_tree(xfs),
+					    maps.v[0].pblk, &count);
+	*cow = count >= 2;
+	xr_map_vec_free(&maps);
+	return err;
+}
+
+/*
+ * What a punch of [off, end) (or a truncate to off) will need, found
+ * before it changes anything: a new block for each partial end block
+ * that is shared (its zeroing is copy-on-write), room for the extent
+ * tree when an extent is cut in two, and room for the tree's commit.
+ * Refused here, a punch on a full filesystem leaves the file as it was.
+ */
+static errcode_t punch_room(extref_fs_t xfs, ext2_ino_t ino,
+			    struct ext2_inode *inode, __u64 off, __u64 end,
+			    blk64_t ls, blk64_t le)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_map_vec maps = { 0 }, edge = { 0 };
+	__u64 bs = fs->blocksize, size = EXT2_I_SIZE(inode);
+	blk64_t need = 0;
+	int cow, cut = 0;
+	errcode_t err = 0;
+
+	if (off % bs) {
+		err = shared_data(xfs, ino, inode, off / bs, &cow);
+		need += cow;
+	}
+	if (!err && end % bs && end != size) {
+		err = shared_data(xfs, ino, inode, end / bs, &cow);
+		need += cow;
+	}
+	if (!err && ls < le)
+		err = xr_get_mappings(fs, ino, inode, ls, le, &maps);
+	/* Mapped on both sides: the range may cut an extent in two. */
+	if (!err && ls < le && ls > 0)
+		err = xr_get_mappings(fs, ino, inode, ls - 1, ls, &edge);
+	if (!err && edge.n) {
+		edge.n = 0;
+		err = xr_get_mappings(fs, ino, inode, le, le + 1, &edge);
+		cut = edge.n > 0;
+	}
+	if (!err && (need || cut) &&
+	    ext2fs_free_blocks_count(fs->super) < need + XR_EXTENT_SLACK)
+		err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	if (!err)
+		err = xr_tree_room(xfs, &maps, need);
+	xr_map_vec_free(&maps);
+	xr_map_vec_free(&edge);
+	return err;
+}
+
 errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 {
 	ext2_filsys fs;
@@ -58,7 +123,10 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 		return err;
 	fs = extref_fs_ext2(xfs);
 	old = EXT2_I_SIZE(&inode);
-	if (size < old && size % fs->blocksize) {
+	if (size < old)
+		err = punch_room(xfs, ino, &inode, size, old,
+				 xr_size_blocks(fs, size), 1ULL << 32);
+	if (!err && size < old && size % fs->blocksize) {
 		tail = fs->blocksize - size % fs->blocksize;
 		if (size + tail > old)
 			tail = old - size;
@@ -86,6 +154,7 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	ext2_filsys fs;
 	struct ext2_inode inode;
 	__u64 end, size, bs;
+	blk64_t ls, le;
 	errcode_t err = xr_open_reg(xfs, ino, &inode);
 
 	if (err)
@@ -99,13 +168,17 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 		return 0;
 	if (off / bs == (end - 1) / bs && (off % bs || end % bs))
 		return zero_partial(xfs, ino, &inode, off, end - off);
+	ls = (off + bs - 1) / bs;
+	le = end == size ? xr_size_blocks(fs, end) : end / bs;
+	err = punch_room(xfs, ino, &inode, off, end, ls, le);
+	if (err)
+		return err;
 	/*
 	 * Whole blocks go first: the extents left are fewer, so that the
 	 * partial blocks' copies are more likely to fit the leaf and be
 	 * switched in one write (extent_splice.c).
 	 */
-	err = drop_blocks(xfs, ino, &inode, (off + bs - 1) / bs,
-			  end == size ? xr_size_blocks(fs, end) : end / bs);
+	err = drop_blocks(xfs, ino, &inode, ls, le);
 	if (!err && off % bs)
 		err = zero_partial(xfs, ino, &inode, off, bs - off % bs);
 	if (!err && end % bs && end != size)

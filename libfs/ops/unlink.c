@@ -113,6 +113,12 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		return EXTREF_ERR_NOT_DIR;
 	if (isdir && (err = dir_is_empty(fs, ino)))
 		return err;
+	/* The mappings to remove must be readable before the name goes. */
+	if ((isdir || inode.i_links_count <= 1) &&
+	    !ext2fs_is_fast_symlink(&inode) &&
+	    !(inode.i_flags & EXT4_INLINE_DATA_FL) &&
+	    (err = xr_extent_tree_verify(fs, ino, &inode, NULL)))
+		return err;
 	err = ext2fs_unlink(fs, dir, name, ino, 0);
 	if (!err && isdir)
 		err = parent_unlinked(fs, dir);

@@ -356,3 +356,29 @@ errcode_t xr_visit(struct extref_tree *t, blk64_t lo, blk64_t hi,
 	err = visit_node(t, t->root, &root_bounds, lo, hi, f, priv);
 	return err == VISIT_STOP ? 0 : err;
 }
+
+static int visit_none(const struct extref_rec *r, void *priv)
+{
+	(void) r; (void) priv;
+	return 0;
+}
+
+/*
+ * Read (and check) every node not yet in memory, once: a writer calls
+ * this before its first write, so that an update never meets an
+ * unreadable node half-way (a sibling read to rebalance included).
+ * Nodes stay cached, so only the first call reads.
+ */
+errcode_t xr_tree_read_all(struct extref_tree *t)
+{
+	errcode_t err;
+
+	if (t->broken)
+		return t->broken;
+	if (t->all_read)
+		return 0;
+	err = xr_visit(t, 0, ~(blk64_t)0, visit_none, NULL);
+	if (!err)
+		t->all_read = 1;
+	return err;
+}

@@ -54,6 +54,7 @@ struct extref_tree {
 	__u64		nrecords;
 	int		dirty;
 	errcode_t	broken;		/* sticky error after a failed update */
+	int		all_read;	/* every node read and checked */
 
 	/* Blocks of inode 5. */
 	__u32		nblocks;	/* lblks in use by the format */
@@ -142,6 +143,7 @@ errcode_t xr_delete(struct extref_tree *t, blk64_t start);
 typedef int (*xr_visit_func)(const struct extref_rec *r, void *priv);
 errcode_t xr_visit(struct extref_tree *t, blk64_t lo, blk64_t hi,
 		   xr_visit_func f, void *priv);
+errcode_t xr_tree_read_all(struct extref_tree *t);
 
 /* commit.c */
 errcode_t xr_write_header(struct extref_tree *t, int sync_after);
