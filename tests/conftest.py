@@ -106,7 +106,8 @@ def san_build():
     for cmd, cwd in ((["sh", "./autogen.sh"], work),
                      (["sh", "../configure", "--enable-sanitizers"], build),
                      (["make", "-j2", "fsck/fsck.extref",
-                       "debug/debugfs.extref"], build)):
+                       "debug/debugfs.extref", "tests/unit/trusted_op"],
+                      build)):
         res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
                              timeout=900)
         assert res.returncode == 0, helpers.describe(res)
@@ -117,5 +118,6 @@ def san_build():
     assert {str(p) for p in made} <= {"configure", "autom4te.cache"} | {
         str(p) for p in made if p.parts[0] == "autom4te.cache"}, made
     yield {"fsck": str(build / "fsck/fsck.extref"),
-           "debugfs": str(build / "debug/debugfs.extref")}
+           "debugfs": str(build / "debug/debugfs.extref"),
+           "trusted_op": str(build / "tests/unit/trusted_op")}
     shutil.rmtree(work, ignore_errors=True)

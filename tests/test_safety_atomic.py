@@ -79,6 +79,33 @@ def refused(img, request, pattern, tool=None, env=None):
     return res
 
 
+# A writer's open refuses an image whose extent trees do not read whole
+# (the open-time check of the tree against every mapping); the library
+# opened with EXTREF_OPEN_TRUSTED skips that check, and the operation's
+# own reader must refuse (tests/unit/trusted_op).
+OPEN_REFUSAL = r"run fsck.extref -y before writing"
+
+
+def refused_trusted(img, args, pattern, tool=None, env=None):
+    """The operation through the library, open-time check skipped: it
+    fails with a message matching pattern, writing nothing."""
+    before = helpers.sha256(img)
+    res = helpers.run([tool or helpers.binary("tests/unit/trusted_op"),
+                       str(img), *args], check=False, env=env, timeout=60)
+    assert res.returncode == 1, helpers.describe(res)
+    assert not SAN_REPORT.search(res.stderr), helpers.describe(res)
+    assert re.search(pattern, res.stderr, re.I), helpers.describe(res)
+    assert helpers.sha256(img) == before, f"{args!r} changed the image"
+
+
+def tools(build, request):
+    """(debugfs.extref, trusted_op, env) of the plain or sanitized build."""
+    if build == "asan":
+        b = request.getfixturevalue("san_build")
+        return b["debugfs"], b["trusted_op"], SAN_ENV
+    return None, None, None
+
+
 def same_bytes(img, files):
     for path, data in files.items():
         assert helpers.debugfs_cat(img, path) == data, \
@@ -145,13 +172,13 @@ def small_pair(tmp_path):
 @pytest.mark.parametrize("build", ["plain", "asan"])
 def test_clone_into_root_with_too_many_entries(tmp_path, build, request):
     """eh_entries 100 in an inode root that holds 4 (stock debugfs sif)."""
-    tool, env = None, None
-    if build == "asan":
-        tool, env = request.getfixturevalue("san_build")["debugfs"], SAN_ENV
+    tool, top, env = tools(build, request)
     img, files = small_pair(tmp_path)
     stock_w(img, "sif /b block[0] 0x0064f30a")
-    refused(img, "clone_range /a 0 /b 0 4096", r"extent header",
-            tool=tool, env=env)
+    refused(img, "clone_range /a 0 /b 0 4096",
+            r"extent header|" + OPEN_REFUSAL, tool=tool, env=env)
+    refused_trusted(img, ["clone", "/a", "0", "/b", "0", "4096"],
+                    r"extent header", tool=top, env=env)
     same_bytes(img, {"/a": files["/a"]})
     repaired_clean(img)
     same_bytes(img, {"/a": files["/a"]})
@@ -165,14 +192,14 @@ def test_clone_into_root_with_too_many_entries(tmp_path, build, request):
 ], ids=["bad-csum", "entries"])
 @pytest.mark.parametrize("build", ["plain", "asan"])
 def test_clone_into_corrupt_leaf(tmp_path, damage, pattern, build, request):
-    tool, env = None, None
-    if build == "asan":
-        tool, env = request.getfixturevalue("san_build")["debugfs"], SAN_ENV
+    tool, top, env = tools(build, request)
     img, files = striped(tmp_path)
     leaf = leaf_block(img, "/b")
     stock_w(img, f"zap_block {damage} {leaf}")
-    refused(img, f"clone_range /a {4 * BS} /b {4 * BS} {BS}", pattern,
-            tool=tool, env=env)
+    refused(img, f"clone_range /a {4 * BS} /b {4 * BS} {BS}",
+            pattern + "|" + OPEN_REFUSAL, tool=tool, env=env)
+    refused_trusted(img, ["clone", "/a", str(4 * BS), "/b", str(4 * BS),
+                          str(BS)], pattern, tool=top, env=env)
     same_bytes(img, {"/a": files["/a"]})
     repaired_clean(img)
     same_bytes(img, {"/a": files["/a"]})
@@ -290,7 +317,8 @@ def test_reflink_r_corrupt_file_refused_unchanged(tmp_path):
     dx(img, *cmds)
     both_clean(img)
     stock_w(img, f"zap_block -o 2 -l 2 -p 0xff {leaf_block(img, '/d/b')}")
-    refused(img, "reflink -r /d /d2", r"extent header")
+    refused(img, "reflink -r /d /d2", r"extent header|" + OPEN_REFUSAL)
+    refused_trusted(img, ["reflink_r", "/d", "/", "d2"], r"extent header")
     assert "d2" not in helpers.debugfs(img, "ls /").stdout
     same_bytes(img, {"/d/a": a})
     repaired_clean(img)
