@@ -51,7 +51,7 @@ static const struct xr_problem table[] = {
 	  "block of inode 5 is also filesystem metadata",
 	  "give the tree new blocks", 1),
 	P(PR_X_TREE_BLOCK_SHARED, TREE_BLOCK_SHARED,
-	  "block of inode 5 is also mapped by another inode",
+	  "block of inode 5 is also mapped elsewhere (by another inode, or twice)",
 	  "give the tree new blocks", 1),
 	P(PR_X_COUNT_TOO_LOW, COUNT_TOO_LOW,
 	  "reference count too low: a write could go through into another file",
