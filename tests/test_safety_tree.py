@@ -18,6 +18,8 @@ Cases:
     clean, and a reflink then works.
   * inode 5 maps its committed leaf's block a second time past
     h_nblocks: the copy-on-write of the leaf must not land on it.
+  * the tree empties while inode 5 maps another file's block past
+    h_nblocks: giving the tree's file back must not free that block.
   * the header's h_nblocks is 2^31 or 2^28: every tool ends quickly, with
     a clear error or a repair; the expert command that puts the header
     right works.
@@ -236,6 +238,23 @@ def test_tree_never_grows_into_its_own_block(tmp_path):
     assert_repaired(img, want, 0x0206)
     blocks = ino5_blocks(img)
     assert len(blocks) == len(set(blocks)), blocks
+
+
+def test_empty_tree_frees_only_its_own_blocks(tmp_path):
+    """The tree empties while inode 5 also maps /g's block past h_nblocks:
+    giving the file back must not free /g's block."""
+    img = small_image(tmp_path)
+    xdebugfs(img, "reflink /a /b", write=True, check=0)
+    gblk = stock_num(img, "bmap /g 0")
+    map_into_ino5(img, 2, gblk)
+    helpers.e2fsck_fn(img)
+    xdebugfs(img, "rm /b", write=True, check=0)
+    # /g's block is still in use: stock e2fsck finds no bitmap difference.
+    helpers.e2fsck_fn(img)
+    want = {"a": A_DATA, "g": G_DATA}
+    assert_files(img, want)
+    assert_repaired(img, want, 0x0206)
+    assert gblk not in ino5_blocks(img)
 
 
 @pytest.mark.parametrize("nblocks", [0x80000000, 0x10000000])

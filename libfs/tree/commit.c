@@ -133,7 +133,10 @@ static errcode_t free_pending(struct extref_tree *t)
  * An empty tree gives its file back: the header goes first (one block,
  * no free nodes), then the blocks past it are released.  Interrupted in
  * between, inode 5 keeps blocks past h_nblocks, which belong to no one
- * until reused.
+ * until reused.  The blocks are released only if every one is proven the
+ * tree's own (owned.c): freeing a block inode 5 shares with metadata or a
+ * file would let it be allocated twice.  Otherwise they stay, past
+ * h_nblocks, for fsck.extref to sort out.
  */
 static errcode_t shrink_empty(struct extref_tree *t)
 {
@@ -145,6 +148,11 @@ static errcode_t shrink_empty(struct extref_tree *t)
 	err = xr_write_header(t, 1);
 	if (!err && !t->fs->block_map)
 		err = ext2fs_read_bitmaps(t->fs);
+	if (!err) {
+		err = xr_lblks_prove_from(t, 1);
+		if (err == EXTREF_ERR_TREE_BLOCK_FOREIGN)
+			return 0;
+	}
 	if (!err)
 		err = ext2fs_punch(t->fs, EXTREF_INO, NULL, NULL, 1, ~0ULL);
 	if (!err)

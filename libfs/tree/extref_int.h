@@ -130,6 +130,7 @@ errcode_t xr_write_lblk(struct extref_tree *t, __u32 lblk, const void *buf);
 /* owned.c: a block is proven the tree's own before it is written. */
 errcode_t xr_lblk_prove(struct extref_tree *t, __u32 lblk);
 void xr_lblk_fresh(struct extref_tree *t, __u32 lblk);
+errcode_t xr_lblks_prove_from(struct extref_tree *t, __u32 from);
 void xr_owned_free(struct extref_tree *t);
 
 /* btree.c */

@@ -187,19 +187,13 @@ static errcode_t scan_foreign(struct extref_tree *t)
 	return err;
 }
 
-/* Make lblk writable by the tree, or say why it is not the tree's. */
-errcode_t xr_lblk_prove(struct extref_tree *t, __u32 lblk)
+/* Whether pblk, which inode 5 maps at lblk, passes every check above. */
+static errcode_t prove_pblk(struct extref_tree *t, __u32 lblk, blk64_t pblk)
 {
 	ext2_filsys fs = t->fs;
-	blk64_t pblk;
 	__u32 count;
 	errcode_t err;
 
-	if (lblk >= t->pmap_len || !t->pmap[lblk])
-		return EXTREF_ERR_INO5_SIZE;
-	if (t->pmap_own[lblk])
-		return 0;
-	pblk = t->pmap[lblk];
 	err = build_maps(t);
 	if (err)
 		return err;
@@ -221,8 +215,63 @@ errcode_t xr_lblk_prove(struct extref_tree *t, __u32 lblk)
 		if (ext2fs_test_block_bitmap2(t->foreign, pblk))
 			return EXTREF_ERR_TREE_BLOCK_FOREIGN;
 	}
-	t->pmap_own[lblk] = 1;
 	return 0;
+}
+
+/* Make lblk writable by the tree, or say why it is not the tree's. */
+errcode_t xr_lblk_prove(struct extref_tree *t, __u32 lblk)
+{
+	errcode_t err;
+
+	if (lblk >= t->pmap_len || !t->pmap[lblk])
+		return EXTREF_ERR_INO5_SIZE;
+	if (t->pmap_own[lblk])
+		return 0;
+	err = prove_pblk(t, lblk, t->pmap[lblk]);
+	if (!err)
+		t->pmap_own[lblk] = 1;
+	return err;
+}
+
+struct from_walk {
+	struct extref_tree	*t;
+	__u32			from;
+	errcode_t		err;
+};
+
+static int prove_one(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		     blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct from_walk *w = priv;
+	struct extref_tree *t = w->t;
+
+	(void) fs; (void) ref_blk; (void) ref_offset;
+	if (blockcnt < (e2_blkcnt_t)w->from)
+		return 0;
+	if ((__u64)blockcnt < t->pmap_len && t->pmap[blockcnt] == *blocknr &&
+	    t->pmap_own[blockcnt])
+		return 0;
+	w->err = prove_pblk(t, blockcnt > 0xffffffffLL ? 0xffffffffU :
+			    (__u32)blockcnt, *blocknr);
+	return w->err ? BLOCK_ABORT : 0;
+}
+
+/*
+ * Whether every block inode 5 maps from lblk `from` on is the tree's own,
+ * so that freeing them (giving the file back) frees nobody else's.
+ */
+errcode_t xr_lblks_prove_from(struct extref_tree *t, __u32 from)
+{
+	struct from_walk w = { t, from, 0 };
+	errcode_t err;
+
+	err = build_maps(t);
+	if (!err)
+		err = ext2fs_block_iterate3(t->fs, EXTREF_INO,
+					    BLOCK_FLAG_READ_ONLY |
+					    BLOCK_FLAG_DATA_ONLY, NULL,
+					    prove_one, &w);
+	return err ? err : w.err;
 }
 
 /* A block the tree has just allocated is its own. */
