@@ -40,7 +40,8 @@ errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
 	    h.h_free_count >= h.h_nblocks ||
 	    (h.h_free_head == 0) != (h.h_free_count == 0))
 		return EXTREF_ERR_HDR_GEOMETRY;
-	if (h.h_root == 0 && h.h_nrecords != 0)
+	if ((h.h_root == 0 && h.h_nrecords != 0) ||
+	    h.h_nrecords > (__u64)(h.h_nblocks - 1) * EXTREF_NODE_CAPACITY(bs))
 		return EXTREF_ERR_HDR_NRECORDS;
 	return 0;
 }
