@@ -189,6 +189,7 @@ def test_tree_never_grows_into_foreign_block(tmp_path, kind, code):
     want = files(img)
     assert want == {"a": A_DATA, "g": G_DATA}
     raw = read_block(img, blk, bs)
+    image = helpers.sha256(img)
 
     res = xdebugfs(img, "reflink /a /b", write=True)
     assert read_block(img, blk, bs) == raw, \
@@ -196,6 +197,7 @@ def test_tree_never_grows_into_foreign_block(tmp_path, kind, code):
     helpers.e2fsck_fn(img)
     if res.returncode != 0:
         assert "not the tree's own" in res.stderr, helpers.describe(res)
+        assert helpers.sha256(img) == image, "a refused reflink changed it"
     else:
         want["b"] = A_DATA
     assert_files(img, want)
@@ -225,12 +227,15 @@ def test_tree_never_grows_into_its_own_block(tmp_path):
     want = files(img)
     bs = block_size(img)
     raw = read_block(img, leaf, bs)
+    image = helpers.sha256(img)
     # The leaf is copied on write into a new block: lblk 2, the leaf's.
     res = xdebugfs(img, "reflink /g /h", write=True)
     assert read_block(img, leaf, bs) == raw, \
         "reflink overwrote the committed leaf:\n" + helpers.describe(res)
     if res.returncode == 0:
         want["h"] = G_DATA
+    else:
+        assert helpers.sha256(img) == image, "a refused reflink changed it"
     assert_files(img, want)
     helpers.e2fsck_fn(img)
     refs = xdebugfs(img, "refcount", check=0).stdout

@@ -84,8 +84,8 @@ errcode_t xr_pmap_load(struct extref_tree *t)
 /*
  * Make sure lblk has a physical block and that inode 5's size covers it.
  * A block inode 5 already maps there (left by an interrupted commit, or
- * put there by a hostile image) is taken as it is, to be proven the
- * tree's own before it is written (owned.c); otherwise a new block is
+ * put there by a hostile image) is taken only once proven the tree's
+ * own (owned.c), before inode 5's size changes; otherwise a new block is
  * allocated near the previous lblk's, which is the tree's own.
  */
 errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk)
@@ -116,6 +116,10 @@ errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk)
 		if (err)
 			return err;
 	}
+	/* A block not allocated here is proven before inode 5 changes. */
+	err = xr_lblk_prove(t, lblk);
+	if (err)
+		return err;
 	if (EXT2_I_SIZE(&inode) < ((__u64)lblk + 1) * t->bs) {
 		err = ext2fs_inode_size_set(t->fs, &inode,
 					    ((__u64)lblk + 1) * t->bs);
