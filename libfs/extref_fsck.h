@@ -38,6 +38,8 @@ extern "C" {
 #define PR_X_TREE_FREE_LIST	0x0202	/* free list damaged */
 #define PR_X_TREE_LOST_BLOCK	0x0203	/* block of inode 5 unaccounted */
 #define PR_X_TREE_HEADER_COUNT	0x0204	/* header record count wrong */
+#define PR_X_TREE_BLOCK_METADATA 0x0205	/* block of inode 5 is metadata */
+#define PR_X_TREE_BLOCK_SHARED	0x0206	/* another inode maps it too */
 #define PR_X_COUNT_TOO_LOW	0x0301	/* the dangerous case */
 #define PR_X_COUNT_TOO_HIGH	0x0302	/* leaked space */
 #define PR_X_RECORD_UNSHARED	0x0303	/* record for a block mapped <= once */

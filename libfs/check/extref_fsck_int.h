@@ -143,6 +143,8 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv);
 void xr_fsck_check_metadata(struct xr_fsck *c);
 errcode_t xr_fsck_check_bitmap(struct xr_fsck *c);
 errcode_t xr_fsck_read_bitmaps(struct xr_fsck *c, int block_only);
+/* fsck_treeblocks.c (pass 1: inode 5's blocks against other owners) */
+errcode_t xr_fsck_check_tree_blocks(struct xr_fsck *c);
 /* fsck_compare.c (passes 2, 3) */
 errcode_t xr_fsck_structure(struct xr_fsck *c);
 errcode_t xr_fsck_compare(struct xr_fsck *c);

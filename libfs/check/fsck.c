@@ -69,7 +69,9 @@ static errcode_t run_passes(struct xr_fsck *c)
 		return err;
 	xr_fsck_sort(c);
 	xr_fsck_check_metadata(c);
-	err = xr_fsck_check_bitmap(c);
+	err = xr_fsck_check_tree_blocks(c);
+	if (!err)
+		err = xr_fsck_check_bitmap(c);
 	progress(c, 1);
 	if (!err && c->tree_present)
 		err = xr_fsck_structure(c);

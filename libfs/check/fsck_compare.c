@@ -19,7 +19,8 @@ static int structure_code(errcode_t err)
 		return PR_X_TREE_LOST_BLOCK;
 	if (err == EXTREF_ERR_HDR_NRECORDS)
 		return PR_X_TREE_HEADER_COUNT;
-	if (err >= EXTREF_ERR_HDR_MAGIC && err <= EXTREF_ERR_HDR_GEOMETRY)
+	if ((err >= EXTREF_ERR_HDR_MAGIC && err <= EXTREF_ERR_HDR_GEOMETRY) ||
+	    err == EXTREF_ERR_HDR_NBLOCKS)
 		return PR_X_TREE_UNREADABLE;
 	return PR_X_TREE_NODE;
 }

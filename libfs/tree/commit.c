@@ -73,6 +73,9 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 	c.h_free_head = t->free.n ? t->free.v[0] : 0;
 	c.h_free_count = t->free.n;
 	c.h_generation = t->generation;
+	err = xr_lblk_prove(t, 0);
+	if (err)
+		return err;
 	memset(t->buf, 0, t->bs);
 	xr_hdr_to_disk(&c, (struct extref_disk_header *)t->buf);
 	xr_hdr_set_csum(t->seed, t->buf, t->bs);
@@ -91,13 +94,26 @@ static errcode_t free_pending(struct extref_tree *t)
 {
 	struct xr_lblk_vec nv = { 0 };
 	errcode_t err = 0;
-	size_t i;
+	size_t i, npend = 0;
 
-	for (i = 0; !err && i < t->pending.n; i++)
-		err = xr_lblk_push(&nv, t->pending.v[i]);
+	/*
+	 * Only blocks proven the tree's own become free nodes; any other
+	 * is left off the list (a lost block, which fsck.extref reports
+	 * with the reason) rather than written.
+	 */
+	for (i = 0; !err && i < t->pending.n; i++) {
+		err = xr_lblk_prove(t, t->pending.v[i]);
+		if (err == EXTREF_ERR_TREE_BLOCK_FOREIGN) {
+			err = 0;
+			continue;
+		}
+		if (!err)
+			err = xr_lblk_push(&nv, t->pending.v[i]);
+		npend++;
+	}
 	for (i = 0; !err && i < t->free.n; i++)
 		err = xr_lblk_push(&nv, t->free.v[i]);
-	for (i = 0; !err && i < t->pending.n; i++) {
+	for (i = 0; !err && i < npend; i++) {
 		xr_free_encode(t, nv.v[i], i + 1 < nv.n ? nv.v[i + 1] : 0,
 			       t->buf);
 		err = xr_write_lblk(t, nv.v[i], t->buf);
@@ -117,7 +133,10 @@ static errcode_t free_pending(struct extref_tree *t)
  * An empty tree gives its file back: the header goes first (one block,
  * no free nodes), then the blocks past it are released.  Interrupted in
  * between, inode 5 keeps blocks past h_nblocks, which belong to no one
- * until reused.
+ * until reused.  The blocks are released only if every one is proven the
+ * tree's own (owned.c): freeing a block inode 5 shares with metadata or a
+ * file would let it be allocated twice.  Otherwise they stay, past
+ * h_nblocks, for fsck.extref to sort out.
  */
 static errcode_t shrink_empty(struct extref_tree *t)
 {
@@ -129,6 +148,11 @@ static errcode_t shrink_empty(struct extref_tree *t)
 	err = xr_write_header(t, 1);
 	if (!err && !t->fs->block_map)
 		err = ext2fs_read_bitmaps(t->fs);
+	if (!err) {
+		err = xr_lblks_prove_from(t, 1);
+		if (err == EXTREF_ERR_TREE_BLOCK_FOREIGN)
+			return 0;
+	}
 	if (!err)
 		err = ext2fs_punch(t->fs, EXTREF_INO, NULL, NULL, 1, ~0ULL);
 	if (!err)
@@ -137,8 +161,13 @@ static errcode_t shrink_empty(struct extref_tree *t)
 		err = ext2fs_inode_size_set(t->fs, &inode, t->bs);
 	if (!err)
 		err = ext2fs_write_inode(t->fs, EXTREF_INO, &inode);
-	if (!err && t->pmap_len > 1)
+	if (!err && t->pmap_len > 1) {
 		memset(t->pmap + 1, 0, (t->pmap_len - 1) * sizeof(*t->pmap));
+		memset(t->pmap_own + 1, 0, t->pmap_len - 1);
+	}
+	/* Blocks past the header were given back: none is left over. */
+	xr_owned_free(t);
+	t->open_nblocks = 1;
 	return err;
 }
 

@@ -59,7 +59,13 @@ struct extref_tree {
 	/* Blocks of inode 5. */
 	__u32		nblocks;	/* lblks in use by the format */
 	blk64_t		*pmap;		/* lblk -> physical block, 0 unmapped */
+	__u8		*pmap_own;	/* lblk proven the tree's own (owned.c) */
 	__u32		pmap_len;	/* entries of pmap known */
+	__u32		open_nblocks;	/* h_nblocks when opened */
+	ext2fs_block_bitmap meta_blocks;	/* owned.c, built on demand */
+	ext2fs_block_bitmap own_blocks;
+	ext2fs_block_bitmap own_twice;
+	ext2fs_block_bitmap foreign;
 
 	/* Free nodes: the committed chain in order, head first. */
 	struct xr_lblk_vec free;
@@ -107,7 +113,7 @@ struct xr_bounds {
 	int		exact;		/* the first key must equal lo */
 };
 errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
-			  const __u8 *uuid, blk64_t fs_blocks);
+			  const __u8 *uuid, __u64 max_nblocks);
 errcode_t xr_check_node_block(const void *block, unsigned int bs,
 			      __u32 seed, __u32 lblk);
 errcode_t xr_check_free_block(const void *block, unsigned int bs,
@@ -132,6 +138,12 @@ errcode_t xr_pmap_load(struct extref_tree *t);
 errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk);
 errcode_t xr_read_lblk(struct extref_tree *t, __u32 lblk, void *buf);
 errcode_t xr_write_lblk(struct extref_tree *t, __u32 lblk, const void *buf);
+
+/* owned.c: a block is proven the tree's own before it is written. */
+errcode_t xr_lblk_prove(struct extref_tree *t, __u32 lblk);
+void xr_lblk_fresh(struct extref_tree *t, __u32 lblk);
+errcode_t xr_lblks_prove_from(struct extref_tree *t, __u32 from);
+void xr_owned_free(struct extref_tree *t);
 
 /* btree.c */
 void xr_child_bounds(const struct xr_node *n, int i,

@@ -48,18 +48,27 @@ errcode_t xr_free_load(struct extref_tree *t)
 	return err;
 }
 
-/* A block for a node being written: a free node, else a new one. */
+/*
+ * A block for a node being written: a free node, else a new one, proven
+ * the tree's own (owned.c) before it is handed out.
+ */
 errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret)
 {
 	errcode_t err;
 
 	if (t->free.n) {
+		/* Taken off the list only once it is proven writable. */
+		err = xr_lblk_prove(t, t->free.v[t->free.n - 1]);
+		if (err)
+			return err;
 		*ret = t->free.v[--t->free.n];
 		return 0;
 	}
 	if (t->nblocks >= 0x7fffffffU)
 		return EXTREF_ERR_TREE_FULL;
 	err = xr_pmap_grow(t, t->nblocks);
+	if (!err)
+		err = xr_lblk_prove(t, t->nblocks);
 	if (err)
 		return err;
 	*ret = t->nblocks++;

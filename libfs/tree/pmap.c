@@ -4,20 +4,26 @@
 #include <string.h>
 #include "extref_int.h"
 
+/* Room for lblks below len; the capacity doubles, never past 2^32 - 1. */
 static errcode_t pmap_reserve(struct extref_tree *t, __u32 len)
 {
 	errcode_t err;
-	__u32 cap = t->pmap_len ? t->pmap_len : 16;
+	__u64 cap = t->pmap_len ? t->pmap_len : 16;
 
 	if (len <= t->pmap_len)
 		return 0;
 	while (cap < len)
 		cap *= 2;
+	if (cap > 0xffffffffULL)
+		cap = 0xffffffffULL;
 	err = ext2fs_resize_mem(t->pmap_len * sizeof(blk64_t),
 				cap * sizeof(blk64_t), &t->pmap);
+	if (!err)
+		err = ext2fs_resize_mem(t->pmap_len, cap, &t->pmap_own);
 	if (err)
 		return err;
 	memset(t->pmap + t->pmap_len, 0, (cap - t->pmap_len) * sizeof(blk64_t));
+	memset(t->pmap_own + t->pmap_len, 0, cap - t->pmap_len);
 	t->pmap_len = cap;
 	return 0;
 }
@@ -76,8 +82,11 @@ errcode_t xr_pmap_load(struct extref_tree *t)
 }
 
 /*
- * Make sure lblk has a physical block, allocating one near the previous
- * lblk's when needed, and that inode 5's size covers it.
+ * Make sure lblk has a physical block and that inode 5's size covers it.
+ * A block inode 5 already maps there (left by an interrupted commit, or
+ * put there by a hostile image) is taken only once proven the tree's
+ * own (owned.c), before inode 5's size changes; otherwise a new block is
+ * allocated near the previous lblk's, which is the tree's own.
  */
 errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk)
 {
@@ -89,18 +98,28 @@ errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk)
 	if (err)
 		return err;
 	err = ext2fs_read_inode(t->fs, EXTREF_INO, &inode);
+	if (!err && t->pmap[lblk] == 0)
+		err = ext2fs_bmap2(t->fs, EXTREF_INO, &inode, NULL, 0, lblk,
+				   NULL, &pblk);
 	if (err)
 		return err;
-	if (t->pmap[lblk] == 0) {
+	if (t->pmap[lblk] == 0 && pblk) {
+		t->pmap[lblk] = pblk;
+	} else if (t->pmap[lblk] == 0) {
 		err = ext2fs_bmap2(t->fs, EXTREF_INO, &inode, NULL, BMAP_ALLOC,
 				   lblk, NULL, &pblk);
 		if (err)
 			return err;
 		t->pmap[lblk] = pblk;
+		xr_lblk_fresh(t, lblk);
 		err = ext2fs_read_inode(t->fs, EXTREF_INO, &inode);
 		if (err)
 			return err;
 	}
+	/* A block not allocated here is proven before inode 5 changes. */
+	err = xr_lblk_prove(t, lblk);
+	if (err)
+		return err;
 	if (EXT2_I_SIZE(&inode) < ((__u64)lblk + 1) * t->bs) {
 		err = ext2fs_inode_size_set(t->fs, &inode,
 					    ((__u64)lblk + 1) * t->bs);
@@ -117,9 +136,12 @@ errcode_t xr_read_lblk(struct extref_tree *t, __u32 lblk, void *buf)
 	return io_channel_read_blk64(t->fs->io, t->pmap[lblk], 1, buf);
 }
 
+/* Only a block proven the tree's own is ever written (owned.c). */
 errcode_t xr_write_lblk(struct extref_tree *t, __u32 lblk, const void *buf)
 {
 	if (lblk >= t->pmap_len || t->pmap[lblk] == 0)
 		return EXTREF_ERR_INO5_SIZE;
+	if (!t->pmap_own[lblk])
+		return EXTREF_ERR_TREE_BLOCK_FOREIGN;
 	return io_channel_write_blk64(t->fs->io, t->pmap[lblk], 1, buf);
 }

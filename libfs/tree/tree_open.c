@@ -33,14 +33,36 @@ void extref_tree_free(extref_tree_t t)
 		return;
 	xr_subtree_free_mem(t->root);
 	ext2fs_free_mem(&t->pmap);
+	ext2fs_free_mem(&t->pmap_own);
+	xr_owned_free(t);
 	ext2fs_free_mem(&t->free.v);
 	ext2fs_free_mem(&t->pending.v);
 	ext2fs_free_mem(&t->buf);
 	ext2fs_free_mem(&t);
 }
 
+/*
+ * The most lblks the tree file can hold: no more than inode 5's size or
+ * its block count (i_blocks, index blocks included) say, nor than the
+ * filesystem has.  A header counting more is refused before anything is
+ * allocated for it.
+ */
+static __u64 ino5_max_blocks(ext2_filsys fs, struct ext2_inode *inode)
+{
+	__u64 max = ext2fs_blocks_count(fs->super);
+	__u64 size = (EXT2_I_SIZE(inode) + fs->blocksize - 1) / fs->blocksize;
+	__u64 held = ext2fs_get_stat_i_blocks(fs, inode) /
+		     (fs->blocksize / 512);
+
+	if (size < max)
+		max = size;
+	if (held < max)
+		max = held;
+	return max;
+}
+
 /* Inode 5 must be a regular file with extents whose block 0 is mapped. */
-static errcode_t header_block(ext2_filsys fs, blk64_t *pblk)
+static errcode_t header_block(ext2_filsys fs, blk64_t *pblk, __u64 *max)
 {
 	struct ext2_inode inode;
 	errcode_t err;
@@ -55,6 +77,7 @@ static errcode_t header_block(ext2_filsys fs, blk64_t *pblk)
 	if (!LINUX_S_ISREG(inode.i_mode) ||
 	    !(inode.i_flags & EXT4_EXTENTS_FL))
 		return EXTREF_ERR_INO5_MODE;
+	*max = ino5_max_blocks(fs, &inode);
 	*pblk = 0;
 	err = ext2fs_bmap2(fs, EXTREF_INO, &inode, NULL, 0, 0, NULL, pblk);
 	if (err)
@@ -69,15 +92,15 @@ static errcode_t header_block(ext2_filsys fs, blk64_t *pblk)
 static errcode_t load_header(struct extref_tree *t)
 {
 	blk64_t pblk;
+	__u64 max;
 	errcode_t err;
 
-	err = header_block(t->fs, &pblk);
+	err = header_block(t->fs, &pblk, &max);
 	if (!err)
 		err = io_channel_read_blk64(t->fs->io, pblk, 1, t->buf);
 	if (!err)
 		err = xr_check_header(t->buf, t->bs, t->seed,
-				      t->fs->super->s_uuid,
-				      ext2fs_blocks_count(t->fs->super));
+				      t->fs->super->s_uuid, max);
 	if (err)
 		return err;
 	memcpy(&t->hdr, t->buf, sizeof(t->hdr));
@@ -91,6 +114,7 @@ static errcode_t load_header(struct extref_tree *t)
 	t->depth = ext2fs_le16_to_cpu(t->hdr.h_depth);
 	t->nrecords = ext2fs_le64_to_cpu(t->hdr.h_nrecords);
 	t->nblocks = ext2fs_le32_to_cpu(t->hdr.h_nblocks);
+	t->open_nblocks = t->nblocks;
 	t->generation = ext2fs_le64_to_cpu(t->hdr.h_generation);
 	return 0;
 }

@@ -8,12 +8,16 @@
 #include <string.h>
 #include "extref_int.h"
 
+/*
+ * max_nblocks is the most lblks the tree file can hold (tree_open.c: what
+ * inode 5's size and block count allow, and never more than the
+ * filesystem's blocks): nothing is allocated for a larger h_nblocks.
+ */
 errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
-			  const __u8 *uuid, blk64_t fs_blocks)
+			  const __u8 *uuid, __u64 max_nblocks)
 {
 	struct extref_disk_header h;
 
-	(void) fs_blocks;
 	xr_hdr_to_cpu(block, &h);
 	if (h.h_magic != EXTREF_HDR_MAGIC)
 		return EXTREF_ERR_HDR_MAGIC;
@@ -28,13 +32,16 @@ errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
 		return EXTREF_ERR_HDR_BLOCKSIZE;
 	if (memcmp(h.h_uuid, uuid, sizeof(h.h_uuid)) != 0)
 		return EXTREF_ERR_HDR_UUID;
+	if (h.h_nblocks > max_nblocks)
+		return EXTREF_ERR_HDR_NBLOCKS;
 	if (h.h_nblocks == 0 || h.h_depth > EXTREF_MAX_DEPTH ||
 	    (h.h_root == 0) != (h.h_depth == 0) ||
 	    h.h_root >= h.h_nblocks || h.h_free_head >= h.h_nblocks ||
 	    h.h_free_count >= h.h_nblocks ||
 	    (h.h_free_head == 0) != (h.h_free_count == 0))
 		return EXTREF_ERR_HDR_GEOMETRY;
-	if (h.h_root == 0 && h.h_nrecords != 0)
+	if ((h.h_root == 0 && h.h_nrecords != 0) ||
+	    h.h_nrecords > (__u64)(h.h_nblocks - 1) * EXTREF_NODE_CAPACITY(bs))
 		return EXTREF_ERR_HDR_NRECORDS;
 	return 0;
 }

@@ -3,7 +3,8 @@
  * tree, checked against a plain array of counts.
  *
  * usage: tree_model IMAGE [-n OPS] [-s SEED] [-f FANOUT] [-b BATCH]
- *                         [-N BLOCKS] [-r REOPEN_EVERY] [-c CYCLES] [-k]
+ *                         [-N BLOCKS] [-B BASE] [-r REOPEN_EVERY] [-c CYCLES]
+ *                         [-k]
  *
  * -k keeps the records of the last cycle (no final drain), to leave a
  * populated tree behind for other tests.
@@ -15,6 +16,12 @@
  * in full, and now and then the image is closed and reopened.  Each cycle
  * ends by lowering everything back to an empty tree; later cycles must
  * not grow the tree's file beyond what the first needed.
+ *
+ * The window of BLOCKS blocks starts at BASE, by default at the top of
+ * the filesystem, away from the blocks the tree allocates near its
+ * start: the tree refuses to write a block that carries a record (a
+ * counted block is a file's), as it would be if the window overlapped
+ * the tree's own blocks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,7 +281,7 @@ static void drain(struct ctx *c)
 
 int main(int argc, char **argv)
 {
-	struct ctx c = { .fanout = 0, .base = 1000, .nblk = 4096 };
+	struct ctx c = { .fanout = 0, .base = 0, .nblk = 4096 };
 	unsigned long ops = 200000, batch = 1000, reopen = 20, cycles = 2;
 	unsigned long seed = 1, i, done = 0, cyc;
 	int keep = 0;
@@ -282,19 +289,20 @@ int main(int argc, char **argv)
 	struct extref_tree_stats st;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:s:f:b:N:r:c:k")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:f:b:N:B:r:c:k")) != -1) {
 		switch (opt) {
 		case 'n': ops = strtoul(optarg, NULL, 0); break;
 		case 's': seed = strtoul(optarg, NULL, 0); break;
 		case 'f': c.fanout = strtoul(optarg, NULL, 0); break;
 		case 'b': batch = strtoul(optarg, NULL, 0); break;
 		case 'N': c.nblk = strtoull(optarg, NULL, 0); break;
+		case 'B': c.base = strtoull(optarg, NULL, 0); break;
 		case 'r': reopen = strtoul(optarg, NULL, 0); break;
 		case 'c': cycles = strtoul(optarg, NULL, 0); break;
 		case 'k': keep = 1; break;
 		default:
 			fprintf(stderr, "usage: %s IMAGE [-n ops] [-s seed] "
-				"[-f fanout] [-b batch] [-N blocks] "
+				"[-f fanout] [-b batch] [-N blocks] [-B base] "
 				"[-r reopen] [-c cycles] [-k]\n", argv[0]);
 			return 2;
 		}
@@ -311,6 +319,16 @@ int main(int argc, char **argv)
 	if (!c.model)
 		return 1;
 	open_image(&c);
+	if (!c.base) {
+		blk64_t total = ext2fs_blocks_count(
+			extref_fs_ext2(c.xfs)->super);
+
+		if (total < c.nblk + 1024) {
+			fprintf(stderr, "tree_model: image too small\n");
+			return 2;
+		}
+		c.base = total - c.nblk;
+	}
 	for (cyc = 0; cyc < cycles && !c.failed; cyc++) {
 		unsigned long n = ops / cycles, batches = 0;
 
