@@ -5,7 +5,9 @@
  * corrupt extent node, a damaged tree) must still refuse before writing.
  *
  * usage: trusted_op IMAGE clone SRC SOFF DST DOFF LEN
+ *        trusted_op IMAGE reflink SRC DIR NAME
  *        trusted_op IMAGE reflink_r SRC DIR NAME
+ *        trusted_op IMAGE rm DIR NAME
  *
  * Paths are absolute in the image.  Exit 0 on success; 1 with
  * "trusted_op: MESSAGE" on stderr when the operation fails; 2 on usage.
@@ -38,18 +40,27 @@ static errcode_t run(extref_fs_t xfs, int argc, char **argv)
 						 strtoull(argv[7], 0, 0), &done);
 		return err;
 	}
-	if (argc == 6 && !strcmp(argv[2], "reflink_r")) {
+	if (argc == 6 && (!strcmp(argv[2], "reflink_r") ||
+			  !strcmp(argv[2], "reflink"))) {
 		err = ino_of(xfs, argv[3], &a);
 		if (!err)
 			err = ino_of(xfs, argv[4], &b);
 		if (!err)
 			err = extref_reflink(xfs, a, b, argv[5],
-					     EXTREF_REFLINK_RECURSIVE, NULL,
-					     &ino);
+					     strcmp(argv[2], "reflink") ?
+					     EXTREF_REFLINK_RECURSIVE : 0,
+					     NULL, &ino);
+		return err;
+	}
+	if (argc == 5 && !strcmp(argv[2], "rm")) {
+		err = ino_of(xfs, argv[3], &a);
+		if (!err)
+			err = extref_unlink(xfs, a, argv[4], 0);
 		return err;
 	}
 	fprintf(stderr, "usage: trusted_op IMAGE clone SRC SOFF DST DOFF LEN\n"
-		"       trusted_op IMAGE reflink_r SRC DIR NAME\n");
+		"       trusted_op IMAGE reflink|reflink_r SRC DIR NAME\n"
+		"       trusted_op IMAGE rm DIR NAME\n");
 	exit(2);
 }
 
