@@ -20,8 +20,10 @@ int run_e2fsck(const struct fsck_opts *o)
 
 	argv[argc++] = "e2fsck";
 	argv[argc++] = "-f";
-	argv[argc++] = o->mode == EXTREF_FSCK_NO ? "-n" :
-		       o->mode == EXTREF_FSCK_PREEN ? "-p" : "-y";
+	/* ASK: no mode option, e2fsck asks on the same terminal */
+	if (o->mode != EXTREF_FSCK_ASK)
+		argv[argc++] = o->mode == EXTREF_FSCK_NO ? "-n" :
+			       o->mode == EXTREF_FSCK_PREEN ? "-p" : "-y";
 	if (o->progress_fd >= 0) {
 		snprintf(fdbuf, sizeof(fdbuf), "%d", o->progress_fd);
 		argv[argc++] = "-C";

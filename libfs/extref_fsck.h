@@ -48,6 +48,7 @@ enum extref_fsck_mode {
 	EXTREF_FSCK_NO,		/* -n: report, change nothing */
 	EXTREF_FSCK_PREEN,	/* -p: fix what is safe, stop at the rest */
 	EXTREF_FSCK_YES,	/* -y: fix everything */
+	EXTREF_FSCK_ASK,	/* no option on a terminal: ask before each fix */
 };
 
 /* One problem as found: code, message (with "would ..." under -n). */
@@ -56,6 +57,7 @@ struct extref_problem_report {
 	const char	*message;	/* complete, one line, no newline */
 	int		fixed;		/* the repair was made */
 	int		preen_ok;	/* safe to fix under -p */
+	const char	*fix_text;	/* what the fix does; NULL: none */
 };
 
 typedef void (*extref_fsck_report_func)(
@@ -71,6 +73,14 @@ struct extref_fsck_opts {
 	extref_fsck_report_func		report;
 	extref_fsck_progress_func	progress;
 	void				*priv;
+	/*
+	 * EXTREF_FSCK_ASK: called instead of report() for each problem that
+	 * has a fix, with the message without the fix and r->fix_text
+	 * saying what the fix does; returns non-zero to make it.  Tree
+	 * problems share one fix (the rebuild): the first answer holds for
+	 * the rest, which are then passed to report() as decided.
+	 */
+	int (*ask)(const struct extref_problem_report *r, void *priv);
 };
 
 struct extref_fsck_result {
