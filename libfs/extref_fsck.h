@@ -115,6 +115,16 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
  */
 errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
 
+/*
+ * Run the stock e2fsck (found on PATH) as "e2fsck ARGS... IMAGE", sharing
+ * the caller's standard streams (standard output discarded with
+ * EXTREF_E2FSCK_QUIET); *status gets its exit status (fsck(8) bits).
+ * EXTREF_ERR_E2FSCK when it could not be run or was killed.
+ */
+#define EXTREF_E2FSCK_QUIET	0x0001
+errcode_t extref_run_e2fsck(const char *image, const char *const *args,
+			    int flags, int *status);
+
 /* The problem table, for tests and documentation. */
 struct extref_problem_info {
 	int		code;
