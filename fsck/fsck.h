@@ -24,6 +24,8 @@ struct fsck_opts {
 	int			no_e2fsck;
 	int			unshare;
 	int			e2fsck_clean;	/* e2fsck ran and left no error */
+	int			mode_given;	/* -n, -p/-a or -y on the line */
+	int			answer_all;	/* ASK: 'a' answered: yes from now */
 };
 
 extern const char *prog;
@@ -35,5 +37,7 @@ int run_e2fsck(const struct fsck_opts *o);
 void print_problem(const struct extref_problem_report *r, void *priv);
 void print_progress(int pass, __u64 done, __u64 total, void *priv);
 void progress_done(const struct fsck_opts *o);
+int ask_problem(const struct extref_problem_report *r, void *priv);
+int ask_yes_no(struct fsck_opts *o, const char *question);
 
 #endif

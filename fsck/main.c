@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fsck.h"
 
 const char *prog = "fsck.extref";
@@ -20,7 +21,9 @@ static void usage(FILE *f, int status)
 "Check the reference counts of an extref image against every extent\n"
 "mapping, after running e2fsck in the same mode.\n"
 "\n"
-"  -n          check only, change nothing (the default)\n"
+"  (none)      on a terminal, ask before each repair, as e2fsck does;\n"
+"              otherwise check only, as -n\n"
+"  -n          check only, change nothing\n"
 "  -p, -a      repair what is safe without asking (preen)\n"
 "  -y          repair everything\n"
 "  -f          force checking (accepted for e2fsck compatibility)\n"
@@ -108,6 +111,9 @@ static void parse_args(int argc, char **argv, struct fsck_opts *o)
 	if (optind != argc - 1)
 		usage(stderr, FSCK_USAGE);
 	o->image = argv[optind];
+	o->mode_given = seen;
+	if (!seen && isatty(0) && isatty(1))
+		o->mode = EXTREF_FSCK_ASK;
 }
 
 static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
@@ -134,9 +140,11 @@ static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
  * Before e2fsck: without shared_blocks, e2fsck treats every shared block
  * as multiply claimed (slow, and under -y it clones them all).  Set the
  * feature first when blocks are shared or a tree exists; under -n, skip
- * e2fsck instead.  Returns exit bits; *skip tells whether to skip e2fsck.
+ * e2fsck instead; on a terminal without a mode, ask.  Returns exit bits;
+ * *skip tells whether to skip e2fsck, *plain that the image is plain ext4
+ * (no feature, no tree, nothing shared): nothing for fsck.extref to do.
  */
-static int prepare_feature(const struct fsck_opts *o, int *skip)
+static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
 {
 	struct extref_fsck_opts probe = { .mode = EXTREF_FSCK_NO };
 	struct extref_fsck_result res;
@@ -145,7 +153,7 @@ static int prepare_feature(const struct fsck_opts *o, int *skip)
 	int st, tree;
 	errcode_t err;
 
-	*skip = 0;
+	*skip = *plain = 0;
 	/*
 	 * A primary superblock that does not open (torn by a crash) is
 	 * e2fsck's to repair from a backup, which carries the feature.
@@ -164,8 +172,19 @@ static int prepare_feature(const struct fsck_opts *o, int *skip)
 		com_err(prog, err, "while scanning %s", o->image);
 		return FSCK_ERROR;
 	}
-	if (!tree && !res.records)
-		return 0;	/* plain ext4: nothing of ours here */
+	if (!tree && !res.records) {
+		*plain = 1;	/* plain ext4: nothing of ours here */
+		return 0;
+	}
+	if (o->mode == EXTREF_FSCK_ASK) {
+		printf("0x%04x shared_blocks feature is not set but %s\n",
+		       PR_X_FEATURE_MISSING, res.records ?
+		       "blocks are shared" : "inode 5 holds a tree");
+		if (!ask_yes_no(o, "Set the feature")) {
+			*skip = 1;	/* as -n: e2fsck would clone them all */
+			return 0;
+		}
+	}
 	if (o->mode == EXTREF_FSCK_NO) {
 		printf("%s: shared_blocks is not set but %s; e2fsck skipped "
 		       "(it would take every shared block for a cross-link)\n",
@@ -185,20 +204,22 @@ static int prepare_feature(const struct fsck_opts *o, int *skip)
 			o->image);
 		return FSCK_ERROR;
 	}
-	printf("0x%04x shared_blocks feature is not set but blocks are "
-	       "shared or a tree exists (set the feature)\n",
-	       PR_X_FEATURE_MISSING);
+	if (o->mode != EXTREF_FSCK_ASK)
+		printf("0x%04x shared_blocks feature is not set but blocks "
+		       "are shared or a tree exists (set the feature)\n",
+		       PR_X_FEATURE_MISSING);
 	return FSCK_NONDESTRUCT;
 }
 
-static int check_counts(const struct fsck_opts *o)
+static int check_counts(struct fsck_opts *o)
 {
 	struct extref_fsck_opts eo = {
 		.mode = o->mode, .unshare = o->unshare, .verbose = o->verbose,
 		.report = print_problem,
 		.progress = o->progress_fd >= 0 || o->verbose ?
 			    print_progress : NULL,
-		.priv = (void *)o,
+		.priv = o,
+		.ask = ask_problem,
 	};
 	struct extref_fsck_result res;
 	ext2_filsys fs;
@@ -232,8 +253,8 @@ static int check_counts(const struct fsck_opts *o)
 /*
  * e2fsck's rules for a mounted filesystem: -n checks it with a warning
  * (the answers may be wrong while the kernel changes it); a repair is
- * refused (e2fsck -p and -y abort; they ask only on a terminal, where
- * fsck.extref never asks).  Then the image's lock, held until exit and
+ * refused (e2fsck -p and -y abort; on a terminal e2fsck would ask
+ * whether to go on, and fsck.extref refuses).  Then the image's lock, held until exit and
  * across e2fsck (which takes no flock): exclusive to repair, shared for
  * -n.  Returns exit bits.
  */
@@ -270,7 +291,7 @@ int main(int argc, char **argv)
 {
 	struct fsck_opts o;
 	extref_image_lock_t lock = NULL;
-	int status, skip, st;
+	int status, skip, plain, st;
 
 	memset(&o, 0, sizeof(o));
 	add_error_table(&et_ext2_error_table);
@@ -279,7 +300,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if ((status = guard(&o, &lock)))
 		return status;
-	status = prepare_feature(&o, &skip);
+	status = prepare_feature(&o, &skip, &plain);
 	if (status & FSCK_ERROR)
 		goto out;
 	if (!o.no_e2fsck && !skip) {
@@ -293,7 +314,12 @@ int main(int argc, char **argv)
 		status |= st;
 		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
-	status |= check_counts(&o);
+	if (plain)
+		printf("%s: not an extref image (no shared_blocks feature, no "
+		       "tree in inode 5, no shared blocks): e2fsck's check "
+		       "is the whole check\n", o.image);
+	else
+		status |= check_counts(&o);
 out:
 	extref_image_unlock(lock);
 	return status;

@@ -50,6 +50,7 @@ enum extref_fsck_mode {
 	EXTREF_FSCK_NO,		/* -n: report, change nothing */
 	EXTREF_FSCK_PREEN,	/* -p: fix what is safe, stop at the rest */
 	EXTREF_FSCK_YES,	/* -y: fix everything */
+	EXTREF_FSCK_ASK,	/* no option on a terminal: ask before each fix */
 };
 
 /* One problem as found: code, message (with "would ..." under -n). */
@@ -58,6 +59,7 @@ struct extref_problem_report {
 	const char	*message;	/* complete, one line, no newline */
 	int		fixed;		/* the repair was made */
 	int		preen_ok;	/* safe to fix under -p */
+	const char	*fix_text;	/* what the fix does; NULL: none */
 };
 
 typedef void (*extref_fsck_report_func)(
@@ -73,6 +75,14 @@ struct extref_fsck_opts {
 	extref_fsck_report_func		report;
 	extref_fsck_progress_func	progress;
 	void				*priv;
+	/*
+	 * EXTREF_FSCK_ASK: called instead of report() for each problem that
+	 * has a fix, with the message without the fix and r->fix_text
+	 * saying what the fix does; returns non-zero to make it.  Tree
+	 * problems share one fix (the rebuild): the first answer holds for
+	 * the rest, which are then passed to report() as decided.
+	 */
+	int (*ask)(const struct extref_problem_report *r, void *priv);
 };
 
 struct extref_fsck_result {
@@ -106,6 +116,16 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
  * every read-write open without EXTREF_OPEN_TRUSTED.
  */
 errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
+
+/*
+ * Run the stock e2fsck (found on PATH) as "e2fsck ARGS... IMAGE", sharing
+ * the caller's standard streams (standard output discarded with
+ * EXTREF_E2FSCK_QUIET); *status gets its exit status (fsck(8) bits).
+ * EXTREF_ERR_E2FSCK when it could not be run or was killed.
+ */
+#define EXTREF_E2FSCK_QUIET	0x0001
+errcode_t extref_run_e2fsck(const char *image, const char *const *args,
+			    int flags, int *status);
 
 /* The problem table, for tests and documentation. */
 struct extref_problem_info {

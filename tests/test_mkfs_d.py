@@ -316,4 +316,6 @@ def test_dedup_of_a_new_image_syncs_once_not_per_commit(tmp_path):
                       "--dedup=file", "-q", str(plain)], tmp_path)
     helpers.e2fsck_fn(plain)
     assert n_conv >= 39, n_conv          # at least one per shared file
-    assert n_new < 20, n_new            # not one per shared file
+    # not one per shared file (the stock e2fsck -fp that indexes the new
+    # image's directories adds its own handful)
+    assert n_new < 30, n_new

@@ -92,26 +92,65 @@ const struct extref_problem_info *extref_problem_table(size_t *n)
 	return info;
 }
 
+/* What the fix of a problem does, as said after it. */
+static const char *fix_text(const struct xr_fsck *c, const struct xr_problem *p)
+{
+	if (p->code == PR_X_SHARED_NO_RECORD && c->opts->unshare)
+		return "give each extra mapping its own copy";
+	return p->fix;
+}
+
+static void count(struct xr_fsck *c, const struct xr_problem *p, int fix)
+{
+	c->res->problems++;
+	if (fix)
+		c->res->fixed++;
+	else
+		c->res->unfixed++;
+	if (!fix && p->fix && c->opts->mode == EXTREF_FSCK_PREEN)
+		c->preen_stop = 1;
+}
+
+/* EXTREF_FSCK_ASK: the front end asks, the problem said without its fix. */
+static int ask(struct xr_fsck *c, const struct xr_problem *p,
+	       const char *line)
+{
+	struct extref_problem_report r = { 0 };
+
+	if (!c->opts->ask)
+		return 0;
+	r.code = p->code;
+	r.message = line;
+	r.preen_ok = p->preen_ok;
+	r.fix_text = fix_text(c, p);
+	return c->opts->ask(&r, c->opts->priv) != 0;
+}
+
 /*
  * Decide whether a problem gets fixed in this mode, and report it:
  * "PROBLEM 0xCODE: description: detail.  Fix? yes|no" shaped as one line,
- * with "would ..." under -n.  Returns 1 when the caller should fix it.
+ * with "would ..." under -n; under ASK the front end asks instead.
+ * Returns 1 when the caller should fix it.
  */
 int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 {
 	const struct xr_problem *p = xr_problem_find(code);
 	struct extref_problem_report r = { 0 };
+	const char *fixtext = fix_text(c, p);
 	char detail[1536], line[2048];
 	int fix = 0;
 	va_list ap;
 
-	const char *fixtext = p->fix;
-
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	if (code == PR_X_SHARED_NO_RECORD && c->opts->unshare)
-		fixtext = "give each extra mapping its own copy";
+	if (p->fix && c->opts->mode == EXTREF_FSCK_ASK && !c->no_fix) {
+		snprintf(line, sizeof(line), "0x%04x %s: %s", code,
+			 p->description, detail);
+		fix = ask(c, p, line);
+		count(c, p, fix);
+		return fix;
+	}
 	if (c->opts->mode == EXTREF_FSCK_YES && p->fix)
 		fix = 1;
 	else if (p->fix && c->opts->mode == EXTREF_FSCK_PREEN && p->preen_ok)
@@ -128,19 +167,46 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 		snprintf(line, sizeof(line), "0x%04x %s: %s (%s%s)", code,
 			 p->description, detail, fix ? "" : "not done: ",
 			 fixtext);
-	c->res->problems++;
-	if (fix)
-		c->res->fixed++;
-	else
-		c->res->unfixed++;
-	if (!fix && p->fix && c->opts->mode == EXTREF_FSCK_PREEN)
-		c->preen_stop = 1;
+	count(c, p, fix);
 	r.code = code;
 	r.message = line;
 	r.fixed = fix;
 	r.preen_ok = p->preen_ok;
+	r.fix_text = p->fix ? fixtext : NULL;
 	if (c->opts->report)
 		c->opts->report(&r, c->opts->priv);
+	return fix;
+}
+
+/*
+ * ASK, for problems that one rebuild mends together: each is reported as
+ * found, then one question covers them all.
+ */
+static int ask_group(struct xr_fsck *c)
+{
+	struct extref_problem_report r = { 0 };
+	const struct xr_problem *p;
+	char line[2048];
+	size_t i;
+	int fix;
+
+	for (i = 0; i < c->npend; i++) {
+		p = xr_problem_find(c->pend[i].code);
+		snprintf(line, sizeof(line), "0x%04x %s: %s", p->code,
+			 p->description, c->pend[i].detail);
+		r.code = p->code;
+		r.message = line;
+		r.preen_ok = p->preen_ok;
+		r.fix_text = fix_text(c, p);
+		if (c->opts->report)
+			c->opts->report(&r, c->opts->priv);
+	}
+	snprintf(line, sizeof(line), "%zu problem%s of the reference-count "
+		 "tree above", c->npend, c->npend == 1 ? "" : "s");
+	p = xr_problem_find(c->pend[0].code);
+	fix = ask(c, p, line);
+	for (i = 0; i < c->npend; i++)
+		count(c, xr_problem_find(c->pend[i].code), fix);
 	return fix;
 }
 
@@ -182,7 +248,9 @@ int xr_problems_flush(struct xr_fsck *c)
 		if (!xr_problem_find(c->pend[i].code)->preen_ok)
 			all_preen = 0;
 	/* Under -p, one unsafe problem keeps the whole tree as it is. */
-	if (mode == EXTREF_FSCK_PREEN && !all_preen) {
+	if (mode == EXTREF_FSCK_ASK && c->npend && !c->no_fix) {
+		rebuild = ask_group(c);
+	} else if (mode == EXTREF_FSCK_PREEN && !all_preen) {
 		c->no_fix = 1;
 		for (i = 0; i < c->npend; i++)
 			xr_problem(c, c->pend[i].code, "%s", c->pend[i].detail);
