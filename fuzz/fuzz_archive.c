@@ -10,7 +10,7 @@
  * not linked) by one that returns to archive_run() with longjmp, and
  * the objects tar_unpack() had made are freed there: libarchive's two
  * handles (seen through the linker's --wrap of their constructors) and
- * the descriptors it opened.  Run as root, the target first becomes
+ * the descriptors it opened.  Run as root, the unpacking runs as
  * nobody, so that an entry that escaped the unpack directory could not
  * touch the host.
  */
@@ -62,27 +62,36 @@ void fatal(const char *fmt, ...)
 }
 
 static char work[64];		/* our TMPDIR, the archive file inside */
+static int remove_top;
 
-static void become_nobody(void)
+/*
+ * As root, the unpacking runs as nobody (effective ids: libFuzzer, root
+ * again after it, writes its corpus where it was told).
+ */
+static void as_nobody(int on)
 {
-	if (geteuid() != 0)
+	if (getuid() != 0)
 		return;
-	if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) {
-		perror("fuzz_archive: cannot drop root");
+	if (on ? setegid(65534) || seteuid(65534)
+	       : seteuid(0) || setegid(0)) {
+		perror("fuzz_archive: cannot change the effective ids");
 		abort();
 	}
 }
 
+/* Everything below work (level 0, work itself, stays: with atexit too). */
 static int rm_entry(const char *path, const struct stat *st, int type,
 		    struct FTW *ftw)
 {
-	(void)st; (void)type; (void)ftw;
-	remove(path);
+	(void)st; (void)type;
+	if (ftw->level > 0 || remove_top)
+		remove(path);
 	return 0;
 }
 
 static void remove_work(void)
 {
+	remove_top = 1;
 	nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -91,13 +100,16 @@ static void init(void)
 	fz_init();
 	if (work[0])
 		return;
-	become_nobody();
+	if (getuid() == 0 && setgroups(0, NULL))
+		abort();
 	snprintf(work, sizeof(work), "/dev/shm/extref-fuzz-archive.XXXXXX");
 	if (!mkdtemp(work)) {
 		snprintf(work, sizeof(work), "/tmp/extref-fuzz-archive.XXXXXX");
 		if (!mkdtemp(work))
 			abort();
 	}
+	if (getuid() == 0 && chown(work, 65534, 65534))
+		abort();
 	setenv("TMPDIR", work, 1);
 	atexit(remove_work);
 }
@@ -121,10 +133,16 @@ static void archive_run(const char *archive)
 	memset(&o, 0, sizeof(o));
 	o.source = archive;
 	made[0] = made[1] = NULL;
+	/* tar_unpack opens "." as nobody: there, work is nobody's. */
+	if (cwd < 0 || chdir(work))
+		abort();
 	if (!setjmp(on_fatal)) {
+		as_nobody(1);
 		tar_unpack(&o);		/* frees its handles */
 		nftw(o.source, visit, 16, FTW_PHYS);
+		as_nobody(0);
 	} else {
+		as_nobody(0);
 		/* What a fatal() left behind: the handles, below the
 		 * descriptors and the cwd. */
 		if (made[0])
@@ -132,7 +150,7 @@ static void archive_run(const char *archive)
 		if (made[1])
 			archive_write_free(made[1]);
 	}
-	if (cwd < 0 || fchdir(cwd))
+	if (fchdir(cwd))
 		abort();
 	for (fd = 0; fd < 256; fd++)
 		if (!was_open[fd] && fcntl(fd, F_GETFD) >= 0)
@@ -155,7 +173,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	archive_run(path);
 	/* The unpack directories (mkfs.extref.XXXXXX) and the archive. */
 	nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	if (mkdir(work, 0700) && errno != EEXIST)
-		abort();
 	return 0;
 }

@@ -113,14 +113,15 @@ static void fix_super_csum(int fd)
 
 /*
  * KNOWN BUG, fixed elsewhere: a tree header whose h_nblocks is 2^31 or
- * more, or an inode 5 whose size is that many blocks, makes the tools
- * loop forever (pmap_reserve doubles a 32-bit capacity to 0).  Until
- * the fix lands, such inputs are skipped: non-zero for a header block
- * that has it.
+ * more makes the tools loop forever (pmap_reserve doubles a 32-bit
+ * capacity to 0); just below, it allocates the map for all of them (16
+ * GiB), and so does an inode 5 whose size is that many blocks.  Until
+ * the fix lands, inputs whose header or inode 5 claims more blocks than
+ * the image has are skipped.  known_bug_hdr: a header block that does.
  */
-static int known_bug_hdr(const uint8_t *b)
+static int known_bug_hdr(const uint8_t *b, uint32_t fs_blocks)
 {
-	return le32(b) == EXTREF_HDR_MAGIC && le32(b + 0x2c) >= 0x80000000U;
+	return le32(b) == EXTREF_HDR_MAGIC && le32(b + 0x2c) > fs_blocks;
 }
 
 /* The same bug through inode 5's size (read from the built image). */
@@ -128,13 +129,16 @@ static int known_bug_ino5(int fd)
 {
 	struct ext2_super_block sb;
 	uint8_t gd[64], ino[0x70];
-	uint64_t table, bs, size;
+	uint64_t table, bs, size, blocks;
 	unsigned int dsz;
 
 	if (pread(fd, &sb, sizeof(sb), 1024) != (ssize_t)sizeof(sb) ||
 	    sb.s_magic != EXT2_SUPER_MAGIC || sb.s_log_block_size > 6)
 		return 0;
 	bs = 1024ULL << sb.s_log_block_size;
+	blocks = sb.s_blocks_count;
+	if (sb.s_feature_incompat & EXT4_FEATURE_INCOMPAT_64BIT)
+		blocks |= (uint64_t)sb.s_blocks_count_hi << 32;
 	dsz = (sb.s_feature_incompat & EXT4_FEATURE_INCOMPAT_64BIT) &&
 	      sb.s_desc_size >= 64 ? 64 : 32;
 	if (pread(fd, gd, dsz, (sb.s_first_data_block + 1) * bs) != dsz)
@@ -146,7 +150,7 @@ static int known_bug_ino5(int fd)
 	    (ssize_t)sizeof(ino))
 		return 0;
 	size = le32(ino + 4) | (uint64_t)le32(ino + 0x6c) << 32;
-	return size / bs >= 0x80000000U;
+	return size / bs > blocks || size / bs >= 0x80000000U;
 }
 
 static int load_raw(const uint8_t *data, size_t size, struct fz_image *img)
@@ -155,7 +159,7 @@ static int load_raw(const uint8_t *data, size_t size, struct fz_image *img)
 	size_t off;
 
 	for (off = 0; off + 0x30 <= size; off += 1024)
-		if (known_bug_hdr(data + off))
+		if (known_bug_hdr(data + off, size / 1024))
 			return -1;
 	if (pwrite(fd, data, size, 0) != (ssize_t)size) {
 		perror("pwrite");
@@ -204,7 +208,7 @@ static int load_sparse(const uint8_t *data, size_t size, struct fz_image *img)
 				continue;
 			memset(blk, 0, img->bs);
 			memcpy(blk, data + pos + 4, n);
-			if (known_bug_hdr(blk)) {
+			if (known_bug_hdr(blk, img->nblocks)) {
 				free(blk);
 				return -1;
 			}
