@@ -177,7 +177,7 @@ static int load_sparse(const uint8_t *data, size_t size, struct fz_image *img)
 	uint8_t *blk = NULL;
 	size_t pos, n;
 	uint32_t blkno, seed = 0;
-	int fd, fix = data[0] & FZ_FIX_CSUMS, pass;
+	int fd, fix = data[0] & FZ_FIX_CSUMS, pass, ret;
 
 	img->bs = 1024U << (data[1] % 3);
 	img->arg16 = data[2] | data[3] << 8;
@@ -209,8 +209,8 @@ static int load_sparse(const uint8_t *data, size_t size, struct fz_image *img)
 			memset(blk, 0, img->bs);
 			memcpy(blk, data + pos + 4, n);
 			if (known_bug_hdr(blk, img->nblocks)) {
-				free(blk);
-				return -1;
+				ret = -1;
+				goto out;
 			}
 			if (pass)
 				fix_tree_csum(blk, img->bs, seed);
@@ -223,8 +223,10 @@ static int load_sparse(const uint8_t *data, size_t size, struct fz_image *img)
 	}
 	if (fix)
 		fix_super_csum(fd);
+	ret = known_bug_ino5(fd) ? -1 : 0;
+out:
 	free(blk);
-	return known_bug_ino5(fd) ? -1 : 0;
+	return ret;
 }
 
 int fz_image_load(const uint8_t *data, size_t size, struct fz_image *img)
