@@ -41,6 +41,7 @@ REGRESS_DIR = FUZZ_DIR / "regress"
 # target -> (seed corpus, -max_len)
 TARGETS = {
     "check": ("image", 65536),
+    "repair": ("image", 65536),
     "clone": ("image", 65536),
     "rm": ("image", 65536),
     "pwrite": ("image", 65536),
