@@ -15,9 +15,10 @@
 #
 # then goes into fuzz/regress/TARGET/, which tests/test_libfuzzer.py
 # replays in make check.  Needs a build configured with fuzzing
-# (./configure --enable-fuzzing: clang).  Prints one line per target:
-# executions, coverage, corpus size, and the crash files.  Exits 1 when
-# some target crashed.
+# (./configure --enable-fuzzing: clang).  FUZZ_FLAGS adds libFuzzer
+# options (e.g. FUZZ_FLAGS=-use_value_profile=1).  Prints one line per
+# target: executions, coverage, corpus size, and the crash files.
+# Exits 1 when some target crashed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -58,7 +59,7 @@ run_one() {
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	"fuzz/bin/fuzz_$t" -max_total_time="$SECONDS_PER" \
 		-timeout="$TIMEOUT" -rss_limit_mb=2048 -max_len="$max_len" \
-		-close_fd_mask=3 -print_final_stats=1 \
+		-close_fd_mask=3 -print_final_stats=1 ${FUZZ_FLAGS:-} \
 		-artifact_prefix="$CRASHES/$t/" \
 		"$CORPUS/$t" "$seeds" >"$log" 2>&1
 	rc=$?
