@@ -407,12 +407,15 @@ static void unpack_all(struct archive *in, struct archive *out,
 		fatal("%s: %s", archive, archive_error_string(out));
 }
 
-/* A UTF-8 character type for libarchive's name conversions. */
+/*
+ * A UTF-8 character type for libarchive's name conversions, made once and
+ * kept for the process (an unpacking ended by fatal() never frees it).
+ */
 static locale_t utf8_locale(void)
 {
 	static const char *const names[] = { "C.UTF-8", "C.utf8",
 					     "en_US.UTF-8" };
-	locale_t l = (locale_t)0;
+	static locale_t l = (locale_t)0;
 
 	for (size_t i = 0; !l && i < sizeof(names) / sizeof(names[0]); i++)
 		l = newlocale(LC_CTYPE_MASK, names[i], (locale_t)0);
@@ -445,10 +448,8 @@ void tar_unpack(struct mkfs_opts *o)
 	archive_read_free(in);
 	archive_write_free(out);
 	umask(mask);
-	if (utf8) {
+	if (utf8)
 		uselocale(prev);
-		freelocale(utf8);
-	}
 	o->archive = o->source;
 	o->source = root_dir;
 }

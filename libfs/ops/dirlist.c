@@ -79,7 +79,8 @@ errcode_t extref_dir_list(ext2_filsys fs, ext2_ino_t dir, int flags,
 	for (i = 0; i < l->n; i++)
 		l->v[i].name = w.names + (uintptr_t)l->v[i].name;
 	l->names = w.names;
-	if (flags & EXTREF_DIRLIST_SORTED)
+	/* An empty directory has no array: qsort must not see NULL. */
+	if ((flags & EXTREF_DIRLIST_SORTED) && l->n > 1)
 		qsort(l->v, l->n, sizeof(*l->v), by_name);
 	return 0;
 }

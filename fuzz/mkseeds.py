@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""fuzz/mkseeds.py OUTDIR --- seed corpora of the libFuzzer targets.
+
+Images are made by the tools of the build (mkfs/mkfs.extref,
+debug/debugfs.extref; EXTREF_BUILD_DIR to take them elsewhere), small
+(1 MiB of 1 KiB blocks, no journal, 64 inodes) and with the files that
+fuzz/fz_ops.c names: files, reflinks, cloned ranges, a directory tree
+and its reflink, a file of many one-block clones (a tree of two levels),
+a sparse file.  Each is written as fuzz/fz.h's sparse input, several
+times with different operation arguments:
+
+  OUTDIR/image/    the image targets (check, clone, rm, pwrite, reflink)
+  OUTDIR/shell.img the image fuzz_shell opens (raw)
+  OUTDIR/shell/    command lines for fuzz_shell
+  OUTDIR/archive/  tar archives, plain and compressed, of every entry type
+
+Usage: fuzz/mkseeds.py OUTDIR [--image-only IMG OUT] (the second form
+turns one raw image into a sparse input, e.g. an image that
+tests/test_fuzz.py kept).
+"""
+
+import io
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("EXTREF_BUILD_DIR", str(ROOT)))
+MKFS = BUILD / "mkfs/mkfs.extref"
+DEBUGFS = BUILD / "debug/debugfs.extref"
+FIX_CSUMS = 0x01
+UUID = "5eed5eed-0000-4000-8000-00000000f022"
+
+
+def run(cmd, **kw):
+    res = subprocess.run([str(c) for c in cmd], capture_output=True,
+                         text=True, **kw)
+    if res.returncode != 0:
+        raise SystemExit(f"mkseeds: {' '.join(map(str, cmd))}: exit "
+                         f"{res.returncode}\n{res.stdout}{res.stderr}")
+    return res
+
+
+def sparse(img, flags=FIX_CSUMS, arg16=0, arg0=0, arg1=0, bs=1024):
+    """An image file as fz.h's sparse input: its non-zero blocks."""
+    data = Path(img).read_bytes()
+    nblocks = len(data) // bs
+    out = [struct.pack("<BBHIII", flags, {1024: 0, 2048: 1, 4096: 2}[bs],
+                       arg16, nblocks, arg0, arg1)]
+    zero = bytes(bs)
+    for b in range(nblocks):
+        blk = data[b * bs:(b + 1) * bs]
+        if blk != zero:
+            out.append(struct.pack("<I", b) + blk)
+    return b"".join(out)
+
+
+def make_image(path, tmp, csum, many=0):
+    feats = "^has_journal" + ("" if csum else ",^metadata_csum")
+    run([MKFS, "-q", "-b", "1024", "-N", "64", "-U", UUID, "-O", feats,
+         path, "1M"], env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"))
+    # Data blocks of zeros (but f0's first): the sparse input leaves
+    # them out, and the input is nearly all metadata.
+    host = {}
+    for name, kib in (("f0", 5), ("f1", 12), ("f2", 3), ("f3", 20),
+                      ("x", 2), ("y", 7), ("z", 4), ("m", 2 * many + 2)):
+        h = tmp / name
+        h.write_bytes((b"f0 data " * 128 if name == "f0" else b"") +
+                      bytes(kib * 1024 - (1024 if name == "f0" else 0)))
+        host[name] = h
+    cmds = [f"write {host['f0']} /f0", f"write {host['f1']} /f1",
+            f"write {host['f2']} /f2", f"write {host['f3']} /f3",
+            "reflink /f0 /r0", "reflink -p /f1 /r1",
+            "clone_range /f1 0 /f2 1024 2048",
+            "clone_range /f3 4096 /f0 0 4096",
+            "mkdir /d", f"write {host['x']} /d/x", f"write {host['y']} /d/y",
+            "mkdir /d/s", f"write {host['z']} /d/s/z", "reflink /f3 /d/s/w",
+            "setxattr /d/x user.k v", "symlink /d/l /f0",
+            "reflink -r /d /e",
+            f"write {host['f2']} /holes", "truncate /holes 40K",
+            "pwrite -S 9 /holes 30K 1K",
+            f"write {host['m']} /many"]
+    # One-block clones at every other block: records that do not merge,
+    # enough of them for a tree of two levels on 1 KiB nodes.
+    for i in range(many):
+        cmds.append(f"clone_range /many {2 * i * 1024} /many "
+                    f"{(2 * i + 1) * 1024} 1024")
+    script = tmp / "cmds"
+    script.write_text("\n".join(cmds) + "\n")
+    run([DEBUGFS, "-w", "-f", script, path])
+    run(["e2fsck", "-fn", path])
+
+
+def image_seeds(out, tmp):
+    d = out / "image"
+    d.mkdir(parents=True, exist_ok=True)
+    imgs = []
+    for name, csum, many in (("plain", 0, 0), ("csum", 1, 0),
+                             ("deep", 0, 80)):
+        img = tmp / f"{name}.img"
+        make_image(img, tmp, csum, many)
+        imgs.append((name, img))
+    shutil.copy(tmp / "plain.img", out / "shell.img")
+    rng = random.Random(3)
+    for name, img in imgs:
+        for k in range(6):
+            a16, a0, a1 = (rng.getrandbits(16), rng.getrandbits(8),
+                           rng.getrandbits(8))
+            (d / f"{name}-{k}").write_bytes(sparse(img, FIX_CSUMS, a16,
+                                                   a0, a1))
+        (d / f"{name}-nofix").write_bytes(sparse(img, 0, 0x213, 1, 2))
+
+
+SHELL_SEEDS = [
+    "ls -l /\nstat /f0\nrefcount\nrefcount 100 50\n",
+    "reflink -p /f0 /n\nclone_range /f1 0 /f2 0 2048\n"
+    "pwrite -S 7 /f3 1024 3000\n",
+    "truncate /r0 100\npunch /f1 0 1K\nunshare /r1\nunshare /f3 0 4K\n",
+    "mkdir /x\nsymlink /x/l /f0\nrm /f2\nrmdir /d/s\nrmdir /x\n",
+    "setxattr /f0 user.a 1\ngetxattr /f0 user.a\nlistxattr /f0\n"
+    "ea_list /d/x\nchmod 600 /f0\nchown 1:2 /f0\n",
+    "set_tree_header -n depth 3\ncheck\nset_tree_node 1 nr 0\n"
+    "refcount_tree -v\n",
+    "set_tree_entry 1 0 count 1\ncheck\nset_tree_header root 7\nrefcount\n",
+    "map_raw /f0 0 100 2\nset_block_bitmap -c 100 0\ncheck\ndrop_tree -k\n",
+    "du -s --raw /\ndu /d /e\nfiemap -v /f1\nowners 300\ncd /d\npwd\n"
+    "cat x\ncd ..\n",
+    "dedupe /f0 0 /r0 0 0\ndedupe /f1 0 /r1 1K 1K\n",
+    "stats\nstat <5>\nstat <2>\nls <11>\nclose\nls\n",
+    "pwrite -S 0x41 -- /holes 1G 10\ntruncate /many 0\ncheck\n",
+    "rm /e/x\nreflink /d/s/w /e/s/new\nclone_range /e/s/w 0 /e/s/new 0 0\n",
+]
+
+
+def shell_seeds(out):
+    d = out / "shell"
+    d.mkdir(parents=True, exist_ok=True)
+    for i, s in enumerate(SHELL_SEEDS):
+        (d / f"cmds-{i}").write_text(s)
+
+
+def archive_seeds(out):
+    d = out / "archive"
+    d.mkdir(parents=True, exist_ok=True)
+
+    def entries(tf, fmt):
+        def add(name, typ, data=b"", **kw):
+            ti = tarfile.TarInfo(name)
+            ti.type = typ
+            ti.size = len(data)
+            ti.mtime = 1700000000
+            ti.mode = kw.pop("mode", 0o644)
+            for k, v in kw.items():
+                setattr(ti, k, v)
+            tf.addfile(ti, io.BytesIO(data) if data else None)
+        add("dir", tarfile.DIRTYPE, mode=0o755)
+        add("dir/file", tarfile.REGTYPE, b"hello\n" * 50, uid=12, gid=34)
+        add("dir/link", tarfile.SYMTYPE, linkname="file")
+        add("dir/hard", tarfile.LNKTYPE, linkname="dir/file")
+        add("fifo", tarfile.FIFOTYPE)
+        add("dev", tarfile.CHRTYPE, devmajor=1, devminor=3)
+        if fmt == tarfile.PAX_FORMAT:
+            add("pax", tarfile.REGTYPE, b"x" * 700,
+                pax_headers={"SCHILY.xattr.user.k": "v", "mtime":
+                             "1700000000.5"})
+        add("d2/" + "n" * 120, tarfile.REGTYPE, b"long name")
+
+    for fmt, fname in ((tarfile.USTAR_FORMAT, "ustar"),
+                       (tarfile.GNU_FORMAT, "gnu"),
+                       (tarfile.PAX_FORMAT, "pax")):
+        if fmt == tarfile.USTAR_FORMAT:
+            continue    # names over 100 bytes need gnu or pax
+        for mode, ext in (("w", "tar"), ("w:gz", "tgz"), ("w:bz2", "tbz"),
+                          ("w:xz", "txz")):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode=mode, format=fmt) as tf:
+                entries(tf, fmt)
+            (d / f"{fname}.{ext}").write_bytes(buf.getvalue())
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--image-only":
+        Path(sys.argv[3]).write_bytes(sparse(sys.argv[2]))
+        return
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    out = Path(sys.argv[1])
+    with tempfile.TemporaryDirectory(prefix="extref-seeds-") as t:
+        tmp = Path(t)
+        image_seeds(out, tmp)
+    shell_seeds(out)
+    archive_seeds(out)
+
+
+if __name__ == "__main__":
+    main()
