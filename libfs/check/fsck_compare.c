@@ -25,21 +25,85 @@ static int structure_code(errcode_t err)
 	return PR_X_TREE_NODE;
 }
 
+/*
+ * Which check a damaged node or header failed, said short: the problem's
+ * description already names the node or the header.
+ */
+static const struct { errcode_t code; const char *why; } checks[] = {
+	{ EXTREF_ERR_HDR_MAGIC,		"bad magic number" },
+	{ EXTREF_ERR_HDR_CSUM,		"checksum does not match" },
+	{ EXTREF_ERR_HDR_VERSION,	"unknown format version" },
+	{ EXTREF_ERR_HDR_INCOMPAT,	"unknown incompatible features" },
+	{ EXTREF_ERR_HDR_RO_COMPAT,	"unknown read-only features" },
+	{ EXTREF_ERR_HDR_UUID,		"another filesystem's UUID" },
+	{ EXTREF_ERR_HDR_BLOCKSIZE,	"block size differs from the "
+					"filesystem's" },
+	{ EXTREF_ERR_HDR_GEOMETRY,	"impossible root, depth or size" },
+	{ EXTREF_ERR_HDR_NBLOCKS,	"counts more blocks than inode 5 or "
+					"the filesystem holds" },
+	{ EXTREF_ERR_NODE_MAGIC,	"bad magic number" },
+	{ EXTREF_ERR_NODE_CSUM,		"checksum does not match" },
+	{ EXTREF_ERR_NODE_BLKNO,	"records another block number" },
+	{ EXTREF_ERR_NODE_LEVEL,	"wrong level" },
+	{ EXTREF_ERR_NODE_NR,		"impossible entry count" },
+	{ EXTREF_ERR_NODE_ORDER,	"entries out of order or overlapping" },
+	{ EXTREF_ERR_NODE_BOUNDS,	"entry outside its parent's key "
+					"range" },
+	{ EXTREF_ERR_NODE_CHILD,	"points to a block outside the tree" },
+	{ EXTREF_ERR_NODE_TWICE,	"reachable twice" },
+	{ EXTREF_ERR_REC_LEN,		"record of zero length or past the "
+					"filesystem" },
+	{ EXTREF_ERR_REC_COUNT,		"record with a count below 2" },
+	{ EXTREF_ERR_REC_UNMERGED,	"equal neighbouring records not "
+					"merged" },
+};
+
+static const char *check_failed(errcode_t code)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+		if (checks[i].code == code)
+			return checks[i].why;
+	return error_message(code);
+}
+
+/*
+ * A structural error said once: where, and for a damaged node or header
+ * which check failed; the checker's detail only when it adds to that.
+ */
+static void say_structure(int pr, errcode_t code, __u32 lblk,
+			  const char *detail, char *buf, size_t len)
+{
+	int more = *detail && strcmp(detail, "tree header") != 0;
+
+	if (pr == PR_X_TREE_NODE || pr == PR_X_TREE_UNREADABLE) {
+		if (lblk)
+			snprintf(buf, len, "tree block %u: %s%s%s%s", lblk,
+				 check_failed(code), more ? " (" : "",
+				 more ? detail : "", more ? ")" : "");
+		else
+			snprintf(buf, len, "%s", check_failed(code));
+	} else if (code == EXTREF_ERR_LOST_BLOCK) {
+		snprintf(buf, len, "tree block %u", lblk);
+	} else {
+		snprintf(buf, len, "%s", more ? detail : "");
+	}
+}
+
 static int on_structure(errcode_t code, __u32 lblk, const char *detail,
 			void *priv)
 {
 	struct xr_fsck *c = priv;
 	int pr = structure_code(code);
+	char text[512];
 	errcode_t err;
 
 	c->tree_bad = 1;
 	if (pr == PR_X_TREE_MISSING)
 		c->tree_present = 0;
-	if (lblk)
-		err = xr_problem_defer(c, pr, "%s (%s, tree block %u)",
-				       error_message(code), detail, lblk);
-	else
-		err = xr_problem_defer(c, pr, "%s", error_message(code));
+	say_structure(pr, code, lblk, detail, text, sizeof(text));
+	err = xr_problem_defer(c, pr, "%s", text);
 	if (err && !c->err)
 		c->err = err;
 	return 0;

@@ -92,6 +92,14 @@ const struct extref_problem_info *extref_problem_table(size_t *n)
 	return info;
 }
 
+/* "0xCODE description: detail", without the colon when there is no detail. */
+static void say(char *buf, size_t len, int code, const char *description,
+		const char *detail)
+{
+	snprintf(buf, len, "0x%04x %s%s%s", code, description,
+		 *detail ? ": " : "", detail);
+}
+
 /* What the fix of a problem does, as said after it. */
 static const char *fix_text(const struct xr_fsck *c, const struct xr_problem *p)
 {
@@ -145,8 +153,7 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
 	if (p->fix && c->opts->mode == EXTREF_FSCK_ASK && !c->no_fix) {
-		snprintf(line, sizeof(line), "0x%04x %s: %s", code,
-			 p->description, detail);
+		say(line, sizeof(line), code, p->description, detail);
 		fix = ask(c, p, line);
 		count(c, p, fix);
 		return fix;
@@ -157,16 +164,13 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 		fix = 1;
 	if (c->no_fix)
 		fix = 0;
-	if (!p->fix)
-		snprintf(line, sizeof(line), "0x%04x %s: %s", code,
-			 p->description, detail);
-	else if (c->opts->mode == EXTREF_FSCK_NO)
-		snprintf(line, sizeof(line), "0x%04x %s: %s (would %s)", code,
-			 p->description, detail, fixtext);
-	else
-		snprintf(line, sizeof(line), "0x%04x %s: %s (%s%s)", code,
-			 p->description, detail, fix ? "" : "not done: ",
-			 fixtext);
+	say(line, sizeof(line), code, p->description, detail);
+	if (p->fix && c->opts->mode == EXTREF_FSCK_NO)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line),
+			 " (would %s)", fixtext);
+	else if (p->fix)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line),
+			 " (%s%s)", fix ? "" : "not done: ", fixtext);
 	count(c, p, fix);
 	r.code = code;
 	r.message = line;
@@ -192,8 +196,8 @@ static int ask_group(struct xr_fsck *c)
 
 	for (i = 0; i < c->npend; i++) {
 		p = xr_problem_find(c->pend[i].code);
-		snprintf(line, sizeof(line), "0x%04x %s: %s", p->code,
-			 p->description, c->pend[i].detail);
+		say(line, sizeof(line), p->code, p->description,
+		    c->pend[i].detail);
 		r.code = p->code;
 		r.message = line;
 		r.preen_ok = p->preen_ok;
