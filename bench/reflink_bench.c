@@ -211,7 +211,7 @@ static ext2_ino_t x_parent(const char *path, const char **name)
 	return ino;
 }
 
-static int count_map(const struct extref_mapping *m, void *priv)
+static errcode_t count_map(const struct extref_mapping *m, void *priv)
 {
 	unsigned long *n = priv;
 

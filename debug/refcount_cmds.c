@@ -8,7 +8,7 @@
 
 /* ----- refcount [START [LEN]] ----- */
 
-static int rc_print(const struct extref_rec *rec, void *priv)
+static errcode_t rc_print(const struct extref_rec *rec, void *priv)
 {
 	(void)priv;
 	printf("%llu %llu %u\n", (unsigned long long)rec->start,

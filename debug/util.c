@@ -210,19 +210,19 @@ struct runs_ctx {
 	int		stop;
 };
 
-static int runs_cb(const struct extref_rec *rec, void *priv)
+static errcode_t runs_cb(const struct extref_rec *rec, void *priv)
 {
 	struct runs_ctx *c = priv;
 
 	if (rec->start > c->pos) {
 		if (c->func(c->pos, rec->start - c->pos, 1, c->priv)) {
 			c->stop = 1;
-			return 1;
+			return EXTREF_ITER_STOP;
 		}
 	}
 	if (c->func(rec->start, rec->len, rec->count, c->priv)) {
 		c->stop = 1;
-		return 1;
+		return EXTREF_ITER_STOP;
 	}
 	c->pos = rec->start + rec->len;
 	return 0;

@@ -7,8 +7,8 @@
 #include "fz.h"
 #include "extref_fsck.h"
 
-static int count_problem(errcode_t problem, __u32 lblk, const char *detail,
-			 void *priv)
+static errcode_t count_problem(errcode_t problem, __u32 lblk,
+			       const char *detail, void *priv)
 {
 	(void)problem; (void)lblk; (void)detail;
 	++*(int *)priv;

@@ -140,11 +140,18 @@ void extref_tree_free(extref_tree_t tree);
 errcode_t extref_tree_get_count(extref_tree_t tree, blk64_t blk, __u32 *count);
 
 /*
- * Call func for each record overlapping [start, start + len), in order,
- * clipped to the range when clip is non-zero (len 0: to the end).  func
- * returns non-zero to stop early; the call still returns 0.
+ * Callbacks (extref_rec_func, extref_problem_func, extref_mapping_func)
+ * return an errcode_t: 0 to go on, EXTREF_ITER_STOP to stop early (the
+ * call then returns 0), any other code to stop with that error, which
+ * the call returns.  An error is never taken for "stop".
  */
-typedef int (*extref_rec_func)(const struct extref_rec *rec, void *priv);
+
+/*
+ * Call func for each record overlapping [start, start + len), in order,
+ * clipped to the range when clip is non-zero (len 0: to the end).
+ */
+typedef errcode_t (*extref_rec_func)(const struct extref_rec *rec,
+				     void *priv);
 errcode_t extref_tree_iterate(extref_tree_t tree, blk64_t start, blk64_t len,
 			      int clip, extref_rec_func func, void *priv);
 
@@ -194,12 +201,13 @@ void extref_tree_set_fanout(extref_tree_t tree, unsigned int max_entries);
  * level, own block number, entry count, order, key bounds, records, the
  * free list, nodes reachable twice and blocks of inode 5 accounted for.
  * report() is called once per problem with the lblk concerned (0 for the
- * header) and an EXTREF_ERR_* code; it may return non-zero to stop.  The
- * return value is 0 when the tree is sound, else the first problem's code.
- * It checks the tree as committed on disk, not uncommitted changes.
+ * header) and an EXTREF_ERR_* code; it may return EXTREF_ITER_STOP to stop.
+ * The return value is 0 when the tree is sound, else the first problem's
+ * code, or the error report() returned.  It checks the tree as committed
+ * on disk, not uncommitted changes.
  */
-typedef int (*extref_problem_func)(errcode_t problem, __u32 lblk,
-				   const char *detail, void *priv);
+typedef errcode_t (*extref_problem_func)(errcode_t problem, __u32 lblk,
+					 const char *detail, void *priv);
 errcode_t extref_tree_check(extref_tree_t tree, extref_problem_func report,
 			    void *priv);
 /* The same check on a filesystem whose tree could not be opened. */

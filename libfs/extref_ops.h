@@ -189,11 +189,11 @@ struct extref_mapping {
 	int		unwritten;
 	int		shared;		/* some block of it has a record */
 };
-typedef int (*extref_mapping_func)(const struct extref_mapping *m,
-				   void *priv);
+typedef errcode_t (*extref_mapping_func)(const struct extref_mapping *m,
+					 void *priv);
 /*
  * Each extent of ino, split where the shared state changes, in file
- * order.  func returns non-zero to stop.
+ * order.  func returns as extref.h's callbacks do (EXTREF_ITER_STOP).
  */
 errcode_t extref_iterate_mappings(extref_fs_t fs, ext2_ino_t ino,
 				  extref_mapping_func func, void *priv);

@@ -129,3 +129,25 @@ def test_public_headers_compile_as_cxx(installed, tmp_path):
                           "-o", str(tmp_path / "all.o"), str(src), *flags],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+def test_callbacks_error_is_not_stop(tmp_path):
+    """A callback's EXTREF_ITER_STOP ends the call with 0; any other code
+    ends it with that code (tests/unit/callbacks, on a tree with a record,
+    then on a header with a wrong record count)."""
+    img = tmp_path / "cb.img"
+    env = dict(os.environ, MKFS=helpers.binary("mkfs.extref"),
+               DEBUGFS=helpers.binary("debugfs.extref"), TMP=str(tmp_path),
+               IMG=str(img))
+    helpers.run(["sh", str(helpers.REPO_ROOT / "tests/fsck/build.default")],
+                env=env)
+    ino = re.search(r"Inode: (\d+)", helpers.debugfs(img, "stat /a").stdout)
+    prog = helpers.binary("tests/unit/callbacks")
+    res = helpers.run([prog, str(img), ino[1]], check=False)
+    assert res.returncode == 0 and res.stdout.count(": ok") == 4, \
+        helpers.describe(res)
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                 "set_tree_header nrecords 3", str(img)])
+    res = helpers.run([prog, "-p", str(img)], check=False)
+    assert res.returncode == 0 and res.stdout.count(": ok") == 2, \
+        helpers.describe(res)

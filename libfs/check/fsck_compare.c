@@ -91,8 +91,8 @@ static void say_structure(int pr, errcode_t code, __u32 lblk,
 	}
 }
 
-static int on_structure(errcode_t code, __u32 lblk, const char *detail,
-			void *priv)
+static errcode_t on_structure(errcode_t code, __u32 lblk, const char *detail,
+			      void *priv)
 {
 	struct xr_fsck *c = priv;
 	int pr = structure_code(code);
@@ -106,7 +106,7 @@ static int on_structure(errcode_t code, __u32 lblk, const char *detail,
 	err = xr_problem_defer(c, pr, "%s", text);
 	if (err && !c->err)
 		c->err = err;
-	return 0;
+	return err;		/* a problem lost stops the walk */
 }
 
 /* Pass 2: every node, the free list, the blocks of inode 5. */
@@ -169,7 +169,6 @@ struct cmp {
 	blk64_t			ps, pe;
 	__u32			ptc, pec;
 	int			compare;	/* the tree is sound */
-	errcode_t		err;		/* loading the records failed */
 };
 
 /*
@@ -273,18 +272,15 @@ static errcode_t on_expected(const struct extref_rec *r, void *priv)
 	return m->c->err;
 }
 
-static int load_rec(const struct extref_rec *r, void *priv)
+static errcode_t load_rec(const struct extref_rec *r, void *priv)
 {
 	struct cmp *m = priv;
+	/* returned as the iteration's error, never taken for its end */
+	errcode_t err = xr_big_grow(&m->t, &m->capt, m->nt, sizeof(*m->t));
 
-	/* Stopping early must not look like the end of the records: with
-	 * some missing, the comparison would report problems that are not
-	 * there. */
-	m->err = xr_big_grow(&m->t, &m->capt, m->nt, sizeof(*m->t));
-	if (m->err)
-		return 1;
-	m->t[m->nt++] = *r;
-	return 0;
+	if (!err)
+		m->t[m->nt++] = *r;
+	return err;
 }
 
 /*
@@ -303,8 +299,6 @@ errcode_t xr_fsck_compare(struct xr_fsck *c)
 		err = extref_tree_open(c->fs, 0, &t);
 		if (!err)
 			err = extref_tree_iterate(t, 0, 0, 0, load_rec, &m);
-		if (!err)
-			err = m.err;
 		extref_tree_free(t);
 		if (err) {
 			xr_big_free(&m.t, &m.capt, sizeof(*m.t));

@@ -10,7 +10,7 @@
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"	/* the tree's sticky error, its depth */
 
-static int count_rec(const struct extref_rec *rec, void *priv)
+static errcode_t count_rec(const struct extref_rec *rec, void *priv)
 {
 	size_t *n = priv;
 

@@ -8,10 +8,10 @@ struct split {
 	blk64_t			pos;	/* next physical block to report */
 	extref_mapping_func	func;
 	void			*priv;
-	int			stop;
+	errcode_t		stop;	/* what func returned, when not 0 */
 };
 
-static int emit(struct split *s, blk64_t end, int shared)
+static errcode_t emit(struct split *s, blk64_t end, int shared)
 {
 	struct extref_mapping out;
 
@@ -27,11 +27,13 @@ static int emit(struct split *s, blk64_t end, int shared)
 	return s->stop;
 }
 
-static int on_rec(const struct extref_rec *r, void *priv)
+static errcode_t on_rec(const struct extref_rec *r, void *priv)
 {
 	struct split *s = priv;
 
-	return emit(s, r->start, 0) || emit(s, r->start + r->len, 1);
+	if (emit(s, r->start, 0) || emit(s, r->start + r->len, 1))
+		return EXTREF_ITER_STOP;	/* s->stop says why */
+	return 0;
 }
 
 errcode_t extref_iterate_mappings(extref_fs_t xfs, ext2_ino_t ino,
@@ -58,5 +60,7 @@ errcode_t extref_iterate_mappings(extref_fs_t xfs, ext2_ino_t ino,
 			emit(&s, s.m->pblk + s.m->len, 0);
 	}
 	xr_map_vec_free(&maps);
+	if (!err && s.stop != EXTREF_ITER_STOP)
+		err = s.stop;
 	return err;
 }

@@ -70,6 +70,7 @@ struct iter_ctx {
 	int		clip;
 	extref_rec_func	func;
 	void		*priv;
+	errcode_t	err;		/* what func returned to stop */
 };
 
 static int iter_one(const struct extref_rec *r, void *priv)
@@ -84,19 +85,24 @@ static int iter_one(const struct extref_rec *r, void *priv)
 		out.start = s;
 		out.len = e - s;
 	}
-	return c->func(&out, c->priv);
+	c->err = c->func(&out, c->priv);
+	return c->err != 0;
 }
 
 errcode_t extref_tree_iterate(extref_tree_t t, blk64_t start, blk64_t len,
 			      int clip, extref_rec_func func, void *priv)
 {
-	struct iter_ctx c = { start, start + len, clip, func, priv };
+	struct iter_ctx c = { start, start + len, clip, func, priv, 0 };
+	errcode_t err;
 
 	if (t->broken)
 		return t->broken;
 	if (len == 0 || start + len < start)
 		c.end = ~0ULL;
-	return xr_visit(t, start, c.end, iter_one, &c);
+	err = xr_visit(t, start, c.end, iter_one, &c);
+	if (!err && c.err != EXTREF_ITER_STOP)
+		err = c.err;
+	return err;
 }
 
 /* Append a piece to the output, merging with the previous one. */

@@ -16,6 +16,7 @@ struct walk {
 	void			*priv;
 	ext2fs_generic_bitmap	seen;	/* lblks found as node or free */
 	errcode_t		first;	/* first problem */
+	errcode_t		cb_err;	/* an error report() returned */
 	int			stop;
 	__u64			nrecords;
 	int			have_prev;
@@ -38,8 +39,13 @@ static void problem(struct walk *w, errcode_t code, __u32 lblk,
 	va_end(ap);
 	if (!w->first)
 		w->first = code;
-	if (w->report && w->report(code, lblk, detail, w->priv))
-		w->stop = 1;
+	if (w->report && !w->stop) {
+		w->cb_err = w->report(code, lblk, detail, w->priv);
+		if (w->cb_err)
+			w->stop = 1;
+		if (w->cb_err == EXTREF_ITER_STOP)
+			w->cb_err = 0;
+	}
 }
 
 /* Order and merging of records across leaf boundaries. */
@@ -182,11 +188,13 @@ errcode_t extref_check_fs(ext2_filsys fs, extref_problem_func report,
 	if (err) {
 		w.t = NULL;
 		problem(&w, err, 0, "tree header");
-		return err;
+		return w.cb_err ? w.cb_err : err;
 	}
 	w.t = t;
 	err = walk_tree(&w);
 	extref_tree_free(t);
+	if (!err)
+		err = w.cb_err;
 	return err ? err : w.first;
 }
 

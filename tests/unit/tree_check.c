@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include "extref.h"
 
-static int report(errcode_t code, __u32 lblk, const char *detail, void *priv)
+static errcode_t report(errcode_t code, __u32 lblk, const char *detail,
+		       void *priv)
 {
 	int *n = priv;
 

@@ -160,7 +160,7 @@ static int next_run(struct ctx *c, blk64_t *pos, struct extref_rec *r)
 	return 1;
 }
 
-static int cmp_one(const struct extref_rec *got, void *priv)
+static errcode_t cmp_one(const struct extref_rec *got, void *priv)
 {
 	struct cmp *m = priv;
 	struct extref_rec want;
@@ -170,7 +170,7 @@ static int cmp_one(const struct extref_rec *got, void *priv)
 		FAIL(m->c, "extra record %llu+%llu x%u",
 		     (unsigned long long)got->start,
 		     (unsigned long long)got->len, got->count);
-		return 1;
+		return EXTREF_ITER_STOP;
 	}
 	if (want.start != got->start || want.len != got->len ||
 	    want.count != got->count) {
@@ -179,13 +179,13 @@ static int cmp_one(const struct extref_rec *got, void *priv)
 		     (unsigned long long)got->len, got->count,
 		     (unsigned long long)want.start,
 		     (unsigned long long)want.len, want.count);
-		return 1;
+		return EXTREF_ITER_STOP;
 	}
 	return 0;
 }
 
-static int report_problem(errcode_t code, __u32 lblk, const char *detail,
-			  void *priv)
+static errcode_t report_problem(errcode_t code, __u32 lblk,
+				const char *detail, void *priv)
 {
 	struct ctx *c = priv;
 
