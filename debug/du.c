@@ -135,7 +135,7 @@ static int du_dir(struct cmd_args *a, const struct du_opts *o, ext2_ino_t dir,
 
 	if (depth > 256)
 		return cmd_fail(a, "%s: directory tree too deep", name);
-	err = extref_dir_list(sh.fs, dir, EXTREF_DIRLIST_SORTED, &nm);
+	err = extref_dir_list(sh.xfs, dir, EXTREF_DIRLIST_SORTED, &nm);
 	if (err)
 		return cmd_err(a, err, "%s", name);
 	for (i = 0; i < nm.n; i++) {

@@ -113,7 +113,7 @@ int check_absent(const struct cmd_args *a, ext2_ino_t dir, const char *name,
 	ext2_ino_t ino;
 	errcode_t err;
 
-	err = extref_lookup(sh.fs, dir, name, &ino);
+	err = extref_lookup(sh.xfs, dir, name, &ino);
 	if (!err)
 		return cmd_fail(a, "%s: File exists", path);
 	if (err != EXT2_ET_FILE_NOT_FOUND)

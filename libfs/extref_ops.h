@@ -116,7 +116,7 @@ errcode_t extref_create_file(extref_fs_t fs, ext2_ino_t dir,
  * absent), but through the directory's htree index when it has one:
  * ext2fs_lookup reads every block of the directory.
  */
-errcode_t extref_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
+errcode_t extref_lookup(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			ext2_ino_t *ino);
 
 /*
@@ -134,7 +134,7 @@ struct extref_dirlist {
 	char			*names;		/* the names' storage */
 };
 #define EXTREF_DIRLIST_SORTED	0x0001	/* by name, as strcmp orders */
-errcode_t extref_dir_list(ext2_filsys fs, ext2_ino_t dir, int flags,
+errcode_t extref_dir_list(extref_fs_t fs, ext2_ino_t dir, int flags,
 			  struct extref_dirlist *list);
 void extref_dir_list_free(struct extref_dirlist *list);
 

@@ -73,7 +73,8 @@ void source_check(struct mkfs_opts *o)
  */
 struct post {
 	const struct mkfs_opts	*o;
-	ext2_filsys		fs;
+	extref_fs_t		xfs;
+	ext2_filsys		fs;		/* xfs's */
 	struct ext2_inode_large	*in;
 	size_t			srclen;		/* strlen(o->source) */
 	char			*failed;	/* path that failed */
@@ -204,7 +205,7 @@ static errcode_t walk(struct post *p, ext2_ino_t dir, char *path, size_t len)
 	size_t i;
 	int ft;
 
-	err = extref_dir_list(p->fs, dir, 0, &ds);
+	err = extref_dir_list(p->xfs, dir, 0, &ds);
 	for (i = 0; !err && i < ds.n; i++) {
 		size_t nl = strlen(ds.v[i].name);
 
@@ -242,8 +243,11 @@ static int postprocess(const struct mkfs_opts *o)
 
 	memset(&post, 0, sizeof(post));
 	post.o = o;
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
-			   0, 0, unix_io_manager, &post.fs);
+	/* the ext4 part only: the tree is the dedupe's, after this */
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
+			     &post.xfs, NULL);
+	if (!err)
+		post.fs = extref_fs_ext2(post.xfs);
 	if (!err && o->have_epoch)
 		post.fs->now = o->epoch;	/* the superblock's write time */
 	if (!err)
@@ -266,9 +270,11 @@ static int postprocess(const struct mkfs_opts *o)
 	}
 	ext2fs_free_mem(&post.in);
 	if (!err)
-		err = ext2fs_close_free(&post.fs);
-	else if (post.fs)
-		ext2fs_free(post.fs);
+		err = extref_fs_close(post.xfs);
+	else
+		extref_fs_abort(post.xfs);
+	post.xfs = NULL;
+	post.fs = NULL;
 	if (err && o->archive) {
 		/* name the entry of the archive, not the unpacked copy */
 		const char *rel = post.failed ? post.failed + post.srclen : "";

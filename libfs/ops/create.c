@@ -20,7 +20,7 @@ errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name)
 
 	if (!*name || strchr(name, '/') || strlen(name) > EXT2_NAME_LEN)
 		return EXT2_ET_INVALID_ARGUMENT;
-	err = extref_lookup(fs, dir, name, &ino);
+	err = xr_lookup(fs, dir, name, &ino);
 	if (err == EXT2_ET_FILE_NOT_FOUND)
 		return 0;
 	return err ? err : EXTREF_ERR_EXISTS;
@@ -149,7 +149,7 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			err = ext2fs_expand_dir(fs, dir);
 	}
 	if (!err && ret_ino)
-		err = extref_lookup(fs, dir, name, ret_ino);
+		err = xr_lookup(fs, dir, name, ret_ino);
 	return err;
 }
 

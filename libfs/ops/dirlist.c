@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tree/extref_int.h"
-#include "extref_ops.h"
+#include "extref_ops_int.h"
 
 struct lister {
 	struct extref_dirlist	*l;
@@ -59,8 +59,8 @@ static int by_name(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-errcode_t extref_dir_list(ext2_filsys fs, ext2_ino_t dir, int flags,
-			  struct extref_dirlist *l)
+errcode_t xr_dir_list(ext2_filsys fs, ext2_ino_t dir, int flags,
+		      struct extref_dirlist *l)
 {
 	struct lister w = { .l = l };
 	errcode_t err;
@@ -90,4 +90,10 @@ void extref_dir_list_free(struct extref_dirlist *l)
 	ext2fs_free_mem(&l->names);
 	ext2fs_free_mem(&l->v);
 	memset(l, 0, sizeof(*l));
+}
+
+errcode_t extref_dir_list(extref_fs_t xfs, ext2_ino_t dir, int flags,
+			  struct extref_dirlist *l)
+{
+	return xr_dir_list(extref_fs_ext2(xfs), dir, flags, l);
 }

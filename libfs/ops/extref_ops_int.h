@@ -31,6 +31,11 @@ struct xr_map_vec {
 };
 
 /* vec.c */
+/* extref_lookup and extref_dir_list on the ext2_filsys itself. */
+errcode_t xr_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		    ext2_ino_t *ino);
+errcode_t xr_dir_list(ext2_filsys fs, ext2_ino_t dir, int flags,
+		      struct extref_dirlist *list);
 errcode_t xr_prange_push(struct xr_prange_vec *v, blk64_t pblk, blk64_t len);
 errcode_t xr_map_push(struct xr_map_vec *v, const struct xr_map *m);
 void xr_prange_vec_free(struct xr_prange_vec *v);

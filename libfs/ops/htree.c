@@ -417,8 +417,8 @@ static errcode_t dx_lookup(struct dx_walk *w, const char *name, int len,
 }
 
 /* NAME in DIR (through its index when it has one), as ext2fs_lookup. */
-errcode_t extref_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
-			ext2_ino_t *ino)
+errcode_t xr_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		    ext2_ino_t *ino)
 {
 	struct dx_walk w = { .fs = fs, .dir = dir };
 	int len = strlen(name), unsure = 1;
@@ -440,4 +440,10 @@ errcode_t extref_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
 			return err;
 	}
 	return ext2fs_lookup(fs, dir, name, len, NULL, ino);
+}
+
+errcode_t extref_lookup(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+			ext2_ino_t *ino)
+{
+	return xr_lookup(extref_fs_ext2(xfs), dir, name, ino);
 }

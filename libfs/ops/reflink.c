@@ -316,7 +316,7 @@ static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 		return EXTREF_ERR_DIR_DEPTH;
 	err = extref_mkdir(r->xfs, dir, name, &ino);
 	if (!err)
-		err = extref_dir_list(r->fs, src, 0, &e);
+		err = xr_dir_list(r->fs, src, 0, &e);
 	r->depth++;
 	for (i = 0; !err && i < e.n; i++)
 		err = reflink_any(r, e.v[i].ino, ino, e.v[i].name, NULL);
@@ -422,7 +422,7 @@ static errcode_t scan_dir(ext2_filsys fs, struct scan_item it,
 	size_t i;
 	errcode_t err;
 
-	err = extref_dir_list(fs, it.ino, 0, &e);
+	err = xr_dir_list(fs, it.ino, 0, &e);
 	for (i = 0; !err && i < e.n; i++) {
 		err = ext2fs_read_inode(fs, e.v[i].ino, &in);
 		if (err || !LINUX_S_ISDIR(in.i_mode))
@@ -486,7 +486,7 @@ static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
 	if (depth >= COUNT_MAX_DEPTH)
 		return EXT2_ET_DIR_CORRUPTED;
 	nd->blocks += 2;	/* growing into an htree adds two blocks */
-	err = extref_dir_list(r->fs, src, 0, &e);
+	err = xr_dir_list(r->fs, src, 0, &e);
 	for (i = 0; !err && i < e.n && nd->inodes <= nd->max_inodes; i++)
 		err = count_tree(r, e.v[i].ino, depth + 1, nd);
 	extref_dir_list_free(&e);
@@ -558,7 +558,7 @@ static errcode_t remove_tree(struct rl *r, ext2_ino_t dir, const char *name,
 	size_t i;
 	errcode_t err;
 
-	err = extref_lookup(r->fs, dir, name, &ino);
+	err = xr_lookup(r->fs, dir, name, &ino);
 	if (!err)
 		err = ext2fs_read_inode(r->fs, ino, &in);
 	if (err)
@@ -567,7 +567,7 @@ static errcode_t remove_tree(struct rl *r, ext2_ino_t dir, const char *name,
 		return extref_unlink(r->xfs, dir, name, 0);
 	if (depth >= COUNT_MAX_DEPTH)
 		return EXT2_ET_DIR_CORRUPTED;
-	err = extref_dir_list(r->fs, ino, 0, &e);
+	err = xr_dir_list(r->fs, ino, 0, &e);
 	for (i = 0; !err && i < e.n; i++)
 		err = remove_tree(r, ino, e.v[i].name, depth + 1);
 	extref_dir_list_free(&e);

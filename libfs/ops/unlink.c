@@ -99,7 +99,7 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
-		err = extref_lookup(fs, dir, name, &ino);
+		err = xr_lookup(fs, dir, name, &ino);
 	if (!err)
 		err = extref_check_modifiable(xfs, ino);
 	if (!err)
