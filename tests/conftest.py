@@ -84,19 +84,7 @@ def san_build():
         pytest.skip("the C compiler cannot link -fsanitize=address,undefined: "
                     + res.stderr.strip()[:200])
     work = Path(tempfile.mkdtemp(prefix="extref-asan-"))
-    src = helpers.REPO_ROOT
-    files = subprocess.run(
-        ["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
-         "--exclude-standard"],
-        capture_output=True, check=True).stdout.split(b"\0")
-    for f in files:
-        if not f:
-            continue
-        p = src / f.decode()
-        if p.is_file():
-            dst = work / f.decode()
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, dst)
+    helpers.copy_sources(work)
     # Built out of tree (a build directory beside the sources), which
     # also keeps that way of building working.
     build = work / "build"

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import os
 import shlex
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -321,3 +322,21 @@ def fault_injection_skip_reason():
     return ("libextref was built without configure --enable-fault-injection "
             "(the fault-injecting io manager is test-only; scripts/test "
             "enables it)")
+
+
+def copy_sources(work):
+    """Copy the source tree (git's tracked and unignored files, as they
+    are in the working tree) into the directory work, for a build of its
+    own (sanitized, production)."""
+    files = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached",
+         "--others", "--exclude-standard"],
+        capture_output=True, check=True).stdout.split(b"\0")
+    for f in files:
+        if not f:
+            continue
+        p = REPO_ROOT / f.decode()
+        if p.is_file():
+            dst = Path(work) / f.decode()
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, dst)

@@ -35,29 +35,13 @@ import pytest
 import helpers
 
 
-def _copy_sources(work):
-    src = helpers.REPO_ROOT
-    files = subprocess.run(
-        ["git", "-C", str(src), "ls-files", "-z", "--cached", "--others",
-         "--exclude-standard"],
-        capture_output=True, check=True).stdout.split(b"\0")
-    for f in files:
-        if not f:
-            continue
-        p = src / f.decode()
-        if p.is_file():
-            dst = work / f.decode()
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(p, dst)
-
-
 @pytest.fixture(scope="module")
 def production_build():
     """libextref.a and debugfs.extref of a build configured without
     --enable-fault-injection (the default)."""
     work = Path(tempfile.mkdtemp(prefix="extref-prod-"))
     try:
-        _copy_sources(work)
+        helpers.copy_sources(work)
         for cmd in (["sh", "./autogen.sh"],
                     ["sh", "./configure", "--enable-werror"],
                     ["make", "-j2", "CFLAGS=-O0", "libextref.a",
