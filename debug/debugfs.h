@@ -98,6 +98,8 @@ char *inode_path(ext2_ino_t ino);
 /* ----- util.c ----- */
 /* Decimal or 0x hex, optional K/M/G/T suffix (powers of 1024). */
 int parse_u64(const char *s, __u64 *val);
+/* "." or "..": the entries a walk of a directory's children skips. */
+int is_dot_entry(const struct ext2_dir_entry *de);
 int parse_num_arg(const struct cmd_args *a, const char *s, const char *what,
 		  __u64 *val);
 /* btrfs-style human size: "256.00KiB", "0.00B"; raw: plain bytes. */

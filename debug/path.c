@@ -171,10 +171,7 @@ static int find_cb(struct ext2_dir_entry *de, int offset, int blocksize,
 	int len = ext2fs_dirent_name_len(de);
 
 	(void)offset; (void)blocksize; (void)buf;
-	if (!de->inode)
-		return 0;
-	if ((len == 1 && de->name[0] == '.') ||
-	    (len == 2 && de->name[0] == '.' && de->name[1] == '.'))
+	if (!de->inode || is_dot_entry(de))
 		return 0;
 	if (de->inode == it->ctx->want) {
 		it->ctx->found_dir = it->dir;

@@ -263,10 +263,7 @@ static int rd_dir_cb(struct ext2_dir_entry *de, int offset, int blocksize,
 	char name[EXT2_NAME_LEN + 1];
 
 	(void)offset; (void)blocksize; (void)buf;
-	if (!de->inode)
-		return 0;
-	if ((len == 1 && de->name[0] == '.') ||
-	    (len == 2 && de->name[0] == '.' && de->name[1] == '.'))
+	if (!de->inode || is_dot_entry(de))
 		return 0;
 	memcpy(name, de->name, len);
 	name[len] = 0;

@@ -309,3 +309,11 @@ const char *esc(const char *s)
 {
 	return s ? escn(s, strlen(s)) : "(null)";
 }
+
+int is_dot_entry(const struct ext2_dir_entry *de)
+{
+	int len = ext2fs_dirent_name_len(de);
+
+	return (len == 1 && de->name[0] == '.') ||
+	       (len == 2 && de->name[0] == '.' && de->name[1] == '.');
+}
