@@ -26,11 +26,21 @@
 
 const char *prog = "mkfs.extref";
 
-static void usage(FILE *f)
+/* Every form, once: the head of --help and what a bad call prints. */
+static void usage_lines(FILE *f)
 {
 	fprintf(f,
 "Usage: %s [options] IMAGE [SIZE]\n"
-"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
+"       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
+"                   [--headroom=PCT] [options] IMAGE [SIZE]\n"
+"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n",
+		prog, prog, prog);
+}
+
+static void usage(FILE *f)
+{
+	usage_lines(f);
+	fprintf(f,
 "Make an empty extref image: an ext4 filesystem with an empty\n"
 "reference-count tree in inode 5.  With --convert, turn an existing ext4\n"
 "image (from mke2fs -d, say) into one in place, and with --dedup share\n"
@@ -62,12 +72,14 @@ static void usage(FILE *f)
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
 "                 block (every identical block)\n"
-"With SOURCE_DATE_EPOCH set, -d clamps every timestamp to it.\n", prog, prog);
+"With SOURCE_DATE_EPOCH set, -d clamps every timestamp to it.\n");
 }
 
+/* A bad call: the usage lines and where the rest is, as mke2fs does. */
 static void bad_usage(void)
 {
-	usage(stderr);
+	usage_lines(stderr);
+	fprintf(stderr, "Try '%s --help' for more information.\n", prog);
 	exit(1);
 }
 
