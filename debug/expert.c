@@ -149,23 +149,6 @@ static int need_bitmaps(const struct cmd_args *a)
 	return 0;
 }
 
-static __u32 node_csum(const unsigned char *buf, unsigned bs)
-{
-	static const unsigned char zero[4];
-	__u32 crc = ext2fs_crc32c_le(extref_csum_seed(sh.fs), buf,
-				     EXTREF_NODE_CSUM_OFFSET);
-
-	crc = ext2fs_crc32c_le(crc, zero, 4);
-	return ext2fs_crc32c_le(crc, buf + EXTREF_NODE_CSUM_OFFSET + 4,
-				bs - EXTREF_NODE_CSUM_OFFSET - 4);
-}
-
-static __u32 hdr_csum(const unsigned char *buf)
-{
-	return ext2fs_crc32c_le(extref_csum_seed(sh.fs), buf,
-				EXTREF_HDR_CSUM_OFFSET);
-}
-
 /* Set field f of the block at lblk (at byte base), fix the checksum. */
 static int edit_block(const struct cmd_args *a, __u64 lblk, unsigned base,
 		      const struct xfield *f, const char *value, int header)
@@ -189,7 +172,8 @@ static int edit_block(const struct cmd_args *a, __u64 lblk, unsigned base,
 		    !(base == 0 && !strcmp(f->name, "checksum")))
 			put_le(buf + (header ? EXTREF_HDR_CSUM_OFFSET :
 				      EXTREF_NODE_CSUM_OFFSET), 4,
-			       header ? hdr_csum(buf) : node_csum(buf, bs));
+			       header ? extref_header_csum(sh.fs, buf) :
+			       extref_node_csum(sh.fs, buf));
 		ret = tree_write(a, pblk, buf);
 		if (!ret)
 			printf("lblk %llu (block %llu): %s 0x%llx -> 0x%llx\n",

@@ -49,23 +49,9 @@ static errcode_t read_tree_block(blk64_t lblk, char *buf, blk64_t *pblk)
 	return io_channel_read_blk64(sh.fs->io, *pblk, 1, buf);
 }
 
-static __u32 node_csum(__u32 seed, const char *buf, unsigned bs)
-{
-	static const char zero[4];
-	__u32 crc;
-
-	crc = ext2fs_crc32c_le(seed, (const unsigned char *)buf,
-			       EXTREF_NODE_CSUM_OFFSET);
-	crc = ext2fs_crc32c_le(crc, (const unsigned char *)zero, 4);
-	return ext2fs_crc32c_le(crc, (const unsigned char *)buf +
-				EXTREF_NODE_CSUM_OFFSET + 4,
-				bs - EXTREF_NODE_CSUM_OFFSET - 4);
-}
-
 int impl_refcount_tree(struct cmd_args *a)
 {
 	unsigned bs = sh.fs->blocksize;
-	__u32 seed = extref_csum_seed(sh.fs);
 	struct extref_disk_header *h;
 	struct extref_disk_node *n;
 	char *buf;
@@ -88,8 +74,7 @@ int impl_refcount_tree(struct cmd_args *a)
 				EXTREF_INO);
 	}
 	h = (struct extref_disk_header *)buf;
-	crc = ext2fs_crc32c_le(seed, (unsigned char *)buf,
-			       EXTREF_HDR_CSUM_OFFSET);
+	crc = extref_header_csum(sh.fs, buf);
 	stored = ext2fs_le32_to_cpu(h->h_checksum);
 	nblocks = ext2fs_le32_to_cpu(h->h_nblocks);
 	printf("header: lblk 0  pblk %llu  magic 0x%08x%s  version %u  "
@@ -138,7 +123,7 @@ int impl_refcount_tree(struct cmd_args *a)
 		n = (struct extref_disk_node *)buf;
 		magic = ext2fs_le32_to_cpu(n->n_magic);
 		nr = ext2fs_le16_to_cpu(n->n_nr);
-		crc = node_csum(seed, buf, bs);
+		crc = extref_node_csum(sh.fs, buf);
 		stored = ext2fs_le32_to_cpu(n->n_checksum);
 		if (crc != stored)
 			ret = 1;

@@ -122,6 +122,13 @@ errcode_t extref_convert(ext2_filsys fs);
 
 /* The crc32c seed the tree's checksums use for this filesystem. */
 __u32 extref_csum_seed(ext2_filsys fs);
+/*
+ * The checksum a tree block of fs should carry (FORMAT.md): of the header
+ * (its first EXTREF_HDR_CSUM_OFFSET bytes), and of a node or free block
+ * (the whole block, its checksum field counted as zero).
+ */
+__u32 extref_header_csum(ext2_filsys fs, const void *block);
+__u32 extref_node_csum(ext2_filsys fs, const void *block);
 
 /* ----- The tree ----- */
 

@@ -28,3 +28,20 @@ __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
 	crc = ext2fs_crc32c_le(crc, zero, sizeof(zero));
 	return ext2fs_crc32c_le(crc, p + csum_off + 4, bs - csum_off - 4);
 }
+
+/* The header's: its bytes before the checksum field. */
+__u32 xr_header_csum(__u32 seed, const void *block)
+{
+	return ext2fs_crc32c_le(seed, block, EXTREF_HDR_CSUM_OFFSET);
+}
+
+__u32 extref_header_csum(ext2_filsys fs, const void *block)
+{
+	return xr_header_csum(extref_csum_seed(fs), block);
+}
+
+__u32 extref_node_csum(ext2_filsys fs, const void *block)
+{
+	return xr_block_csum(extref_csum_seed(fs), block, fs->blocksize,
+			     EXTREF_NODE_CSUM_OFFSET);
+}

@@ -96,6 +96,7 @@ void xr_big_free(void *vp, size_t *cap, size_t esz);
 /* csum.c */
 __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
 		    unsigned int csum_off);
+__u32 xr_header_csum(__u32 seed, const void *block);
 
 /* ondisk.c */
 void xr_hdr_to_cpu(const struct extref_disk_header *d, struct extref_disk_header *c);

@@ -56,8 +56,7 @@ void xr_hdr_set_csum(__u32 seed, void *block, unsigned int bs)
 	struct extref_disk_header *d = block;
 
 	(void) bs;
-	d->h_checksum = ext2fs_cpu_to_le32(
-		ext2fs_crc32c_le(seed, block, EXTREF_HDR_CSUM_OFFSET));
+	d->h_checksum = ext2fs_cpu_to_le32(xr_header_csum(seed, block));
 }
 
 static void node_hdr_encode(const struct extref_tree *t, __u32 magic,
