@@ -66,16 +66,8 @@ static void load_parents(struct xr_fsck *c)
 
 static ext2_ino_t parent_of(struct xr_fsck *c, ext2_ino_t ino)
 {
-	size_t lo = 0, hi = c->nparents;
+	size_t lo = XR_LOWER_BOUND(c->parents, c->nparents, ino, ino);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->parents[mid].ino < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < c->nparents && c->parents[lo].ino == ino ?
 	       c->parents[lo].dir : 0;
 }

@@ -25,17 +25,8 @@ void xr_fsck_sort(struct xr_fsck *c)
 size_t xr_fsck_first_map(const struct xr_fsck *c, blk64_t b)
 {
 	blk64_t from = b > XR_MAP_MAX_LEN ? b - XR_MAP_MAX_LEN : 0;
-	size_t lo = 0, hi = c->nmap;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->map[mid].pblk < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return XR_LOWER_BOUND(c->map, c->nmap, pblk, from);
 }
 
 struct pending {

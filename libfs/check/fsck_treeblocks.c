@@ -27,17 +27,8 @@ static const char *meta_kind(const struct xr_meta *m)
 static size_t first_meta(const struct xr_fsck *c, blk64_t b, blk64_t meta_max)
 {
 	blk64_t from = b > meta_max ? b - meta_max : 0;
-	size_t lo = 0, hi = c->nmeta;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->meta[mid].pblk < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return XR_LOWER_BOUND(c->meta, c->nmeta, pblk, from);
 }
 
 static errcode_t report(struct xr_fsck *c, int code, blk64_t s, blk64_t e,
