@@ -372,8 +372,14 @@ static struct archive *open_archive(const char *archive)
 	archive_read_support_filter_all(in);
 	archive_read_support_format_tar(in);
 	archive_read_support_format_gnutar(in);
-	if (archive_read_open_filename(in, archive, 65536) != ARCHIVE_OK)
-		fatal("%s: %s", archive, archive_error_string(in));
+	if (archive_read_open_filename(in, archive, 65536) != ARCHIVE_OK) {
+		char why[256];
+
+		/* freed before exiting: nothing is left to a leak check */
+		snprintf(why, sizeof(why), "%s", archive_error_string(in));
+		archive_read_free(in);
+		fatal("%s: %s", archive, why);
+	}
 	return in;
 }
 

@@ -340,3 +340,13 @@ def copy_sources(work):
             dst = Path(work) / f.decode()
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, dst)
+
+
+def sanitized_build():
+    """Whether the tools under test were built with --enable-sanitizers
+    (their Makefile's flags carry -fsanitize)."""
+    mk = BUILD_DIR / "Makefile"
+    return mk.is_file() and any(
+        line.startswith("ALL_CFLAGS") or line.startswith("EXTREF_CFLAGS")
+        for line in mk.read_text().splitlines()
+        if "-fsanitize=" in line)

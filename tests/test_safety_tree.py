@@ -39,6 +39,10 @@ A_DATA = "".join(f"{i}\n" for i in range(1, 9001)).encode()
 G_DATA = "".join(f"{i}\n" for i in range(100001, 102501)).encode()
 
 
+# AddressSanitizer reserves terabytes of address space for its shadow: an
+# address-space limit cannot apply to a sanitized build (the timeout does).
+SANITIZED = helpers.sanitized_build()
+
 def limited():
     resource.setrlimit(resource.RLIMIT_AS, (MEM_LIMIT, MEM_LIMIT))
 
@@ -47,7 +51,8 @@ def tool(name, *args, check=None, limit=False):
     """Run a built tool under TIMEOUT (a hang fails the test)."""
     res = subprocess.run([helpers.binary(name), *map(str, args)],
                          capture_output=True, text=True, timeout=TIMEOUT,
-                         preexec_fn=limited if limit else None)
+                         preexec_fn=limited if limit and not SANITIZED
+                         else None)
     if check is not None:
         assert res.returncode == check, helpers.describe(res)
     return res
