@@ -9,7 +9,8 @@
  * changes.  mkfs's fatal() exits; here it is replaced (mkfs/util.c is
  * not linked) by one that returns to archive_run() with longjmp, and
  * the objects tar_unpack() had made are freed there: libarchive's two
- * handles (seen through the linker's --wrap of their constructors) and
+ * handles (seen through the linker's --wrap of their constructors and
+ * destructors, so that one tar_unpack freed is not freed again) and
  * the descriptors it opened.  Run as root, the unpacking runs as
  * nobody, so that an entry that escaped the unpack directory could not
  * touch the host.
@@ -48,6 +49,26 @@ struct archive *__wrap_archive_read_new(void)
 struct archive *__wrap_archive_write_disk_new(void)
 {
 	return made[1] = __real_archive_write_disk_new();
+}
+
+/* A handle tar_unpack frees itself (also before a fatal()) is not ours. */
+int __real_archive_read_free(struct archive *a);
+int __real_archive_write_free(struct archive *a);
+int __wrap_archive_read_free(struct archive *a);
+int __wrap_archive_write_free(struct archive *a);
+
+int __wrap_archive_read_free(struct archive *a)
+{
+	if (a == made[0])
+		made[0] = NULL;
+	return __real_archive_read_free(a);
+}
+
+int __wrap_archive_write_free(struct archive *a)
+{
+	if (a == made[1])
+		made[1] = NULL;
+	return __real_archive_write_free(a);
 }
 
 void error_line(const char *fmt, ...)
