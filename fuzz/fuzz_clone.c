@@ -18,10 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ext2_ino_t src, dst;
 	__u64 done;
 
-	fz_init();
-	if (fz_image_load(data, size, &img))
-		return 0;
-	xfs = fz_open_rw(img.path);
+	xfs = fz_start(data, size, &img);
 	if (!xfs)
 		return 0;
 	src = fz_lookup(xfs, fz_files[(img.arg16 & 0xf) % fz_nfiles]);

@@ -17,10 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	extref_fs_t xfs;
 	ext2_ino_t ino;
 
-	fz_init();
-	if (fz_image_load(data, size, &img))
-		return 0;
-	xfs = fz_open_rw(img.path);
+	xfs = fz_start(data, size, &img);
 	if (!xfs)
 		return 0;
 	memset(buf, 0x5a, sizeof(buf));

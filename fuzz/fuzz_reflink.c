@@ -17,18 +17,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	extref_fs_t xfs;
 	const char *spath, *dpath;
 	ext2_ino_t src, dir, ino;
-	unsigned int pick;
-	int flags;
+	int flags, is_dir;
 
-	fz_init();
-	if (fz_image_load(data, size, &img))
-		return 0;
-	xfs = fz_open_rw(img.path);
+	xfs = fz_start(data, size, &img);
 	if (!xfs)
 		return 0;
-	pick = img.arg16 % (fz_nfiles + fz_ndirs - 1);
-	spath = pick < fz_nfiles ? fz_files[pick]
-				 : fz_dirs[pick - fz_nfiles + 1];
+	spath = fz_pick_path(img.arg16, &is_dir);
 	dpath = fz_dirs[img.arg0 % fz_ndirs];
 	src = fz_lookup(xfs, spath);
 	dir = fz_lookup(xfs, dpath);

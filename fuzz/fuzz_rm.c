@@ -18,24 +18,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *path;
 	char parent[64], *slash;
 	ext2_ino_t dir;
-	unsigned int pick;
+	int is_dir;
 
-	fz_init();
-	if (fz_image_load(data, size, &img))
-		return 0;
-	xfs = fz_open_rw(img.path);
+	xfs = fz_start(data, size, &img);
 	if (!xfs)
 		return 0;
-	pick = img.arg16 % (fz_nfiles + fz_ndirs - 1);
-	path = pick < fz_nfiles ? fz_files[pick]
-				: fz_dirs[pick - fz_nfiles + 1];
+	path = fz_pick_path(img.arg16, &is_dir);
 	snprintf(parent, sizeof(parent), "%s", path);
 	slash = strrchr(parent, '/');
 	*slash = 0;
 	dir = fz_lookup(xfs, slash == parent ? "/" : parent);
 	if (dir)
 		fz_report(path, extref_unlink(xfs, dir, slash + 1,
-				pick < fz_nfiles ? 0 : EXTREF_UNLINK_DIR));
+				is_dir ? EXTREF_UNLINK_DIR : 0));
 	fz_report("close", extref_fs_close(xfs));
 	return 0;
 }

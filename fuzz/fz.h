@@ -66,6 +66,10 @@ extern const unsigned int fz_nfiles;
 extern const char *const fz_dirs[];
 extern const unsigned int fz_ndirs;
 
+/* fz_init, fz_image_load and fz_open_rw in one; NULL: input not used. */
+extref_fs_t fz_start(const uint8_t *data, size_t size, struct fz_image *img);
+/* A file, or a directory other than the root, chosen by sel. */
+const char *fz_pick_path(unsigned int sel, int *is_dir);
 /* Open read-write with the tree (fz_ops.c says how); NULL if not. */
 extref_fs_t fz_open_rw(const char *path);
 /* Inode of an absolute path, 0 when it does not resolve. */

@@ -44,3 +44,25 @@ ext2_ino_t fz_lookup(extref_fs_t xfs, const char *path)
 		return 0;
 	return ino;
 }
+
+/*
+ * What every target that changes an image does first: the input made an
+ * image (fz_image_load), opened read-write (fz_open_rw); NULL when the
+ * input is not used.
+ */
+extref_fs_t fz_start(const uint8_t *data, size_t size, struct fz_image *img)
+{
+	fz_init();
+	if (fz_image_load(data, size, img))
+		return NULL;
+	return fz_open_rw(img->path);
+}
+
+/* A file, or a directory other than the root, chosen by sel. */
+const char *fz_pick_path(unsigned int sel, int *is_dir)
+{
+	unsigned int pick = sel % (fz_nfiles + fz_ndirs - 1);
+
+	*is_dir = pick >= fz_nfiles;
+	return *is_dir ? fz_dirs[pick - fz_nfiles + 1] : fz_files[pick];
+}
