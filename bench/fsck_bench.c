@@ -136,7 +136,7 @@ static int build(int argc, char **argv)
 	uint64_t per = strtoull(argv[5], NULL, 0);
 	uint64_t src_blocks = strtoull(argv[6], NULL, 0);
 	int sync = argc > 7 && !strcmp(argv[7], "--sync");
-	struct extref_cred cred = { 0, 0, 022 };
+	struct extref_cred cred = { .uid = 0, .gid = 0, .umask = 022 };
 	ext2_filsys fs;
 	extref_fs_t xfs;
 	ext2_ino_t src, dir = 0, ino;

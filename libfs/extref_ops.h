@@ -28,14 +28,43 @@ extern "C" {
 #define EXTREF_REFLINK_PRESERVE	0x0001	/* snapshot: owner, mode, times, xattrs */
 #define EXTREF_REFLINK_RECURSIVE 0x0002	/* SRC may be a directory */
 
-/* Who is creating files (copy mode): owner, group and umask. */
+/*
+ * A credential: who creates files in copy mode (owner, group, umask) and,
+ * set on an open image with extref_set_identity, who acts: every
+ * operation then checks what the kernel would check for that caller
+ * (permissions, capabilities, quota limits).  Capabilities carry the
+ * kernel's names.
+ */
+#define EXTREF_NGROUPS_MAX		32
+#define EXTREF_CAP_CHOWN		0x0001
+#define EXTREF_CAP_DAC_OVERRIDE		0x0002
+#define EXTREF_CAP_DAC_READ_SEARCH	0x0004
+#define EXTREF_CAP_FOWNER		0x0008
+#define EXTREF_CAP_FSETID		0x0010
+#define EXTREF_CAP_LINUX_IMMUTABLE	0x0020
+#define EXTREF_CAP_SYS_ADMIN		0x0040
+#define EXTREF_CAP_SYS_RESOURCE		0x0080
+#define EXTREF_CAP_ALL			0x00ff
+
 struct extref_cred {
 	__u32	uid;
 	__u32	gid;
 	__u32	umask;
+	__u32	ngroups;			/* supplementary groups */
+	__u32	groups[EXTREF_NGROUPS_MAX];
+	__u32	caps;				/* EXTREF_CAP_* */
 };
-/* The invoking process's uid, gid and umask. */
+/* The invoking process's uid, gid, groups and umask (caps: all for root). */
 void extref_cred_current(struct extref_cred *cred);
+
+/*
+ * Act as cred on this image from now on (NULL: no identity, the default:
+ * nothing is checked, as for root tools).  The credential is copied.
+ * EXT2_ET_INVALID_ARGUMENT when ngroups is above EXTREF_NGROUPS_MAX.
+ */
+errcode_t extref_set_identity(extref_fs_t fs, const struct extref_cred *cred);
+/* The identity set on fs, or NULL. */
+const struct extref_cred *extref_identity(extref_fs_t fs);
 
 /*
  * Reflink SRC (a regular file, or with EXTREF_REFLINK_RECURSIVE a

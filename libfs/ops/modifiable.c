@@ -110,11 +110,18 @@ time_t xr_now(ext2_filsys fs)
 void extref_cred_current(struct extref_cred *cred)
 {
 	mode_t m = umask(022);
+	int n;
+	gid_t g[EXTREF_NGROUPS_MAX];
 
 	umask(m);
+	memset(cred, 0, sizeof(*cred));
 	cred->uid = getuid();
 	cred->gid = getgid();
 	cred->umask = m;
+	n = getgroups(EXTREF_NGROUPS_MAX, g);
+	for (int i = 0; i < n; i++)
+		cred->groups[cred->ngroups++] = g[i];
+	cred->caps = cred->uid == 0 ? EXTREF_CAP_ALL : 0;
 }
 
 /*

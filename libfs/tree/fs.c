@@ -13,6 +13,7 @@
  * tool and library user that writes goes through here.
  */
 #include "extref_fsck.h"
+#include "extref_ops.h"
 
 struct extref_fs {
 	ext2_filsys	fs;
@@ -22,6 +23,8 @@ struct extref_fs {
 	io_manager	orig_iom;
 	errcode_t	(*sync_flush)(io_channel);	/* EXTREF_OPEN_NOSYNC */
 	extref_image_lock_t lock;	/* held until close (imglock.c) */
+	struct extref_cred ident;	/* extref_set_identity */
+	int		have_ident;
 };
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
@@ -62,6 +65,24 @@ ext2_filsys extref_fs_ext2(extref_fs_t xfs)
 extref_tree_t extref_fs_tree(extref_fs_t xfs)
 {
 	return xfs->tree;
+}
+
+errcode_t extref_set_identity(extref_fs_t xfs, const struct extref_cred *cred)
+{
+	if (!cred) {
+		xfs->have_ident = 0;
+		return 0;
+	}
+	if (cred->ngroups > EXTREF_NGROUPS_MAX)
+		return EXT2_ET_INVALID_ARGUMENT;
+	xfs->ident = *cred;
+	xfs->have_ident = 1;
+	return 0;
+}
+
+const struct extref_cred *extref_identity(extref_fs_t xfs)
+{
+	return xfs->have_ident ? &xfs->ident : NULL;
 }
 
 /* fs->now from SOURCE_DATE_EPOCH, when it holds a plain number. */
