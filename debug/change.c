@@ -50,6 +50,16 @@ static int file_arg(struct cmd_args *a, const char *path, ext2_ino_t *ino)
 	return modifiable(a, *ino, path);
 }
 
+static int file_size(struct cmd_args *a, ext2_ino_t ino, __u64 *size)
+{
+	struct ext2_inode_large inode;
+
+	if (read_inode(a, ino, &inode))
+		return 1;
+	*size = EXT2_I_SIZE(&inode);
+	return 0;
+}
+
 /* Copy len bytes (from fd, or the pattern byte when fd < 0) to ino at off. */
 static int copy_in(struct cmd_args *a, ext2_ino_t ino, __u64 off, __u64 len,
 		   int fd, int pattern, const char *what, __u64 *done)
@@ -80,7 +90,7 @@ static int copy_in(struct cmd_args *a, ext2_ino_t ino, __u64 off, __u64 len,
 		}
 		err = extref_pwrite(sh.xfs, ino, off + *done, buf, got);
 		if (err) {
-			ret = cmd_err(a, err, "writing at offset %llu",
+			ret = cmd_err_class(a, err, "writing at offset %llu",
 				      (unsigned long long)(off + *done));
 			break;
 		}
@@ -270,13 +280,16 @@ out:
 	return ret;
 }
 
-/* SRC SOFF DST DOFF LEN */
+/*
+ * SRC SOFF DST DOFF LEN.  The files' types and the ranges are the
+ * library's to judge (range_rules.c), in the kernel's order.
+ */
 static int range_args(struct cmd_args *a, ext2_ino_t *src, __u64 *soff,
 		      ext2_ino_t *dst, __u64 *doff, __u64 *len)
 {
-	if (file_arg(a, a->argv[0], src) ||
+	if (resolve_path(a, a->argv[0], src) ||
 	    parse_num_arg(a, a->argv[1], "source offset", soff) ||
-	    file_arg(a, a->argv[2], dst) ||
+	    resolve_path(a, a->argv[2], dst) ||
 	    parse_num_arg(a, a->argv[3], "destination offset", doff) ||
 	    parse_num_arg(a, a->argv[4], "length", len))
 		return 1;
@@ -293,7 +306,8 @@ int impl_clone_range(struct cmd_args *a)
 		return 1;
 	err = extref_clone_range(sh.xfs, src, soff, dst, doff, len, &done);
 	if (err)
-		return cmd_err(a, err, NULL);
+		return cmd_err_class(a, err, "%s -> %s", a->argv[0],
+				     a->argv[2]);
 	/* Length 0 means "to the source's EOF": report what that was. */
 	printf("linked %llu/%llu bytes at offset %llu\n",
 	       (unsigned long long)done,
@@ -314,7 +328,8 @@ int impl_dedupe(struct cmd_args *a)
 	err = extref_dedupe_range(sh.xfs, src, soff, dst, doff, len, &done,
 				  &differs);
 	if (err)
-		return cmd_err(a, err, NULL);
+		return cmd_err_class(a, err, "%s -> %s", a->argv[0],
+				     a->argv[2]);
 	if (differs) {
 		/* FILE_DEDUPE_RANGE_DIFFERS: a result, not a failure. */
 		printf("%s: contents differ\n", a->name);
@@ -371,7 +386,7 @@ int impl_truncate(struct cmd_args *a)
 		return 1;
 	err = extref_truncate(sh.xfs, ino, size);
 	if (err)
-		return cmd_err(a, err, "%s", a->argv[0]);
+		return cmd_err_class(a, err, "%s", a->argv[0]);
 	return 0;
 }
 
@@ -387,7 +402,7 @@ int impl_punch(struct cmd_args *a)
 		return 1;
 	err = extref_punch(sh.xfs, ino, off, len);
 	if (err)
-		return cmd_err(a, err, "%s", a->argv[0]);
+		return cmd_err_class(a, err, "%s", a->argv[0]);
 	return 0;
 }
 
@@ -405,9 +420,14 @@ int impl_unshare(struct cmd_args *a)
 	    (parse_num_arg(a, a->argv[1], "offset", &off) ||
 	     parse_num_arg(a, a->argv[2], "length", &len)))
 		return 1;
+	/* No range: the whole file (nothing to do when it is empty). */
+	if (a->argc == 1 && file_size(a, ino, &len))
+		return 1;
+	if (a->argc == 1 && len == 0)
+		return 0;
 	err = extref_unshare(sh.xfs, ino, off, len);
 	if (err)
-		return cmd_err(a, err, "%s", a->argv[0]);
+		return cmd_err_class(a, err, "%s", a->argv[0]);
 	return 0;
 }
 

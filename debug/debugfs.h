@@ -70,6 +70,14 @@ int cmd_fail(const struct cmd_args *a, const char *fmt, ...)
 /* "CMD: [what: ]error message" on stderr; returns 1. */
 int cmd_err(const struct cmd_args *a, errcode_t err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * As cmd_err, with the kernel's errno class before the message:
+ * "CMD: what: Invalid argument (EINVAL): why" (errclass.c); errors
+ * without a class (damage, I/O) print as cmd_err does.
+ */
+int cmd_err_class(const struct cmd_args *a, errcode_t err,
+		  const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 int cmd_usage(const struct cmd_args *a);
 
 /* ----- main.c ----- */

@@ -29,6 +29,13 @@ extern "C" {
 typedef struct extref_fs *extref_fs_t;
 typedef struct extref_tree *extref_tree_t;
 
+/*
+ * The errno a kernel filesystem would return where the library returns
+ * err (EINVAL for a bad range, EISDIR, EPERM, ENOSPC, EFBIG, ...); a
+ * plain errno passes through, anything else (damage, I/O) is EIO.
+ */
+int extref_errno(errcode_t err);
+
 /* One leaf record in memory: blocks [start, start + len) mapped count times. */
 struct extref_rec {
 	blk64_t		start;

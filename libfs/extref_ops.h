@@ -80,19 +80,26 @@ errcode_t extref_reflink(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino);
 
 /*
- * Clone len bytes of SRC at soff onto DST at doff (FICLONERANGE rules:
- * offsets block-aligned; len 0 means to the end of SRC; an unaligned len
- * only when the range ends at SRC's EOF; DST may grow; same-file
- * overlapping ranges are refused with EINVAL).  *done gets the bytes
- * linked.
+ * Clone len bytes of SRC at soff onto DST at doff, with FICLONERANGE's
+ * rules in the kernel's order (libfs/ops/range_rules.c): len 0 at SRC's
+ * EOF is success, len 0 otherwise means to SRC's EOF; offsets
+ * block-aligned; a clone is never shortened (a range past SRC's EOF, or
+ * an unaligned len not ending at SRC's EOF, is refused); an unaligned
+ * tail may not land inside DST; same-file overlapping ranges refused.
+ * DST may grow.  *done gets the bytes linked.  extref_errno() gives the
+ * kernel's errno for a refusal.
  */
 errcode_t extref_clone_range(extref_fs_t fs, ext2_ino_t src, __u64 soff,
 			     ext2_ino_t dst, __u64 doff, __u64 len,
 			     __u64 *done);
 
 /*
- * Dedupe (FIDEDUPERANGE rules: both ranges inside EOF, len 0 is a no-op,
- * an unaligned len must end at both EOFs).  *differs is set, and nothing
+ * Dedupe with FIDEDUPERANGE's rules in the kernel's order: SRC's range
+ * past its EOF refused first (even for len 0); len cut to 1 GiB; len 0
+ * success; offsets aligned and both ranges inside EOF; an unaligned len
+ * kept only when it ends at both EOFs, otherwise rounded down to whole
+ * blocks.  *done gets what the kernel reports (the requested len, cut to
+ * 1 GiB, even when less was deduped).  *differs is set, and nothing
  * changes, when the contents differ.
  */
 errcode_t extref_dedupe_range(extref_fs_t fs, ext2_ino_t src, __u64 soff,
@@ -115,10 +122,14 @@ errcode_t extref_pread(extref_fs_t fs, ext2_ino_t ino, __u64 off, void *buf,
 /* Set the size; blocks past it lose their mapping, a partial tail is zeroed. */
 errcode_t extref_truncate(extref_fs_t fs, ext2_ino_t ino, __u64 size);
 
-/* Punch a hole: whole blocks unmapped, partial blocks zeroed. */
+/*
+ * Punch a hole (fallocate PUNCH_HOLE|KEEP_SIZE rules: len 0 is EINVAL):
+ * whole blocks unmapped, partial blocks zeroed, a partial last block
+ * covered from its start to EOF unmapped.
+ */
 errcode_t extref_punch(extref_fs_t fs, ext2_ino_t ino, __u64 off, __u64 len);
 
-/* Give the range (len 0: to EOF) blocks of its own (funshare). */
+/* Give the range blocks of its own (UNSHARE_RANGE|KEEP_SIZE: len 0 EINVAL). */
 errcode_t extref_unshare(extref_fs_t fs, ext2_ino_t ino, __u64 off,
 			 __u64 len);
 

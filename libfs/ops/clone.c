@@ -8,40 +8,9 @@
 #include <string.h>
 #include "extref_ops_int.h"
 
-struct range {
-	__u64	soff, doff, len;	/* bytes, len already resolved */
-};
-
-/* FICLONERANGE's rules; resolves len 0 to "to the source's EOF". */
-static errcode_t clone_rules(ext2_filsys fs, ext2_ino_t src, __u64 ssize,
-			     ext2_ino_t dst, __u64 dsize, struct range *r)
-{
-	__u64 bs = fs->blocksize;
-
-	if (r->soff % bs || r->doff % bs)
-		return EXTREF_ERR_ALIGN;
-	/* As the kernel: len 0 at EOF is nothing; a start past EOF is EINVAL. */
-	if (r->len == 0 && r->soff == ssize)
-		return 0;
-	if (r->soff >= ssize)
-		return EXTREF_ERR_PAST_EOF;
-	if (r->len == 0 || r->soff + r->len > ssize || r->soff + r->len < r->soff)
-		r->len = ssize - r->soff;
-	/* An unaligned end must be the source's EOF, and must not land
-	 * inside the destination (its last block would carry the source's
-	 * bytes past EOF into the file). */
-	if (r->len % bs && (r->soff + r->len != ssize ||
-			    r->doff + r->len < dsize))
-		return EXTREF_ERR_ALIGN;
-	if (src == dst && r->soff < r->doff + r->len &&
-	    r->doff < r->soff + r->len)
-		return EXTREF_ERR_OVERLAP;
-	return 0;
-}
-
 /* The source's mappings of the range, moved to destination offsets. */
 static errcode_t source_maps(ext2_filsys fs, ext2_ino_t src,
-			     struct ext2_inode *sinode, const struct range *r,
+			     struct ext2_inode *sinode, const struct xr_range *r,
 			     struct xr_map_vec *maps)
 {
 	blk64_t s0 = r->soff / fs->blocksize;
@@ -58,7 +27,7 @@ static errcode_t source_maps(ext2_filsys fs, ext2_ino_t src,
 
 static errcode_t do_clone(extref_fs_t xfs, ext2_ino_t src,
 			  struct ext2_inode *sinode, ext2_ino_t dst,
-			  const struct range *r, int grow)
+			  const struct xr_range *r, int grow)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct xr_map_vec maps = { 0 };
@@ -98,21 +67,24 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 			     ext2_ino_t dst, __u64 doff, __u64 len,
 			     __u64 *done)
 {
+	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct ext2_inode sinode, dinode;
-	struct range r = { soff, doff, len };
+	struct xr_range r = { soff, doff, len, 0 };
 	errcode_t err;
 
 	*done = 0;
+	err = xr_read_inode(fs, src, &sinode);
+	if (!err)
+		err = xr_read_inode(fs, dst, &dinode);
+	if (!err)
+		err = xr_clone_rules(fs, src, &sinode, dst, &dinode, &r);
+	if (err || r.len == 0)
+		return err;
 	err = xr_open_reg(xfs, src, &sinode);
 	if (!err)
 		err = xr_open_reg(xfs, dst, &dinode);
 	if (!err)
-		err = clone_rules(extref_fs_ext2(xfs), src,
-				  EXT2_I_SIZE(&sinode), dst,
-				  EXT2_I_SIZE(&dinode), &r);
-	if (err || r.len == 0)
-		return err;
-	err = do_clone(xfs, src, &sinode, dst, &r, 1);
+		err = do_clone(xfs, src, &sinode, dst, &r, 1);
 	if (!err)
 		*done = r.len;
 	return err;
@@ -120,7 +92,7 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 
 /* Compare the two ranges' bytes. */
 static errcode_t same_bytes(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dst,
-			    const struct range *r, int *same)
+			    const struct xr_range *r, int *same)
 {
 	__u64 chunk = 1 << 20, pos, got1, got2;
 	char *a = NULL, *b = NULL;
@@ -150,30 +122,26 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct ext2_inode sinode, dinode;
-	struct range r = { soff, doff, len };
-	__u64 bs = fs->blocksize, ssize, dsize;
+	struct xr_range r = { soff, doff, len, 0 };
 	int same;
 	errcode_t err;
 
 	*done = 0;
 	*differs = 0;
+	err = xr_read_inode(fs, src, &sinode);
+	if (!err)
+		err = xr_read_inode(fs, dst, &dinode);
+	if (!err)
+		err = xr_dedupe_rules(fs, src, &sinode, dst, &dinode, &r);
+	if (err || r.len == 0) {
+		*done = r.reported;
+		return err;
+	}
 	err = xr_open_reg(xfs, src, &sinode);
 	if (!err)
 		err = xr_open_reg(xfs, dst, &dinode);
-	if (err || len == 0)
-		return err;
-	ssize = EXT2_I_SIZE(&sinode);
-	dsize = EXT2_I_SIZE(&dinode);
-	if (soff % bs || doff % bs)
-		return EXTREF_ERR_ALIGN;
-	if (soff + len > ssize || doff + len > dsize ||
-	    soff + len < soff || doff + len < doff)
-		return EXTREF_ERR_PAST_EOF;
-	if (len % bs && (soff + len != ssize || doff + len != dsize))
-		return EXTREF_ERR_ALIGN;
-	if (src == dst && soff < doff + len && doff < soff + len)
-		return EXTREF_ERR_OVERLAP;
-	err = same_bytes(xfs, src, dst, &r, &same);
+	if (!err)
+		err = same_bytes(xfs, src, dst, &r, &same);
 	if (err)
 		return err;
 	if (!same) {
@@ -182,6 +150,6 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	}
 	err = do_clone(xfs, src, &sinode, dst, &r, 0);
 	if (!err)
-		*done = len;
+		*done = r.reported;
 	return err;
 }

@@ -81,6 +81,23 @@ errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r);
 errcode_t xr_tree_room(extref_fs_t xfs, const struct xr_map_vec *maps,
 		       size_t more);
 
+/* range_rules.c: the kernel's range rules, in its order. */
+struct xr_range {
+	__u64	soff, doff;
+	__u64	len;		/* bytes to remap once the rules applied */
+	__u64	reported;	/* what the kernel reports as done */
+};
+__u64 xr_max_bytes(ext2_filsys fs);
+errcode_t xr_clone_rules(ext2_filsys fs, ext2_ino_t src,
+			 const struct ext2_inode *si, ext2_ino_t dst,
+			 const struct ext2_inode *di, struct xr_range *r);
+errcode_t xr_dedupe_rules(ext2_filsys fs, ext2_ino_t src,
+			  const struct ext2_inode *si, ext2_ino_t dst,
+			  const struct ext2_inode *di, struct xr_range *r);
+errcode_t xr_falloc_rules(ext2_filsys fs, __u64 off, __u64 len);
+errcode_t xr_truncate_rules(ext2_filsys fs, __u64 size);
+errcode_t xr_write_rules(ext2_filsys fs, __u64 off, __u64 len);
+
 /* modifiable.c */
 errcode_t xr_op_begin(extref_fs_t xfs);
 errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,

@@ -236,10 +236,10 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 			const void *buf, __u64 len)
 {
 	struct ext2_inode inode;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
+	errcode_t err = xr_write_rules(extref_fs_ext2(xfs), off, len);
 
-	if (!err && off + len < off)
-		err = EXT2_ET_FILE_TOO_BIG;
+	if (!err)
+		err = xr_open_reg(xfs, ino, &inode);
 	if (err)
 		return err;
 	return xr_cow_range(xfs, ino, &inode, off, buf, len, XR_COW_WRITE);
@@ -250,14 +250,16 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 {
 	struct ext2_inode inode;
 	__u64 size;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
+	errcode_t err = xr_falloc_rules(extref_fs_ext2(xfs), off, len);
 
+	if (!err)
+		err = xr_open_reg(xfs, ino, &inode);
 	if (err)
 		return err;
 	size = EXT2_I_SIZE(&inode);
 	if (off >= size)
 		return 0;
-	if (len == 0 || off + len > size || off + len < off)
+	if (off + len > size)
 		len = size - off;
 	return xr_cow_range(xfs, ino, &inode, off, NULL, len, XR_COW_UNSHARE);
 }

@@ -117,11 +117,14 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 	ext2_filsys fs;
 	struct ext2_inode inode;
 	__u64 old, tail;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
+	errcode_t err;
 
+	fs = extref_fs_ext2(xfs);
+	err = xr_truncate_rules(fs, size);
+	if (!err)
+		err = xr_open_reg(xfs, ino, &inode);
 	if (err)
 		return err;
-	fs = extref_fs_ext2(xfs);
 	old = EXT2_I_SIZE(&inode);
 	if (size < old)
 		err = punch_room(xfs, ino, &inode, size, old,
@@ -155,18 +158,26 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	struct ext2_inode inode;
 	__u64 end, size, bs;
 	blk64_t ls, le;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
+	errcode_t err;
 
+	fs = extref_fs_ext2(xfs);
+	err = xr_falloc_rules(fs, off, len);
+	if (!err)
+		err = xr_open_reg(xfs, ino, &inode);
 	if (err)
 		return err;
-	fs = extref_fs_ext2(xfs);
 	bs = fs->blocksize;
 	size = EXT2_I_SIZE(&inode);
-	end = (len == 0 || off + len < off || off + len > size) ? size
-								: off + len;
+	end = off + len > size ? size : off + len;
 	if (off >= end)
 		return 0;
-	if (off / bs == (end - 1) / bs && (off % bs || end % bs))
+	/*
+	 * Inside one block: zeroed, unless the range runs from the block's
+	 * start to EOF, where the block goes (reads past EOF are zero, and a
+	 * shared block needs no copy).
+	 */
+	if (off / bs == (end - 1) / bs && (off % bs || (end % bs &&
+							end != size)))
 		return zero_partial(xfs, ino, &inode, off, end - off);
 	ls = (off + bs - 1) / bs;
 	le = end == size ? xr_size_blocks(fs, end) : end / bs;
