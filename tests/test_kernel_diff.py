@@ -300,7 +300,7 @@ class ExtrefSide:
         self.img = img
         self.work = work
         self.dbg = helpers.binary("debugfs.extref")
-        helpers.mkfs(img, "32M", "-b", "4096", "-q")
+        helpers.mkfs(img, "16M", "-b", "4096", "-q")
         empty = work / "empty"
         empty.write_bytes(b"")
         self.shell([f"write {empty} /f{i}" for i in range(NFILES)])
@@ -315,20 +315,25 @@ class ExtrefSide:
 
     def run(self, op):
         rc, out = self.shell(shell_cmds(op))
+        self.last = self._outcome(rc, out)
+        return self.last, out
+
+    @staticmethod
+    def _outcome(rc, out):
         # the outcome is that of the last request (reflink's rm first)
         lines = out.split("debugfs.extref: ")[-1].splitlines()[1:]
         for line in lines:
             m = _CLASS.search(line)
             if m:
-                return (m.group(1), None), out
+                return (m.group(1), None)
             if line.endswith("contents differ"):
-                return ("differs", None), out
+                return ("differs", None)
             m = _DEDUPED.match(line)
             if m:
-                return ("ok", int(m.group(1))), out
+                return ("ok", int(m.group(1)))
         if rc != 0:
-            return ("failed-unclassified", None), out
-        return ("ok", None), out
+            return ("failed-unclassified", None)
+        return ("ok", None)
 
     def state(self):
         """Every file's bytes, read by stock debugfs (dump)."""
@@ -370,31 +375,42 @@ def describe_state(xs, es):
     return "\n".join(rows)
 
 
-def run_seed(seed, count, mnt, work):
-    img = work / f"extref-{seed}.img"
+def run_ops(ops, mnt, work, label, check=None):
+    """Run ops on both sides, comparing after each; check(i, op, ext) is
+    called after each operation for extra assertions."""
+    img = work / "extref.img"
     ext = ExtrefSide(img, work)
     xfs = XfsSide(mnt)
-    ops = gen_ops(seed, count)
     try:
         for i, op in enumerate(ops):
-            where = (f"seed {seed}, op {i}: {op_text(op)}\n"
-                     f"  shell: {' ; '.join(shell_cmds(op))}\n"
-                     f"  (rerun: EXTREF_DIFF_SEEDS={seed},"
-                     f" EXTREF_DIFF_OPS={i + 1})")
+            where = (f"{label}, op {i}: {op_text(op)}\n"
+                     f"  shell: {' ; '.join(shell_cmds(op))}")
+            before = helpers.sha256(img)
             xo = xfs.run(op)
             eo, out = ext.run(op)
             assert outcome_matches(op, xo, eo), (
                 f"outcome differs at {where}\n  xfs: {xo}\n"
                 f"  extref: {eo}\n  shell output:\n{out}")
+            if eo[0] not in ("ok", "differs"):
+                assert helpers.sha256(img) == before, \
+                    f"refused, yet the image changed: {where}"
             xs, es = xfs.state(), ext.state()
             assert xs == es, (f"file contents differ after {where}\n"
                               + describe_state(xs, es))
+            if check:
+                check(i, op, ext)
             if (i + 1) % FSCK_EVERY == 0:
                 helpers.e2fsck_fn(img)
         helpers.e2fsck_fn(img)
     finally:
         xfs.close()
     img.unlink()
+
+
+def run_seed(seed, count, mnt, work):
+    label = (f"seed {seed} (rerun: EXTREF_DIFF_SEEDS={seed} "
+             f"EXTREF_DIFF_OPS={count})")
+    run_ops(gen_ops(seed, count), mnt, work, label)
 
 
 @pytest.fixture(scope="module")
@@ -413,6 +429,71 @@ def xfs_mnt(tmp_path_factory):
     mnt = base / "mnt"
     with helpers.loop_mount(img, mnt, options="rw"):
         yield mnt
+
+
+# The six differences issue 9 found, each as a sequence (the last
+# operation is the one in question).
+GIB = 1 << 30
+SCRIPTED = {
+    # a clone is never shortened: 12288 bytes of an 8192-byte file
+    "clone-never-shortened": [("pwrite", 0, 0, 8192, 0x41),
+                              ("clone", 0, 0, 1, 0, 12288)],
+    # len 0 at the source's EOF succeeds before the alignment check
+    "clone-len0-at-eof": [("pwrite", 0, 0, 5000, 0x41),
+                          ("clone", 0, 5000, 1, 0, 0)],
+    # an unaligned dedupe length is rounded down and done
+    "dedupe-rounds-down": [("pwrite", 0, 0, 8192, 0x41),
+                           ("pwrite", 1, 0, 8192, 0x41),
+                           ("dedupe", 0, 0, 1, 0, 5000)],
+    # the source range past EOF is checked first, even for len 0
+    "dedupe-src-past-eof": [("pwrite", 0, 0, 4096, 0x41),
+                            ("pwrite", 1, 0, 8192, 0x41),
+                            ("dedupe", 0, 12288, 1, 0, 0)],
+    "punch-len0": [("pwrite", 0, 0, 8192, 0x41), ("punch", 0, 4096, 0)],
+    "unshare-len0": [("pwrite", 0, 0, 8192, 0x41), ("unshare", 0, 0, 0)],
+    # a punch of a shared partial last block up to EOF frees it
+    "punch-partial-eof-block": [("pwrite", 0, 0, 5000, 0x41),
+                                ("reflink", 0, 1),
+                                ("punch", 0, 4096, 904)],
+    # a dedupe request over 1 GiB is cut to 1 GiB (and reported so)
+    "dedupe-cap-1g": [("truncate", 0, GIB + 2 * BS),
+                      ("truncate", 1, GIB + 2 * BS),
+                      ("pwrite", 0, 0, BS, 0x41),
+                      ("pwrite", 1, 0, BS, 0x41),
+                      ("dedupe", 0, 0, 1, 0, GIB + BS)],
+}
+
+
+def blockcount(img, path):
+    res = helpers.debugfs(str(img), f"stat {path}")
+    return int(re.search(r"Blockcount: (\d+)", res.stdout).group(1))
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTED))
+def test_issue_cases(name, xfs_mnt, tmp_path):
+    ops = SCRIPTED[name]
+    last = len(ops) - 1
+    seen = {}
+
+    def check(i, op, ext):
+        if i == last:
+            seen["outcome"] = ext.last
+            if name == "punch-partial-eof-block":
+                # one block left of two, and no new block for the copy
+                seen["blocks"] = blockcount(ext.img, "/f0")
+
+    run_ops(ops, str(xfs_mnt), tmp_path, name, check)
+    want = {"clone-never-shortened": "EINVAL", "clone-len0-at-eof": "ok",
+            "dedupe-rounds-down": "ok", "dedupe-src-past-eof": "EINVAL",
+            "punch-len0": "EINVAL", "unshare-len0": "EINVAL",
+            "punch-partial-eof-block": "ok", "dedupe-cap-1g": "ok"}[name]
+    assert seen["outcome"][0] == want, seen
+    if name == "dedupe-rounds-down":
+        assert seen["outcome"][1] == 5000
+    if name == "dedupe-cap-1g":
+        assert seen["outcome"][1] == GIB
+    if name == "punch-partial-eof-block":
+        assert seen["blocks"] == BS // 512, seen
 
 
 @pytest.mark.parametrize("seed", seeds())

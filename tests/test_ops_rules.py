@@ -329,9 +329,15 @@ def test_dedupe_unaligned_len_at_both_eofs(tmp_path, bs):
     h = host(tmp_path, "d", data)
     dx(img, f"write {h} /a", f"write {h} /b", f"write {h} /c")
     dx(img, f"truncate /c {4 * bs}")
-    # ends at /a's EOF but not at /c's: refused
-    refused(img, f"dedupe /a {2 * bs} /c {2 * bs} {bs + 77}",
-            "align|EOF|end")
+    # ends at /a's EOF but not at /c's: as the kernel, the length is
+    # rounded down to whole blocks (block 2 deduped, the partial block 3
+    # left) and the requested length is reported
+    res = dx(img, f"dedupe /a {2 * bs} /c {2 * bs} {bs + 77}")
+    assert outputs(res)[0] == [f"deduped {bs + 77}/{bs + 77} bytes at "
+                               f"offset {2 * bs}"]
+    pa, pc = pblocks(img, "/a"), pblocks(img, "/c")
+    assert [pa[i] == pc[i] for i in range(4)] == [False, False, True, False]
+    assert cat(img, "/c") == data + bytes(bs - 77)
     res = dx(img, f"dedupe /a 0 /b 0 {len(data)}")
     assert outputs(res)[0] == [f"deduped {len(data)}/{len(data)} bytes at "
                                "offset 0"]
