@@ -17,6 +17,6 @@ SEEDS=${SEEDS:-1-100}
 OPS=${OPS:-400}
 start=$(date +%s)
 EXTREF_DIFF_SEEDS=$SEEDS EXTREF_DIFF_OPS=$OPS \
-	python3 -m pytest -q -p no:cacheprovider tests/test_kernel_diff.py \
+	"${PYTHON3:-/usr/bin/python3}" -m pytest -q -p no:cacheprovider tests/test_kernel_diff.py \
 	-k test_kernel_diff "$@"
 echo "seeds $SEEDS, $OPS operations each: $(( $(date +%s) - start )) s"

@@ -166,9 +166,9 @@ static errcode_t same_block(struct dd *d, blk64_t x, blk64_t y, int *same)
 /* Run dedupe_range for one action run; a "differs" only skips it. */
 static errcode_t apply(struct dd *d, const struct act *a, __u64 len)
 {
-	__u64 bs = d->fs->blocksize, done;
+	__u64 bs = d->fs->blocksize, done, off, step;
 	int differs;
-	errcode_t err;
+	errcode_t err = 0;
 
 	if (d->mode == EXTREF_DEDUPE_FILE) {
 		struct ext2_inode in;
@@ -178,8 +178,14 @@ static errcode_t apply(struct dd *d, const struct act *a, __u64 len)
 		if (err)
 			return err;
 	}
-	err = extref_dedupe_range(d->xfs, a->sino, a->slblk * bs, a->dino,
-				  a->dlblk * bs, len, &done, &differs);
+	/* The kernel's rules cut a request at 1 GiB: one call per GiB. */
+	for (off = 0, differs = 0; !err && !differs && off < len;
+	     off += step) {
+		step = len - off < (1ULL << 30) ? len - off : 1ULL << 30;
+		err = extref_dedupe_range(d->xfs, a->sino, a->slblk * bs + off,
+					  a->dino, a->dlblk * bs + off, step,
+					  &done, &differs);
+	}
 	/* A range the rules refuse (overlapping itself in one file, sizes
 	 * that differ) is left as it is. */
 	if (err == EXTREF_ERR_OVERLAP || err == EXTREF_ERR_ALIGN ||
