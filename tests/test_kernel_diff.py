@@ -234,8 +234,10 @@ class XfsSide:
         out = []
         for fd in self.fds:
             size = os.fstat(fd).st_size
-            out.append(os.pread(fd, size, 0) if size and contents
-                       else size)
+            if not contents:
+                out.append(size)
+            else:
+                out.append(os.pread(fd, size, 0) if size else b"")
         return out
 
     def run(self, op):
