@@ -61,8 +61,9 @@ static int file_size(struct cmd_args *a, ext2_ino_t ino, __u64 *size)
 }
 
 /* Copy len bytes (from fd, or the pattern byte when fd < 0) to ino at off. */
-static int copy_in(struct cmd_args *a, ext2_ino_t ino, __u64 off, __u64 len,
-		   int fd, int pattern, const char *what, __u64 *done)
+static int copy_in(struct cmd_args *a, ext2_ino_t ino, const char *path,
+		   __u64 off, __u64 len, int fd, int pattern, const char *what,
+		   __u64 *done)
 {
 	char *buf = malloc(IO_CHUNK);
 	errcode_t err;
@@ -90,8 +91,9 @@ static int copy_in(struct cmd_args *a, ext2_ino_t ino, __u64 off, __u64 len,
 		}
 		err = extref_pwrite(sh.xfs, ino, off + *done, buf, got);
 		if (err) {
-			ret = cmd_err_class(a, err, "writing at offset %llu",
-				      (unsigned long long)(off + *done));
+			ret = cmd_err_class(a, err, "%s: writing at offset %llu",
+					    path,
+					    (unsigned long long)(off + *done));
 			break;
 		}
 		*done += got;
@@ -133,7 +135,7 @@ int impl_write(struct cmd_args *a)
 		cmd_err(a, err, "creating %s", path);
 		goto out;
 	}
-	ret = copy_in(a, ino, 0, st.st_size, fd, 0, host, &done);
+	ret = copy_in(a, ino, path, 0, st.st_size, fd, 0, host, &done);
 	if (!ret && done != (__u64)st.st_size)
 		ret = cmd_fail(a, "%s: short read (%llu of %llu bytes)", host,
 			       (unsigned long long)done,
@@ -362,7 +364,7 @@ int impl_pwrite(struct cmd_args *a)
 		if (fd < 0)
 			return cmd_fail(a, "%s: %s", infile, strerror(errno));
 	}
-	ret = copy_in(a, ino, off, len, fd, (int)pattern,
+	ret = copy_in(a, ino, a->argv[0], off, len, fd, (int)pattern,
 		      infile ? infile : "", &done);
 	if (fd >= 0)
 		close(fd);
