@@ -60,9 +60,11 @@ DIFFERENCES = {
         "read as zeros either way); XFS unshares it.  Only the block "
         "counts differ.", None),
     "punch-frees-eof-block": (
-        "A punch from the start of a partial last block to EOF frees that "
-        "block in extref (as ext4 does); XFS zeroes it in place.  Reads "
-        "are zeros either way; only the block counts differ.", None),
+        "A punch from the start of a partial last block to exactly EOF "
+        "frees that block in extref (as ext4 does, and as XFS does when "
+        "the range runs past EOF); XFS zeroes it, copying it first when "
+        "it is shared.  Reads are zeros either way; only the block "
+        "counts differ.", None),
     "unshare-leaves-holes": (
         "unshare (UNSHARE_RANGE|KEEP_SIZE) gives shared blocks copies of "
         "their own but leaves holes as holes and allocates nothing past "
