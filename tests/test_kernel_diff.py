@@ -73,6 +73,11 @@ DIFFERENCES = {
         "succeeds in extref.  Reads are the same.",
         lambda op, xo, eo: op[0] == "unshare" and xo[0] == "ENOSPC"
         and eo[0] == "ok"),
+    "unshare-keeps-size": (
+        "unshare never changes a file's size: it is fallocate's "
+        "UNSHARE_RANGE with KEEP_SIZE (the mode compared here), where "
+        "xfs_io's funshare, without KEEP_SIZE, grows a file to the "
+        "range's end.", None),
     "largest-file-size": (
         "extref applies ext4's largest file size ((2^32-1) blocks, less "
         "without huge_file): offsets past it are EFBIG where XFS (8 EiB) "
@@ -143,8 +148,8 @@ def gen_ops(seed, count):
     for _ in range(count):
         kind = rng.choices(
             ["pwrite", "clone", "dedupe", "truncate", "punch", "unshare",
-             "reflink"],
-            weights=[24, 26, 18, 8, 10, 8, 6])[0]
+             "reflink", "ficlone"],
+            weights=[24, 26, 18, 8, 10, 8, 6, 4])[0]
         f = rng.randrange(NFILES)
         if kind == "pwrite":
             o = rng.randrange(0, MAXBLK) * BS if rng.random() < 0.7 \
@@ -170,10 +175,12 @@ def gen_ops(seed, count):
             ops.append((kind, f, o, length(f, o)))
         else:
             g = rng.randrange(NFILES)
-            if g == f:
+            if g == f and kind == "reflink":
                 g = (g + 1) % NFILES
-            ops.append(("reflink", f, g))
-            sizes[g] = sizes[f]
+            ops.append((kind, f, g))
+            if g != f:
+                sizes[g] = max(sizes[f], sizes[g]) if kind == "ficlone" \
+                    else sizes[f]
     return ops
 
 
@@ -197,6 +204,8 @@ def shell_cmds(op):
         return [f"truncate {p(op[1])} {op[2]}"]
     if kind in ("punch", "unshare"):
         return [f"{kind} {p(op[1])} {op[2]} {op[3]}"]
+    if kind == "ficlone":       # FICLONE onto an existing file
+        return [f"clone_range {p(op[1])} 0 {p(op[2])} 0 0"]
     _, f, g = op
     return [f"rm {p(g)}", f"reflink {p(f)} {p(g)}"]
 
@@ -283,6 +292,9 @@ class XfsSide:
             if _libc.fallocate(fds[f], mode, _s64(o), _s64(n)):
                 e = ctypes.get_errno()
                 raise OSError(e, os.strerror(e))
+            return ("ok", None)
+        if kind == "ficlone":
+            fcntl.ioctl(fds[op[2]], FICLONE, fds[op[1]])
             return ("ok", None)
         _, f, g = op
         os.close(fds[g])
@@ -412,9 +424,20 @@ def run_ops(ops, mnt, work, label, check=None, contents=True):
             if (i + 1) % FSCK_EVERY == 0:
                 helpers.e2fsck_fn(img)
         helpers.e2fsck_fn(img)
+        if contents:
+            kernel_read_back(img, work, xfs.state(), label)
     finally:
         xfs.close()
     img.unlink()
+
+
+def kernel_read_back(img, work, want, label):
+    """The files as the kernel's ext4 reads them (read-only loop mount)."""
+    mnt = work / "ro"
+    with helpers.loop_mount(img, mnt, options="ro"):
+        got = [(mnt / f"f{i}").read_bytes() for i in range(NFILES)]
+    assert got == want, (f"{label}: the kernel's ext4 reads other bytes "
+                         "than XFS holds\n" + describe_state(want, got))
 
 
 def run_seed(seed, count, mnt, work):
