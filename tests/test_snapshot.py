@@ -32,10 +32,11 @@ LAYOUT_FLAGS = 0x80000 | 0x10000000 | 0x1000 | 0x200000 | 0x40000
 
 
 def shell(img, *requests, check=True):
-    cmd = [helpers.binary("debugfs.extref"), "-w", str(img)]
+    """debugfs.extref -w IMG -R REQUEST, once a request."""
     for r in requests:
-        cmd += ["-R", r]
-    return run(cmd, check=check)
+        res = run([helpers.binary("debugfs.extref"), "-w", str(img),
+                   "-R", r], check=check)
+    return res
 
 
 def populate(root):
