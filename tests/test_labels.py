@@ -245,3 +245,41 @@ def test_chmod_chown_of_reflinked_file_copy_nothing(tmp_path, loop_mount):
     assert stat.S_IMODE(b.st_mode) == 0o600 and (b.st_uid, b.st_gid) == (5, 6)
     assert stat.S_IMODE(a.st_mode) != 0o600 and (a.st_uid, a.st_gid) != (5, 6)
     assert (mnt / "a").read_bytes() == (mnt / "b").read_bytes()
+
+
+def test_builder_file_contexts_without_source(tmp_path):
+    """Without -d the build creates / and lost+found: both labeled."""
+    fc = tmp_path / "file_contexts"
+    fc.write_text(FILE_CONTEXTS)
+    image = tmp_path / "img"
+    helpers.mkfs(image, "16M", "-q", "--file-contexts", fc)
+    e2fsck_fn(image)
+    for path, mode in (("/", 0o40755), ("/lost+found", 0o40700)):
+        want = oracle(fc, path, mode)
+        out = run(["debugfs", "-R", f"ea_get {path} security.selinux",
+                   str(image)]).stdout
+        assert want and out.strip() == \
+            f'security.selinux ({len(want) + 1}) = "{want}\\000"', out
+
+
+def test_reflink2_options(tmp_path, loop_mount):
+    """The library call: refused options change nothing; a label is
+    stored (tests/unit/reflink_opts)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a").write_bytes(os.urandom(10000))
+    os.setxattr(src / "a", "user.u", b"dropped in copy mode")
+    image = tmp_path / "img"
+    helpers.mkfs(image, "16M", "-q", "-d", src)
+    prog = helpers.binary("tests/unit/reflink_opts")
+    before = sha256(image)
+    res = run([prog, str(image), "refuse"], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert res.stdout.count(": ok") == 13, res.stdout
+    assert sha256(image) == before
+    res = run([prog, str(image), "label"], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    e2fsck_fn(image)
+    mnt, _ = loop_mount(image)
+    assert getfattr(mnt / "labeled") == {str(mnt / "labeled"): {
+        "security.selinux": b"system_u:object_r:lib_t:s0\0"}}

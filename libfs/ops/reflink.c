@@ -588,9 +588,14 @@ static errcode_t remove_tree(struct rl *r, ext2_ino_t dir, const char *name,
 /* The options a reflink may not combine, checked before anything else. */
 static errcode_t check_opts(struct rl *r, const struct extref_reflink_opts *o)
 {
+	size_t i;
+
 	if (!o || (o->flags & ~(EXTREF_REFLINK_PRESERVE |
 				EXTREF_REFLINK_RECURSIVE)))
 		return EXT2_ET_INVALID_ARGUMENT;
+	for (i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
+		if (o->reserved[i])
+			return EXT2_ET_INVALID_ARGUMENT;
 	/* as cp: a snapshot keeps its source's label, it gets no other */
 	if (o->label && (o->flags & EXTREF_REFLINK_PRESERVE))
 		return EXT2_ET_INVALID_ARGUMENT;
