@@ -283,3 +283,36 @@ def test_reflink2_options(tmp_path, loop_mount):
     mnt, _ = loop_mount(image)
     assert getfattr(mnt / "labeled") == {str(mnt / "labeled"): {
         "security.selinux": b"system_u:object_r:lib_t:s0\0"}}
+
+
+def test_builder_file_contexts_archive(tmp_path):
+    """From a tar archive: the file's labels win over the archive's,
+    except where it says <<none>>; other attributes stay."""
+    tree_ = tmp_path / "tree"
+    (tree_ / "etc").mkdir(parents=True)
+    (tree_ / "etc" / "keep").write_bytes(b"keep")
+    (tree_ / "etc" / "passwd").write_bytes(b"passwd")
+    for f in ("keep", "passwd"):
+        os.setxattr(tree_ / "etc" / f, "security.selinux",
+                    b"system_u:object_r:from_tar_t:s0")
+        os.setxattr(tree_ / "etc" / f, "user.x", b"1")
+    tar = tmp_path / "a.tar"
+    run(["tar", "--xattrs", "--xattrs-include=*", "--format=pax", "-C",
+         str(tree_), "-cf", str(tar), "."])
+    fc = tmp_path / "file_contexts"
+    fc.write_text(FILE_CONTEXTS)
+    image = tmp_path / "img"
+    helpers.mkfs(image, "16M", "-q", "-d", tar, "--file-contexts", fc)
+    e2fsck_fn(image)
+
+    def ea(path):
+        return run(["debugfs", "-R", f"ea_list {path}",
+                    str(image)]).stdout
+
+    assert oracle(fc, "/etc/keep", 0o100644) is None
+    assert 'security.selinux (31) = "system_u:object_r:from_tar_t:s0"' \
+        in ea("/etc/keep")
+    want = oracle(fc, "/etc/passwd", 0o100644)
+    assert f'security.selinux ({len(want) + 1}) = "{want}\\000"' \
+        in ea("/etc/passwd")
+    assert 'user.x (1) = "1"' in ea("/etc/passwd")
