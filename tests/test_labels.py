@@ -316,3 +316,27 @@ def test_builder_file_contexts_archive(tmp_path):
     assert f'security.selinux ({len(want) + 1}) = "{want}\\000"' \
         in ea("/etc/passwd")
     assert 'user.x (1) = "1"' in ea("/etc/passwd")
+
+
+@pytest.mark.skipif(helpers.fault_injection_skip_reason() is not None,
+                    reason=str(helpers.fault_injection_skip_reason()))
+@pytest.mark.parametrize("req", [f"reflink -r -Z {CTX} /d /new",
+                                 f"reflink -Z {CTX} /d/f /new",
+                                 "reflink -r -p /d /new"])
+def test_failed_reflink_leaves_no_label_behind(img, tmp_path, req):
+    """A reflink that fails part-way (the N-th allocation of the library
+    fails, for every N until it succeeds) takes back what it made, the
+    labels' and the snapshot's xattr blocks included: e2fsck -fn clean."""
+    work = tmp_path / "work.img"
+    for n in range(1, 200):
+        work.write_bytes(img.read_bytes())
+        res = run([helpers.binary("debugfs.extref"), "-w", str(work), "-R",
+                   req], check=False, env={"EXTREF_FAULT_NOMEM": str(n)})
+        e2fsck_fn(work)
+        if res.returncode == 0:
+            break
+        if "while closing" in res.stderr:
+            continue    # the reflink was made; the commit at close failed
+        assert run(["debugfs", "-R", "stat /new", str(work)],
+                   check=False).stderr.count("File not found"), n
+    assert n > 5, "no allocation failed"

@@ -119,6 +119,28 @@ static errcode_t read_large(ext2_filsys fs, ext2_ino_t ino,
 }
 
 /*
+ * Undo, on a new inode a failed reflink frees, the reference it holds on
+ * an external xattr block (shared with its source in preserve mode, its
+ * own when it got a label): the block is freed with its last reference.
+ */
+errcode_t xr_meta_undo(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *in)
+{
+	blk64_t blk = ext2fs_file_acl_block(fs, in);
+	__u32 count;
+	errcode_t err;
+
+	if (!blk)
+		return 0;
+	err = ext2fs_adjust_ea_refcount3(fs, blk, NULL, -1, &count, ino);
+	if (err)
+		return err;
+	if (count == 0)
+		ext2fs_block_alloc_stats2(fs, blk, -1);
+	ext2fs_file_acl_block_set(fs, in, 0);
+	return ext2fs_iblk_sub_blocks(fs, in, 1);
+}
+
+/*
  * Make DST (a new inode of the same type) a snapshot of SRC: its
  * extended attributes first (writing them may rewrite the inode), then
  * the fields, written last so that nothing changes the times after.
