@@ -91,8 +91,10 @@ errcode_t extref_reflink(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
  * attribute, and of the inodes it copies rather than shares (directories,
  * symbolic links, devices, FIFOs, sockets, inline files) mode, owner, the
  * four times with nanoseconds, user flags and project id; hard links
- * inside a tree stay hard links.  On an image with the ea_inode feature
- * it is refused with EXTREF_ERR_EA_INODE.  Reserved fields must be zero.
+ * inside a tree stay hard links.  A source (or tree) with an attribute
+ * whose value is in an inode of its own (ea_inode) is refused with
+ * EXTREF_ERR_EA_INODE before anything changes.  Reserved fields must be
+ * zero.
  */
 struct extref_reflink_opts {
 	int				flags;		/* EXTREF_REFLINK_* */

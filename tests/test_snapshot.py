@@ -180,18 +180,39 @@ def test_recursive_preserve_is_exact_snapshot(source_img, loop_mount):
     assert "security.selinux" in xattrs(mnt / "snap" / "sub")
 
 
-def test_preserve_refused_on_ea_inode_image(tmp_path):
+def test_preserve_refused_with_ea_inode_xattr(tmp_path, loop_mount):
+    """A source (or a tree) with an attribute whose value lives in an
+    inode of its own (ea_inode, made by the kernel) is refused in
+    preserve mode, image unchanged; the rest of the image is not."""
     img = tmp_path / "ea.img"
     with open(img, "wb") as f:
         f.truncate(32 << 20)
     run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-O", "ea_inode",
          str(img)])
-    run(["debugfs", "-w", "-R", "write /etc/hostname f", str(img)])
+    with helpers.loop_mount(img, tmp_path / "rw", options="rw"):
+        root = tmp_path / "rw"
+        (root / "d").mkdir()
+        (root / "d" / "big").write_bytes(b"big")
+        (root / "f").write_bytes(b"f")
+        os.setxattr(root / "d" / "big", "user.big", os.urandom(20000))
+        os.setxattr(root / "f", "user.small", b"x")
+    e2fsck_fn(img)
+    # the value is in an inode of its own, flagged EXT4_EA_INODE_FL
+    flags = [int(m, 16) for m in re.findall(
+        r"Flags: (0x[0-9a-f]+)", debugfs(img, "stat <15>").stdout +
+        debugfs(img, "stat <16>").stdout)]
+    assert any(f & 0x200000 for f in flags), flags
     run([helpers.binary("mkfs.extref"), "--convert", str(img)])
     before = helpers.sha256(img)
-    res = shell(img, "reflink -p /f /g", check=False)
-    assert res.returncode != 0
-    assert "ea_inode" in res.stderr and "/f" in res.stderr
-    assert helpers.sha256(img) == before
-    shell(img, "reflink /f /g")     # copy mode drops xattrs: allowed
+    for req, path in (("reflink -p /d/big /g", "/d/big"),
+                      ("reflink -r -p /d /g", "/d")):
+        res = shell(img, req, check=False)
+        assert res.returncode != 0
+        assert "ea_inode" in res.stderr and path in res.stderr
+        assert helpers.sha256(img) == before
+    shell(img, "reflink /d/big /g")     # copy mode drops xattrs: allowed
+    shell(img, "reflink -p /f /h")      # no ea_inode attribute: allowed
     e2fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    assert os.getxattr(mnt / "h", "user.small") == b"x"
+    assert os.listxattr(mnt / "g") == []

@@ -113,7 +113,7 @@ errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
 errcode_t xr_label_set(ext2_filsys fs, ext2_ino_t ino, const char *label);
 
 /* reflink_meta.c */
-errcode_t xr_preserve_check(ext2_filsys fs);
+errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
 errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);
 errcode_t xr_meta_undo(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *in);
 

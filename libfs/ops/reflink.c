@@ -588,7 +588,7 @@ static errcode_t remove_tree(struct rl *r, ext2_ino_t dir, const char *name,
 }
 
 /* The options a reflink may not combine, checked before anything else. */
-static errcode_t check_opts(struct rl *r, const struct extref_reflink_opts *o)
+static errcode_t check_opts(const struct extref_reflink_opts *o)
 {
 	size_t i;
 
@@ -601,9 +601,7 @@ static errcode_t check_opts(struct rl *r, const struct extref_reflink_opts *o)
 	/* as cp: a snapshot keeps its source's label, it gets no other */
 	if (o->label && (o->flags & EXTREF_REFLINK_PRESERVE))
 		return EXT2_ET_INVALID_ARGUMENT;
-	if (o->label)
-		return extref_label_check(o->label);
-	return preserve(r) ? xr_preserve_check(r->fs) : 0;
+	return o->label ? extref_label_check(o->label) : 0;
 }
 
 errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
@@ -627,7 +625,7 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 
 	r.flags = flags = opts ? opts->flags : 0;
 	r.label = opts ? opts->label : NULL;
-	err = check_opts(&r, opts);
+	err = check_opts(opts);
 	if (err)
 		return err;
 	if (opts->cred)
@@ -651,6 +649,8 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = scan_tree(r.fs, src, dir);
 	if (!err && LINUX_S_ISDIR(s.i_mode))
 		err = tree_room(&r, src);
+	if (!err && preserve(&r))
+		err = xr_preserve_check(r.fs, src);
 	if (!err)
 		err = reflink_any(&r, src, dir, name, ret_ino);
 	/* A copy that failed half-way is taken back out. */

@@ -14,7 +14,8 @@
  *
  * Extended attributes stored in their own inodes (ea_inode) are counted
  * by the inodes that reference them; sharing or copying those references
- * is not implemented, so preserve mode refuses such images.
+ * is not implemented, so preserve mode refuses a source tree that has
+ * one, before anything changes.
  */
 #include <string.h>
 #include "extref_ops_int.h"
@@ -29,9 +30,102 @@
 	((size_t)EXT2_GOOD_OLD_INODE_SIZE + (in)->i_extra_isize >= \
 	 offsetof(struct ext2_inode_large, field) + sizeof((in)->field))
 
-errcode_t xr_preserve_check(ext2_filsys fs)
+static errcode_t read_large(ext2_filsys fs, ext2_ino_t ino,
+			    struct ext2_inode_large **in)
 {
-	return ext2fs_has_feature_ea_inode(fs->super) ? EXTREF_ERR_EA_INODE : 0;
+	int sz = EXT2_INODE_SIZE(fs->super);
+	errcode_t err = ext2fs_get_memzero(sz, in);
+
+	if (!err)
+		err = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)*in,
+					     sz);
+	if (!err && sz == EXT2_GOOD_OLD_INODE_SIZE)
+		(*in)->i_extra_isize = 0;
+	return err;
+}
+
+/* Whether an entry in [p, end) keeps its value in an inode (ea_inode);
+ * zero tests only, so the bytes' order does not matter. */
+static int entries_use_ea_inode(const char *p, const char *end)
+{
+	const struct ext2_ext_attr_entry *e;
+
+	while (p + sizeof(*e) <= end) {
+		e = (const struct ext2_ext_attr_entry *)p;
+		if (EXT2_EXT_IS_LAST_ENTRY(e))
+			break;
+		if (e->e_value_inum)
+			return 1;
+		p += EXT2_EXT_ATTR_LEN(e->e_name_len);
+	}
+	return 0;
+}
+
+/* Whether inode ino has an attribute whose value is in an ea_inode. */
+static errcode_t uses_ea_inode(ext2_filsys fs, ext2_ino_t ino, int *yes)
+{
+	int isz = EXT2_INODE_SIZE(fs->super);
+	struct ext2_inode_large *in = NULL;
+	char *blk = NULL, *p;
+	blk64_t acl;
+	errcode_t err;
+
+	*yes = 0;
+	err = read_large(fs, ino, &in);
+	if (err)
+		goto out;
+	p = (char *)in + EXT2_GOOD_OLD_INODE_SIZE + in->i_extra_isize;
+	if (in->i_extra_isize && p + 4 <= (char *)in + isz &&
+	    ext2fs_le32_to_cpu(*(__u32 *)p) == EXT2_EXT_ATTR_MAGIC)
+		*yes = entries_use_ea_inode(p + 4, (char *)in + isz);
+	acl = ext2fs_file_acl_block(fs, (struct ext2_inode *)in);
+	if (*yes || !acl)
+		goto out;
+	err = ext2fs_get_mem(fs->blocksize, &blk);
+	if (!err)
+		err = ext2fs_read_ext_attr3(fs, acl, blk, ino);
+	if (!err)
+		*yes = entries_use_ea_inode(blk +
+					    sizeof(struct ext2_ext_attr_header),
+					    blk + fs->blocksize);
+out:
+	ext2fs_free_mem(&in);
+	ext2fs_free_mem(&blk);
+	return err;
+}
+
+#define EA_CHECK_MAX_DEPTH	1025	/* past what a reflink copies */
+
+static errcode_t tree_uses_ea_inode(ext2_filsys fs, ext2_ino_t ino,
+				    unsigned depth)
+{
+	struct extref_dirlist e = { 0 };
+	struct ext2_inode in;
+	size_t i;
+	int yes;
+	errcode_t err;
+
+	err = uses_ea_inode(fs, ino, &yes);
+	if (!err && yes)
+		err = EXTREF_ERR_EA_INODE;
+	if (!err)
+		err = ext2fs_read_inode(fs, ino, &in);
+	if (err || !LINUX_S_ISDIR(in.i_mode))
+		return err;
+	if (depth >= EA_CHECK_MAX_DEPTH)
+		return EXTREF_ERR_DIR_DEPTH;
+	err = xr_dir_list(fs, ino, 0, &e);
+	for (i = 0; !err && i < e.n; i++)
+		err = tree_uses_ea_inode(fs, e.v[i].ino, depth + 1);
+	extref_dir_list_free(&e);
+	return err;
+}
+
+errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src)
+{
+	if (!ext2fs_has_feature_ea_inode(fs->super))
+		return 0;
+	return tree_uses_ea_inode(fs, src, 0);
 }
 
 struct xa_copy {
@@ -102,20 +196,6 @@ static void copy_fields(struct ext2_inode_large *d,
 		d->i_crtime_extra = s->i_crtime_extra;
 	if (HAS_FIELD(d, i_projid))
 		d->i_projid = HAS_FIELD(s, i_projid) ? s->i_projid : 0;
-}
-
-static errcode_t read_large(ext2_filsys fs, ext2_ino_t ino,
-			    struct ext2_inode_large **in)
-{
-	int sz = EXT2_INODE_SIZE(fs->super);
-	errcode_t err = ext2fs_get_memzero(sz, in);
-
-	if (!err)
-		err = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)*in,
-					     sz);
-	if (!err && sz == EXT2_GOOD_OLD_INODE_SIZE)
-		(*in)->i_extra_isize = 0;
-	return err;
 }
 
 /*
