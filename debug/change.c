@@ -234,11 +234,13 @@ static int reflink_label(struct cmd_args *a, struct extref_reflink_opts *ro)
 	errcode_t err;
 
 	if (a->opts['p'])
-		return cmd_fail(a, "-Z cannot be combined with -p (a snapshot "
-				"keeps its source's labels)");
+		return cmd_fail(a, "%s -> %s: -Z cannot be combined with -p (a "
+				"snapshot keeps its source's labels)",
+				a->argv[0], a->argv[1]);
 	err = extref_label_check(a->optarg['Z']);
 	if (err)
-		return cmd_err(a, err, "-Z %s", a->optarg['Z']);
+		return cmd_err(a, err, "%s -> %s: -Z %s", a->argv[0],
+			       a->argv[1], a->optarg['Z']);
 	ro->label = a->optarg['Z'];
 	return 0;
 }
