@@ -63,6 +63,8 @@ def populate(root):
                 b"system_u:object_r:lnk_t:s0\x00", follow_symlinks=False)
     os.setxattr(t / "fifo", "trusted.fifo", b"f")
     os.setxattr(t / "big", "user.data", b"d")
+    os.setxattr(t / "small", "user.s", b"inline data and an xattr")
+    os.setxattr(t / "small", "security.selinux", b"u:object_r:s_t:s0\x00")
     os.setxattr(t, "user.large", b"y" * 2500)        # an xattr block
     os.setxattr(t / "sub" / "deep", "user.large", b"z" * 2500)
     run(["chattr", "+A", str(t / "sub")])
@@ -92,6 +94,8 @@ def source_img(request, tmp_path):
          str(img)])
     run([helpers.binary("mkfs.extref"), "--convert", str(img)])
     e2fsck_fn(img)
+    if request.param == "inline_data":     # the inline path is taken
+        assert "Size of inline data" in debugfs(img, "stat /t/small").stdout
     return img
 
 
