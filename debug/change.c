@@ -45,8 +45,9 @@ static int file_arg(struct cmd_args *a, const char *path, ext2_ino_t *ino)
 	if (resolve_path(a, path, ino) || read_inode(a, *ino, &inode))
 		return 1;
 	if (!LINUX_S_ISREG(inode.i_mode))
-		return cmd_fail(a, "%s: %s", path,
-				error_message(EXTREF_ERR_NOT_REG));
+		return cmd_err_class(a, LINUX_S_ISDIR(inode.i_mode) ?
+				     EXTREF_ERR_IS_DIR : EXTREF_ERR_NOT_REG,
+				     "%s", path);
 	return modifiable(a, *ino, path);
 }
 

@@ -551,3 +551,37 @@ def test_differences_documented():
     body = section[1].split("\n.SH ", 1)[0]
     for name in DIFFERENCES:
         assert name in body, f"difference {name!r} not in the man page"
+
+
+def test_directory_source(xfs_mnt, tmp_path):
+    """A directory given as the source: EISDIR from both, image unchanged
+    (a directory cannot be opened for writing, so only the source side
+    can be compared with the kernel)."""
+    d = os.path.join(str(xfs_mnt), "dir")
+    os.mkdir(d)
+    dfd = os.open(d, os.O_RDONLY)
+    ffd = os.open(os.path.join(str(xfs_mnt), "file"),
+                  os.O_RDWR | os.O_CREAT, 0o644)
+    want = []
+    try:
+        os.pwrite(ffd, b"A" * 8192, 0)
+        for so, n in ((0, 0), (0, BS), (BS, 1)):
+            try:
+                fcntl.ioctl(ffd, FICLONERANGE,
+                            struct.pack("qQQQ", dfd, so, n, 0))
+                want.append("ok")
+            except OSError as e:
+                want.append(errno.errorcode[e.errno])
+    finally:
+        os.close(dfd)
+        os.close(ffd)
+        os.unlink(os.path.join(str(xfs_mnt), "file"))
+        os.rmdir(d)
+    img = tmp_path / "e.img"
+    ext = ExtrefSide(img, tmp_path)
+    ext.shell(["mkdir /dir", "pwrite -S 65 /f0 0 8192"])
+    before = helpers.sha256(img)
+    for (so, n), w in zip(((0, 0), (0, BS), (BS, 1)), want):
+        rc, out = ext.shell([f"clone_range /dir {so} /f0 0 {n}"])
+        assert ExtrefSide._outcome(rc, out)[0] == w == "EISDIR", out
+    assert helpers.sha256(img) == before
