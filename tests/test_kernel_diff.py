@@ -80,8 +80,10 @@ DIFFERENCES = {
         "range's end.", None),
     "largest-file-size": (
         "extref applies ext4's largest file size ((2^32-1) blocks, less "
-        "without huge_file): offsets past it are EFBIG where XFS (8 EiB) "
-        "goes on.  Never generated here.", None),
+        "without huge_file): a range ending past it is EFBIG where XFS "
+        "(8 EiB) goes on.  Not generated here (the files would differ "
+        "from then on); tests/test_range_limits.py checks these limits "
+        "against the kernel's ext4.", None),
     "pwrite-all-or-nothing": (
         "A pwrite that would cross the largest file size is refused "
         "(EFBIG) where the kernel writes a short count.  Never generated "
@@ -131,7 +133,7 @@ def gen_ops(seed, count):
             return rng.randrange(0, MAXBLK * BS)
         return size + rng.choice([1, BS, 3 * BS])
 
-    def length(f, o):
+    def length(f, o, falloc=False):
         r = rng.random()
         left = sizes[f] - o
         if r < 0.10:
@@ -142,7 +144,12 @@ def gen_ops(seed, count):
             return max(left, 1)      # to EOF
         if r < 0.90:
             return rng.randrange(1, 3 * BS)
-        return rng.choice([(1 << 30) + BS, 1 << 31, 8 * BS + 1])
+        # past 2^63 (negative as a loff_t); for a clone or dedupe also
+        # the largest loff_t (an end past ext4's largest file size is
+        # the difference "largest-file-size" for fallocate)
+        return rng.choice([(1 << 30) + BS, 1 << 31, 8 * BS + 1,
+                           (1 << 64) - BS] +
+                          ([] if falloc else [(1 << 63) - BS]))
 
     ops = []
     for _ in range(count):
@@ -172,7 +179,7 @@ def gen_ops(seed, count):
             sizes[f] = n
         elif kind in ("punch", "unshare"):
             o = off(f)
-            ops.append((kind, f, o, length(f, o)))
+            ops.append((kind, f, o, length(f, o, falloc=True)))
         else:
             g = rng.randrange(NFILES)
             if g == f and kind == "reflink":

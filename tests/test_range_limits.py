@@ -42,6 +42,9 @@ CASES = [
      lambda fd: falloc(fd, FALLOC_FL_UNSHARE_RANGE, MAX - BS, 2 * BS)),
     ("punch /a 4096 {BIG}",
      lambda fd: falloc(fd, FALLOC_FL_PUNCH_HOLE, BS, 1 << 63)),
+    ("punch /a 4096 {LMAX}",
+     lambda fd: falloc(fd, FALLOC_FL_PUNCH_HOLE, BS, (1 << 63) - 1)),
+    ("truncate /a {BIG}", lambda fd: os.ftruncate(fd, -(1 << 63))),
     ("punch /a 0 0", lambda fd: falloc(fd, FALLOC_FL_PUNCH_HOLE, 0, 0)),
     ("truncate /a 0", lambda fd: os.ftruncate(fd, 0)),
 ]
@@ -56,7 +59,8 @@ def falloc(fd, mode, off, n):
 
 
 def request(text):
-    return text.format(MAX=MAX, MAX1=MAX + 1, MAXB=MAX - BS, BIG=1 << 63)
+    return text.format(MAX=MAX, MAX1=MAX + 1, MAXB=MAX - BS, BIG=1 << 63,
+                       LMAX=(1 << 63) - 1)
 
 
 def kernel_outcomes(tmp_path):
