@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 struct range {
 	__u64	soff, doff, len;	/* bytes, len already resolved */
@@ -115,7 +116,7 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = do_clone(xfs, src, &sinode, dst, &r, 1);
 	if (!err)
 		*done = r.len;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 /* Compare the two ranges' bytes. */
@@ -183,5 +184,5 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = do_clone(xfs, src, &sinode, dst, &r, 0);
 	if (!err)
 		*done = len;
-	return err;
+	return xr_quota_end(xfs, err);
 }

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
 {
@@ -105,7 +106,7 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
 	if (!err && ret_ino)
 		*ret_ino = ino;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 /* The directory-entry file type of an inode mode. */
@@ -150,7 +151,7 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	}
 	if (!err && ret_ino)
 		err = xr_lookup(fs, dir, name, ret_ino);
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 errcode_t extref_mkdir(extref_fs_t xfs, ext2_ino_t dir, const char *name,

@@ -17,7 +17,8 @@
 #endif
 
 /*
- * The image can be changed: writable, tree loaded, no quota.  Every
+ * The image can be changed: writable, tree loaded (quota files are kept
+ * by quota/charge.c).  Every
  * node of the tree is read and checked now, before the operation's
  * first write: a count change that met a corrupt node half-way would
  * stop after the files were already changed.
@@ -31,9 +32,6 @@ errcode_t xr_op_begin(extref_fs_t xfs)
 		return EXT2_ET_RO_FILSYS;
 	if (!extref_fs_tree(xfs))
 		return EXTREF_ERR_NO_TREE;
-	if (ext2fs_has_feature_quota(fs->super) ||
-	    ext2fs_has_feature_project(fs->super))
-		return EXTREF_ERR_QUOTA;
 	err = xr_tree_read_all(extref_fs_tree(xfs));
 	if (!err && !fs->block_map)
 		err = ext2fs_read_bitmaps(fs);

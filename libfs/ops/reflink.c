@@ -16,6 +16,7 @@
 #include <string.h>
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 /* Directory levels below the source that a recursive reflink copies. */
 #define RL_MAX_DEPTH	1024
@@ -610,5 +611,5 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		remove_tree(&r, dir, name, 0);
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
-	return err;
+	return xr_quota_end(xfs, err);
 }
