@@ -111,6 +111,8 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 		err = clone_rules(extref_fs_ext2(xfs), src,
 				  EXT2_I_SIZE(&sinode), dst,
 				  EXT2_I_SIZE(&dinode), &r);
+	if (!err && r.len)
+		err = xr_quota_check_range(xfs, dst, r.doff, r.len, 0);
 	if (err || r.len == 0)
 		return err;
 	err = do_clone(xfs, src, &sinode, dst, &r, 1);

@@ -101,6 +101,11 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	inode.i_links_count = 1;
 	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
 	xr_set_owner(&inode, cred->uid, cred->gid);
+	err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){ cred->uid,
+							    cred->gid, 0 },
+			     0, 1);
+	if (err)
+		return err;
 	err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);

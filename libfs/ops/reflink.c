@@ -605,7 +605,10 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	if (!err && LINUX_S_ISDIR(s.i_mode))
 		err = tree_room(&r, src);
 	if (!err)
-		err = reflink_any(&r, src, dir, name, ret_ino);
+		err = xr_quota_check_reflink(xfs, src, flags, &r.cred);
+	if (err)
+		return err;
+	err = reflink_any(&r, src, dir, name, ret_ino);
 	/* A copy that failed half-way is taken back out. */
 	if (err && LINUX_S_ISDIR(s.i_mode) && xr_name_free(r.fs, dir, name))
 		remove_tree(&r, dir, name, 0);

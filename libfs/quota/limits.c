@@ -107,3 +107,153 @@ errcode_t xr_quota_transfer(extref_fs_t xfs, ext2_ino_t ino,
 		err = check_one(xfs, EXTREF_QUOTA_GROUP, new_gid, bytes, 1);
 	return err;
 }
+
+/* Blocks of [lstart, lend) mapped by the file alone, and shared. */
+struct range_count {
+	blk64_t	lstart, lend;
+	blk64_t	own, shared;
+};
+
+static errcode_t count_map(const struct extref_mapping *m, void *priv)
+{
+	struct range_count *c = priv;
+	blk64_t s = m->lblk > c->lstart ? m->lblk : c->lstart;
+	blk64_t e = m->lblk + m->len < c->lend ? m->lblk + m->len : c->lend;
+
+	if (s < e) {
+		if (m->shared)
+			c->shared += e - s;
+		else
+			c->own += e - s;
+	}
+	return 0;
+}
+
+/*
+ * Before a write (shared_only 0) or an unshare (1) of [off, off+len):
+ * the blocks it may add are those the file does not map alone (holes,
+ * shared blocks), or only the shared ones.  Extent-tree blocks are not
+ * counted (at most a block or two past a limit).
+ */
+errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			       __u64 len, int shared_only)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct range_count c;
+	__u64 bs = fs->blocksize;
+	errcode_t err;
+
+	if (!enforced(xfs) || !len)
+		return 0;
+	c.lstart = off / bs;
+	c.lend = (off + len + bs - 1) / bs;
+	c.own = c.shared = 0;
+	err = extref_iterate_mappings(xfs, ino, count_map, &c);
+	if (err)
+		return err;
+	return xr_quota_check_ino(xfs, ino, (shared_only ? c.shared :
+				  c.lend - c.lstart - c.own) * bs, 0);
+}
+
+/* The i_blocks of ino in bytes. */
+errcode_t xr_quota_ino_bytes(ext2_filsys fs, ext2_ino_t ino, __u64 *bytes)
+{
+	struct ext2_inode inode;
+	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
+
+	if (!err)
+		*bytes = ext2fs_get_stat_i_blocks(fs, &inode) * 512ULL;
+	return err;
+}
+
+/*
+ * A reflink charges the new files their whole i_blocks: in copy mode to
+ * the caller (project 0, as the copy is made), in preserve mode to each
+ * source file's owner.  Hard links are counted once per name (the
+ * estimate is an upper bound).
+ */
+struct owner_sum {
+	__u32	id[XR_QTYPES];
+	__u64	bytes, inodes;
+};
+
+struct estimate {
+	extref_fs_t		xfs;
+	int			preserve;
+	__u32			cid[XR_QTYPES];
+	struct owner_sum	*v;
+	size_t			n, cap;
+};
+
+static errcode_t est_add(struct estimate *e, const __u32 id[XR_QTYPES],
+			 __u64 bytes)
+{
+	errcode_t err;
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		if (!memcmp(e->v[i].id, id, sizeof(e->v[i].id)))
+			break;
+	if (i == e->n) {
+		if (e->n == e->cap) {
+			size_t cap = e->cap ? 2 * e->cap : 8;
+
+			err = ext2fs_resize_mem(e->cap * sizeof(*e->v),
+						cap * sizeof(*e->v), &e->v);
+			if (err)
+				return err;
+			e->cap = cap;
+		}
+		memset(&e->v[e->n], 0, sizeof(e->v[0]));
+		memcpy(e->v[e->n++].id, id, sizeof(e->v[0].id));
+	}
+	e->v[i].bytes += bytes;
+	e->v[i].inodes++;
+	return 0;
+}
+
+static errcode_t est_walk(struct estimate *e, ext2_ino_t ino, int depth)
+{
+	ext2_filsys fs = extref_fs_ext2(e->xfs);
+	struct ext2_inode inode;
+	struct extref_dirlist l = { 0 };
+	__u32 id[XR_QTYPES];
+	errcode_t err;
+
+	if (depth > 1024)
+		return EXTREF_ERR_DIR_DEPTH;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (!err && e->preserve)
+		err = xr_quota_ino_ids(fs, ino, id);
+	else
+		memcpy(id, e->cid, sizeof(id));
+	if (!err)
+		err = est_add(e, id, ext2fs_get_stat_i_blocks(fs, &inode) *
+			      512ULL);
+	if (err || !LINUX_S_ISDIR(inode.i_mode))
+		return err;
+	err = xr_dir_list(fs, ino, 0, &l);
+	for (size_t i = 0; !err && i < l.n; i++)
+		err = est_walk(e, l.v[i].ino, depth + 1);
+	extref_dir_list_free(&l);
+	return err;
+}
+
+errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
+				 const struct extref_cred *cred)
+{
+	struct estimate e = { .xfs = xfs };
+	errcode_t err;
+
+	if (!enforced(xfs))
+		return 0;
+	e.preserve = flags & EXTREF_REFLINK_PRESERVE;
+	e.cid[EXTREF_QUOTA_USER] = cred->uid;
+	e.cid[EXTREF_QUOTA_GROUP] = cred->gid;
+	err = est_walk(&e, src, 0);
+	for (size_t i = 0; !err && i < e.n; i++)
+		err = xr_quota_check(xfs, e.v[i].id, e.v[i].bytes,
+				     e.v[i].inodes);
+	ext2fs_free_mem(&e.v);
+	return err;
+}
