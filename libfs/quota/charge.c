@@ -78,6 +78,13 @@ static void charge_of(ext2_filsys fs, ext2_ino_t ino,
 	memset(c, 0, sizeof(*c));
 	if (!xr_quota_charged(fs, ino, inode))
 		return;
+	/*
+	 * An inode the bitmap holds free is charged nothing: a new inode's
+	 * first write comes before its bitmap bit, whatever an unused
+	 * inode table held.
+	 */
+	if (fs->inode_map && !ext2fs_test_inode_bitmap2(fs->inode_map, ino))
+		return;
 	c->charged = 1;
 	xr_quota_ids(fs, inode, c->id);
 	c->bytes = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode) *
