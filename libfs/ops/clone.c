@@ -112,7 +112,7 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 				  EXT2_I_SIZE(&sinode), dst,
 				  EXT2_I_SIZE(&dinode), &r);
 	if (!err && r.len)
-		err = xr_quota_check_range(xfs, dst, r.doff, r.len, 0);
+		err = xr_quota_check_range(xfs, dst, r.doff, r.len);
 	if (err || r.len == 0)
 		return err;
 	err = do_clone(xfs, src, &sinode, dst, &r, 1);

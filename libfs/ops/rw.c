@@ -242,7 +242,7 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 	if (!err && off + len < off)
 		err = EXT2_ET_FILE_TOO_BIG;
 	if (!err)
-		err = xr_quota_check_range(xfs, ino, off, len, 0);
+		err = xr_quota_check_range(xfs, ino, off, len);
 	if (err)
 		return err;
 	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, buf,
@@ -263,9 +263,6 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 		return 0;
 	if (len == 0 || off + len > size || off + len < off)
 		len = size - off;
-	err = xr_quota_check_range(xfs, ino, off, len, 1);
-	if (err)
-		return err;
 	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, NULL,
 						    len, XR_COW_UNSHARE));
 }

@@ -130,13 +130,14 @@ static errcode_t count_map(const struct extref_mapping *m, void *priv)
 }
 
 /*
- * Before a write (shared_only 0) or an unshare (1) of [off, off+len):
- * the blocks it may add are those the file does not map alone (holes,
- * shared blocks), or only the shared ones.  Extent-tree blocks are not
- * counted (at most a block or two past a limit).
+ * Before a write or clone onto [off, off+len): i_blocks grows by the
+ * blocks the range does not map yet (holes).  A shared block the write
+ * copies is charged already (the file's i_blocks counts it) and is
+ * replaced one for one; unshare therefore charges nothing.  Extent-tree
+ * blocks are not counted (at most a block or two past a limit).
  */
 errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
-			       __u64 len, int shared_only)
+			       __u64 len)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct range_count c;
@@ -151,8 +152,8 @@ errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 	err = extref_iterate_mappings(xfs, ino, count_map, &c);
 	if (err)
 		return err;
-	return xr_quota_check_ino(xfs, ino, (shared_only ? c.shared :
-				  c.lend - c.lstart - c.own) * bs, 0);
+	return xr_quota_check_ino(xfs, ino, (c.lend - c.lstart - c.own -
+					     c.shared) * bs, 0);
 }
 
 /* The i_blocks of ino in bytes. */

@@ -58,7 +58,7 @@ errcode_t xr_quota_check(extref_fs_t xfs, const __u32 id[XR_QTYPES],
 errcode_t xr_quota_check_ino(extref_fs_t xfs, ext2_ino_t ino, __u64 bytes,
 			     __u64 inodes);
 errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
-			       __u64 len, int shared_only);
+			       __u64 len);
 errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
 				 const struct extref_cred *cred);
 errcode_t xr_quota_ino_bytes(ext2_filsys fs, ext2_ino_t ino, __u64 *bytes);
