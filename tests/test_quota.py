@@ -358,6 +358,10 @@ def test_corrupt_quota_file_refused(tmp_path, offset, value):
     res = shell(img, "set_quota user 4242 1 2 3 4", check=False)
     assert res.returncode != 0
     assert "quota" in (res.stderr + res.stdout).lower()
+    # an operation is refused before it writes anything
+    res = shell(img, f"write {tmp_path / 'f'} /b", check=False)
+    assert res.returncode != 0 and "quota" in res.stderr.lower(), \
+        helpers.describe(res)
     res = shell(img, "list_quota user", check=False)
     # refused or listed, never a crash
     assert res.returncode in (0, 1), helpers.describe(res)

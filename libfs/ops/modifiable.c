@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"
+#include "quota/xr_quota.h"
 
 #ifndef EXT4_VERITY_FL
 #define EXT4_VERITY_FL		0x00100000
@@ -35,6 +36,8 @@ errcode_t xr_op_begin(extref_fs_t xfs)
 	err = xr_tree_read_all(extref_fs_tree(xfs));
 	if (!err && !fs->block_map)
 		err = ext2fs_read_bitmaps(fs);
+	if (!err)
+		err = xr_quota_verify(fs);
 	return err;
 }
 

@@ -32,6 +32,7 @@ struct xr_quota {
 	ext2fs_inode_bitmap	seen;
 	struct touched		*v;
 	size_t			n, cap;
+	int			verified;	/* xr_quota_verify passed */
 };
 
 #ifndef EXT4_EA_INODE_FL
@@ -187,6 +188,28 @@ void xr_quota_detach(ext2_filsys fs)
 	ext2fs_free_inode_bitmap(q->seen);
 	ext2fs_free_mem(&q->v);
 	ext2fs_free_mem(&q);
+}
+
+errcode_t xr_quota_verify(ext2_filsys fs)
+{
+	struct xr_quota *q = quota_of(fs);
+	struct xr_qfile *qf;
+	errcode_t err = 0;
+
+	if (!q || q->verified)
+		return 0;
+	for (int t = 0; !err && t < XR_QTYPES; t++) {
+		if (!xr_quota_inum(fs, t))
+			continue;
+		err = xr_qfile_open(fs, t, &qf);
+		if (!err) {
+			err = xr_qfile_verify(qf);
+			xr_qfile_close(qf);
+		}
+	}
+	if (!err)
+		q->verified = 1;
+	return err;
 }
 
 /* One id's change in an operation. */

@@ -540,3 +540,31 @@ errcode_t xr_qfile_iterate(struct xr_qfile *qf, xr_dquot_func func,
 	ext2fs_u32_list_free(w.seen);
 	return err;
 }
+
+static errcode_t no_op(const struct xr_dquot *dq, void *priv)
+{
+	(void) dq;
+	(void) priv;
+	return 0;
+}
+
+/*
+ * The whole file checked: every tree and data block reachable, and the
+ * heads of both lists, so that a flush later finds nothing it must
+ * refuse half-way.
+ */
+errcode_t xr_qfile_verify(struct xr_qfile *qf)
+{
+	struct xr_qt_disk_dbheader h;
+	unsigned char b[XR_QT_BLKSIZE];
+	errcode_t err = xr_qfile_iterate(qf, no_op, NULL);
+
+	if (!err && qf->hdr.dqi_free_blk)
+		err = read_dblk(qf, qf->hdr.dqi_free_blk, b, &h);
+	if (!err && qf->hdr.dqi_free_entry) {
+		err = read_dblk(qf, qf->hdr.dqi_free_entry, b, &h);
+		if (!err && h.dqdh_entries >= XR_QT_PER_BLOCK)
+			err = EXTREF_ERR_QUOTA_FILE;
+	}
+	return err;
+}

@@ -29,6 +29,7 @@ errcode_t xr_qfile_get(struct xr_qfile *qf, __u32 id, struct xr_dquot *dq);
 /* Write *dq, adding an entry (and tree blocks) when it has none. */
 errcode_t xr_qfile_put(struct xr_qfile *qf, struct xr_dquot *dq);
 __u32 xr_qfile_grace(const struct xr_qfile *qf, int inodes);
+errcode_t xr_qfile_verify(struct xr_qfile *qf);
 typedef errcode_t (*xr_dquot_func)(const struct xr_dquot *dq, void *priv);
 errcode_t xr_qfile_iterate(struct xr_qfile *qf, xr_dquot_func func,
 			   void *priv);
@@ -36,6 +37,8 @@ errcode_t xr_qfile_iterate(struct xr_qfile *qf, xr_dquot_func func,
 /* charge.c */
 errcode_t xr_quota_attach(ext2_filsys fs);
 void xr_quota_detach(ext2_filsys fs);
+/* Every quota file checked whole, once per open image (xr_op_begin). */
+errcode_t xr_quota_verify(ext2_filsys fs);
 /* Write the usage changed since the last flush to the quota files. */
 errcode_t xr_quota_flush(ext2_filsys fs);
 /* The end of an operation: flush, keeping the operation's error first. */
