@@ -333,6 +333,28 @@ def test_no_identity_charges_past_limits(limited):
     assert list_quota(limited, "user")[1000][0] > 50 * 1024
 
 
+def test_many_ids_fill_the_tree(tmp_path):
+    """Entries for ids spread over every byte of the id: new tree blocks,
+    data blocks filled past their 14 entries, all read back by stock
+    debugfs and accepted by stock e2fsck."""
+    img = make_image(tmp_path, types="usrquota:grpquota")
+    ids = list(range(1, 33)) + [255, 256, 65535, 65536, 70000, 1 << 24,
+                                (1 << 24) + 5, 4294967294]
+    cmds = [f"set_quota user {i} {i} {2 * i} {i % 7} {i % 11}" for i in ids]
+    cmds += [f"set_quota group {i} 1 2 3 4" for i in ids[::3]]
+    shell(img, *cmds)
+    shell(img, f"write {data(tmp_path, 'f', 3000, 9)} /a",
+          "chown 65536:1 /a")
+    rows = list_quota(img, "user")
+    for i in ids:
+        assert rows[i][2:] == (i, 2 * i), (i, rows.get(i))
+    ours = helpers.run([helpers.binary("debugfs.extref"), "-R",
+                        "list_quota user", str(img)]).stdout
+    stock = helpers.debugfs(img, "list_quota user").stdout
+    assert ours.split() == stock.split()
+    check_quota(img, ("user", "group"))
+
+
 # ----- hostile quota files -----
 
 def quota_file_offset(img, qtype_ino, offset):

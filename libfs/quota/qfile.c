@@ -189,9 +189,10 @@ static unsigned char *entry_at(unsigned char *buf, unsigned slot)
 
 static void dq_from_disk(const unsigned char *e, struct xr_dquot *dq)
 {
-	struct xr_qt_disk_dqblk d;
-	static const struct xr_qt_disk_dqblk marker = { .dqb_itime = 1 };
+	struct xr_qt_disk_dqblk d, marker;
 
+	memset(&marker, 0, sizeof(marker));
+	marker.dqb_itime = ext2fs_cpu_to_le64(1);
 	memcpy(&d, e, sizeof(d));
 	dq->id = ext2fs_le32_to_cpu(d.dqb_id);
 	dq->ihard = ext2fs_le64_to_cpu(d.dqb_ihardlimit);
@@ -202,11 +203,8 @@ static void dq_from_disk(const unsigned char *e, struct xr_dquot *dq)
 	dq->curspace = ext2fs_le64_to_cpu(d.dqb_curspace);
 	dq->btime = ext2fs_le64_to_cpu(d.dqb_btime);
 	dq->itime = ext2fs_le64_to_cpu(d.dqb_itime);
-	if (ext2fs_cpu_to_le64(1) == d.dqb_itime) {
-		d.dqb_itime = marker.dqb_itime;
-		if (!memcmp(&d, &marker, sizeof(d)))
-			dq->itime = 0;	/* the all-zero entry's marker */
-	}
+	if (!memcmp(&d, &marker, sizeof(d)))
+		dq->itime = 0;	/* the all-zero entry's marker */
 }
 
 static void dq_to_disk(const struct xr_dquot *dq, unsigned char *e)
