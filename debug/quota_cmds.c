@@ -6,6 +6,7 @@
  */
 #include <string.h>
 #include "debugfs.h"
+#include "quota/xr_quota.h"
 
 static const char *const type_names[] = { "user", "group", "project" };
 
@@ -14,6 +15,9 @@ static int quota_type(struct cmd_args *a, const char *s, int *type)
 	for (int t = 0; t < 3; t++)
 		if (!strcmp(s, type_names[t])) {
 			*type = t;
+			if (!xr_quota_inum(sh.fs, t))
+				return cmd_fail(a, "%s: no %s quota", sh.image,
+						s);
 			return 0;
 		}
 	return cmd_fail(a, "bad quota type: %s (user, group or project)", s);

@@ -173,7 +173,14 @@ def test_reflink_charges_full_size_to_each_owner(tmp_path):
 
 
 def test_project_quota(tmp_path):
-    img = make_image(tmp_path, types="prjquota")
+    """A project quota image made by mke2fs itself, then converted."""
+    img = tmp_path / "p.img"
+    helpers.run(["mke2fs", "-q", "-t", "ext4", "-b", str(BS), "-I", "256",
+                 "-O", "quota,project", "-E", "quotatype=prjquota", "-F",
+                 str(img), "16M"])
+    helpers.mkfs(img, None, "-q", "--convert")
+    res = shell(img, "list_quota user", check=False)
+    assert res.returncode != 0 and "no user quota" in res.stderr
     shell(img, f"write {data(tmp_path, 'f', 50000, 5)} /a")
     shell(img, "set_inode_field /a projid 7")
     check_quota(img, ("project",))
