@@ -92,17 +92,28 @@ static void charge_of(ext2_filsys fs, ext2_ino_t ino,
 		   512ULL;
 }
 
+/* The whole inode (i_projid is past the first 128 bytes); free *in. */
+static errcode_t read_large(ext2_filsys fs, ext2_ino_t ino,
+			    struct ext2_inode_large **in)
+{
+	int isz = EXT2_INODE_SIZE(fs->super);
+	errcode_t err;
+
+	*in = NULL;
+	err = ext2fs_get_memzero(isz < (int)sizeof(**in) ?
+				 (int)sizeof(**in) : isz, in);
+	if (!err)
+		err = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)*in,
+					     isz);
+	return err;
+}
+
 static errcode_t read_charge(ext2_filsys fs, ext2_ino_t ino,
 			     struct charge *c)
 {
-	int isz = EXT2_INODE_SIZE(fs->super);
-	struct ext2_inode_large *in = NULL;
-	errcode_t err = ext2fs_get_memzero(isz < (int)sizeof(*in) ?
-					   (int)sizeof(*in) : isz, &in);
+	struct ext2_inode_large *in;
+	errcode_t err = read_large(fs, ino, &in);
 
-	if (!err)
-		err = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)in,
-					     isz);
 	if (!err)
 		charge_of(fs, ino, in, c);
 	ext2fs_free_mem(&in);
@@ -112,14 +123,9 @@ static errcode_t read_charge(ext2_filsys fs, ext2_ino_t ino,
 errcode_t xr_quota_ino_ids(ext2_filsys fs, ext2_ino_t ino,
 			   __u32 id[XR_QTYPES])
 {
-	int isz = EXT2_INODE_SIZE(fs->super);
-	struct ext2_inode_large *in = NULL;
-	errcode_t err = ext2fs_get_memzero(isz < (int)sizeof(*in) ?
-					   (int)sizeof(*in) : isz, &in);
+	struct ext2_inode_large *in;
+	errcode_t err = read_large(fs, ino, &in);
 
-	if (!err)
-		err = ext2fs_read_inode_full(fs, ino, (struct ext2_inode *)in,
-					     isz);
 	if (!err)
 		xr_quota_ids(fs, in, id);
 	ext2fs_free_mem(&in);

@@ -156,17 +156,6 @@ errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 					     c.shared) * bs, 0);
 }
 
-/* The i_blocks of ino in bytes. */
-errcode_t xr_quota_ino_bytes(ext2_filsys fs, ext2_ino_t ino, __u64 *bytes)
-{
-	struct ext2_inode inode;
-	errcode_t err = ext2fs_read_inode(fs, ino, &inode);
-
-	if (!err)
-		*bytes = ext2fs_get_stat_i_blocks(fs, &inode) * 512ULL;
-	return err;
-}
-
 /*
  * A reflink charges the new files their whole i_blocks: in copy mode to
  * the caller (project 0, as the copy is made), in preserve mode to each

@@ -60,11 +60,12 @@ errcode_t xr_quota_check(extref_fs_t xfs, const __u32 id[XR_QTYPES],
 /* The same for the inode's owner. */
 errcode_t xr_quota_check_ino(extref_fs_t xfs, ext2_ino_t ino, __u64 bytes,
 			     __u64 inodes);
+/* Before a write or clone onto a range: the blocks of its holes. */
 errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 			       __u64 len);
+/* Before a reflink: each new file's whole i_blocks, to its owner-to-be. */
 errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
 				 const struct extref_cred *cred);
-errcode_t xr_quota_ino_bytes(ext2_filsys fs, ext2_ino_t ino, __u64 *bytes);
 /*
  * chown: ino (old_inode as it is now) moves to new_uid/new_gid; the limits
  * of the new owner are checked for its whole usage.  The caller writes
