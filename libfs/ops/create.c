@@ -145,6 +145,10 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
 		err = xr_name_free(fs, dir, name);
+	/* libext2fs makes them owned by 0:0, which they are charged to */
+	if (!err)
+		err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){ 0, 0, 0 },
+				     fs->blocksize, 1);
 	for (tries = 0; !err && tries < 2; tries++) {
 		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
 			     : ext2fs_mkdir(fs, dir, 0, name);
