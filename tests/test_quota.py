@@ -318,6 +318,21 @@ def test_inode_limit(limited):
     check_quota(limited, ("user", "group"))
 
 
+def test_mkdir_charges_its_owner(limited):
+    """libext2fs makes directories owned by 0:0: their owner's limit is
+    the one checked, whoever creates them."""
+    used = list_quota(limited, "user")[0][1]
+    shell(limited, f"set_quota user 0 0 0 0 {used}")
+    before = helpers.sha256(limited)
+    res = quota_as(limited, 1000, 100, "mkdir", "/", "dd")
+    assert res.returncode == DQUOT, helpers.describe(res)
+    assert helpers.sha256(limited) == before
+    shell(limited, f"set_quota user 0 0 0 0 {used + 1}")
+    res = quota_as(limited, 1000, 100, "mkdir", "/", "dd")
+    assert res.returncode == 0, helpers.describe(res)
+    check_quota(limited, ("user", "group"))
+
+
 def test_soft_limit_grace(limited):
     """Past the soft limit: allowed, and the grace time starts; once it
     is over, refused (the grace time is set back to the past here)."""

@@ -6,6 +6,7 @@
  * usage: quota_as IMAGE UID GID CAPS OP ARGS...
  *   OP: pwrite PATH OFF LEN | unshare PATH | clone SRC SOFF DST DOFF LEN
  *       | reflink SRC DIR NAME | reflink_p SRC DIR NAME | create DIR NAME
+ *       | mkdir DIR NAME
  *       | chown PATH UID GID
  * CAPS: 0, or "resource" for CAP_SYS_RESOURCE.  Paths are absolute.
  * Exit 0 on success, 3 on EDQUOT (EXTREF_ERR_DQUOT), 1 on another error
@@ -91,6 +92,10 @@ static errcode_t run(extref_fs_t xfs, const struct extref_cred *c, int n,
 		err = ino_of(xfs, v[1], &a);
 		return err ? err : extref_create_file(xfs, a, v[2], 0644, c,
 						      &ino);
+	}
+	if (n == 3 && !strcmp(v[0], "mkdir")) {
+		err = ino_of(xfs, v[1], &a);
+		return err ? err : extref_mkdir(xfs, a, v[2], &ino);
 	}
 	if (n == 4 && !strcmp(v[0], "chown")) {
 		err = ino_of(xfs, v[1], &a);
