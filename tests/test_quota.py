@@ -452,3 +452,36 @@ def test_random_damage_never_crashes(tmp_path):
             assert res.returncode in (0, 1), (seed, helpers.describe(res))
             if res.returncode:
                 assert helpers.sha256(img) == before, (seed, req)
+
+
+def test_quota_inode_must_be_its_own(tmp_path):
+    """The superblock names the quota inodes: a user file (inode 3/4 are
+    the only user and group quota inodes), or a project quota file whose
+    blocks another file shares (written in place, it would change the
+    other file), is refused before anything is written."""
+    img = make_image(tmp_path, types="usrquota:prjquota")
+    f = data(tmp_path, "f", 5000, 19)
+    prj = int(helpers.dumpe2fs_header(img)["Project quota inode"])
+    copy = tmp_path / "prj.quota"
+    helpers.debugfs(img, f"dump <{prj}> {copy}")
+    shell(img, f"write {f} /a", f"write {copy} /qf", "reflink -p /qf /qf2")
+    qf = int(helpers.debugfs(img, "stat /qf").stdout.split()[1])
+    cases = [("usr_quota_inum", qf), ("prj_quota_inum", qf)]
+    for field, value in cases:
+        case = tmp_path / f"{field}.img"
+        case.write_bytes(img.read_bytes())
+        helpers.run(["debugfs", "-w", "-R",
+                     f"ssv {field} {value}", str(case)])
+        before = helpers.sha256(case)
+        for req in (f"write {f} /z", "pwrite /a 0 100", "chown 5:5 /a"):
+            res = shell(case, req, check=False)
+            assert res.returncode == 1, helpers.describe(res)
+            assert "quota" in res.stderr.lower(), helpers.describe(res)
+        assert helpers.sha256(case) == before, field
+    # the same file as a quota file of its own is accepted
+    case = tmp_path / "own.img"
+    case.write_bytes(img.read_bytes())
+    shell(case, "unshare /qf")
+    helpers.run(["debugfs", "-w", "-R", f"ssv prj_quota_inum {qf}",
+                 str(case)])
+    shell(case, f"write {f} /z")

@@ -37,7 +37,7 @@ errcode_t xr_op_begin(extref_fs_t xfs)
 	if (!err && !fs->block_map)
 		err = ext2fs_read_bitmaps(fs);
 	if (!err)
-		err = xr_quota_verify(fs);
+		err = xr_quota_verify(xfs);
 	return err;
 }
 

@@ -196,8 +196,44 @@ void xr_quota_detach(ext2_filsys fs)
 	ext2fs_free_mem(&q);
 }
 
-errcode_t xr_quota_verify(ext2_filsys fs)
+/* A block of a quota file that the tree counts is shared: refused. */
+struct unshared {
+	extref_tree_t	tree;
+	errcode_t	err;
+};
+
+static int unshared_blk(ext2_filsys fs, blk64_t *blk, e2_blkcnt_t lblk,
+			blk64_t ref_blk, int ref_off, void *priv)
 {
+	struct unshared *u = priv;
+	__u32 count = 0;
+
+	(void) fs;
+	(void) lblk;
+	(void) ref_blk;
+	(void) ref_off;
+	u->err = extref_tree_get_count(u->tree, *blk, &count);
+	if (!u->err && count)
+		u->err = EXTREF_ERR_QUOTA_FILE;
+	return u->err ? BLOCK_ABORT : 0;
+}
+
+static errcode_t check_unshared(extref_fs_t xfs, ext2_ino_t ino)
+{
+	struct unshared c = { extref_fs_tree(xfs), 0 };
+	errcode_t err;
+
+	if (!c.tree)
+		return 0;
+	err = ext2fs_block_iterate3(extref_fs_ext2(xfs), ino,
+				    BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+				    NULL, unshared_blk, &c);
+	return err ? err : c.err;
+}
+
+errcode_t xr_quota_verify(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct xr_quota *q = quota_of(fs);
 	struct xr_qfile *qf;
 	errcode_t err = 0;
@@ -207,7 +243,11 @@ errcode_t xr_quota_verify(ext2_filsys fs)
 	for (int t = 0; !err && t < XR_QTYPES; t++) {
 		if (!xr_quota_inum(fs, t))
 			continue;
-		err = xr_qfile_open(fs, t, &qf);
+		err = xr_quota_inum_check(fs, t, xr_quota_inum(fs, t));
+		if (!err)
+			err = check_unshared(xfs, xr_quota_inum(fs, t));
+		if (!err)
+			err = xr_qfile_open(fs, t, &qf);
 		if (!err) {
 			err = xr_qfile_verify(qf);
 			xr_qfile_close(qf);

@@ -114,6 +114,32 @@ static errcode_t check_hdr(struct xr_qfile *qf)
 	return 0;
 }
 
+/*
+ * The inode a superblock names for a quota file: inodes 3 and 4 for user
+ * and group quota (where mke2fs, tune2fs and the kernel put them), a
+ * regular file in use that is neither reserved nor the root for project
+ * quota.
+ */
+errcode_t xr_quota_inum_check(ext2_filsys fs, int type, ext2_ino_t ino)
+{
+	struct ext2_inode inode;
+	errcode_t err;
+
+	if (!ino || ino > fs->super->s_inodes_count)
+		return EXTREF_ERR_QUOTA_FILE;
+	if ((type == EXTREF_QUOTA_USER && ino != EXT4_USR_QUOTA_INO) ||
+	    (type == EXTREF_QUOTA_GROUP && ino != EXT4_GRP_QUOTA_INO) ||
+	    (type == EXTREF_QUOTA_PROJECT && ino < EXT2_FIRST_INO(fs->super)))
+		return EXTREF_ERR_QUOTA_FILE;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	if (!LINUX_S_ISREG(inode.i_mode) || !inode.i_links_count ||
+	    (inode.i_flags & EXT4_INLINE_DATA_FL))
+		return EXTREF_ERR_QUOTA_FILE;
+	return 0;
+}
+
 errcode_t xr_qfile_open(ext2_filsys fs, int type, struct xr_qfile **ret)
 {
 	struct xr_qfile *qf;
@@ -123,10 +149,9 @@ errcode_t xr_qfile_open(ext2_filsys fs, int type, struct xr_qfile **ret)
 	if (type < 0 || type >= XR_QTYPES)
 		return EXT2_ET_INVALID_ARGUMENT;
 	ino = xr_quota_inum(fs, type);
-	if (!ino)
-		return EXTREF_ERR_QUOTA_FILE;
-	if (ino > fs->super->s_inodes_count)
-		return EXTREF_ERR_QUOTA_FILE;
+	err = xr_quota_inum_check(fs, type, ino);
+	if (err)
+		return err;
 	err = ext2fs_get_memzero(sizeof(*qf), &qf);
 	if (err)
 		return err;

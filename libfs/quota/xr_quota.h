@@ -22,6 +22,7 @@ struct xr_dquot {
 /* qfile.c: one quota file, opened on the quota inode of type. */
 struct xr_qfile;
 ext2_ino_t xr_quota_inum(ext2_filsys fs, int type);
+errcode_t xr_quota_inum_check(ext2_filsys fs, int type, ext2_ino_t ino);
 errcode_t xr_qfile_open(ext2_filsys fs, int type, struct xr_qfile **ret);
 errcode_t xr_qfile_close(struct xr_qfile *qf);
 /* Not in the file: *dq is zero but for the id (dq->blk 0). */
@@ -37,8 +38,12 @@ errcode_t xr_qfile_iterate(struct xr_qfile *qf, xr_dquot_func func,
 /* charge.c */
 errcode_t xr_quota_attach(ext2_filsys fs);
 void xr_quota_detach(ext2_filsys fs);
-/* Every quota file checked whole, once per open image (xr_op_begin). */
-errcode_t xr_quota_verify(ext2_filsys fs);
+/*
+ * Every quota file checked whole, once per open image (xr_op_begin): its
+ * inode, its tree, its lists, and that it shares no block (it is written
+ * in place).
+ */
+errcode_t xr_quota_verify(extref_fs_t xfs);
 /* Write the usage changed since the last flush to the quota files. */
 errcode_t xr_quota_flush(ext2_filsys fs);
 /* The end of an operation: flush, keeping the operation's error first. */
