@@ -188,6 +188,16 @@ def test_project_quota(tmp_path):
           "pwrite /p 0 4096")
     want = check_quota(img, ("project",))
     assert want["project"][7][1] == 2
+    # the project quota file is no file to reflink, clone or write
+    prj = int(helpers.dumpe2fs_header(img)["Project quota inode"])
+    before = helpers.sha256(img)
+    for req in (f"reflink <{prj}> /x", f"reflink -p <{prj}> /x",
+                f"clone_range <{prj}> 0 /p 0 1024", f"pwrite <{prj}> 0 1",
+                f"truncate <{prj}> 0", f"chown 1:1 <{prj}>"):
+        res = shell(img, req, check=False)
+        assert res.returncode == 1 and "Illegal inode" in res.stderr, \
+            helpers.describe(res)
+    assert helpers.sha256(img) == before
 
 
 def test_convert_quota_of_tune2fs(tmp_path):

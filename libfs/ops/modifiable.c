@@ -49,6 +49,9 @@ errcode_t extref_check_modifiable(extref_fs_t xfs, ext2_ino_t ino)
 	err = xr_op_begin(xfs);
 	if (err || ino == 0)
 		return err;
+	/* the project quota file is written in place: never shared */
+	if (ino == extref_fs_ext2(xfs)->super->s_prj_quota_inum)
+		return EXT2_ET_BAD_INODE_NUM;
 	err = xr_read_inode(extref_fs_ext2(xfs), ino, &inode);
 	if (err)
 		return err;
