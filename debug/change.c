@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "debugfs.h"
+#include "quota/xr_quota.h"
 
 #define IO_CHUNK	(1024 * 1024)
 
@@ -484,6 +485,7 @@ int impl_chown(struct cmd_args *a)
 	__u64 uid = 0, gid = 0;
 	int has_uid, has_gid = 0;
 	ext2_ino_t ino;
+	errcode_t err;
 
 	if (!spec)
 		return cmd_fail(a, "out of memory");
@@ -506,6 +508,12 @@ int impl_chown(struct cmd_args *a)
 	if (resolve_path(a, a->argv[1], &ino) || read_inode(a, ino, &inode) ||
 	    modifiable(a, ino, a->argv[1]))
 		return 1;
+	/* the new owner's limits (the write hook moves the usage) */
+	err = xr_quota_transfer(sh.xfs, ino, (struct ext2_inode *)&inode,
+				has_uid ? uid : inode_uid(inode),
+				has_gid ? gid : inode_gid(inode));
+	if (err)
+		return cmd_err(a, err, "%s", a->argv[1]);
 	if (has_uid) {
 		inode.i_uid = uid & 0xffff;
 		ext2fs_set_i_uid_high(inode, uid >> 16);

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 /* The source's mappings of the range, moved to destination offsets. */
 static errcode_t source_maps(ext2_filsys fs, ext2_ino_t src,
@@ -84,10 +85,12 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	if (!err)
 		err = xr_open_reg(xfs, dst, &dinode);
 	if (!err)
+		err = xr_quota_check_range(xfs, dst, r.doff, r.len);
+	if (!err)
 		err = do_clone(xfs, src, &sinode, dst, &r, 1);
 	if (!err)
 		*done = r.len;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 /* Compare the two ranges' bytes. */
@@ -151,5 +154,5 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = do_clone(xfs, src, &sinode, dst, &r, 0);
 	if (!err)
 		*done = r.reported;
-	return err;
+	return xr_quota_end(xfs, err);
 }

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
 {
@@ -100,12 +101,17 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	inode.i_links_count = 1;
 	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
 	xr_set_owner(&inode, cred->uid, cred->gid);
+	err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){ cred->uid,
+							    cred->gid, 0 },
+			     0, 1);
+	if (err)
+		return err;
 	err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
 	if (!err && ret_ino)
 		*ret_ino = ino;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 /* The directory-entry file type of an inode mode. */
@@ -139,6 +145,10 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
 		err = xr_name_free(fs, dir, name);
+	/* libext2fs makes them owned by 0:0, which they are charged to */
+	if (!err)
+		err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){ 0, 0, 0 },
+				     fs->blocksize, 1);
 	for (tries = 0; !err && tries < 2; tries++) {
 		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
 			     : ext2fs_mkdir(fs, dir, 0, name);
@@ -150,7 +160,7 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	}
 	if (!err && ret_ino)
 		err = xr_lookup(fs, dir, name, ret_ino);
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 errcode_t extref_mkdir(extref_fs_t xfs, ext2_ino_t dir, const char *name,

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got)
@@ -240,9 +241,12 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 
 	if (!err)
 		err = xr_open_reg(xfs, ino, &inode);
+	if (!err)
+		err = xr_quota_check_range(xfs, ino, off, len);
 	if (err)
 		return err;
-	return xr_cow_range(xfs, ino, &inode, off, buf, len, XR_COW_WRITE);
+	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, buf,
+						    len, XR_COW_WRITE));
 }
 
 errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
@@ -261,5 +265,6 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 		return 0;
 	if (off + len > size)
 		len = size - off;
-	return xr_cow_range(xfs, ino, &inode, off, NULL, len, XR_COW_UNSHARE);
+	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, NULL,
+						    len, XR_COW_UNSHARE));
 }
