@@ -69,8 +69,13 @@ static errcode_t run(extref_fs_t xfs, const struct extref_cred *c, int n,
 		return err;
 	}
 	if (n == 2 && !strcmp(v[0], "unshare")) {
+		struct ext2_inode in;
+
+		/* The whole file (a length of 0 is EINVAL, as fallocate). */
 		err = ino_of(xfs, v[1], &a);
-		return err ? err : extref_unshare(xfs, a, 0, 0);
+		if (!err)
+			err = ext2fs_read_inode(extref_fs_ext2(xfs), a, &in);
+		return err ? err : extref_unshare(xfs, a, 0, EXT2_I_SIZE(&in));
 	}
 	if (n == 6 && !strcmp(v[0], "clone")) {
 		err = ino_of(xfs, v[1], &a);
