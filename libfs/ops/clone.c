@@ -107,12 +107,16 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	if (!err)
 		err = xr_open_reg(xfs, dst, &dinode);
 	if (!err)
+		err = xr_perm_remap(xfs, src, &sinode, dst, &dinode, 0);
+	if (!err)
 		err = clone_rules(extref_fs_ext2(xfs), src,
 				  EXT2_I_SIZE(&sinode), dst,
 				  EXT2_I_SIZE(&dinode), &r);
 	if (err || r.len == 0)
 		return err;
-	err = do_clone(xfs, src, &sinode, dst, &r, 1);
+	err = xr_file_modified(xfs, dst, &dinode);
+	if (!err)
+		err = do_clone(xfs, src, &sinode, dst, &r, 1);
 	if (!err)
 		*done = r.len;
 	return err;
@@ -160,6 +164,8 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = xr_open_reg(xfs, src, &sinode);
 	if (!err)
 		err = xr_open_reg(xfs, dst, &dinode);
+	if (!err)
+		err = xr_perm_remap(xfs, src, &sinode, dst, &dinode, 1);
 	if (err || len == 0)
 		return err;
 	ssize = EXT2_I_SIZE(&sinode);

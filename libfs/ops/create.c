@@ -88,7 +88,7 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
-		err = xr_name_free(fs, dir, name);
+		err = xr_may_create_name(xfs, dir, name);
 	if (err)
 		return err;
 	if (!cred) {
@@ -99,8 +99,9 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	inode.i_mode = LINUX_S_IFREG | (mode & 07777 & ~cred->umask);
 	inode.i_links_count = 1;
 	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
-	xr_set_owner(&inode, cred->uid, cred->gid);
-	err = xr_new_inode(fs, dir, &inode, 1, &ino);
+	err = xr_new_owner(xfs, dir, cred, &inode);
+	if (!err)
+		err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
 	if (!err && ret_ino)
@@ -128,17 +129,34 @@ int xr_file_type(__u16 mode)
 	return EXT2_FT_UNKNOWN;
 }
 
+/* A directory or symlink libext2fs made (root's, its umask) made the
+ * identity's, as the kernel makes it (perm.c: xr_new_owner). */
+static errcode_t identity_owns(extref_fs_t xfs, ext2_ino_t dir,
+			       ext2_ino_t ino)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct ext2_inode in;
+	errcode_t err = ext2fs_read_inode(fs, ino, &in);
+
+	if (!err && LINUX_S_ISDIR(in.i_mode))
+		in.i_mode = LINUX_S_IFDIR | 0777;
+	if (!err)
+		err = xr_new_owner(xfs, dir, NULL, &in);
+	return err ? err : ext2fs_write_inode(fs, ino, &in);
+}
+
 /* Retry a directory-entry creation once DIR has grown by a block. */
 static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			    const char *target, ext2_ino_t *ret_ino)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
+	ext2_ino_t ino;
 	errcode_t err;
 	int tries;
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
-		err = xr_name_free(fs, dir, name);
+		err = xr_may_create_name(xfs, dir, name);
 	for (tries = 0; !err && tries < 2; tries++) {
 		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
 			     : ext2fs_mkdir(fs, dir, 0, name);
@@ -148,8 +166,12 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		if (err == EXT2_ET_DIR_NO_SPACE)
 			err = ext2fs_expand_dir(fs, dir);
 	}
+	if (!err)
+		err = xr_lookup(fs, dir, name, &ino);
+	if (!err && xr_actor(xfs))
+		err = identity_owns(xfs, dir, ino);
 	if (!err && ret_ino)
-		err = xr_lookup(fs, dir, name, ret_ino);
+		*ret_ino = ino;
 	return err;
 }
 

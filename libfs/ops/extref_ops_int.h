@@ -125,6 +125,17 @@ errcode_t xr_remove_privs(extref_fs_t xfs, ext2_ino_t ino,
 			  struct ext2_inode *inode, int why);
 errcode_t xr_file_modified(extref_fs_t xfs, ext2_ino_t ino,
 			   struct ext2_inode *inode);
+errcode_t xr_may_create_name(extref_fs_t xfs, ext2_ino_t dir,
+			     const char *name);
+errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
+		       const struct extref_cred *cred,
+		       struct ext2_inode *inode);
+errcode_t xr_perm_remap(extref_fs_t xfs, ext2_ino_t src,
+			const struct ext2_inode *sinode, ext2_ino_t dst,
+			const struct ext2_inode *dinode, int dedupe);
+errcode_t xr_perm_reflink_src(extref_fs_t xfs, const struct extref_cred *c,
+			      ext2_ino_t ino, const struct ext2_inode *inode,
+			      int preserve);
 
 /* create.c */
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);

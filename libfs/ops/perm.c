@@ -429,3 +429,84 @@ errcode_t xr_file_modified(extref_fs_t xfs, ext2_ino_t ino,
 		err = ext2fs_write_inode(extref_fs_ext2(xfs), ino, inode);
 	return err;
 }
+
+/*
+ * A new entry NAME in DIR: search permission to look the name up, the
+ * name free (EEXIST before any write permission, as lookup_open), then
+ * may_create.
+ */
+errcode_t xr_may_create_name(extref_fs_t xfs, ext2_ino_t dir,
+			     const char *name)
+{
+	errcode_t err = xr_perm_inode(xfs, dir, XR_MAY_EXEC);
+
+	if (!err)
+		err = xr_name_free(extref_fs_ext2(xfs), dir, name);
+	return err ? err : xr_may_create(xfs, dir);
+}
+
+/*
+ * The owner and mode of an inode made in DIR: with an identity, the
+ * identity's (inode_init_owner, its umask applied); else cred's, as
+ * before.  inode->i_mode holds the requested mode on entry.
+ */
+errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
+		       const struct extref_cred *cred,
+		       struct ext2_inode *inode)
+{
+	const struct extref_cred *c = xr_actor(xfs);
+	struct ext2_inode d;
+	__u32 uid, gid;
+	errcode_t err;
+
+	if (!c) {
+		xr_set_owner(inode, cred->uid, cred->gid);
+		return 0;
+	}
+	err = xr_read_inode(extref_fs_ext2(xfs), dir, &d);
+	if (err)
+		return err;
+	if (!LINUX_S_ISLNK(inode->i_mode))
+		inode->i_mode &= ~(c->umask & 0777);
+	xr_init_owner(c, &d, &inode->i_mode, &uid, &gid);
+	xr_set_owner(inode, uid, gid);
+	return 0;
+}
+
+/* clone_range (dedupe 0) and dedupe (1): what opening the two takes. */
+errcode_t xr_perm_remap(extref_fs_t xfs, ext2_ino_t src,
+			const struct ext2_inode *sinode, ext2_ino_t dst,
+			const struct ext2_inode *dinode, int dedupe)
+{
+	errcode_t err = xr_perm_check_read(xfs, src, sinode);
+
+	return err ? err : xr_perm_check_write(xfs, dst, dinode,
+			dedupe ? XR_CHANGE_DEDUPE : XR_CHANGE_DATA, 0);
+}
+
+/*
+ * One source inode of a reflink, under identity c: a file readable, a
+ * directory readable and searchable (what cp -r needs); in preserve
+ * mode (a snapshot that keeps the owner) the caller must own it or hold
+ * CAP_CHOWN, else EPERM: otherwise one user could make files owned, and
+ * charged to, another.
+ */
+errcode_t xr_perm_reflink_src(extref_fs_t xfs, const struct extref_cred *c,
+			      ext2_ino_t ino, const struct ext2_inode *inode,
+			      int preserve)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err = 0;
+
+	if (!c)
+		return 0;
+	if (LINUX_S_ISDIR(inode->i_mode))
+		err = xr_permission(fs, c, ino, inode,
+				    XR_MAY_READ | XR_MAY_EXEC);
+	else if (LINUX_S_ISREG(inode->i_mode))
+		err = xr_permission(fs, c, ino, inode, XR_MAY_READ);
+	if (!err && preserve && c->uid != inode_uid(*inode) &&
+	    !xr_capable(c, EXTREF_CAP_CHOWN))
+		err = EXTREF_ERR_PERM;
+	return err;
+}

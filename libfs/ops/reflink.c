@@ -25,6 +25,7 @@ struct rl {
 	ext2_filsys		fs;
 	int			flags;
 	struct extref_cred	cred;
+	const struct extref_cred *actor;	/* the identity checked, or NULL */
 	/* Hard links inside a recursive copy: source inode -> new inode. */
 	ext2_ino_t		*hl_src, *hl_dst;
 	size_t			hl_n, hl_cap;
@@ -36,6 +37,15 @@ static int preserve(const struct rl *r)
 	return r->flags & EXTREF_REFLINK_PRESERVE;
 }
 
+/* A copy's permission bits: the umask applied; an identity's copy
+ * loses setuid and setgid, as cp's does. */
+static __u16 copy_perm(const struct rl *r, const struct ext2_inode *src)
+{
+	__u16 perm = src->i_mode & 07777 & ~r->cred.umask;
+
+	return r->actor ? perm & ~06000 : perm;
+}
+
 /* Metadata of a new inode in copy mode (type kept, umask applied). */
 static void copy_mode_meta(const struct rl *r, const struct ext2_inode *src,
 			   struct ext2_inode *dst)
@@ -43,8 +53,7 @@ static void copy_mode_meta(const struct rl *r, const struct ext2_inode *src,
 	time_t now = xr_now(r->fs);
 
 	memset(dst, 0, sizeof(*dst));
-	dst->i_mode = (src->i_mode & LINUX_S_IFMT) |
-		      (src->i_mode & 07777 & ~r->cred.umask);
+	dst->i_mode = (src->i_mode & LINUX_S_IFMT) | copy_perm(r, src);
 	dst->i_links_count = 1;
 	dst->i_atime = dst->i_ctime = dst->i_mtime = now;
 	xr_set_owner(dst, r->cred.uid, r->cred.gid);
@@ -262,8 +271,7 @@ static errcode_t set_meta(struct rl *r, ext2_ino_t ino,
 		in.i_mtime = src->i_mtime;
 		in.i_ctime = src->i_ctime;
 	} else {
-		in.i_mode = (src->i_mode & LINUX_S_IFMT) |
-			    (src->i_mode & 07777 & ~r->cred.umask);
+		in.i_mode = (src->i_mode & LINUX_S_IFMT) | copy_perm(r, src);
 		xr_set_owner(&in, r->cred.uid, r->cred.gid);
 	}
 	return ext2fs_write_inode(r->fs, ino, &in);
@@ -461,6 +469,9 @@ static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
 	errcode_t err;
 
 	err = ext2fs_read_inode(r->fs, src, &s);
+	if (!err)
+		err = xr_perm_reflink_src(r->xfs, r->actor, src, &s,
+					  preserve(r));
 	if (err)
 		return err;
 	nd->inodes++;
@@ -586,13 +597,21 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		r.cred = *cred;
 	else
 		extref_cred_current(&r.cred);
+	r.actor = xr_actor(xfs);
+	if (r.actor) {		/* the copy is the caller's */
+		r.cred.uid = r.actor->uid;
+		r.cred.gid = r.actor->gid;
+		r.cred.umask = r.actor->umask;
+	}
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
 		err = extref_check_modifiable(xfs, src);
 	if (!err)
-		err = xr_name_free(r.fs, dir, name);
-	if (!err)
 		err = xr_read_inode(r.fs, src, &s);
+	if (!err)
+		err = xr_perm_reflink_src(xfs, r.actor, src, &s, preserve(&r));
+	if (!err)
+		err = xr_may_create_name(xfs, dir, name);
 	if (err)
 		return err;
 	if (LINUX_S_ISDIR(s.i_mode) && !(flags & EXTREF_REFLINK_RECURSIVE))
@@ -603,11 +622,14 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = scan_tree(r.fs, src, dir);
 	if (!err && LINUX_S_ISDIR(s.i_mode))
 		err = tree_room(&r, src);
+	/* Checked: the copy's own steps are not checked again. */
+	xr_perm_hold(xfs, +1);
 	if (!err)
 		err = reflink_any(&r, src, dir, name, ret_ino);
 	/* A copy that failed half-way is taken back out. */
 	if (err && LINUX_S_ISDIR(s.i_mode) && xr_name_free(r.fs, dir, name))
 		remove_tree(&r, dir, name, 0);
+	xr_perm_hold(xfs, -1);
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
 	return err;

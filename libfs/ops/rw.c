@@ -238,8 +238,12 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 	struct ext2_inode inode;
 	errcode_t err = xr_open_reg(xfs, ino, &inode);
 
+	if (!err)
+		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_WRITE, off);
 	if (!err && off + len < off)
 		err = EXT2_ET_FILE_TOO_BIG;
+	if (!err && len)
+		err = xr_file_modified(xfs, ino, &inode);
 	if (err)
 		return err;
 	return xr_cow_range(xfs, ino, &inode, off, buf, len, XR_COW_WRITE);
@@ -252,6 +256,8 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 	__u64 size;
 	errcode_t err = xr_open_reg(xfs, ino, &inode);
 
+	if (!err)
+		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_DATA, off);
 	if (err)
 		return err;
 	size = EXT2_I_SIZE(&inode);
@@ -259,5 +265,8 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 		return 0;
 	if (len == 0 || off + len > size || off + len < off)
 		len = size - off;
+	err = xr_file_modified(xfs, ino, &inode);
+	if (err)
+		return err;
 	return xr_cow_range(xfs, ino, &inode, off, NULL, len, XR_COW_UNSHARE);
 }

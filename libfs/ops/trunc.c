@@ -119,6 +119,10 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 	__u64 old, tail;
 	errcode_t err = xr_open_reg(xfs, ino, &inode);
 
+	if (!err)
+		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_DATA, 0);
+	if (!err)
+		err = xr_file_modified(xfs, ino, &inode);
 	if (err)
 		return err;
 	fs = extref_fs_ext2(xfs);
@@ -157,6 +161,8 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	blk64_t ls, le;
 	errcode_t err = xr_open_reg(xfs, ino, &inode);
 
+	if (!err)
+		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_DATA, off);
 	if (err)
 		return err;
 	fs = extref_fs_ext2(xfs);
@@ -166,6 +172,9 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 								: off + len;
 	if (off >= end)
 		return 0;
+	err = xr_file_modified(xfs, ino, &inode);
+	if (err)
+		return err;
 	if (off / bs == (end - 1) / bs && (off % bs || end % bs))
 		return zero_partial(xfs, ino, &inode, off, end - off);
 	ls = (off + bs - 1) / bs;
