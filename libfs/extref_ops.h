@@ -44,7 +44,8 @@ extern "C" {
 #define EXTREF_CAP_LINUX_IMMUTABLE	0x0020
 #define EXTREF_CAP_SYS_ADMIN		0x0040
 #define EXTREF_CAP_SYS_RESOURCE		0x0080
-#define EXTREF_CAP_ALL			0x00ff
+#define EXTREF_CAP_SETFCAP		0x0100
+#define EXTREF_CAP_ALL			0x01ff
 
 struct extref_cred {
 	__u32	uid;
@@ -149,6 +150,18 @@ errcode_t extref_lookup(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			ext2_ino_t *ino);
 
 /*
+ * Resolve PATH (absolute from root, else from cwd) as the kernel's path
+ * walk does: with an identity, search (execute) permission on every
+ * directory looked in (EXTREF_ERR_ACCESS); symlinks inside the path
+ * are followed (at most 8 deep, EXT2_ET_SYMLINK_LOOP), the last one
+ * only with EXTREF_NAMEI_FOLLOW; a name under a non-directory is
+ * EXTREF_ERR_NOT_DIR.  The caller names the path in its message.
+ */
+#define EXTREF_NAMEI_FOLLOW	0x0001
+errcode_t extref_namei(extref_fs_t fs, ext2_ino_t root, ext2_ino_t cwd,
+		       const char *path, int flags, ext2_ino_t *ino);
+
+/*
  * A directory's entries, "." and ".." left out, as an array: for walks
  * that change the filesystem as they go, or want name order.
  */
@@ -175,6 +188,24 @@ errcode_t extref_mkdir(extref_fs_t fs, ext2_ino_t dir, const char *name,
 		       ext2_ino_t *ret_ino);
 errcode_t extref_symlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			 const char *target, ext2_ino_t *ret_ino);
+
+/*
+ * Attributes of an inode, with the kernel's rules for the identity
+ * (chmod: owner or CAP_FOWNER; chown: CAP_CHOWN, or the owner giving
+ * the file to one of its groups; setxattr/removexattr: per namespace;
+ * immutable and append-only inodes: EXTREF_ERR_PERM).  chown keeps a
+ * field given as EXTREF_ID_UNCHANGED and, as the kernel does for every
+ * caller, clears setuid (setgid when group-executable) and removes
+ * security.capability of a non-directory.  removexattr of an absent
+ * name: EXT2_ET_EA_KEY_NOT_FOUND.
+ */
+#define EXTREF_ID_UNCHANGED	0xffffffffU
+errcode_t extref_chmod(extref_fs_t fs, ext2_ino_t ino, __u32 mode);
+errcode_t extref_chown(extref_fs_t fs, ext2_ino_t ino, __u32 uid, __u32 gid);
+errcode_t extref_setxattr(extref_fs_t fs, ext2_ino_t ino, const char *name,
+			  const void *value, size_t len);
+errcode_t extref_removexattr(extref_fs_t fs, ext2_ino_t ino,
+			     const char *name);
 
 /* Deduplication of the data already in an image. */
 enum extref_dedupe_mode {
