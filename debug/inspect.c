@@ -169,8 +169,12 @@ int impl_cd(struct cmd_args *a)
 		if (resolve_path(a, a->argv[0], &ino))
 			return 1;
 	} else {
-		err = ext2fs_namei_follow(sh.fs, EXT2_ROOT_INO, sh.cwd,
-					  a->argv[0], &ino);
+		err = extref_namei(sh.xfs, EXT2_ROOT_INO, sh.cwd,
+				   a->argv[0], EXTREF_NAMEI_FOLLOW, &ino);
+		/* chdir needs search permission on the directory itself */
+		if (!err && sh.have_ident)
+			err = extref_namei(sh.xfs, EXT2_ROOT_INO, ino, ".", 0,
+					   &ino);
 		if (err)
 			return cmd_err(a, err, "%s", a->argv[0]);
 	}

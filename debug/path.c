@@ -42,7 +42,8 @@ int resolve_path(const struct cmd_args *a, const char *path, ext2_ino_t *ino)
 		*ino = sh.cwd;
 		return 0;
 	}
-	err = ext2fs_namei(sh.fs, EXT2_ROOT_INO, sh.cwd, path, &i);
+	/* with search permission for the identity (--as) */
+	err = extref_namei(sh.xfs, EXT2_ROOT_INO, sh.cwd, path, 0, &i);
 	if (err)
 		return cmd_err(a, err, "%s", path);
 	*ino = i;
@@ -74,8 +75,8 @@ int resolve_parent(const struct cmd_args *a, const char *path,
 			d = EXT2_ROOT_INO;
 		} else {
 			*slash = 0;
-			err = ext2fs_namei_follow(sh.fs, EXT2_ROOT_INO, sh.cwd,
-						  copy, &d);
+			err = extref_namei(sh.xfs, EXT2_ROOT_INO, sh.cwd,
+					   copy, EXTREF_NAMEI_FOLLOW, &d);
 			if (err) {
 				cmd_err(a, err, "%s", copy);
 				goto out;

@@ -43,29 +43,32 @@ static int open_xattrs(struct cmd_args *a, const char *path, ext2_ino_t *ino,
 
 int impl_setxattr(struct cmd_args *a)
 {
-	struct ext2_xattr_handle *h;
 	ext2_ino_t ino;
-	errcode_t err, err2;
-	int ret = 0;
+	errcode_t err;
 
 	if (resolve_path(a, a->argv[0], &ino))
 		return 1;
-	err = extref_check_modifiable(sh.xfs, ino);
+	err = extref_setxattr(sh.xfs, ino, a->argv[1], a->argv[2],
+			      strlen(a->argv[2]));
 	if (err)
-		return cmd_err(a, err, "%s", a->argv[0]);
-	err = ext2fs_read_bitmaps(sh.fs);
-	if (err)
-		return cmd_err(a, err, "reading the bitmaps");
-	if (open_xattrs(a, a->argv[0], &ino, &h))
+		return cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
+	return 0;
+}
+
+int impl_rmxattr(struct cmd_args *a)
+{
+	ext2_ino_t ino;
+	errcode_t err;
+
+	if (resolve_path(a, a->argv[0], &ino))
 		return 1;
-	err = ext2fs_xattr_set(h, a->argv[1], a->argv[2], strlen(a->argv[2]));
+	err = extref_removexattr(sh.xfs, ino, a->argv[1]);
+	if (err == EXT2_ET_EA_KEY_NOT_FOUND)
+		return cmd_fail(a, "%s: %s: no such attribute", a->argv[0],
+				a->argv[1]);
 	if (err)
-		ret = cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
-	err2 = ext2fs_xattrs_close(&h);
-	if (err2 && !ret)
-		ret = cmd_err(a, err2, "writing the attributes of %s",
-			      a->argv[0]);
-	return ret;
+		return cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
+	return 0;
 }
 
 int impl_getxattr(struct cmd_args *a)
