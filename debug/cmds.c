@@ -59,7 +59,7 @@ static const struct cmd_spec cmd_table[] = {
 	{ "unshare",	  impl_unshare,		1, 3, NULL, NULL, 0,  WR, "PATH [OFF LEN]" },
 	{ "chmod",	  impl_chmod,		2, 2, NULL, NULL, 0,  WR, "MODE PATH" },
 	{ "chown",	  impl_chown,		2, 2, NULL, NULL, 0,  WR, "UID[:GID] PATH" },
-	{ "setxattr",	  impl_setxattr,	3, 3, NULL, NULL, 0,  WR, "PATH NAME VALUE" },
+	{ "setxattr",	  impl_setxattr,	2, 3, "f:", NULL, 0,  WR, "[-f HOSTFILE] PATH NAME [VALUE]" },
 	{ "rmxattr",	  impl_rmxattr,		2, 2, NULL, NULL, 0,  WR, "PATH NAME" },
 	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
 	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },

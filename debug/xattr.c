@@ -5,6 +5,7 @@
  * Values print as text; bytes that are not printable ASCII, and '\' and
  * '"', are escaped as \ooo (octal).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
@@ -41,15 +42,44 @@ static int open_xattrs(struct cmd_args *a, const char *path, ext2_ino_t *ino,
 	return 0;
 }
 
+/* The value of -f HOSTFILE (at most 64 KiB, the xattr limit), malloc'd. */
+static int read_value(struct cmd_args *a, const char *host, char **val,
+		      size_t *len)
+{
+	FILE *f = fopen(host, "rb");
+
+	if (!f)
+		return cmd_fail(a, "%s: %s", host, strerror(errno));
+	*val = malloc(65537);
+	*len = *val ? fread(*val, 1, 65537, f) : 0;
+	fclose(f);
+	if (!*val)
+		return cmd_fail(a, "out of memory");
+	if (*len > 65536) {
+		free(*val);
+		return cmd_fail(a, "%s: longer than 64 KiB", host);
+	}
+	return 0;
+}
+
 int impl_setxattr(struct cmd_args *a)
 {
+	const char *host = a->optarg['f'];
+	char *val = NULL;
+	size_t len = 0;
 	ext2_ino_t ino;
 	errcode_t err;
 
+	if ((a->argc == 3) == (host != NULL))
+		return cmd_usage(a);
 	if (resolve_path(a, a->argv[0], &ino))
 		return 1;
-	err = extref_setxattr(sh.xfs, ino, a->argv[1], a->argv[2],
-			      strlen(a->argv[2]));
+	if (host && read_value(a, host, &val, &len))
+		return 1;
+	err = extref_setxattr(sh.xfs, ino, a->argv[1],
+			      host ? val : a->argv[2],
+			      host ? len : strlen(a->argv[2]));
+	free(val);
 	if (err)
 		return cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
 	return 0;
