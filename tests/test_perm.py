@@ -488,3 +488,22 @@ def run_steps(img, mnt, script, host):
             problems.append(f"{tag}: refused but the image changed")
     assert not problems, "\n".join(problems)
 
+
+
+def test_library_calls(tmp_path):
+    """tests/unit/perm_api: the calls themselves (extref_set_identity,
+    extref_namei, extref_chmod/chown/setxattr/removexattr, a write)."""
+    img = tmp_path / "api.img"
+    helpers.mkfs(img, "8M")
+    data = tmp_path / "data"
+    data.write_bytes(DATA)
+    cmds = tmp_path / "cmds"
+    cmds.write_text(f"mkdir /d\nchmod 700 /d\nwrite {data} /d/f\n"
+                    f"chown 0:0 /d/f\nchmod 644 /d/f\nwrite {data} /g\n"
+                    "chown 1000:1000 /g\nchmod 644 /g\n")
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-f", cmds, img])
+    helpers.run([helpers.binary("tests/unit/perm_api"), img])
+    helpers.e2fsck_fn(img)
+    out = helpers.debugfs(img, "stat /g").stdout
+    assert "User:  1000   Group:  1000" in out, out
+    assert helpers.debugfs_cat(img, "/d/f")[:2] == b"xy"
