@@ -94,6 +94,7 @@ STEPS = [
     (BOB, "", "reflink /pub/afile /ro/x", "EACCES"),
     (ALICE, "", "reflink /ro/suid /pub/suidcopy", "ok"),
     (BOB, "", "reflink -r /pub/mixed /pub/m3", "ok"),
+    (ALICE100, "", "reflink /ro/suid /shared/acopy", "ok"),
     # sticky directory: only the file's or the directory's owner
     (BOB, "", "rm /pub/afile", "EPERM"),
     (ALICE, "", "rm /pub/bfile", "EPERM"),
@@ -133,6 +134,7 @@ STEPS = [
     (ALICE, "", "dedupe /ro/rfile 4096 /pub/aro 4096 4096", "ok"),
     (BOB, "sys_admin", "dedupe /pub/aro 0 /ro/rfile 0 4096", "ok"),
     (CAROL, "", "dedupe /ro/rfile 4096 /shared/g 4096 4096", "ok"),
+    (BOB, "", "dedupe /ro/rfile 0 /ro/app 0 4096", "ok"),
     # unshare, punch, truncate: write on the file
     (BOB, "", "unshare /pub/afile 0 4096", "EACCES"),
     (ALICE, "", "unshare /pub/afile 0 4096", "ok"),

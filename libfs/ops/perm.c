@@ -473,6 +473,17 @@ errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
 	return 0;
 }
 
+/* The group of a new inode in dir: dir's when it is setgid, else *gid. */
+errcode_t xr_new_group(extref_fs_t xfs, ext2_ino_t dir, __u32 *gid)
+{
+	struct ext2_inode d;
+	errcode_t err = xr_read_inode(extref_fs_ext2(xfs), dir, &d);
+
+	if (!err && (d.i_mode & XR_S_ISGID))
+		*gid = inode_gid(d);
+	return err;
+}
+
 /* clone_range (dedupe 0) and dedupe (1): what opening the two takes. */
 errcode_t xr_perm_remap(extref_fs_t xfs, ext2_ino_t src,
 			const struct ext2_inode *sinode, ext2_ino_t dst,

@@ -612,6 +612,8 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = xr_perm_reflink_src(xfs, r.actor, src, &s, preserve(&r));
 	if (!err)
 		err = xr_may_create_name(xfs, dir, name);
+	if (!err && r.actor)	/* a setgid directory's group */
+		err = xr_new_group(xfs, dir, &r.cred.gid);
 	if (err)
 		return err;
 	if (LINUX_S_ISDIR(s.i_mode) && !(flags & EXTREF_REFLINK_RECURSIVE))
