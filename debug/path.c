@@ -83,6 +83,12 @@ int resolve_parent(const struct cmd_args *a, const char *path,
 			}
 		}
 	}
+	/* the last name is looked up in d: search permission there */
+	err = extref_access(sh.xfs, d, EXTREF_MAY_EXEC);
+	if (err) {
+		cmd_err(a, err, "%s", path);
+		goto out;
+	}
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
 		cmd_fail(a, "%s: needs a name in a directory", path);
 		goto out;

@@ -162,6 +162,16 @@ errcode_t extref_namei(extref_fs_t fs, ext2_ino_t root, ext2_ino_t cwd,
 		       const char *path, int flags, ext2_ino_t *ino);
 
 /*
+ * May the identity access ino as mask says (EXTREF_MAY_*, as access(2)'s
+ * R_OK, W_OK, X_OK)?  0, or EXTREF_ERR_ACCESS / EXTREF_ERR_PERM; always 0
+ * without an identity.  For callers that read through libext2fs.
+ */
+#define EXTREF_MAY_EXEC		1
+#define EXTREF_MAY_WRITE	2
+#define EXTREF_MAY_READ		4
+errcode_t extref_access(extref_fs_t fs, ext2_ino_t ino, int mask);
+
+/*
  * A directory's entries, "." and ".." left out, as an array: for walks
  * that change the filesystem as they go, or want name order.
  */

@@ -64,6 +64,7 @@ TREE = [
     ("file", "/shared/g", 0o664, 0, 100, None),
     ("dir", "/ro", 0o755, 0, 0, None),
     ("file", "/ro/rfile", 0o644, 0, 0, None),
+    ("file", "/ro/private", 0o600, 0, 0, None),
     ("file", "/ro/suid", 0o6755, 1000, 1000, None),
     ("file", "/ro/suid2", 0o6755, 1000, 1000, None),
     ("file", "/ro/caps", 0o755, 1000, 1000, "caps"),
@@ -87,6 +88,10 @@ STEPS = [
     (BOB, "", "cat /home/alice/secret", "EACCES"),
     (ALICE, "", "cat /home/alice/secret", "ok"),
     (BOB, "dac_read_search", "cat /home/alice/secret", "ok"),
+    (BOB, "", "cat /ro/private", "EACCES"),
+    (BOB, "dac_override", "cat /ro/private", "ok"),
+    (BOB, "", "ls /home/alice", "EACCES"),
+    (BOB, "", "write HOST /home/alice/secret", "EACCES"),
     # reflink, copy mode: read on the source, write+search on the dir
     (BOB, "", "reflink /pub/afile /pub/bcopy", "ok"),
     (BOB, "", "reflink /home/alice/secret /pub/x", "EACCES"),
@@ -199,6 +204,8 @@ def main(a):
     op = a[0]
     if op == "cat":
         os.close(os.open(a[1], os.O_RDONLY))
+    elif op == "ls":
+        os.listdir(a[1])
     elif op == "reflink":
         r = subprocess.run(["cp", "--reflink=always"] + a[1:],
                            capture_output=True, text=True)

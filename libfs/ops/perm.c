@@ -252,6 +252,11 @@ errcode_t xr_perm_inode(extref_fs_t xfs, ext2_ino_t ino, int mask)
 					 mask);
 }
 
+errcode_t extref_access(extref_fs_t xfs, ext2_ino_t ino, int mask)
+{
+	return xr_perm_inode(xfs, ino, mask & 7);
+}
+
 errcode_t xr_may_create(extref_fs_t xfs, ext2_ino_t dir)
 {
 	return xr_perm_inode(xfs, dir, XR_MAY_WRITE | XR_MAY_EXEC);
