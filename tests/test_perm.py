@@ -182,6 +182,12 @@ STEPS = [
     (BOB, "chown", "reflink -p /pub/afile /pub/p3", "ok"),
     (ALICE, "", "reflink -r -p /home/alice /pub/snap", "ok"),
     (BOB, "", "reflink -r -p /pub/mixed /pub/m2", "EPERM"),
+    (BOB, "chown", "reflink -r -p /pub/mixed /pub/m4", "ok"),
+    (BOB, "chown", "reflink -p /home/alice/secret /pub/p4", "EACCES"),
+    (BOB, "chown", "reflink -p /ro/private /pub/p5", "EACCES"),
+    (BOB, "chown,dac_read_search", "reflink -p /ro/private /pub/p6", "ok"),
+    (ALICE, "", "reflink -p /pub/afile /ro/p7", "EACCES"),
+    (ALICE, "", "reflink -r -p /home/alice /ro/snap", "EACCES"),
     (BOB, "", "reflink -r /home/alice /pub/snap2", "EACCES"),
 ]
 
