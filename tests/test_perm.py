@@ -40,6 +40,7 @@ ALICE = (1000, 1000, ())
 ALICE100 = (1000, 1000, (100,))
 BOB = (1001, 1001, ())
 CAROL = (1002, 100, ())
+DAVE = (1003, 1003, (0,))       # in the owning group (0) of /ro/acl3
 
 # The kernel's names of the capabilities the library knows (but
 # sys_resource, which this machine's bounding set may lack).
@@ -75,6 +76,8 @@ TREE = [
     ("file", "/ro/acl", 0o660, 0, 0, ("acl", 6)),
     # the same with mask r: the named user's rw is limited to r
     ("file", "/ro/acl2", 0o640, 0, 0, ("acl", 4)),
+    # ACL g::r, g:100:rw, mask rw: a named group
+    ("file", "/ro/acl3", 0o660, 0, 0, ("acl", "group")),
 ]
 
 # vfs_cap_data, revision 2, effective: cap_net_bind_service permitted
@@ -150,6 +153,10 @@ STEPS = [
     (CAROL, "", "pwrite /ro/acl 0 10", "EACCES"),
     (BOB, "", "pwrite /ro/acl2 0 10", "EACCES"),
     (BOB, "", "cat /ro/acl2", "ok"),
+    (DAVE, "", "cat /ro/acl3", "ok"),
+    (DAVE, "", "pwrite /ro/acl3 0 10", "EACCES"),
+    (BOB, "", "pwrite /ro/acl3 0 10", "EACCES"),
+    (CAROL, "", "pwrite /ro/acl3 0 10", "ok"),
     # chmod: owner or CAP_FOWNER; setgid dropped outside the group
     (BOB, "", "chmod 777 /pub/afile", "EPERM"),
     (ALICE, "", "chmod 2755 /pub/afile", "ok"),
@@ -318,10 +325,14 @@ def setpriv_args(who, caps):
     return args
 
 
-def acl_value(mask):
-    """system.posix_acl_access as the kernel's xattr interface has it."""
-    ent = [(0x01, 6, 0xffffffff), (0x02, 6, 1001), (0x04, 4, 0xffffffff),
+def acl_value(kind):
+    """system.posix_acl_access as the kernel's xattr interface has it:
+    u:1001:rw with mask KIND, or (KIND "group") g:100:rw with mask rw."""
+    named = (0x08, 6, 100) if kind == "group" else (0x02, 6, 1001)
+    mask = 6 if kind == "group" else kind
+    ent = [(0x01, 6, 0xffffffff), (0x04, 4, 0xffffffff), named,
            (0x10, mask, 0xffffffff), (0x20, 0, 0xffffffff)]
+    ent.sort(key=lambda e: e[0])
     return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e)
                                            for e in ent)
 
