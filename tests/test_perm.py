@@ -76,8 +76,9 @@ TREE = [
     ("file", "/ro/acl", 0o660, 0, 0, ("acl", 6)),
     # the same with mask r: the named user's rw is limited to r
     ("file", "/ro/acl2", 0o640, 0, 0, ("acl", 4)),
-    # ACL g::r, g:100:rw, mask rw: a named group
-    ("file", "/ro/acl3", 0o660, 0, 0, ("acl", "group")),
+    # ACL g::r, g:100:rw, mask rw, o::rw: a named group, and the owning
+    # group's r refusing a write the others' rw would allow
+    ("file", "/ro/acl3", 0o666, 0, 0, ("acl", "group")),
 ]
 
 # vfs_cap_data, revision 2, effective: cap_net_bind_service permitted
@@ -155,7 +156,7 @@ STEPS = [
     (BOB, "", "cat /ro/acl2", "ok"),
     (DAVE, "", "cat /ro/acl3", "ok"),
     (DAVE, "", "pwrite /ro/acl3 0 10", "EACCES"),
-    (BOB, "", "pwrite /ro/acl3 0 10", "EACCES"),
+    (BOB, "", "pwrite /ro/acl3 20 10", "ok"),
     (CAROL, "", "pwrite /ro/acl3 0 10", "ok"),
     # chmod: owner or CAP_FOWNER; setgid dropped outside the group
     (BOB, "", "chmod 777 /pub/afile", "EPERM"),
@@ -327,11 +328,12 @@ def setpriv_args(who, caps):
 
 def acl_value(kind):
     """system.posix_acl_access as the kernel's xattr interface has it:
-    u:1001:rw with mask KIND, or (KIND "group") g:100:rw with mask rw."""
+    u:1001:rw with mask KIND, or (KIND "group") g:100:rw, mask rw, o::rw."""
     named = (0x08, 6, 100) if kind == "group" else (0x02, 6, 1001)
     mask = 6 if kind == "group" else kind
     ent = [(0x01, 6, 0xffffffff), (0x04, 4, 0xffffffff), named,
-           (0x10, mask, 0xffffffff), (0x20, 0, 0xffffffff)]
+           (0x10, mask, 0xffffffff),
+           (0x20, 6 if kind == "group" else 0, 0xffffffff)]
     ent.sort(key=lambda e: e[0])
     return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e)
                                            for e in ent)
