@@ -70,6 +70,11 @@ TREE = [
     ("file", "/ro/suid2", 0o6755, 1000, 1000, None),
     ("file", "/ro/caps", 0o755, 1000, 1000, "caps"),
     ("file", "/ro/caps2", 0o755, 1000, 1000, "caps"),
+    ("file", "/ro/caps3", 0o4755, 1000, 1000, "caps"),
+    ("file", "/ro/caps4", 0o755, 1000, 1000, "caps"),
+    ("file", "/ro/suid3", 0o6755, 1000, 1000, None),
+    ("file", "/ro/suid4", 0o6755, 1000, 1000, None),
+    ("file", "/ro/suid5", 0o6745, 1000, 1000, None),
     ("file", "/ro/imm", 0o666, 0, 0, "immutable"),
     ("file", "/ro/app", 0o666, 0, 0, "append"),
     # ACL u:1001:rw, g::r, mask rw, o::- (mode 0660: group bits = mask)
@@ -124,6 +129,11 @@ STEPS = [
     # file_remove_privs: setuid/setgid and security.capability go
     (ALICE, "", "pwrite /ro/suid 0 10", "ok"),
     (ALICE, "", "pwrite /ro/caps 0 10", "ok"),
+    (ROOT, "", "pwrite /ro/caps3 0 10", "ok"),     # caps go, setuid stays
+    (ALICE, "", "punch /ro/caps4 0 4096", "ok"),
+    (ALICE, "", "truncate /ro/suid3 8192", "ok"),
+    (ALICE, "", "dedupe /ro/rfile 0 /ro/suid4 0 4096", "ok"),  # keeps them
+    (ALICE, "", "clone_range /ro/rfile 0 /ro/suid5 0 4096", "ok"),
     # immutable: nobody writes; append-only: appends only
     (BOB, ",".join(CAPS), "pwrite /ro/imm 0 10", "EPERM"),
     (BOB, ",".join(CAPS), "truncate /ro/imm 0", "EPERM"),
