@@ -545,3 +545,43 @@ def test_library_calls(tmp_path):
     out = helpers.debugfs(img, "stat /g").stdout
     assert "User:  1000   Group:  1000" in out, out
     assert helpers.debugfs_cat(img, "/d/f")[:2] == b"xy"
+
+
+def test_shell_identity(tmp_path):
+    """--as/--cap and the 'as' command: the identity shown, bad ones
+    refused with a message, errors naming the path and the kernel's
+    error."""
+    img = tmp_path / "id.img"
+    helpers.mkfs(img, "8M")
+    dbg = helpers.binary("debugfs.extref")
+    helpers.run([dbg, "-w", "-R", "mkdir /d", img])
+    helpers.run([dbg, "-w", "-R", "chmod 700 /d", img])
+    cmds = tmp_path / "cmds"
+    cmds.write_text("as\nas 1000:1000,27,100 chown,CAP_FOWNER\nas\n"
+                    "as root\nas\n")
+    out = helpers.run([dbg, "-f", cmds, img]).stdout
+    assert out.count("no identity: nothing is checked") == 2, out
+    assert "uid=1000 gid=1000 groups=27,100 caps=cap_chown,cap_fowner " \
+        "umask=" in out, out
+    res = helpers.run([dbg, "--as", "1000", "-R", "as", img])
+    assert "uid=1000 gid=1000 groups= caps=none" in res.stdout, res.stdout
+    for bad in (["--as", "x"], ["--as", "1000:"], ["--cap", "chown"],
+                ["--as", "1", "--cap", "cap_nonsense"]):
+        res = helpers.run([dbg, *bad, "-R", "as", img], check=False)
+        assert res.returncode == 1 and "debugfs.extref:" in res.stderr, \
+            helpers.describe(res)
+    res = helpers.run([dbg, "-R", "as 1000 bogus", img], check=False)
+    assert res.returncode == 1 and "bad capability list" in res.stderr
+    before = helpers.sha256(img)
+    res = helpers.run([dbg, "-w", "--as", "1000", "-R", "mkdir /d/e", img],
+                      check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert res.stderr.startswith("mkdir: /d/e: Permission denied (EACCES)"), \
+        res.stderr
+    assert helpers.sha256(img) == before
+    res = helpers.run([dbg, "-w", "--as", "1000", "-R", "chmod 777 /d", img],
+                      check=False)
+    assert res.stderr.startswith("chmod: /d: Operation not permitted "
+                                 "(EPERM)"), res.stderr
+    assert helpers.sha256(img) == before
+    helpers.e2fsck_fn(img)
