@@ -585,3 +585,23 @@ def test_shell_identity(tmp_path):
                                  "(EPERM)"), res.stderr
     assert helpers.sha256(img) == before
     helpers.e2fsck_fn(img)
+
+
+def test_walk_through_an_indexed_directory(tmp_path):
+    """extref_namei resolves ".", ".." and names of a hash-indexed
+    directory (the dot entries are in no index) for an identity."""
+    img = tmp_path / "walk.img"
+    helpers.mkfs(img, "16M")
+    dbg = helpers.binary("debugfs.extref")
+    cmds = tmp_path / "cmds"
+    cmds.write_text("mkdir /big\n" + "".join(
+        f"mkdir /big/entry_with_a_long_name_{i}\n" for i in range(300)))
+    helpers.run([dbg, "-w", "-f", cmds, img])
+    assert "Root node dump" in helpers.run(
+        [dbg, "-R", "htree /big", img]).stdout
+    walk = tmp_path / "walk"
+    walk.write_text("cd /big/./entry_with_a_long_name_7/../"
+                    "entry_with_a_long_name_299\npwd\ncd ..\npwd\n")
+    out = helpers.run([dbg, "--as", "1000", "-f", walk, img]).stdout
+    assert "\n/big/entry_with_a_long_name_299\n" in out, out
+    assert out.endswith("\n/big\n"), out

@@ -67,11 +67,15 @@ static errcode_t step(struct walk *w, ext2_ino_t cur, const char *name,
 	err = xr_permission(w->fs, w->c, cur, &inode, XR_MAY_EXEC);
 	if (err)
 		return err;
-	if (cur == w->root && !strcmp(name, "..")) {
+	if (!strcmp(name, ".") || (cur == w->root && !strcmp(name, ".."))) {
 		*next = cur;
 		return 0;
 	}
-	err = xr_lookup(w->fs, cur, name, next);
+	/* "." and ".." are in no hash index: read from the first block */
+	if (!strcmp(name, ".."))
+		err = ext2fs_lookup(w->fs, cur, name, 2, NULL, next);
+	else
+		err = xr_lookup(w->fs, cur, name, next);
 	if (!err)
 		err = xr_read_inode(w->fs, *next, &inode);
 	if (err || !follow || !LINUX_S_ISLNK(inode.i_mode))

@@ -174,7 +174,8 @@ static errcode_t check_acl(ext2_filsys fs, const struct extref_cred *c,
 	errcode_t err = get_xattr(fs, ino, "system.posix_acl_access", &val,
 				  &len);
 
-	if (err == EXT2_ET_EA_KEY_NOT_FOUND || err == EXT2_ET_NO_INLINE_DATA)
+	if (err == EXT2_ET_EA_KEY_NOT_FOUND || err == EXT2_ET_NO_INLINE_DATA ||
+	    err == EXT2_ET_MISSING_EA_FEATURE)
 		return ACL_NO_ACL;
 	if (err)
 		return err;
