@@ -61,6 +61,10 @@ void extref_cred_current(struct extref_cred *cred);
 /*
  * Act as cred on this image from now on (NULL: no identity, the default:
  * nothing is checked, as for root tools).  The credential is copied.
+ * Every call below then refuses what the kernel would refuse that user
+ * (EXTREF_ERR_ACCESS, EXTREF_ERR_PERM), changing nothing, and the
+ * inodes it makes are the identity's, whatever cred a call is given
+ * (ops/perm.c has the rules; debugfs.extref(8), PERMISSIONS).
  * EXT2_ET_INVALID_ARGUMENT when ngroups is above EXTREF_NGROUPS_MAX.
  */
 errcode_t extref_set_identity(extref_fs_t fs, const struct extref_cred *cred);
