@@ -109,6 +109,7 @@ STEPS = [
     (ALICE, "", "reflink /ro/suid /pub/suidcopy", "ok"),
     (BOB, "", "reflink -r /pub/mixed /pub/m3", "ok"),
     (ALICE100, "", "reflink /ro/suid /shared/acopy", "ok"),
+    (ALICE100, "", "reflink -r /pub/mixed /shared/m5", "ok"),
     # sticky directory: only the file's or the directory's owner
     (BOB, "", "rm /pub/afile", "EPERM"),
     (ALICE, "", "rm /pub/bfile", "EPERM"),

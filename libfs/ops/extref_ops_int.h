@@ -130,7 +130,8 @@ errcode_t xr_may_create_name(extref_fs_t xfs, ext2_ino_t dir,
 errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
 		       const struct extref_cred *cred,
 		       struct ext2_inode *inode);
-errcode_t xr_new_group(extref_fs_t xfs, ext2_ino_t dir, __u32 *gid);
+errcode_t xr_new_group(extref_fs_t xfs, ext2_ino_t dir, __u32 *gid,
+		       int *sgid);
 errcode_t xr_perm_remap(extref_fs_t xfs, ext2_ino_t src,
 			const struct ext2_inode *sinode, ext2_ino_t dst,
 			const struct ext2_inode *dinode, int dedupe);

@@ -479,13 +479,18 @@ errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
 	return 0;
 }
 
-/* The group of a new inode in dir: dir's when it is setgid, else *gid. */
-errcode_t xr_new_group(extref_fs_t xfs, ext2_ino_t dir, __u32 *gid)
+/*
+ * The group of a new inode in dir: dir's when it is setgid (*sgid set:
+ * a new directory there is setgid too), else *gid.
+ */
+errcode_t xr_new_group(extref_fs_t xfs, ext2_ino_t dir, __u32 *gid,
+		       int *sgid)
 {
 	struct ext2_inode d;
 	errcode_t err = xr_read_inode(extref_fs_ext2(xfs), dir, &d);
 
-	if (!err && (d.i_mode & XR_S_ISGID))
+	*sgid = !err && (d.i_mode & XR_S_ISGID);
+	if (*sgid)
 		*gid = inode_gid(d);
 	return err;
 }

@@ -26,6 +26,7 @@ struct rl {
 	int			flags;
 	struct extref_cred	cred;
 	const struct extref_cred *actor;	/* the identity checked, or NULL */
+	int			sgid_dir;	/* copies made in a setgid dir */
 	/* Hard links inside a recursive copy: source inode -> new inode. */
 	ext2_ino_t		*hl_src, *hl_dst;
 	size_t			hl_n, hl_cap;
@@ -38,12 +39,16 @@ static int preserve(const struct rl *r)
 }
 
 /* A copy's permission bits: the umask applied; an identity's copy
- * loses setuid and setgid, as cp's does. */
+ * loses setuid and setgid, as cp's does, but for the setgid bit a
+ * directory made in a setgid directory gets (inode_init_owner). */
 static __u16 copy_perm(const struct rl *r, const struct ext2_inode *src)
 {
 	__u16 perm = src->i_mode & 07777 & ~r->cred.umask;
 
-	return r->actor ? perm & ~06000 : perm;
+	if (!r->actor)
+		return perm;
+	perm &= ~06000;
+	return r->sgid_dir && LINUX_S_ISDIR(src->i_mode) ? perm | 02000 : perm;
 }
 
 /* Metadata of a new inode in copy mode (type kept, umask applied). */
@@ -613,7 +618,7 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	if (!err)
 		err = xr_may_create_name(xfs, dir, name);
 	if (!err && r.actor)	/* a setgid directory's group */
-		err = xr_new_group(xfs, dir, &r.cred.gid);
+		err = xr_new_group(xfs, dir, &r.cred.gid, &r.sgid_dir);
 	if (err)
 		return err;
 	if (LINUX_S_ISDIR(s.i_mode) && !(flags & EXTREF_REFLINK_RECURSIVE))
