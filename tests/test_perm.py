@@ -84,6 +84,8 @@ TREE = [
     # ACL g::r, g:100:rw, mask rw, o::rw: a named group, and the owning
     # group's r refusing a write the others' rw would allow
     ("file", "/ro/acl3", 0o666, 0, 0, ("acl", "group")),
+    # default ACL u::rwx, u:1001:rwx, g::r-x, m::rwx, o::r-x
+    ("dir", "/acld", 0o777, 0, 0, "default_acl"),
 ]
 
 # vfs_cap_data, revision 2, effective: cap_net_bind_service permitted
@@ -121,6 +123,12 @@ STEPS = [
     (CAROL, "", "mkdir /shared/cd", "ok"),
     (BOB, "", "rmdir /shared/cd", "EACCES"),
     (BOB, "", "symlink /ro/l /pub", "EACCES"),
+    # a default ACL: the new inode's mode and ACLs from it, not the umask
+    (ALICE, "", "write HOST /acld/f", "ok"),
+    (ALICE, "", "mkdir /acld/sub", "ok"),
+    (ALICE, "", "symlink /acld/l f", "ok"),
+    (BOB, "", "write HOST /acld/sub/g", "ok"),
+    (CAROL, "", "mkdir /acld/sub/c", "EACCES"),
     (ALICE, "", "symlink /pub/lnk afile", "ok"),
     # writes: the group's and the others' bits, CAP_DAC_OVERRIDE
     (BOB, "", "pwrite /shared/g 0 100", "EACCES"),
@@ -357,6 +365,12 @@ def acl_entries(value):
     return [(t, p, i if t in (0x02, 0x08) else None) for t, p, i in ent]
 
 
+DEFAULT_ACL = struct.pack("<I", 2) + b"".join(
+    struct.pack("<HHI", *e) for e in [
+        (0x01, 7, 0xffffffff), (0x02, 7, 1001), (0x04, 5, 0xffffffff),
+        (0x10, 7, 0xffffffff), (0x20, 5, 0xffffffff)])
+
+
 def build_extref(img, work):
     helpers.mkfs(img, "32M")
     data = work / "data"
@@ -373,6 +387,10 @@ def build_extref(img, work):
             acl = work / f"acl{extra[1]}"
             acl.write_bytes(acl_value(extra[1]))
             lines.append(f"setxattr -f {acl} {path} system.posix_acl_access")
+        elif extra == "default_acl":
+            (work / "dacl").write_bytes(DEFAULT_ACL)
+            lines.append(f"setxattr -f {work / 'dacl'} {path} "
+                         "system.posix_acl_default")
         lines.append(f"chown {uid}:{gid} {path}")
         lines.append(f"chmod {mode:o} {path}")
         if extra == "immutable":
@@ -396,6 +414,8 @@ def build_kernel(mnt):
             os.setxattr(p, "security.capability", CAP_VALUE)
         elif isinstance(extra, tuple):
             os.setxattr(p, "system.posix_acl_access", acl_value(extra[1]))
+        elif extra == "default_acl":
+            os.setxattr(p, "system.posix_acl_default", DEFAULT_ACL)
         os.chown(p, uid, gid)
         os.chmod(p, mode)
         if extra == "immutable":

@@ -104,6 +104,8 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 		err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
+	if (!err && xr_actor(xfs))
+		err = xr_acl_inherit(xfs, dir, ino);
 	if (!err && ret_ino)
 		*ret_ino = ino;
 	return err;
@@ -142,7 +144,9 @@ static errcode_t identity_owns(extref_fs_t xfs, ext2_ino_t dir,
 		in.i_mode = LINUX_S_IFDIR | 0777;
 	if (!err)
 		err = xr_new_owner(xfs, dir, NULL, &in);
-	return err ? err : ext2fs_write_inode(fs, ino, &in);
+	if (!err)
+		err = ext2fs_write_inode(fs, ino, &in);
+	return err ? err : xr_acl_inherit(xfs, dir, ino);
 }
 
 /* Retry a directory-entry creation once DIR has grown by a block. */

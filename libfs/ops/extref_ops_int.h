@@ -139,6 +139,11 @@ errcode_t xr_perm_reflink_src(extref_fs_t xfs, const struct extref_cred *c,
 			      ext2_ino_t ino, const struct ext2_inode *inode,
 			      int preserve);
 
+/* acl.c: a default ACL given to what an identity makes. */
+errcode_t xr_acl_create_mode(extref_fs_t xfs, ext2_ino_t dir, __u16 *mode,
+			     int *inherit);
+errcode_t xr_acl_inherit(extref_fs_t xfs, ext2_ino_t dir, ext2_ino_t ino);
+
 /* create.c */
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
 int xr_file_type(__u16 mode);

@@ -453,8 +453,10 @@ errcode_t xr_may_create_name(extref_fs_t xfs, ext2_ino_t dir,
 
 /*
  * The owner and mode of an inode made in DIR: with an identity, the
- * identity's (inode_init_owner, its umask applied); else cred's, as
- * before.  inode->i_mode holds the requested mode on entry.
+ * identity's (inode_init_owner, its umask applied, or DIR's default ACL
+ * when it has one: acl.c); else cred's, as before.  inode->i_mode holds
+ * the requested mode on entry.  The caller gives the new inode DIR's
+ * default ACL (xr_acl_inherit) once it exists.
  */
 errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
 		       const struct extref_cred *cred,
@@ -463,6 +465,7 @@ errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
 	const struct extref_cred *c = xr_actor(xfs);
 	struct ext2_inode d;
 	__u32 uid, gid;
+	int inherit;
 	errcode_t err;
 
 	if (!c) {
@@ -470,9 +473,11 @@ errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
 		return 0;
 	}
 	err = xr_read_inode(extref_fs_ext2(xfs), dir, &d);
+	if (!err)
+		err = xr_acl_create_mode(xfs, dir, &inode->i_mode, &inherit);
 	if (err)
 		return err;
-	if (!LINUX_S_ISLNK(inode->i_mode))
+	if (!inherit && !LINUX_S_ISLNK(inode->i_mode))
 		inode->i_mode &= ~(c->umask & 0777);
 	xr_init_owner(c, &d, &inode->i_mode, &uid, &gid);
 	xr_set_owner(inode, uid, gid);
