@@ -129,6 +129,7 @@ STEPS = [
     (ALICE, "", "symlink /acld/l f", "ok"),
     (BOB, "", "write HOST /acld/sub/g", "ok"),
     (CAROL, "", "mkdir /acld/sub/c", "EACCES"),
+    (ALICE, "", "reflink /pub/afile /acld/r", "ok"),
     (ALICE, "", "symlink /pub/lnk afile", "ok"),
     # writes: the group's and the others' bits, CAP_DAC_OVERRIDE
     (BOB, "", "pwrite /shared/g 0 100", "EACCES"),

@@ -315,6 +315,33 @@ static errcode_t copy_special(struct rl *r, const struct ext2_inode *sinode,
 static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 			     const char *name, ext2_ino_t *ret);
 
+/*
+ * A file an identity copies into a directory with a default ACL: its
+ * mode is the source's masked by that ACL (not by the umask), and it
+ * gets the ACL, as cp's open(O_CREAT) does (acl.c).
+ */
+static errcode_t copy_default_acl(struct rl *r, ext2_ino_t dir,
+				  ext2_ino_t ino, const struct ext2_inode *src)
+{
+	struct ext2_inode in;
+	__u16 mode;
+	int inherit;
+	errcode_t err;
+
+	if (!r->actor || preserve(r))
+		return 0;
+	mode = (src->i_mode & LINUX_S_IFMT) | (src->i_mode & 0777);
+	err = xr_acl_create_mode(r->xfs, dir, &mode, &inherit);
+	if (err || !inherit)
+		return err;
+	err = ext2fs_read_inode(r->fs, ino, &in);
+	if (err)
+		return err;
+	in.i_mode = mode;
+	err = ext2fs_write_inode(r->fs, ino, &in);
+	return err ? err : xr_acl_inherit(r->xfs, dir, ino);
+}
+
 static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 			     const struct ext2_inode *sinode, ext2_ino_t dir,
 			     const char *name, ext2_ino_t *ret)
@@ -412,6 +439,8 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 		err = reflink_file(r, src, dir, name, &ino);
 	else
 		err = copy_special(r, &s, dir, name, xr_file_type(s.i_mode));
+	if (!err && ino)
+		err = copy_default_acl(r, dir, ino, &s);
 	if (!err && ino && s.i_links_count > 1)
 		err = remember_link(r, src, ino);
 	if (!err && ret)
