@@ -223,6 +223,23 @@ int impl_rmdir(struct cmd_args *a)
 
 /* ----- reflink, clone_range, dedupe ----- */
 
+/* -Z CONTEXT: the label of every inode a copy-mode reflink creates. */
+static int reflink_label(struct cmd_args *a, struct extref_reflink_opts *ro)
+{
+	errcode_t err;
+
+	if (a->opts['p'])
+		return cmd_fail(a, "%s -> %s: -Z cannot be combined with -p (a "
+				"snapshot keeps its source's labels)",
+				a->argv[0], a->argv[1]);
+	err = extref_label_check(a->optarg['Z']);
+	if (err)
+		return cmd_err(a, err, "%s -> %s: -Z %s", a->argv[0],
+			       a->argv[1], a->optarg['Z']);
+	ro->label = a->optarg['Z'];
+	return 0;
+}
+
 int impl_reflink(struct cmd_args *a)
 {
 	const char *src = a->argv[0], *dst = a->argv[1];
@@ -230,6 +247,7 @@ int impl_reflink(struct cmd_args *a)
 	ext2_ino_t sino, dir, nino = 0;
 	char *name = NULL;
 	errcode_t err;
+	struct extref_reflink_opts ro = { 0 };
 	int flags = 0, ret = 1;
 	unsigned long long size;
 
@@ -237,6 +255,9 @@ int impl_reflink(struct cmd_args *a)
 		flags |= EXTREF_REFLINK_PRESERVE;
 	if (a->opts['r'])
 		flags |= EXTREF_REFLINK_RECURSIVE;
+	ro.flags = flags;
+	if (a->opts['Z'] && reflink_label(a, &ro))
+		goto out;
 	if (resolve_path(a, src, &sino) || read_inode(a, sino, &inode) ||
 	    modifiable(a, sino, src))
 		goto out;
@@ -248,7 +269,7 @@ int impl_reflink(struct cmd_args *a)
 	if (resolve_parent(a, dst, &dir, &name) ||
 	    check_absent(a, dir, name, dst) || modifiable(a, dir, dst))
 		goto out;
-	err = extref_reflink(sh.xfs, sino, dir, name, flags, NULL, &nino);
+	err = extref_reflink2(sh.xfs, sino, dir, name, &ro, &nino);
 	if (err) {
 		cmd_err(a, err, "%s -> %s", src, dst);
 		goto out;

@@ -50,7 +50,7 @@ static const struct cmd_spec cmd_table[] = {
 	{ "rm",		  impl_rm,		1, 1, NULL, NULL, 0,  WR, "PATH" },
 	{ "rmdir",	  impl_rmdir,		1, 1, NULL, NULL, 0,  WR, "PATH" },
 	{ "symlink",	  impl_symlink,		2, 2, NULL, NULL, 0,  WR, "PATH TARGET" },
-	{ "reflink",	  impl_reflink,		2, 2, "pr", NULL, 0,  WR, "[-p] [-r] SRC DST" },
+	{ "reflink",	  impl_reflink,		2, 2, "prZ:", NULL, 0, WR, "[-p] [-r] [-Z CONTEXT] SRC DST" },
 	{ "clone_range",  impl_clone_range,	5, 5, NULL, NULL, 0,  WR, "SRC SOFF DST DOFF LEN" },
 	{ "dedupe",	  impl_dedupe,		5, 5, NULL, NULL, 0,  WR, "SRC SOFF DST DOFF LEN" },
 	{ "pwrite",	  impl_pwrite,		3, 3, "S:i:", NULL, 0, WR, "[-S BYTE] [-i HOSTFILE] PATH OFF LEN" },

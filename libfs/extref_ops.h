@@ -85,6 +85,42 @@ errcode_t extref_reflink(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino);
 
 /*
+ * extref_reflink with options that may grow.  flags: EXTREF_REFLINK_*
+ * (others: EXT2_ET_INVALID_ARGUMENT).  cred: as extref_reflink's.
+ * label: NULL, or in copy mode the SELinux context (security.selinux)
+ * every inode the call creates gets, as cp -Z gives it; checked by
+ * extref_label_check before anything changes (EXTREF_ERR_BAD_LABEL); with
+ * EXTREF_REFLINK_PRESERVE it is refused (EXT2_ET_INVALID_ARGUMENT: a
+ * snapshot keeps its source's labels, as cp refuses -Z with
+ * --preserve=context).  Preserve mode keeps every extended
+ * attribute, and of the inodes it copies rather than shares (directories,
+ * symbolic links, devices, FIFOs, sockets, inline files) mode, owner, the
+ * four times with nanoseconds, user flags and project id; hard links
+ * inside a tree stay hard links.  A source (or tree) with an attribute
+ * whose value is in an inode of its own (ea_inode) is refused with
+ * EXTREF_ERR_EA_INODE before anything changes.  Reserved fields must be
+ * zero.
+ */
+struct extref_reflink_opts {
+	int				flags;		/* EXTREF_REFLINK_* */
+	const struct extref_cred	*cred;		/* NULL: this process */
+	const char			*label;		/* NULL: none */
+	void				*reserved[5];	/* zero */
+};
+errcode_t extref_reflink2(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
+			  const char *name,
+			  const struct extref_reflink_opts *opts,
+			  ext2_ino_t *ret_ino);
+
+/*
+ * 0 when label is a security context a file may be given: printable,
+ * at most 4095 bytes, and valid for the loaded SELinux policy or, on a
+ * host without one, of the form user:role:type:level.  Else
+ * EXTREF_ERR_BAD_LABEL (EXT2_ET_INVALID_ARGUMENT for NULL).
+ */
+errcode_t extref_label_check(const char *label);
+
+/*
  * Clone len bytes of SRC at soff onto DST at doff (FICLONERANGE rules:
  * offsets block-aligned; len 0 means to the end of SRC; an unaligned len
  * only when the range ends at SRC's EOF; DST may grow; same-file

@@ -32,7 +32,8 @@ static void usage_lines(FILE *f)
 	fprintf(f,
 "Usage: %s [options] IMAGE [SIZE]\n"
 "       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
-"                   [--headroom=PCT] [options] IMAGE [SIZE]\n"
+"                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
+"                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [-q] IMAGE\n",
 		prog, prog, prog);
 }
@@ -69,6 +70,8 @@ static void usage(FILE *f)
 "                 optional: the content plus --headroom)\n"
 "  --headroom=PCT with -d and no SIZE: room to spare, in percent (20)\n"
 "  --all-root     with -d: every file owned by root\n"
+"  --file-contexts=FILE  label every file the build creates from the\n"
+"                 SELinux file_contexts FILE (security.selinux)\n"
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
 "                 block (every identical block)\n"
@@ -149,6 +152,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "dedup", required_argument, NULL, OPT_DEDUP },
 		{ "headroom", required_argument, NULL, OPT_HEADROOM },
 		{ "all-root", no_argument, NULL, OPT_ALL_ROOT },
+		{ "file-contexts", required_argument, NULL, OPT_FILE_CONTEXTS },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -224,6 +228,10 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_ALL_ROOT:
 			o->all_root = 1;
 			break;
+		case OPT_FILE_CONTEXTS:
+			labels_check(optarg);
+			o->file_contexts = optarg;
+			break;
 		default:
 			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -250,6 +258,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--convert and -d cannot be combined");
 	if (o->convert && o->size_arg)
 		fatal("--convert takes no SIZE");
+	if (o->convert && o->file_contexts)
+		fatal("--file-contexts labels what the build creates: not "
+		      "with --convert");
 }
 
 int main(int argc, char **argv)
@@ -284,7 +295,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
-	    (o.source && source_finish(&o))) {
+	    (o.source && source_finish(&o)) ||
+	    (o.file_contexts && labels_apply(&o))) {
 		target_undo(&o, &t);
 		rc = 1;
 	} else {

@@ -45,12 +45,20 @@ struct mkfs_opts {
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
 	int		root_owner;	/* -E root_owner= given */
+	const char	*file_contexts;	/* --file-contexts FILE */
 };
 
 #define OPT_CONVERT	1000
 #define OPT_DEDUP	1001
 #define OPT_HEADROOM	1002
 #define OPT_ALL_ROOT	1003
+#define OPT_FILE_CONTEXTS 1004
+
+/* labels.c */
+/* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
+void labels_check(const char *file);
+/* Label every inode of the new image from o->file_contexts. */
+int labels_apply(const struct mkfs_opts *o);
 
 /* tar.c */
 /*

@@ -159,6 +159,14 @@ errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
 			       struct ext2_inode *inode);
 
+/* label.c */
+errcode_t xr_label_set(ext2_filsys fs, ext2_ino_t ino, const char *label);
+
+/* reflink_meta.c */
+errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
+errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);
+errcode_t xr_meta_undo(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *in);
+
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */
 #define XR_COW_UNSHARE	1	/* shared blocks only, contents kept */

@@ -4,9 +4,11 @@
  * A file's blocks gain a mapping first (counts raised and committed),
  * then the new inode is written with the same extents, then it gets its
  * name.  Copy mode gives the new file the caller's owner, a mode masked
- * by the caller's umask, fresh times and no extended attributes; preserve
- * mode keeps the whole inode, extended attributes included (an external
- * xattr block is shared through its h_refcount).
+ * by the caller's umask, fresh times, no extended attributes but the
+ * label the caller gives (security.selinux, label.c); preserve mode keeps
+ * the whole inode, extended attributes included (an external xattr block
+ * is shared through its h_refcount), and of what it copies rather than
+ * shares every field stat and getfattr show (reflink_meta.c).
  *
  * A directory tree is walked once before anything changes (scan_tree):
  * a destination inside the source, a directory reached twice and a tree
@@ -27,6 +29,7 @@ struct rl {
 	struct extref_cred	cred;
 	const struct extref_cred *actor;	/* the identity checked, or NULL */
 	int			sgid_dir;	/* copies made in a setgid dir */
+	const char		*label;		/* copy mode: security.selinux */
 	/* Hard links inside a recursive copy: source inode -> new inode. */
 	ext2_ino_t		*hl_src, *hl_dst;
 	size_t			hl_n, hl_cap;
@@ -145,6 +148,8 @@ static void unshare_new(struct rl *r, ext2_ino_t ino,
 	    !ext2fs_read_inode(r->fs, ino, &in)) {
 		if (in.i_flags & EXT4_EXTENTS_FL)
 			err = xr_unmap(r->fs, ino, &in, 0, 1ULL << 32, &gone);
+		if (!err)
+			err = xr_meta_undo(r->fs, ino, &in);
 		in.i_links_count = 0;
 		in.i_dtime = xr_now(r->fs);
 		if (!err)
@@ -190,6 +195,8 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 		err = xr_map_insert(fs, ino, &dinode, &maps.v[i]);
 	if (!err)
 		err = ext2fs_write_inode(fs, ino, &dinode);
+	if (!err && !preserve(r) && r->label)
+		err = xr_label_set(fs, ino, r->label);
 	/* The inode is whole on disk before a name points at it. */
 	if (!err)
 		err = io_channel_flush(fs->io);
@@ -216,6 +223,9 @@ static errcode_t read_all(extref_fs_t xfs, ext2_ino_t ino, __u64 size,
 	return err;
 }
 
+static errcode_t set_meta(struct rl *r, ext2_ino_t ino, ext2_ino_t src_ino,
+			  const struct ext2_inode *src);
+
 /* Files that cannot share blocks are copied: inline data, symlinks. */
 static errcode_t copy_inline_file(struct rl *r, ext2_ino_t src,
 				  const struct ext2_inode *sinode,
@@ -241,6 +251,8 @@ static errcode_t copy_inline_file(struct rl *r, ext2_ino_t src,
 		err = extref_pwrite(r->xfs, ino, 0, data, size);
 	ext2fs_free_mem(&data);
 	if (!err)
+		err = set_meta(r, ino, src, sinode);
+	if (!err)
 		*ret = ino;
 	return err;
 }
@@ -260,56 +272,56 @@ static errcode_t read_link_target(struct rl *r, ext2_ino_t ino,
 	return read_all(r->xfs, ino, size, target);
 }
 
-/* Give a copied inode the source's metadata (preserve) or the caller's. */
-static errcode_t set_meta(struct rl *r, ext2_ino_t ino,
+/*
+ * Give a copied inode the source's metadata and extended attributes
+ * (preserve: reflink_meta.c) or the caller's owner, mode and label.
+ */
+static errcode_t set_meta(struct rl *r, ext2_ino_t ino, ext2_ino_t src_ino,
 			  const struct ext2_inode *src)
 {
 	struct ext2_inode in;
-	errcode_t err = ext2fs_read_inode(r->fs, ino, &in);
+	errcode_t err;
 
+	if (preserve(r))
+		return xr_meta_copy(r->fs, src_ino, ino);
+	err = ext2fs_read_inode(r->fs, ino, &in);
 	if (err)
 		return err;
-	if (preserve(r)) {
-		in.i_mode = src->i_mode;
-		xr_set_owner(&in, inode_uid(*src), inode_gid(*src));
-		in.i_atime = src->i_atime;
-		in.i_mtime = src->i_mtime;
-		in.i_ctime = src->i_ctime;
-	} else {
-		in.i_mode = (src->i_mode & LINUX_S_IFMT) | copy_perm(r, src);
-		xr_set_owner(&in, r->cred.uid, r->cred.gid);
-	}
-	return ext2fs_write_inode(r->fs, ino, &in);
+	in.i_mode = (src->i_mode & LINUX_S_IFMT) | copy_perm(r, src);
+	xr_set_owner(&in, r->cred.uid, r->cred.gid);
+	err = ext2fs_write_inode(r->fs, ino, &in);
+	if (!err && r->label)
+		err = xr_label_set(r->fs, ino, r->label);
+	return err;
 }
 
 static errcode_t copy_symlink(struct rl *r, ext2_ino_t src,
 			      const struct ext2_inode *sinode,
-			      ext2_ino_t dir, const char *name)
+			      ext2_ino_t dir, const char *name, ext2_ino_t *ino)
 {
 	char *target = NULL;
-	ext2_ino_t ino;
 	errcode_t err = read_link_target(r, src, sinode, &target);
 
 	if (!err)
-		err = extref_symlink(r->xfs, dir, name, target, &ino);
+		err = extref_symlink(r->xfs, dir, name, target, ino);
 	ext2fs_free_mem(&target);
-	return err ? err : set_meta(r, ino, sinode);
+	return err ? err : set_meta(r, *ino, src, sinode);
 }
 
 /* Devices, FIFOs and sockets: a new inode with the same type and rdev. */
-static errcode_t copy_special(struct rl *r, const struct ext2_inode *sinode,
-			      ext2_ino_t dir, const char *name, int ftype)
+static errcode_t copy_special(struct rl *r, ext2_ino_t src,
+			      const struct ext2_inode *sinode, ext2_ino_t dir,
+			      const char *name, int ftype, ext2_ino_t *ino)
 {
 	struct ext2_inode in;
-	ext2_ino_t ino;
 	errcode_t err;
 
 	copy_mode_meta(r, sinode, &in);
 	memcpy(in.i_block, sinode->i_block, sizeof(in.i_block));
-	err = xr_new_inode(r->fs, dir, &in, 0, &ino);
+	err = xr_new_inode(r->fs, dir, &in, 0, ino);
 	if (!err)
-		err = xr_link(r->fs, dir, name, ino, ftype);
-	return err ? err : set_meta(r, ino, sinode);
+		err = xr_link(r->fs, dir, name, *ino, ftype);
+	return err ? err : set_meta(r, *ino, src, sinode);
 }
 
 static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
@@ -363,7 +375,7 @@ static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 	r->depth--;
 	extref_dir_list_free(&e);
 	if (!err)
-		err = set_meta(r, ino, sinode);
+		err = set_meta(r, ino, src, sinode);
 	if (!err && ret)
 		*ret = ino;
 	return err;
@@ -432,13 +444,14 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	if (LINUX_S_ISDIR(s.i_mode))
 		return reflink_dir(r, src, &s, dir, name, ret);
 	if (LINUX_S_ISLNK(s.i_mode))
-		err = copy_symlink(r, src, &s, dir, name);
+		err = copy_symlink(r, src, &s, dir, name, &ino);
 	else if (LINUX_S_ISREG(s.i_mode) && (s.i_flags & EXT4_INLINE_DATA_FL))
 		err = copy_inline_file(r, src, &s, dir, name, &ino);
 	else if (LINUX_S_ISREG(s.i_mode))
 		err = reflink_file(r, src, dir, name, &ino);
 	else
-		err = copy_special(r, &s, dir, name, xr_file_type(s.i_mode));
+		err = copy_special(r, src, &s, dir, name,
+				   xr_file_type(s.i_mode), &ino);
 	if (!err && ino)
 		err = copy_default_acl(r, dir, ino, &s);
 	if (!err && ino && s.i_links_count > 1)
@@ -619,16 +632,49 @@ static errcode_t remove_tree(struct rl *r, ext2_ino_t dir, const char *name,
 	return err ? err : extref_unlink(r->xfs, dir, name, EXTREF_UNLINK_DIR);
 }
 
+/* The options a reflink may not combine, checked before anything else. */
+static errcode_t check_opts(const struct extref_reflink_opts *o)
+{
+	size_t i;
+
+	if (!o || (o->flags & ~(EXTREF_REFLINK_PRESERVE |
+				EXTREF_REFLINK_RECURSIVE)))
+		return EXT2_ET_INVALID_ARGUMENT;
+	for (i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
+		if (o->reserved[i])
+			return EXT2_ET_INVALID_ARGUMENT;
+	/* as cp: a snapshot keeps its source's label, it gets no other */
+	if (o->label && (o->flags & EXTREF_REFLINK_PRESERVE))
+		return EXT2_ET_INVALID_ARGUMENT;
+	return o->label ? extref_label_check(o->label) : 0;
+}
+
 errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			 const char *name, int flags,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
 {
-	struct rl r = { .xfs = xfs, .fs = extref_fs_ext2(xfs), .flags = flags };
+	struct extref_reflink_opts o = { .flags = flags, .cred = cred };
+
+	return extref_reflink2(xfs, src, dir, name, &o, ret_ino);
+}
+
+errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+			  const char *name,
+			  const struct extref_reflink_opts *opts,
+			  ext2_ino_t *ret_ino)
+{
+	struct rl r = { .xfs = xfs, .fs = extref_fs_ext2(xfs) };
 	struct ext2_inode s;
+	int flags;
 	errcode_t err;
 
-	if (cred)
-		r.cred = *cred;
+	r.flags = flags = opts ? opts->flags : 0;
+	r.label = opts ? opts->label : NULL;
+	err = check_opts(opts);
+	if (err)
+		return err;
+	if (opts->cred)
+		r.cred = *opts->cred;
 	else
 		extref_cred_current(&r.cred);
 	r.actor = xr_actor(xfs);
@@ -658,6 +704,8 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = scan_tree(r.fs, src, dir);
 	if (!err && LINUX_S_ISDIR(s.i_mode))
 		err = tree_room(&r, src);
+	if (!err && preserve(&r))
+		err = xr_preserve_check(r.fs, src);
 	/* Checked: the copy's own steps are not checked again. */
 	xr_perm_hold(xfs, +1);
 	if (!err)
