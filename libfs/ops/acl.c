@@ -22,7 +22,7 @@
 #define ACL_ENTRY_SIZE		8
 
 /* dir's default ACL (*val NULL when it has none). */
-static errcode_t default_acl(ext2_filsys fs, ext2_ino_t dir, void **val,
+static errcode_t inheritable_acl(ext2_filsys fs, ext2_ino_t dir, void **val,
 			     size_t *len)
 {
 	struct ext2_xattr_handle *h;
@@ -103,7 +103,7 @@ errcode_t xr_acl_create_mode(extref_fs_t xfs, ext2_ino_t dir, __u16 *mode,
 	*inherit = 0;
 	if (LINUX_S_ISLNK(*mode))
 		return 0;
-	err = default_acl(extref_fs_ext2(xfs), dir, &val, &len);
+	err = inheritable_acl(extref_fs_ext2(xfs), dir, &val, &len);
 	if (err || !val)
 		return err;
 	create_masq(val, len, mode);
@@ -126,7 +126,7 @@ errcode_t xr_acl_inherit(extref_fs_t xfs, ext2_ino_t dir, ext2_ino_t ino)
 	err = ext2fs_read_inode(fs, ino, &inode);
 	if (err || LINUX_S_ISLNK(inode.i_mode))
 		return err;
-	err = default_acl(fs, dir, &val, &len);
+	err = inheritable_acl(fs, dir, &val, &len);
 	if (err || !val)
 		return err;
 	mode = inode.i_mode;

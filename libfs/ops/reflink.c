@@ -332,7 +332,7 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
  * mode is the source's masked by that ACL (not by the umask), and it
  * gets the ACL, as cp's open(O_CREAT) does (acl.c).
  */
-static errcode_t copy_default_acl(struct rl *r, ext2_ino_t dir,
+static errcode_t copy_inheritable_acl(struct rl *r, ext2_ino_t dir,
 				  ext2_ino_t ino, const struct ext2_inode *src)
 {
 	struct ext2_inode in;
@@ -453,7 +453,7 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 		err = copy_special(r, src, &s, dir, name,
 				   xr_file_type(s.i_mode), &ino);
 	if (!err && ino)
-		err = copy_default_acl(r, dir, ino, &s);
+		err = copy_inheritable_acl(r, dir, ino, &s);
 	if (!err && ino && s.i_links_count > 1)
 		err = remember_link(r, src, ino);
 	if (!err && ret)
