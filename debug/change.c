@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "debugfs.h"
+#include "quota/xr_quota.h"
 
 #define IO_CHUNK	(1024 * 1024)
 

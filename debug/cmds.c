@@ -59,6 +59,8 @@ static const struct cmd_spec cmd_table[] = {
 	{ "unshare",	  impl_unshare,		1, 3, NULL, NULL, 0,  WR, "PATH [OFF LEN]" },
 	{ "chmod",	  impl_chmod,		2, 2, NULL, NULL, 0,  WR, "MODE PATH" },
 	{ "chown",	  impl_chown,		2, 2, NULL, NULL, 0,  WR, "UID[:GID] PATH" },
+	{ "set_quota",	  impl_set_quota,	2, 6, NULL, NULL, 0,  RO, "TYPE ID [BSOFT BHARD ISOFT IHARD]" },
+	{ "list_quota",	  impl_list_quota,	1, 1, NULL, NULL, 0,  RO, "TYPE" },
 	{ "setxattr",	  impl_setxattr,	2, 3, "f:", NULL, 0,  WR, "[-f HOSTFILE] PATH NAME [VALUE]" },
 	{ "rmxattr",	  impl_rmxattr,		2, 2, NULL, NULL, 0,  WR, "PATH NAME" },
 	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
@@ -94,6 +96,7 @@ CMD(fiemap) CMD(cat) CMD(dump) CMD(refcount) CMD(refcount_tree)
 CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
 CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
 CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
+CMD(set_quota) CMD(list_quota)
 CMD(setxattr) CMD(rmxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)

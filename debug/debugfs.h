@@ -212,6 +212,9 @@ int impl_punch(struct cmd_args *a);
 int impl_unshare(struct cmd_args *a);
 int impl_chmod(struct cmd_args *a);
 int impl_chown(struct cmd_args *a);
+/* quota_cmds.c */
+int impl_set_quota(struct cmd_args *a);
+int impl_list_quota(struct cmd_args *a);
 int impl_setxattr(struct cmd_args *a);
 int impl_rmxattr(struct cmd_args *a);
 int impl_getxattr(struct cmd_args *a);

@@ -72,6 +72,54 @@ errcode_t extref_set_identity(extref_fs_t fs, const struct extref_cred *cred);
 const struct extref_cred *extref_identity(extref_fs_t fs);
 
 /*
+ * Quota (images with the quota feature: the v2 quota files of user,
+ * group and project quota).  Every operation charges the inodes it
+ * changes: an inode is charged its whole i_blocks (bytes) and one inode
+ * to its uid, gid and project id, as e2fsck computes usage; a block
+ * shared by two files is charged to both owners.  With an identity set
+ * (without EXTREF_CAP_SYS_RESOURCE) an operation that would pass a hard
+ * limit, or a soft limit past its grace time, is refused before it
+ * changes anything (EXTREF_ERR_DQUOT).  Limits and space are in bytes
+ * here (the file keeps limits in 1 KiB units: a limit is rounded down to
+ * a multiple of 1024).
+ */
+#define EXTREF_QUOTA_USER	0
+#define EXTREF_QUOTA_GROUP	1
+#define EXTREF_QUOTA_PROJECT	2
+struct extref_quota {
+	__u64	space;			/* bytes charged */
+	__u64	inodes;			/* inodes charged */
+	__u64	bsoft, bhard;		/* space limits, bytes; 0: none */
+	__u64	isoft, ihard;		/* inode limits; 0: none */
+	__u64	btime, itime;		/* when a soft limit's grace ends */
+};
+/*
+ * The usage and limits of id (an id without an entry reads as zeros).
+ * EXTREF_ERR_QUOTA_FILE when the image has no quota file of that type or
+ * the file is corrupt.
+ */
+errcode_t extref_quota_get(extref_fs_t fs, int type, __u32 id,
+			   struct extref_quota *q);
+/*
+ * Set the four limits of id (space, inodes and times are the image's):
+ * a grace time starts, as the kernel's setquota, when the usage is
+ * already over a new soft limit, and is cleared when it is not.
+ */
+errcode_t extref_quota_set(extref_fs_t fs, int type, __u32 id,
+			   const struct extref_quota *q);
+/*
+ * Recompute every id's usage from all inodes (as e2fsck does) and write
+ * it: for images whose inodes were written by other means.
+ */
+errcode_t extref_quota_recompute(extref_fs_t fs);
+typedef errcode_t (*extref_quota_func)(int type, __u32 id,
+				       const struct extref_quota *q,
+				       void *priv);
+/* Every id in the quota file of type, in id order. */
+errcode_t extref_quota_iterate(extref_fs_t fs, int type,
+			       extref_quota_func func, void *priv);
+
+/*
  * Reflink SRC (a regular file, or with EXTREF_REFLINK_RECURSIVE a
  * directory tree) to a new entry NAME in directory DIR.  The new inode
  * number is returned in *ret_ino.  cred may be NULL (current process).
@@ -286,8 +334,8 @@ errcode_t extref_dedupe_fs2(extref_fs_t fs, enum extref_dedupe_mode mode,
 
 /*
  * Refuse what the toolkit cannot change safely: encrypted, verity and
- * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED); images with quota
- * (EXTREF_ERR_QUOTA).  Every modifying operation calls it.
+ * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED).  Every modifying
+ * operation calls it.
  */
 errcode_t extref_check_modifiable(extref_fs_t fs, ext2_ino_t ino);
 

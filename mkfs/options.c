@@ -37,6 +37,28 @@ static int all_digits(const char *s, size_t n)
 	return 1;
 }
 
+/* quotatype=TYPE[:TYPE...], TYPE usrquota, grpquota or prjquota (mke2fs). */
+static void check_quotatype(const char *val)
+{
+	const char *p = val;
+
+	if (!val || !*val)
+		fatal("invalid quotatype '' (usrquota, grpquota or prjquota, "
+		      "separated by ':')");
+	while (*p) {
+		size_t n = strcspn(p, ":");
+
+		if (!(n == 8 && (!strncmp(p, "usrquota", 8) ||
+				 !strncmp(p, "grpquota", 8) ||
+				 !strncmp(p, "prjquota", 8))))
+			fatal("invalid quotatype '%s' (usrquota, grpquota or "
+			      "prjquota, separated by ':')", val);
+		p += n;
+		if (*p == ':' && *++p == 0)
+			fatal("invalid quotatype '%s'", val);
+	}
+}
+
 static void check_one_ext(struct mkfs_opts *o, const char *opt)
 {
 	const char *val = strchr(opt, '=');
@@ -63,9 +85,12 @@ static void check_one_ext(struct mkfs_opts *o, const char *opt)
 			      val ? val : "");
 	} else if (!strcmp(opt, "nodiscard")) {
 		/* nothing to check */
+	} else if (klen == 9 && !strncmp(opt, "quotatype", 9)) {
+		check_quotatype(val);
 	} else {
 		fatal("unknown extended option '%.*s' (valid: hash_seed=UUID, "
-		      "root_owner=UID:GID, lazy_itable_init=0|1, nodiscard)",
+		      "root_owner=UID:GID, lazy_itable_init=0|1, nodiscard, "
+		      "quotatype=usrquota:grpquota:prjquota)",
 		      (int)klen, opt);
 	}
 }
@@ -109,8 +134,7 @@ static void check_one_feature(char *tok)
 		      "requires extents", tok);
 	if (e2p_string2feature(name, &compat, &mask))
 		fatal("unknown feature '%s'", name);
-	if (!clear && (same(name, "bigalloc") || same(name, "quota") ||
-		       same(name, "project")))
+	if (!clear && same(name, "bigalloc"))
 		fatal("feature '%s' is not supported by the extref toolkit "
 		      "yet", name);
 	if (!clear && same(name, "shared_blocks"))

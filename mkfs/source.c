@@ -269,6 +269,9 @@ static int postprocess(const struct mkfs_opts *o)
 			err = walk(&post, EXT2_ROOT_INO, path, strlen(path));
 	}
 	ext2fs_free_mem(&post.in);
+	/* mke2fs -d charged the quota files before the files were in */
+	if (!err)
+		err = extref_quota_recompute(post.xfs);
 	if (!err)
 		err = extref_fs_close(post.xfs);
 	else

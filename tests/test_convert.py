@@ -137,10 +137,6 @@ def test_refusals_leave_the_image_alone(tmp_path):
     helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-O", "bigalloc",
                  "-C", "16384", str(img), "64M"])
     cases[img] = "bigalloc"
-    img = tmp_path / "quota.img"
-    helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-O", "quota",
-                 str(img), "16M"])
-    cases[img] = "quota"
     img = tmp_path / "ino5.img"
     mke2fs_d(img, src, 1024)
     helpers.run(["debugfs", "-w", "-R", "sif <5> size 4096", str(img)])

@@ -3,7 +3,7 @@
 The rules are those of FICLONERANGE / FIDEDUPERANGE (docs/debugfs.extref.8,
 /work/shared/notes/peer-conventions.md), copy-on-write pwrite, copy vs
 preserve reflinks, recursive reflinks, ENOSPC, the inode flags and the
-quota feature extref refuses, sparse and >4 GiB files.  Results are read
+quota feature (kept, not refused), sparse and >4 GiB files.  Results are read
 back with stock debugfs, stock e2fsck, the image bytes and the kernel
 (read-only loop mount) wherever that is cheap.
 """
@@ -573,7 +573,10 @@ def test_flagged_inode_refused(tmp_path, flag):
         refused(img, req, pat)
 
 
-def test_quota_feature_refused(tmp_path):
+def test_quota_feature_kept(tmp_path):
+    """An image given quota by tune2fs is modifiable; every request keeps
+    the quota files' usage true (stock e2fsck checks it; test_quota.py
+    compares it with the inodes)."""
     img = make_img(tmp_path, 4096)
     data = rand(8192, 15)
     dx(img, f"write {host(tmp_path, 'd', data)} /a", "mkdir /dir",
@@ -583,13 +586,14 @@ def test_quota_feature_refused(tmp_path):
     assert "quota" in helpers.dumpe2fs_features(img)
     helpers.e2fsck_fn(img)
     h = host(tmp_path, "d", data)
-    for req in (f"write {h} /n", "mkdir /m", "rm /a", "rmdir /dir",
-                "symlink /s a", "reflink /a /c", "reflink -r /dir /dir2",
+    for req in (f"write {h} /n", "mkdir /m", "symlink /s a",
+                "reflink /a /c", "reflink -r /dir /dir2",
                 "clone_range /a 0 /b 0 0", "dedupe /a 0 /b 0 4096",
                 "pwrite /a 0 1", "truncate /a 1", "punch /a 0 1",
                 "unshare /a", "chmod 600 /a", "chown 1:1 /a",
-                "setxattr /a user.x y"):
-        refused(img, req, "quota")
+                "setxattr /a user.x y", "rm /a", "rmdir /dir"):
+        dx(img, req)
+        helpers.e2fsck_fn(img)
 
 
 # ----------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "tree/extref_int.h"
 #include "ops/extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 struct cand {
 	__u64		hash;
@@ -248,14 +249,15 @@ errcode_t extref_dedupe_fs2(extref_fs_t xfs, enum extref_dedupe_mode mode,
 	errcode_t err;
 
 	if (mode != EXTREF_DEDUPE_BLOCK)
-		return dedupe_pass(xfs, mode, progress, priv, st);
+		return xr_quota_end(xfs, dedupe_pass(xfs, mode, progress,
+						     priv, st));
 	err = dedupe_pass(xfs, EXTREF_DEDUPE_FILE, progress, priv, &first);
 	if (!err)
 		err = dedupe_pass(xfs, EXTREF_DEDUPE_BLOCK, progress, priv, st);
 	st->logical_bytes = first.logical_bytes;
 	st->stored_before = first.stored_before;
 	st->ranges += first.ranges;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,

@@ -21,6 +21,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 #define PFX(name, p)	(strncmp(name, p, sizeof(p) - 1) == 0)
 
@@ -95,15 +96,18 @@ errcode_t extref_chown(extref_fs_t xfs, ext2_ino_t ino, __u32 uid, __u32 gid)
 	new_uid = uid == EXTREF_ID_UNCHANGED ? old_uid : uid;
 	new_gid = gid == EXTREF_ID_UNCHANGED ? old_gid : gid;
 	/*
-	 * Quota transfer goes here: the old owner (old_uid, old_gid) and the
-	 * new (new_uid, new_gid) are both known and nothing is written yet.
+	 * Quota: the old owner (old_uid, old_gid) and the new (new_uid,
+	 * new_gid) both known, nothing written yet: the new owner's limits
+	 * (the inode write below moves the usage, quota/charge.c).
 	 */
-	err = xr_remove_privs(xfs, ino, &inode, XR_KILL_CHOWN);
+	err = xr_quota_transfer(xfs, ino, &inode, new_uid, new_gid);
+	if (!err)
+		err = xr_remove_privs(xfs, ino, &inode, XR_KILL_CHOWN);
 	if (err)
 		return err;
 	xr_set_owner(&inode, new_uid, new_gid);
-	return xr_write_inode_times(extref_fs_ext2(xfs), ino, &inode,
-				    XR_TIME_CTIME);
+	return xr_quota_end(xfs, xr_write_inode_times(extref_fs_ext2(xfs), ino,
+						      &inode, XR_TIME_CTIME));
 }
 
 /* xattr_permission for a change of attribute name on inode. */
@@ -162,7 +166,8 @@ static errcode_t xattr_change(extref_fs_t xfs, ext2_ino_t ino,
 			err = ext2fs_xattr_remove(h, name);
 	}
 	err2 = ext2fs_xattrs_close(&h);
-	return err ? err : err2;
+	/* an xattr block made or freed changes the owner's usage */
+	return xr_quota_end(xfs, err ? err : err2);
 }
 
 errcode_t extref_setxattr(extref_fs_t xfs, ext2_ino_t ino, const char *name,

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 struct range {
 	__u64	soff, doff, len;	/* bytes, len already resolved */
@@ -112,6 +113,8 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 		err = clone_rules(extref_fs_ext2(xfs), src,
 				  EXT2_I_SIZE(&sinode), dst,
 				  EXT2_I_SIZE(&dinode), &r);
+	if (!err && r.len)
+		err = xr_quota_check_range(xfs, dst, r.doff, r.len);
 	if (err || r.len == 0)
 		return err;
 	err = xr_file_modified(xfs, dst, &dinode);
@@ -119,7 +122,7 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 		err = do_clone(xfs, src, &sinode, dst, &r, 1);
 	if (!err)
 		*done = r.len;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 /* Compare the two ranges' bytes. */
@@ -189,5 +192,5 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = do_clone(xfs, src, &sinode, dst, &r, 0);
 	if (!err)
 		*done = len;
-	return err;
+	return xr_quota_end(xfs, err);
 }

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
 {
@@ -101,14 +102,19 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
 	err = xr_new_owner(xfs, dir, cred, &inode);
 	if (!err)
-		err = xr_new_inode(fs, dir, &inode, 1, &ino);
+		err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){
+				     inode_uid(inode), inode_gid(inode), 0 },
+				     0, 1);
+	if (err)
+		return err;
+	err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
 	if (!err && xr_actor(xfs))
 		err = xr_acl_inherit(xfs, dir, ino);
 	if (!err && ret_ino)
 		*ret_ino = ino;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 /* The directory-entry file type of an inode mode. */
@@ -149,11 +155,31 @@ static errcode_t identity_owns(extref_fs_t xfs, ext2_ino_t dir,
 	return err ? err : xr_acl_inherit(xfs, dir, ino);
 }
 
+/* The owner a new directory or symlink ends with, for its quota: 0:0
+ * (libext2fs's), or the identity's (identity_owns). */
+static errcode_t entry_owner(extref_fs_t xfs, ext2_ino_t dir, int symlink,
+			     __u32 id[XR_QTYPES])
+{
+	struct ext2_inode in;
+	errcode_t err;
+
+	memset(id, 0, XR_QTYPES * sizeof(*id));
+	if (!xr_actor(xfs))
+		return 0;
+	memset(&in, 0, sizeof(in));
+	in.i_mode = (symlink ? LINUX_S_IFLNK : LINUX_S_IFDIR) | 0777;
+	err = xr_new_owner(xfs, dir, NULL, &in);
+	id[0] = inode_uid(in);
+	id[1] = inode_gid(in);
+	return err;
+}
+
 /* Retry a directory-entry creation once DIR has grown by a block. */
 static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			    const char *target, ext2_ino_t *ret_ino)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
+	__u32 id[XR_QTYPES];
 	ext2_ino_t ino;
 	errcode_t err;
 	int tries;
@@ -161,6 +187,12 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
 		err = xr_may_create_name(xfs, dir, name);
+	/* libext2fs makes them owned by 0:0, an identity's then its own:
+	 * charged to the owner they end with */
+	if (!err)
+		err = entry_owner(xfs, dir, target != NULL, id);
+	if (!err)
+		err = xr_quota_check(xfs, id, fs->blocksize, 1);
 	for (tries = 0; !err && tries < 2; tries++) {
 		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
 			     : ext2fs_mkdir(fs, dir, 0, name);
@@ -176,7 +208,7 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		err = identity_owns(xfs, dir, ino);
 	if (!err && ret_ino)
 		*ret_ino = ino;
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 errcode_t extref_mkdir(extref_fs_t xfs, ext2_ino_t dir, const char *name,

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"
+#include "quota/xr_quota.h"
 
 #ifndef EXT4_VERITY_FL
 #define EXT4_VERITY_FL		0x00100000
@@ -17,7 +18,8 @@
 #endif
 
 /*
- * The image can be changed: writable, tree loaded, no quota.  Every
+ * The image can be changed: writable, tree loaded (quota files are kept
+ * by quota/charge.c).  Every
  * node of the tree is read and checked now, before the operation's
  * first write: a count change that met a corrupt node half-way would
  * stop after the files were already changed.
@@ -31,12 +33,11 @@ errcode_t xr_op_begin(extref_fs_t xfs)
 		return EXT2_ET_RO_FILSYS;
 	if (!extref_fs_tree(xfs))
 		return EXTREF_ERR_NO_TREE;
-	if (ext2fs_has_feature_quota(fs->super) ||
-	    ext2fs_has_feature_project(fs->super))
-		return EXTREF_ERR_QUOTA;
 	err = xr_tree_read_all(extref_fs_tree(xfs));
 	if (!err && !fs->block_map)
 		err = ext2fs_read_bitmaps(fs);
+	if (!err)
+		err = xr_quota_verify(xfs);
 	return err;
 }
 
@@ -48,6 +49,9 @@ errcode_t extref_check_modifiable(extref_fs_t xfs, ext2_ino_t ino)
 	err = xr_op_begin(xfs);
 	if (err || ino == 0)
 		return err;
+	/* the project quota file is written in place: never shared */
+	if (ino == extref_fs_ext2(xfs)->super->s_prj_quota_inum)
+		return EXT2_ET_BAD_INODE_NUM;
 	err = xr_read_inode(extref_fs_ext2(xfs), ino, &inode);
 	if (err)
 		return err;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 /* Directory levels below the source that a recursive reflink copies. */
 #define RL_MAX_DEPTH	1024
@@ -706,15 +707,18 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = tree_room(&r, src);
 	if (!err && preserve(&r))
 		err = xr_preserve_check(r.fs, src);
+	if (!err)
+		err = xr_quota_check_reflink(xfs, src, flags, &r.cred);
+	if (err)
+		return err;
 	/* Checked: the copy's own steps are not checked again. */
 	xr_perm_hold(xfs, +1);
-	if (!err)
-		err = reflink_any(&r, src, dir, name, ret_ino);
+	err = reflink_any(&r, src, dir, name, ret_ino);
 	/* A copy that failed half-way is taken back out. */
 	if (err && LINUX_S_ISDIR(s.i_mode) && xr_name_free(r.fs, dir, name))
 		remove_tree(&r, dir, name, 0);
 	xr_perm_hold(xfs, -1);
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
-	return err;
+	return xr_quota_end(xfs, err);
 }

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got)
@@ -242,11 +243,15 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_WRITE, off);
 	if (!err && off + len < off)
 		err = EXT2_ET_FILE_TOO_BIG;
+	if (!err)
+		err = xr_quota_check_range(xfs, ino, off, len);
+	/* nothing changes before the refusals */
 	if (!err && len)
 		err = xr_file_modified(xfs, ino, &inode);
 	if (err)
 		return err;
-	return xr_cow_range(xfs, ino, &inode, off, buf, len, XR_COW_WRITE);
+	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, buf,
+						    len, XR_COW_WRITE));
 }
 
 errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
@@ -268,5 +273,6 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 	err = xr_file_modified(xfs, ino, &inode);
 	if (err)
 		return err;
-	return xr_cow_range(xfs, ino, &inode, off, NULL, len, XR_COW_UNSHARE);
+	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, NULL,
+					    len, XR_COW_UNSHARE));
 }

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 /* Zero [off, off+len) inside one block, if that block holds data. */
 static errcode_t zero_partial(extref_fs_t xfs, ext2_ino_t ino,
@@ -150,7 +151,7 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 			err = xr_write_inode_times(fs, ino, &inode,
 						   XR_TIME_MTIME);
 	}
-	return err;
+	return xr_quota_end(xfs, err);
 }
 
 errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
@@ -176,12 +177,13 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	if (err)
 		return err;
 	if (off / bs == (end - 1) / bs && (off % bs || end % bs))
-		return zero_partial(xfs, ino, &inode, off, end - off);
+		return xr_quota_end(xfs, zero_partial(xfs, ino, &inode, off,
+						      end - off));
 	ls = (off + bs - 1) / bs;
 	le = end == size ? xr_size_blocks(fs, end) : end / bs;
 	err = punch_room(xfs, ino, &inode, off, end, ls, le);
 	if (err)
-		return err;
+		return xr_quota_end(xfs, err);
 	/*
 	 * Whole blocks go first: the extents left are fewer, so that the
 	 * partial blocks' copies are more likely to fit the leaf and be
@@ -194,5 +196,5 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 		err = zero_partial(xfs, ino, &inode, end - end % bs, end % bs);
 	if (!err)
 		err = xr_write_inode_times(fs, ino, &inode, XR_TIME_MTIME);
-	return err;
+	return xr_quota_end(xfs, err);
 }

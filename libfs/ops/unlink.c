@@ -4,6 +4,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "quota/xr_quota.h"
 
 static int count_entry(struct ext2_dir_entry *d, int offset, int bs,
 		       char *buf, void *priv)
@@ -127,10 +128,11 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	if (!err && isdir)
 		err = parent_unlinked(fs, dir);
 	if (err)
-		return err;
+		return xr_quota_end(xfs, err);
 	if (!isdir && inode.i_links_count > 1) {
 		inode.i_links_count--;
-		return xr_write_inode_times(fs, ino, &inode, XR_TIME_CTIME);
+		return xr_quota_end(xfs, xr_write_inode_times(fs, ino, &inode,
+							      XR_TIME_CTIME));
 	}
-	return free_inode(xfs, ino, &inode);
+	return xr_quota_end(xfs, free_inode(xfs, ino, &inode));
 }

@@ -7,9 +7,6 @@ errcode_t extref_convert(ext2_filsys fs)
 {
 	if (ext2fs_has_feature_bigalloc(fs->super))
 		return EXTREF_ERR_BIGALLOC;
-	if (ext2fs_has_feature_quota(fs->super) ||
-	    ext2fs_has_feature_project(fs->super))
-		return EXTREF_ERR_QUOTA;
 	if (ext2fs_has_feature_shared_blocks(fs->super))
 		return EXTREF_ERR_ALREADY;
 	if (!ext2fs_has_feature_extents(fs->super))

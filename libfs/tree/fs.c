@@ -14,6 +14,7 @@
  */
 #include "extref_fsck.h"
 #include "extref_ops.h"
+#include "quota/xr_quota.h"
 
 struct extref_fs {
 	ext2_filsys	fs;
@@ -159,7 +160,10 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 			err = 0;
 		}
 	}
+	if (!err && (fs->flags & EXT2_FLAG_RW))
+		err = xr_quota_attach(fs);	/* usage kept per inode write */
 	if (err) {
+		xr_quota_detach(fs);
 		fs->io->manager = xfs->orig_iom;	/* the copy goes away */
 		ext2fs_free_mem(&xfs);
 		return err;
@@ -235,7 +239,11 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 
 	if (!xfs)
 		return 0;
-	err = extref_tree_close(xfs->tree);
+	err = xr_quota_flush(xfs->fs);
+	xr_quota_detach(xfs->fs);
+	err2 = extref_tree_close(xfs->tree);
+	if (!err)
+		err = err2;
 	if (xfs->sync_flush)
 		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
 	err2 = ext2fs_close_free(&xfs->fs);
@@ -248,6 +256,7 @@ void extref_fs_abort(extref_fs_t xfs)
 {
 	if (!xfs)
 		return;
+	xr_quota_detach(xfs->fs);
 	extref_tree_free(xfs->tree);
 	ext2fs_free(xfs->fs);
 	extref_image_unlock(xfs->lock);

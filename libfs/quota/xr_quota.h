@@ -1,0 +1,83 @@
+/*
+ * xr_quota.h --- the library's private quota calls: the v2 quota files
+ * (qfile.c) and the usage kept with every inode write (charge.c).
+ */
+#ifndef XR_QUOTA_H
+#define XR_QUOTA_H
+
+#include "extref_ops.h"
+
+#define XR_QTYPES	3	/* EXTREF_QUOTA_USER, _GROUP, _PROJECT */
+
+/* One dquot in memory: limits and space in bytes. */
+struct xr_dquot {
+	__u32	id;
+	__u64	ihard, isoft, curinodes;
+	__u64	bhard, bsoft, curspace;
+	__u64	btime, itime;
+	__u32	blk;		/* data block holding it; 0: not in the file */
+	unsigned slot;
+};
+
+/* qfile.c: one quota file, opened on the quota inode of type. */
+struct xr_qfile;
+ext2_ino_t xr_quota_inum(ext2_filsys fs, int type);
+errcode_t xr_quota_inum_check(ext2_filsys fs, int type, ext2_ino_t ino);
+errcode_t xr_qfile_open(ext2_filsys fs, int type, struct xr_qfile **ret);
+errcode_t xr_qfile_close(struct xr_qfile *qf);
+/* Not in the file: *dq is zero but for the id (dq->blk 0). */
+errcode_t xr_qfile_get(struct xr_qfile *qf, __u32 id, struct xr_dquot *dq);
+/* Write *dq, adding an entry (and tree blocks) when it has none. */
+errcode_t xr_qfile_put(struct xr_qfile *qf, struct xr_dquot *dq);
+__u32 xr_qfile_grace(const struct xr_qfile *qf, int inodes);
+errcode_t xr_qfile_verify(struct xr_qfile *qf);
+typedef errcode_t (*xr_dquot_func)(const struct xr_dquot *dq, void *priv);
+errcode_t xr_qfile_iterate(struct xr_qfile *qf, xr_dquot_func func,
+			   void *priv);
+
+/* charge.c */
+errcode_t xr_quota_attach(ext2_filsys fs);
+void xr_quota_detach(ext2_filsys fs);
+/*
+ * Every quota file checked whole, once per open image (xr_op_begin): its
+ * inode, its tree, its lists, and that it shares no block (it is written
+ * in place).
+ */
+errcode_t xr_quota_verify(extref_fs_t xfs);
+/* Write the usage changed since the last flush to the quota files. */
+errcode_t xr_quota_flush(ext2_filsys fs);
+/* The end of an operation: flush, keeping the operation's error first. */
+errcode_t xr_quota_end(extref_fs_t xfs, errcode_t err);
+/* Whether e2fsck charges the inode (in use, not reserved); its ids. */
+int xr_quota_charged(ext2_filsys fs, ext2_ino_t ino,
+		     const struct ext2_inode_large *inode);
+void xr_quota_ids(ext2_filsys fs, const struct ext2_inode_large *inode,
+		  __u32 id[XR_QTYPES]);
+errcode_t xr_quota_ino_ids(ext2_filsys fs, ext2_ino_t ino,
+			   __u32 id[XR_QTYPES]);
+/*
+ * Refuse (EXTREF_ERR_DQUOT) when bytes and inodes more for the owner ids
+ * would pass a hard limit, or a soft limit whose grace time is over.
+ * Only with an identity lacking EXTREF_CAP_SYS_RESOURCE.
+ */
+errcode_t xr_quota_check(extref_fs_t xfs, const __u32 id[XR_QTYPES],
+			 __u64 bytes, __u64 inodes);
+/* The same for the inode's owner. */
+errcode_t xr_quota_check_ino(extref_fs_t xfs, ext2_ino_t ino, __u64 bytes,
+			     __u64 inodes);
+/* Before a write or clone onto a range: the blocks of its holes. */
+errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			       __u64 len);
+/* Before a reflink: each new file's whole i_blocks, to its owner-to-be. */
+errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
+				 const struct extref_cred *cred);
+/*
+ * chown: ino (old_inode as it is now) moves to new_uid/new_gid; the limits
+ * of the new owner are checked for its whole usage.  The caller writes
+ * the inode; the write charges the new owner (the inode-write hook).
+ */
+errcode_t xr_quota_transfer(extref_fs_t xfs, ext2_ino_t ino,
+			    const struct ext2_inode *old_inode,
+			    __u32 new_uid, __u32 new_gid);
+
+#endif /* XR_QUOTA_H */
