@@ -10,8 +10,9 @@ the quota files; stock `e2fsck -fn` (which checks quota usage in pass 5)
 must be clean after every operation.  A kernel read-only mount's `stat`
 gives the same block counts (checked once).
 
-Limits are enforced only with an identity set; until the shell has
-`--as`, tests/unit/quota_as runs one operation with an identity.
+Limits are enforced only with an identity set: tests/unit/quota_as runs
+one library operation with an identity, and the shell's `--as` does the
+same requests (test_shell_as_hard_limit).
 """
 
 import os
@@ -503,3 +504,35 @@ def test_quota_inode_must_be_its_own(tmp_path):
     helpers.run(["debugfs", "-w", "-R", f"ssv prj_quota_inum {qf}",
                  str(case)])
     shell(case, f"write {f} /z")
+
+
+# ----- limits through the shell's identity (debugfs.extref --as) -----
+
+SHELL_REFUSED = [
+    ("pwrite /a 40960 65536", ""),
+    ("clone_range /r 0 /a 40960 40960", ""),
+    ("reflink -p /a /a2", ""),
+    ("reflink /r /mine", ""),
+    ("chown 1000:100 /r", "chown"),
+]
+
+
+@pytest.mark.parametrize("req,caps", SHELL_REFUSED,
+                         ids=lambda x: x.split()[0] if " " in x else x)
+def test_shell_as_hard_limit(limited, req, caps):
+    """The same limits through debugfs.extref --as: EDQUOT named with the
+    path, exit 1, the image unchanged; with CAP_SYS_RESOURCE it goes on."""
+    shell(limited, "set_quota user 1000 0 90 0 3")
+    before = helpers.sha256(limited)
+    argv = [helpers.binary("debugfs.extref"), "-w", "--as", "1000:100"]
+    res = helpers.run(argv + (["--cap", caps] if caps else [])
+                      + ["-R", req, str(limited)], check=False)
+    assert res.returncode != 0, helpers.describe(res)
+    assert "quota exceeded" in res.stderr.lower(), res.stderr
+    assert helpers.sha256(limited) == before
+    res = helpers.run(argv + ["--cap", ",".join(filter(None, [caps,
+                                                          "sys_resource"]))]
+                      + ["-R", req, str(limited)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    check_quota(limited, ("user", "group"))
+    assert list_quota(limited, "user")[1000][0] > 90 * 1024
