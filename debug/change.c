@@ -33,11 +33,6 @@ static int load_bitmaps(struct cmd_args *a)
 	return 0;
 }
 
-static __u32 now32(void)
-{
-	return (__u32)(sh.fs->now ? sh.fs->now : time(NULL));
-}
-
 /* Resolve PATH, which must be a regular file, and check it may change. */
 static int file_arg(struct cmd_args *a, const char *path, ext2_ino_t *ino)
 {
@@ -460,9 +455,9 @@ int impl_unshare(struct cmd_args *a)
 
 int impl_chmod(struct cmd_args *a)
 {
-	struct ext2_inode_large inode;
 	unsigned long mode;
 	ext2_ino_t ino;
+	errcode_t err;
 	char *end;
 
 	errno = 0;
@@ -470,19 +465,18 @@ int impl_chmod(struct cmd_args *a)
 	if (errno || end == a->argv[0] || *end || mode > 07777)
 		return cmd_fail(a, "bad mode (octal, at most 7777): %s",
 				a->argv[0]);
-	if (resolve_path(a, a->argv[1], &ino) || read_inode(a, ino, &inode) ||
-	    modifiable(a, ino, a->argv[1]))
+	if (resolve_path(a, a->argv[1], &ino))
 		return 1;
-	inode.i_mode = (inode.i_mode & LINUX_S_IFMT) | mode;
-	inode.i_ctime = now32();
-	return write_inode(a, ino, &inode);
+	err = extref_chmod(sh.xfs, ino, mode);
+	if (err)
+		return cmd_err(a, err, "%s", a->argv[1]);
+	return 0;
 }
 
 int impl_chown(struct cmd_args *a)
 {
-	struct ext2_inode_large inode;
 	char *spec = strdup(a->argv[0]), *colon;
-	__u64 uid = 0, gid = 0;
+	__u64 uid = EXTREF_ID_UNCHANGED, gid = EXTREF_ID_UNCHANGED;
 	int has_uid, has_gid = 0;
 	ext2_ino_t ino;
 	errcode_t err;
@@ -493,35 +487,22 @@ int impl_chown(struct cmd_args *a)
 	if (colon) {
 		*colon = 0;
 		has_gid = 1;
-		if (parse_u64(colon + 1, &gid) || gid > 0xffffffffULL) {
+		if (parse_u64(colon + 1, &gid) || gid >= 0xffffffffULL) {
 			free(spec);
 			return cmd_fail(a, "bad group id: %s", a->argv[0]);
 		}
 	}
 	has_uid = *spec != 0;
-	if ((has_uid && (parse_u64(spec, &uid) || uid > 0xffffffffULL)) ||
+	if ((has_uid && (parse_u64(spec, &uid) || uid >= 0xffffffffULL)) ||
 	    (!has_uid && !has_gid)) {
 		free(spec);
 		return cmd_fail(a, "bad user id: %s", a->argv[0]);
 	}
 	free(spec);
-	if (resolve_path(a, a->argv[1], &ino) || read_inode(a, ino, &inode) ||
-	    modifiable(a, ino, a->argv[1]))
+	if (resolve_path(a, a->argv[1], &ino))
 		return 1;
-	/* the new owner's limits (the write hook moves the usage) */
-	err = xr_quota_transfer(sh.xfs, ino, (struct ext2_inode *)&inode,
-				has_uid ? uid : inode_uid(inode),
-				has_gid ? gid : inode_gid(inode));
+	err = extref_chown(sh.xfs, ino, uid, gid);
 	if (err)
 		return cmd_err(a, err, "%s", a->argv[1]);
-	if (has_uid) {
-		inode.i_uid = uid & 0xffff;
-		ext2fs_set_i_uid_high(inode, uid >> 16);
-	}
-	if (has_gid) {
-		inode.i_gid = gid & 0xffff;
-		ext2fs_set_i_gid_high(inode, gid >> 16);
-	}
-	inode.i_ctime = now32();
-	return write_inode(a, ino, &inode);
+	return 0;
 }

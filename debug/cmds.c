@@ -29,6 +29,7 @@ static const struct cmd_spec cmd_table[] = {
 /*	  name		  impl			min max opts  long  ch  needs usage */
 	{ "help",	  impl_help,		0, 1, NULL, NULL, 0,  0,  "[COMMAND]" },
 	{ "open",	  impl_open,		1, 1, "wn", NULL, 0,  0,  "[-w] [-n] IMAGE" },
+	{ "as",		  impl_as,		0, 2, NULL, NULL, 0,  0,  "[UID[:GID[,GID...]] [CAP,...] | root]" },
 	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
 	{ "ls",		  impl_ls,		0, 1, "lp", NULL, 0,  RO, "[-l] [-p] [PATH]" },
@@ -60,7 +61,8 @@ static const struct cmd_spec cmd_table[] = {
 	{ "chown",	  impl_chown,		2, 2, NULL, NULL, 0,  WR, "UID[:GID] PATH" },
 	{ "set_quota",	  impl_set_quota,	2, 6, NULL, NULL, 0,  RO, "TYPE ID [BSOFT BHARD ISOFT IHARD]" },
 	{ "list_quota",	  impl_list_quota,	1, 1, NULL, NULL, 0,  RO, "TYPE" },
-	{ "setxattr",	  impl_setxattr,	3, 3, NULL, NULL, 0,  WR, "PATH NAME VALUE" },
+	{ "setxattr",	  impl_setxattr,	2, 3, "f:", NULL, 0,  WR, "[-f HOSTFILE] PATH NAME [VALUE]" },
+	{ "rmxattr",	  impl_rmxattr,		2, 2, NULL, NULL, 0,  WR, "PATH NAME" },
 	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
 	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },
 	{ "ncheck",	  impl_ncheck,		1, -1, "c", NULL, 0,  RO, "[-c] INODE..." },
@@ -89,13 +91,13 @@ static const struct cmd_spec cmd_table[] = {
 		    void *infop) \
 	{ (void)sci_idx; (void)infop; run_cmd(#n, argc, (char **)argv); }
 
-CMD(help) CMD(open) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
+CMD(help) CMD(open) CMD(as) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
 CMD(fiemap) CMD(cat) CMD(dump) CMD(refcount) CMD(refcount_tree)
 CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
 CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
 CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
 CMD(set_quota) CMD(list_quota)
-CMD(setxattr) CMD(getxattr) CMD(listxattr)
+CMD(setxattr) CMD(rmxattr) CMD(getxattr) CMD(listxattr)
 CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
 CMD(set_block_bitmap) CMD(drop_tree)
 CMD(rdump) CMD(htree) CMD(set_inode_field) CMD(set_super_value) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)

@@ -22,6 +22,8 @@ struct shell {
 	ext2_ino_t	cwd;
 	int		failed;		/* some command failed */
 	int		sci_idx;
+	struct extref_cred ident;	/* --as, "as": who acts */
+	int		have_ident;	/* 0: nobody, nothing checked */
 };
 extern struct shell sh;
 
@@ -86,6 +88,14 @@ int shell_open(const char *image, int rw, int nocsum, const char *who);
 /* err is a libext2fs "checksum does not match" error. */
 int csum_error(errcode_t err);
 int shell_close(const char *who);
+
+/* ----- identity.c ----- */
+/* "UID[:GID[,GID...]]" (gid defaults to uid; caps none; our umask). */
+int parse_identity(const char *spec, struct extref_cred *cred);
+/* "chown,CAP_FOWNER,all,none": the kernel's names, cap_ optional. */
+int parse_caps(const char *list, __u32 *caps);
+/* sh.ident (or none) set on the open image. */
+int shell_apply_identity(const char *who);
 
 /* ----- path.c ----- */
 /* Resolve PATH (absolute, relative to cwd, or <ino>); no final symlink follow. */
@@ -180,6 +190,7 @@ int block_group_meta(blk64_t blk, char *what, size_t len);
  * du.c, ...), dispatched by cmds.c's table.
  */
 int impl_help(struct cmd_args *a);
+int impl_as(struct cmd_args *a);
 int impl_open(struct cmd_args *a);
 int impl_close(struct cmd_args *a);
 int impl_stats(struct cmd_args *a);
@@ -213,6 +224,7 @@ int impl_chown(struct cmd_args *a);
 int impl_set_quota(struct cmd_args *a);
 int impl_list_quota(struct cmd_args *a);
 int impl_setxattr(struct cmd_args *a);
+int impl_rmxattr(struct cmd_args *a);
 int impl_getxattr(struct cmd_args *a);
 int impl_listxattr(struct cmd_args *a);
 /* names.c: stock debugfs's lookups */

@@ -134,6 +134,11 @@ int impl_ls(struct cmd_args *a)
 
 	if (resolve_path(a, path, &ino) || read_inode(a, ino, &inode))
 		return 1;
+	/* listing a directory reads it */
+	err = LINUX_S_ISDIR(inode.i_mode) ?
+		extref_access(sh.xfs, ino, EXTREF_MAY_READ) : 0;
+	if (err)
+		return cmd_err(a, err, "%s", path);
 	c.longfmt = a->opts['l'];
 	c.parsable = a->opts['p'];
 	if (!LINUX_S_ISDIR(inode.i_mode)) {
@@ -169,8 +174,12 @@ int impl_cd(struct cmd_args *a)
 		if (resolve_path(a, a->argv[0], &ino))
 			return 1;
 	} else {
-		err = ext2fs_namei_follow(sh.fs, EXT2_ROOT_INO, sh.cwd,
-					  a->argv[0], &ino);
+		err = extref_namei(sh.xfs, EXT2_ROOT_INO, sh.cwd,
+				   a->argv[0], EXTREF_NAMEI_FOLLOW, &ino);
+		/* chdir needs search permission on the directory itself */
+		if (!err && sh.have_ident)
+			err = extref_namei(sh.xfs, EXT2_ROOT_INO, ino, ".", 0,
+					   &ino);
 		if (err)
 			return cmd_err(a, err, "%s", a->argv[0]);
 	}
@@ -320,6 +329,9 @@ static int open_source(struct cmd_args *a, const char *path,
 
 	if (resolve_path(a, path, &ino) || read_inode(a, ino, &inode))
 		return 1;
+	err = extref_access(sh.xfs, ino, EXTREF_MAY_READ);
+	if (err)
+		return cmd_err(a, err, "%s", path);
 	if (LINUX_S_ISDIR(inode.i_mode))
 		return cmd_fail(a, "%s: %s", path,
 				error_message(EXTREF_ERR_IS_DIR));

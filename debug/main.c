@@ -21,13 +21,18 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-n] [-R request] [-f cmdfile] [-V|--version] "
-		"[-h|--help] [IMAGE]\n"
+		"Usage: %s [-w] [-n] [--as UID[:GID[,GID...]] [--cap CAP,...]] "
+		"[-R request] [-f cmdfile] [-V|--version] [-h|--help] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
 		"tree in inode 5).\n\n"
 		"  -w             open the image read-write\n"
 		"  -n             do not verify ext4 metadata checksums (with -w:\n"
 		"                 only the expert commands may write)\n"
+		"  --as UID[:GID[,GID...]]\n"
+		"                 act as that user, groups first GID, then the\n"
+		"                 others: every command checks what the kernel would\n"
+		"  --cap CAP,...  capabilities of that user (kernel names: chown,\n"
+		"                 dac_override, fowner, ...; all; default none)\n"
 		"  -R REQUEST     run one request and exit\n"
 		"  -f CMDFILE     run the requests in CMDFILE (- for stdin) and exit\n"
 		"  -V, --version  print the version and exit\n"
@@ -127,6 +132,7 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	sh.nocsum = nocsum;
 	sh.tree_err = tree_err;
 	sh.cwd = EXT2_ROOT_INO;
+	shell_apply_identity(who);
 	if (tree_err)
 		fprintf(stderr, "%s: warning: %s: reference-count tree not "
 			"loaded: %s; only ext4 inspection works\n",
@@ -233,12 +239,14 @@ static void run_file(const char *name)
 static const struct option long_opts[] = {
 	{ "help",	no_argument,	NULL, 'h' },
 	{ "version",	no_argument,	NULL, 'V' },
+	{ "as",		required_argument, NULL, 'A' },
+	{ "cap",	required_argument, NULL, 'C' },
 	{ NULL, 0, NULL, 0 }
 };
 
 int main(int argc, char **argv)
 {
-	const char *request = NULL, *cmdfile = NULL;
+	const char *request = NULL, *cmdfile = NULL, *caps = NULL;
 	int c, rw = 0, nocsum = 0, ret;
 
 	add_error_table(&et_ext2_error_table);
@@ -258,6 +266,18 @@ int main(int argc, char **argv)
 		case 'f':
 			cmdfile = optarg;
 			break;
+		case 'A':
+			if (parse_identity(optarg, &sh.ident)) {
+				fprintf(stderr, "%s: bad identity for --as "
+					"(UID[:GID[,GID...]]): %s\n",
+					PROG_NAME, optarg);
+				return 1;
+			}
+			sh.have_ident = 1;
+			break;
+		case 'C':
+			caps = optarg;
+			break;
 		case 'V':
 			printf("%s %s (libextref %s)\n", PROG_NAME,
 			       EXTREF_VERSION_STRING, EXTREF_LIB_VERSION);
@@ -272,6 +292,12 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind > 1 || (request && cmdfile)) {
 		usage(stderr);
+		return 1;
+	}
+	if (caps && (!sh.have_ident || parse_caps(caps, &sh.ident.caps))) {
+		fprintf(stderr, sh.have_ident ? "%s: bad capability list for "
+			"--cap: %s\n" : "%s: --cap %s needs --as\n",
+			PROG_NAME, caps);
 		return 1;
 	}
 

@@ -42,7 +42,8 @@ int resolve_path(const struct cmd_args *a, const char *path, ext2_ino_t *ino)
 		*ino = sh.cwd;
 		return 0;
 	}
-	err = ext2fs_namei(sh.fs, EXT2_ROOT_INO, sh.cwd, path, &i);
+	/* with search permission for the identity (--as) */
+	err = extref_namei(sh.xfs, EXT2_ROOT_INO, sh.cwd, path, 0, &i);
 	if (err)
 		return cmd_err(a, err, "%s", path);
 	*ino = i;
@@ -74,13 +75,19 @@ int resolve_parent(const struct cmd_args *a, const char *path,
 			d = EXT2_ROOT_INO;
 		} else {
 			*slash = 0;
-			err = ext2fs_namei_follow(sh.fs, EXT2_ROOT_INO, sh.cwd,
-						  copy, &d);
+			err = extref_namei(sh.xfs, EXT2_ROOT_INO, sh.cwd,
+					   copy, EXTREF_NAMEI_FOLLOW, &d);
 			if (err) {
 				cmd_err(a, err, "%s", copy);
 				goto out;
 			}
 		}
+	}
+	/* the last name is looked up in d: search permission there */
+	err = extref_access(sh.xfs, d, EXTREF_MAY_EXEC);
+	if (err) {
+		cmd_err(a, err, "%s", path);
+		goto out;
 	}
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
 		cmd_fail(a, "%s: needs a name in a directory", path);

@@ -5,6 +5,7 @@
  * Values print as text; bytes that are not printable ASCII, and '\' and
  * '"', are escaped as \ooo (octal).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
@@ -41,31 +42,63 @@ static int open_xattrs(struct cmd_args *a, const char *path, ext2_ino_t *ino,
 	return 0;
 }
 
+/* The value of -f HOSTFILE (at most 64 KiB, the xattr limit), malloc'd. */
+static int read_value(struct cmd_args *a, const char *host, char **val,
+		      size_t *len)
+{
+	FILE *f = fopen(host, "rb");
+
+	if (!f)
+		return cmd_fail(a, "%s: %s", host, strerror(errno));
+	*val = malloc(65537);
+	*len = *val ? fread(*val, 1, 65537, f) : 0;
+	fclose(f);
+	if (!*val)
+		return cmd_fail(a, "out of memory");
+	if (*len > 65536) {
+		free(*val);
+		return cmd_fail(a, "%s: longer than 64 KiB", host);
+	}
+	return 0;
+}
+
 int impl_setxattr(struct cmd_args *a)
 {
-	struct ext2_xattr_handle *h;
+	const char *host = a->optarg['f'];
+	char *val = NULL;
+	size_t len = 0;
 	ext2_ino_t ino;
-	errcode_t err, err2;
-	int ret = 0;
+	errcode_t err;
+
+	if ((a->argc == 3) == (host != NULL))
+		return cmd_usage(a);
+	if (resolve_path(a, a->argv[0], &ino))
+		return 1;
+	if (host && read_value(a, host, &val, &len))
+		return 1;
+	err = extref_setxattr(sh.xfs, ino, a->argv[1],
+			      host ? val : a->argv[2],
+			      host ? len : strlen(a->argv[2]));
+	free(val);
+	if (err)
+		return cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
+	return 0;
+}
+
+int impl_rmxattr(struct cmd_args *a)
+{
+	ext2_ino_t ino;
+	errcode_t err;
 
 	if (resolve_path(a, a->argv[0], &ino))
 		return 1;
-	err = extref_check_modifiable(sh.xfs, ino);
+	err = extref_removexattr(sh.xfs, ino, a->argv[1]);
+	if (err == EXT2_ET_EA_KEY_NOT_FOUND)
+		return cmd_fail(a, "%s: %s: no such attribute", a->argv[0],
+				a->argv[1]);
 	if (err)
-		return cmd_err(a, err, "%s", a->argv[0]);
-	err = ext2fs_read_bitmaps(sh.fs);
-	if (err)
-		return cmd_err(a, err, "reading the bitmaps");
-	if (open_xattrs(a, a->argv[0], &ino, &h))
-		return 1;
-	err = ext2fs_xattr_set(h, a->argv[1], a->argv[2], strlen(a->argv[2]));
-	if (err)
-		ret = cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
-	err2 = ext2fs_xattrs_close(&h);
-	if (err2 && !ret)
-		ret = cmd_err(a, err2, "writing the attributes of %s",
-			      a->argv[0]);
-	return ret;
+		return cmd_err(a, err, "%s: %s", a->argv[0], a->argv[1]);
+	return 0;
 }
 
 int impl_getxattr(struct cmd_args *a)

@@ -44,7 +44,8 @@ extern "C" {
 #define EXTREF_CAP_LINUX_IMMUTABLE	0x0020
 #define EXTREF_CAP_SYS_ADMIN		0x0040
 #define EXTREF_CAP_SYS_RESOURCE		0x0080
-#define EXTREF_CAP_ALL			0x00ff
+#define EXTREF_CAP_SETFCAP		0x0100
+#define EXTREF_CAP_ALL			0x01ff
 
 struct extref_cred {
 	__u32	uid;
@@ -60,6 +61,10 @@ void extref_cred_current(struct extref_cred *cred);
 /*
  * Act as cred on this image from now on (NULL: no identity, the default:
  * nothing is checked, as for root tools).  The credential is copied.
+ * Every call below then refuses what the kernel would refuse that user
+ * (EXTREF_ERR_ACCESS, EXTREF_ERR_PERM), changing nothing, and the
+ * inodes it makes are the identity's, whatever cred a call is given
+ * (ops/perm.c has the rules; debugfs.extref(8), PERMISSIONS).
  * EXT2_ET_INVALID_ARGUMENT when ngroups is above EXTREF_NGROUPS_MAX.
  */
 errcode_t extref_set_identity(extref_fs_t fs, const struct extref_cred *cred);
@@ -244,6 +249,28 @@ errcode_t extref_lookup(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			ext2_ino_t *ino);
 
 /*
+ * Resolve PATH (absolute from root, else from cwd) as the kernel's path
+ * walk does: with an identity, search (execute) permission on every
+ * directory looked in (EXTREF_ERR_ACCESS); symlinks inside the path
+ * are followed (at most 8 deep, EXT2_ET_SYMLINK_LOOP), the last one
+ * only with EXTREF_NAMEI_FOLLOW; a name under a non-directory is
+ * EXTREF_ERR_NOT_DIR.  The caller names the path in its message.
+ */
+#define EXTREF_NAMEI_FOLLOW	0x0001
+errcode_t extref_namei(extref_fs_t fs, ext2_ino_t root, ext2_ino_t cwd,
+		       const char *path, int flags, ext2_ino_t *ino);
+
+/*
+ * May the identity access ino as mask says (EXTREF_MAY_*, as access(2)'s
+ * R_OK, W_OK, X_OK)?  0, or EXTREF_ERR_ACCESS / EXTREF_ERR_PERM; always 0
+ * without an identity.  For callers that read through libext2fs.
+ */
+#define EXTREF_MAY_EXEC		1
+#define EXTREF_MAY_WRITE	2
+#define EXTREF_MAY_READ		4
+errcode_t extref_access(extref_fs_t fs, ext2_ino_t ino, int mask);
+
+/*
  * A directory's entries, "." and ".." left out, as an array: for walks
  * that change the filesystem as they go, or want name order.
  */
@@ -270,6 +297,24 @@ errcode_t extref_mkdir(extref_fs_t fs, ext2_ino_t dir, const char *name,
 		       ext2_ino_t *ret_ino);
 errcode_t extref_symlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			 const char *target, ext2_ino_t *ret_ino);
+
+/*
+ * Attributes of an inode, with the kernel's rules for the identity
+ * (chmod: owner or CAP_FOWNER; chown: CAP_CHOWN, or the owner giving
+ * the file to one of its groups; setxattr/removexattr: per namespace;
+ * immutable and append-only inodes: EXTREF_ERR_PERM).  chown keeps a
+ * field given as EXTREF_ID_UNCHANGED and, as the kernel does for every
+ * caller, clears setuid (setgid when group-executable) and removes
+ * security.capability of a non-directory.  removexattr of an absent
+ * name: EXT2_ET_EA_KEY_NOT_FOUND.
+ */
+#define EXTREF_ID_UNCHANGED	0xffffffffU
+errcode_t extref_chmod(extref_fs_t fs, ext2_ino_t ino, __u32 mode);
+errcode_t extref_chown(extref_fs_t fs, ext2_ino_t ino, __u32 uid, __u32 gid);
+errcode_t extref_setxattr(extref_fs_t fs, ext2_ino_t ino, const char *name,
+			  const void *value, size_t len);
+errcode_t extref_removexattr(extref_fs_t fs, ext2_ino_t ino,
+			     const char *name);
 
 /* Deduplication of the data already in an image. */
 enum extref_dedupe_mode {

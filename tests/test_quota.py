@@ -10,8 +10,9 @@ the quota files; stock `e2fsck -fn` (which checks quota usage in pass 5)
 must be clean after every operation.  A kernel read-only mount's `stat`
 gives the same block counts (checked once).
 
-Limits are enforced only with an identity set; until the shell has
-`--as`, tests/unit/quota_as runs one operation with an identity.
+Limits are enforced only with an identity set: tests/unit/quota_as runs
+one library operation with an identity, and the shell's `--as` does the
+same requests (test_shell_as_hard_limit).
 """
 
 import os
@@ -275,8 +276,9 @@ def limited(tmp_path):
     hard limit, 2 inodes."""
     img = make_image(tmp_path, types="usrquota:grpquota")
     f = data(tmp_path, "f", 40960, 13)
+    # / writable by 1000, who creates there (the permission model)
     shell(img, f"write {f} /a", "chown 1000:100 /a", f"write {f} /r",
-          "reflink -p /r /s", "chown 1000:100 /s")
+          "reflink -p /r /s", "chown 1000:100 /s", "chmod 777 /")
     shell(img, "set_quota user 1000 0 100 0 3")
     check_quota(img, ("user", "group"))
     return img
@@ -296,12 +298,14 @@ def test_hard_limit_refuses_unchanged(limited, op):
     """1000 uses 80 KiB of a 90 KiB hard limit; each op adds 40 KiB."""
     shell(limited, "set_quota user 1000 0 90 0 3")
     before = helpers.sha256(limited)
-    res = quota_as(limited, 1000, 100, *op)
+    # giving root's /r away takes CAP_CHOWN (else EPERM, before quota)
+    caps = "chown" if op[0] == "chown" else "0"
+    res = quota_as(limited, 1000, 100, *op, caps=caps)
     assert res.returncode == DQUOT, helpers.describe(res)
     assert "quota" in res.stderr.lower()
     assert helpers.sha256(limited) == before
     # root (CAP_SYS_RESOURCE) is not refused, and is charged
-    res = quota_as(limited, 1000, 100, *op, caps="resource")
+    res = quota_as(limited, 1000, 100, *op, caps=caps + ",resource")
     assert res.returncode == 0, helpers.describe(res)
     check_quota(limited, ("user", "group"))
     assert list_quota(limited, "user")[1000][0] > 90 * 1024
@@ -332,18 +336,20 @@ def test_inode_limit(limited):
 
 
 def test_mkdir_charges_its_owner(limited):
-    """libext2fs makes directories owned by 0:0: their owner's limit is
-    the one checked, whoever creates them."""
-    used = list_quota(limited, "user")[0][1]
-    shell(limited, f"set_quota user 0 0 0 0 {used}")
+    """A directory an identity makes is its own (the kernel's owner):
+    that owner's limit is the one checked, and it is charged."""
+    used = list_quota(limited, "user")[1000][1]
+    shell(limited, f"set_quota user 1000 0 0 0 {used}")
     before = helpers.sha256(limited)
     res = quota_as(limited, 1000, 100, "mkdir", "/", "dd")
     assert res.returncode == DQUOT, helpers.describe(res)
     assert helpers.sha256(limited) == before
-    shell(limited, f"set_quota user 0 0 0 0 {used + 1}")
+    shell(limited, f"set_quota user 1000 0 0 0 {used + 1}")
     res = quota_as(limited, 1000, 100, "mkdir", "/", "dd")
     assert res.returncode == 0, helpers.describe(res)
+    assert "User:  1000   Group:   100" in helpers.debugfs_stat(limited, "/dd")
     check_quota(limited, ("user", "group"))
+    assert list_quota(limited, "user")[1000][1] == used + 1
 
 
 def test_soft_limit_grace(limited):
@@ -498,3 +504,35 @@ def test_quota_inode_must_be_its_own(tmp_path):
     helpers.run(["debugfs", "-w", "-R", f"ssv prj_quota_inum {qf}",
                  str(case)])
     shell(case, f"write {f} /z")
+
+
+# ----- limits through the shell's identity (debugfs.extref --as) -----
+
+SHELL_REFUSED = [
+    ("pwrite /a 40960 65536", ""),
+    ("clone_range /r 0 /a 40960 40960", ""),
+    ("reflink -p /a /a2", ""),
+    ("reflink /r /mine", ""),
+    ("chown 1000:100 /r", "chown"),
+]
+
+
+@pytest.mark.parametrize("req,caps", SHELL_REFUSED,
+                         ids=lambda x: x.split()[0] if " " in x else x)
+def test_shell_as_hard_limit(limited, req, caps):
+    """The same limits through debugfs.extref --as: EDQUOT named with the
+    path, exit 1, the image unchanged; with CAP_SYS_RESOURCE it goes on."""
+    shell(limited, "set_quota user 1000 0 90 0 3")
+    before = helpers.sha256(limited)
+    argv = [helpers.binary("debugfs.extref"), "-w", "--as", "1000:100"]
+    res = helpers.run(argv + (["--cap", caps] if caps else [])
+                      + ["-R", req, str(limited)], check=False)
+    assert res.returncode != 0, helpers.describe(res)
+    assert "quota exceeded" in res.stderr.lower(), res.stderr
+    assert helpers.sha256(limited) == before
+    res = helpers.run(argv + ["--cap", ",".join(filter(None, [caps,
+                                                          "sys_resource"]))]
+                      + ["-R", req, str(limited)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    check_quota(limited, ("user", "group"))
+    assert list_quota(limited, "user")[1000][0] > 90 * 1024

@@ -78,6 +78,8 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	if (!err)
 		err = xr_read_inode(fs, dst, &dinode);
 	if (!err)
+		err = xr_perm_remap(xfs, src, &sinode, dst, &dinode, 0);
+	if (!err)
 		err = xr_clone_rules(fs, src, &sinode, dst, &dinode, &r);
 	if (err || r.len == 0)
 		return err;
@@ -86,6 +88,8 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 		err = xr_open_reg(xfs, dst, &dinode);
 	if (!err)
 		err = xr_quota_check_range(xfs, dst, r.doff, r.len);
+	if (!err)
+		err = xr_file_modified(xfs, dst, &dinode);
 	if (!err)
 		err = do_clone(xfs, src, &sinode, dst, &r, 1);
 	if (!err)
@@ -134,6 +138,8 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = xr_read_inode(fs, src, &sinode);
 	if (!err)
 		err = xr_read_inode(fs, dst, &dinode);
+	if (!err)
+		err = xr_perm_remap(xfs, src, &sinode, dst, &dinode, 1);
 	if (!err)
 		err = xr_dedupe_rules(fs, src, &sinode, dst, &dinode, &r);
 	if (err || r.len == 0) {

@@ -89,7 +89,7 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
-		err = xr_name_free(fs, dir, name);
+		err = xr_may_create_name(xfs, dir, name);
 	if (err)
 		return err;
 	if (!cred) {
@@ -100,15 +100,18 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	inode.i_mode = LINUX_S_IFREG | (mode & 07777 & ~cred->umask);
 	inode.i_links_count = 1;
 	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
-	xr_set_owner(&inode, cred->uid, cred->gid);
-	err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){ cred->uid,
-							    cred->gid, 0 },
-			     0, 1);
+	err = xr_new_owner(xfs, dir, cred, &inode);
+	if (!err)
+		err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){
+				     inode_uid(inode), inode_gid(inode), 0 },
+				     0, 1);
 	if (err)
 		return err;
 	err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
+	if (!err && xr_actor(xfs))
+		err = xr_acl_inherit(xfs, dir, ino);
 	if (!err && ret_ino)
 		*ret_ino = ino;
 	return xr_quota_end(xfs, err);
@@ -134,21 +137,62 @@ int xr_file_type(__u16 mode)
 	return EXT2_FT_UNKNOWN;
 }
 
+/* A directory or symlink libext2fs made (root's, its umask) made the
+ * identity's, as the kernel makes it (perm.c: xr_new_owner). */
+static errcode_t identity_owns(extref_fs_t xfs, ext2_ino_t dir,
+			       ext2_ino_t ino)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct ext2_inode in;
+	errcode_t err = ext2fs_read_inode(fs, ino, &in);
+
+	if (!err && LINUX_S_ISDIR(in.i_mode))
+		in.i_mode = LINUX_S_IFDIR | 0777;
+	if (!err)
+		err = xr_new_owner(xfs, dir, NULL, &in);
+	if (!err)
+		err = ext2fs_write_inode(fs, ino, &in);
+	return err ? err : xr_acl_inherit(xfs, dir, ino);
+}
+
+/* The owner a new directory or symlink ends with, for its quota: 0:0
+ * (libext2fs's), or the identity's (identity_owns). */
+static errcode_t entry_owner(extref_fs_t xfs, ext2_ino_t dir, int symlink,
+			     __u32 id[XR_QTYPES])
+{
+	struct ext2_inode in;
+	errcode_t err;
+
+	memset(id, 0, XR_QTYPES * sizeof(*id));
+	if (!xr_actor(xfs))
+		return 0;
+	memset(&in, 0, sizeof(in));
+	in.i_mode = (symlink ? LINUX_S_IFLNK : LINUX_S_IFDIR) | 0777;
+	err = xr_new_owner(xfs, dir, NULL, &in);
+	id[0] = inode_uid(in);
+	id[1] = inode_gid(in);
+	return err;
+}
+
 /* Retry a directory-entry creation once DIR has grown by a block. */
 static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			    const char *target, ext2_ino_t *ret_ino)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
+	__u32 id[XR_QTYPES];
+	ext2_ino_t ino;
 	errcode_t err;
 	int tries;
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
-		err = xr_name_free(fs, dir, name);
-	/* libext2fs makes them owned by 0:0, which they are charged to */
+		err = xr_may_create_name(xfs, dir, name);
+	/* libext2fs makes them owned by 0:0, an identity's then its own:
+	 * charged to the owner they end with */
 	if (!err)
-		err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){ 0, 0, 0 },
-				     fs->blocksize, 1);
+		err = entry_owner(xfs, dir, target != NULL, id);
+	if (!err)
+		err = xr_quota_check(xfs, id, fs->blocksize, 1);
 	for (tries = 0; !err && tries < 2; tries++) {
 		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
 			     : ext2fs_mkdir(fs, dir, 0, name);
@@ -158,8 +202,12 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		if (err == EXT2_ET_DIR_NO_SPACE)
 			err = ext2fs_expand_dir(fs, dir);
 	}
+	if (!err)
+		err = xr_lookup(fs, dir, name, &ino);
+	if (!err && xr_actor(xfs))
+		err = identity_owns(xfs, dir, ino);
 	if (!err && ret_ino)
-		err = xr_lookup(fs, dir, name, ret_ino);
+		*ret_ino = ino;
 	return xr_quota_end(xfs, err);
 }
 

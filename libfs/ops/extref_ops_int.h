@@ -111,6 +111,56 @@ errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
 time_t xr_now(ext2_filsys fs);
 
+/* perm.c: the kernel's checks for the acting identity (NULL: none). */
+#define XR_MAY_EXEC	1
+#define XR_MAY_WRITE	2
+#define XR_MAY_READ	4
+#define XR_CHANGE_WRITE	0	/* pwrite: append-only allows it at EOF */
+#define XR_CHANGE_DATA	1	/* truncate, punch, unshare, clone target */
+#define XR_CHANGE_DEDUPE 2	/* may_dedupe_file */
+#define XR_KILL_WRITE	0	/* file_remove_privs */
+#define XR_KILL_CHOWN	1	/* chown's ATTR_KILL_SUID/SGID/PRIV */
+const struct extref_cred *xr_actor(extref_fs_t xfs);
+int xr_capable(const struct extref_cred *c, __u32 cap);
+int xr_in_group(const struct extref_cred *c, __u32 gid);
+int xr_owner_or_capable(const struct extref_cred *c,
+			const struct ext2_inode *inode);
+errcode_t xr_permission(ext2_filsys fs, const struct extref_cred *c,
+			ext2_ino_t ino, const struct ext2_inode *inode,
+			int mask);
+errcode_t xr_perm_inode(extref_fs_t xfs, ext2_ino_t ino, int mask);
+errcode_t xr_may_create(extref_fs_t xfs, ext2_ino_t dir);
+errcode_t xr_may_delete(extref_fs_t xfs, ext2_ino_t dir, ext2_ino_t victim);
+errcode_t xr_perm_check_write(extref_fs_t xfs, ext2_ino_t ino,
+			      const struct ext2_inode *inode, int kind,
+			      __u64 off);
+errcode_t xr_perm_check_read(extref_fs_t xfs, ext2_ino_t ino,
+			     const struct ext2_inode *inode);
+void xr_init_owner(const struct extref_cred *c, const struct ext2_inode *dir,
+		   __u16 *mode, __u32 *uid, __u32 *gid);
+errcode_t xr_remove_privs(extref_fs_t xfs, ext2_ino_t ino,
+			  struct ext2_inode *inode, int why);
+errcode_t xr_file_modified(extref_fs_t xfs, ext2_ino_t ino,
+			   struct ext2_inode *inode);
+errcode_t xr_may_create_name(extref_fs_t xfs, ext2_ino_t dir,
+			     const char *name);
+errcode_t xr_new_owner(extref_fs_t xfs, ext2_ino_t dir,
+		       const struct extref_cred *cred,
+		       struct ext2_inode *inode);
+errcode_t xr_new_group(extref_fs_t xfs, ext2_ino_t dir, __u32 *gid,
+		       int *sgid);
+errcode_t xr_perm_remap(extref_fs_t xfs, ext2_ino_t src,
+			const struct ext2_inode *sinode, ext2_ino_t dst,
+			const struct ext2_inode *dinode, int dedupe);
+errcode_t xr_perm_reflink_src(extref_fs_t xfs, const struct extref_cred *c,
+			      ext2_ino_t ino, const struct ext2_inode *inode,
+			      int preserve);
+
+/* acl.c: a default ACL given to what an identity makes. */
+errcode_t xr_acl_create_mode(extref_fs_t xfs, ext2_ino_t dir, __u16 *mode,
+			     int *inherit);
+errcode_t xr_acl_inherit(extref_fs_t xfs, ext2_ino_t dir, ext2_ino_t ino);
+
 /* create.c */
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
 int xr_file_type(__u16 mode);

@@ -28,6 +28,8 @@ struct rl {
 	ext2_filsys		fs;
 	int			flags;
 	struct extref_cred	cred;
+	const struct extref_cred *actor;	/* the identity checked, or NULL */
+	int			sgid_dir;	/* copies made in a setgid dir */
 	const char		*label;		/* copy mode: security.selinux */
 	/* Hard links inside a recursive copy: source inode -> new inode. */
 	ext2_ino_t		*hl_src, *hl_dst;
@@ -40,6 +42,19 @@ static int preserve(const struct rl *r)
 	return r->flags & EXTREF_REFLINK_PRESERVE;
 }
 
+/* A copy's permission bits: the umask applied; an identity's copy
+ * loses setuid and setgid, as cp's does, but for the setgid bit a
+ * directory made in a setgid directory gets (inode_init_owner). */
+static __u16 copy_perm(const struct rl *r, const struct ext2_inode *src)
+{
+	__u16 perm = src->i_mode & 07777 & ~r->cred.umask;
+
+	if (!r->actor)
+		return perm;
+	perm &= ~06000;
+	return r->sgid_dir && LINUX_S_ISDIR(src->i_mode) ? perm | 02000 : perm;
+}
+
 /* Metadata of a new inode in copy mode (type kept, umask applied). */
 static void copy_mode_meta(const struct rl *r, const struct ext2_inode *src,
 			   struct ext2_inode *dst)
@@ -47,8 +62,7 @@ static void copy_mode_meta(const struct rl *r, const struct ext2_inode *src,
 	time_t now = xr_now(r->fs);
 
 	memset(dst, 0, sizeof(*dst));
-	dst->i_mode = (src->i_mode & LINUX_S_IFMT) |
-		      (src->i_mode & 07777 & ~r->cred.umask);
+	dst->i_mode = (src->i_mode & LINUX_S_IFMT) | copy_perm(r, src);
 	dst->i_links_count = 1;
 	dst->i_atime = dst->i_ctime = dst->i_mtime = now;
 	xr_set_owner(dst, r->cred.uid, r->cred.gid);
@@ -274,8 +288,7 @@ static errcode_t set_meta(struct rl *r, ext2_ino_t ino, ext2_ino_t src_ino,
 	err = ext2fs_read_inode(r->fs, ino, &in);
 	if (err)
 		return err;
-	in.i_mode = (src->i_mode & LINUX_S_IFMT) |
-		    (src->i_mode & 07777 & ~r->cred.umask);
+	in.i_mode = (src->i_mode & LINUX_S_IFMT) | copy_perm(r, src);
 	xr_set_owner(&in, r->cred.uid, r->cred.gid);
 	err = ext2fs_write_inode(r->fs, ino, &in);
 	if (!err && r->label)
@@ -314,6 +327,33 @@ static errcode_t copy_special(struct rl *r, ext2_ino_t src,
 
 static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 			     const char *name, ext2_ino_t *ret);
+
+/*
+ * A file an identity copies into a directory with a default ACL: its
+ * mode is the source's masked by that ACL (not by the umask), and it
+ * gets the ACL, as cp's open(O_CREAT) does (acl.c).
+ */
+static errcode_t copy_inheritable_acl(struct rl *r, ext2_ino_t dir,
+				  ext2_ino_t ino, const struct ext2_inode *src)
+{
+	struct ext2_inode in;
+	__u16 mode;
+	int inherit;
+	errcode_t err;
+
+	if (!r->actor || preserve(r))
+		return 0;
+	mode = (src->i_mode & LINUX_S_IFMT) | (src->i_mode & 0777);
+	err = xr_acl_create_mode(r->xfs, dir, &mode, &inherit);
+	if (err || !inherit)
+		return err;
+	err = ext2fs_read_inode(r->fs, ino, &in);
+	if (err)
+		return err;
+	in.i_mode = mode;
+	err = ext2fs_write_inode(r->fs, ino, &in);
+	return err ? err : xr_acl_inherit(r->xfs, dir, ino);
+}
 
 static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 			     const struct ext2_inode *sinode, ext2_ino_t dir,
@@ -413,6 +453,8 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	else
 		err = copy_special(r, src, &s, dir, name,
 				   xr_file_type(s.i_mode), &ino);
+	if (!err && ino)
+		err = copy_inheritable_acl(r, dir, ino, &s);
 	if (!err && ino && s.i_links_count > 1)
 		err = remember_link(r, src, ino);
 	if (!err && ret)
@@ -475,6 +517,9 @@ static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
 	errcode_t err;
 
 	err = ext2fs_read_inode(r->fs, src, &s);
+	if (!err)
+		err = xr_perm_reflink_src(r->xfs, r->actor, src, &s,
+					  preserve(r));
 	if (err)
 		return err;
 	nd->inodes++;
@@ -633,13 +678,23 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		r.cred = *opts->cred;
 	else
 		extref_cred_current(&r.cred);
+	r.actor = xr_actor(xfs);
+	if (r.actor) {		/* the copy is the caller's */
+		r.cred.uid = r.actor->uid;
+		r.cred.gid = r.actor->gid;
+		r.cred.umask = r.actor->umask;
+	}
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
 		err = extref_check_modifiable(xfs, src);
 	if (!err)
-		err = xr_name_free(r.fs, dir, name);
-	if (!err)
 		err = xr_read_inode(r.fs, src, &s);
+	if (!err)
+		err = xr_perm_reflink_src(xfs, r.actor, src, &s, preserve(&r));
+	if (!err)
+		err = xr_may_create_name(xfs, dir, name);
+	if (!err && r.actor)	/* a setgid directory's group */
+		err = xr_new_group(xfs, dir, &r.cred.gid, &r.sgid_dir);
 	if (err)
 		return err;
 	if (LINUX_S_ISDIR(s.i_mode) && !(flags & EXTREF_REFLINK_RECURSIVE))
@@ -656,10 +711,13 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = xr_quota_check_reflink(xfs, src, flags, &r.cred);
 	if (err)
 		return err;
+	/* Checked: the copy's own steps are not checked again. */
+	xr_perm_hold(xfs, +1);
 	err = reflink_any(&r, src, dir, name, ret_ino);
 	/* A copy that failed half-way is taken back out. */
 	if (err && LINUX_S_ISDIR(s.i_mode) && xr_name_free(r.fs, dir, name))
 		remove_tree(&r, dir, name, 0);
+	xr_perm_hold(xfs, -1);
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
 	return xr_quota_end(xfs, err);

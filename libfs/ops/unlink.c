@@ -100,7 +100,11 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
+		err = xr_perm_inode(xfs, dir, XR_MAY_EXEC);
+	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
+	if (!err)
+		err = xr_may_delete(xfs, dir, ino);
 	if (!err)
 		err = extref_check_modifiable(xfs, ino);
 	if (!err)

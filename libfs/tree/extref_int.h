@@ -165,6 +165,14 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after);
 errcode_t xr_free_load(struct extref_tree *t);
 errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
 
+/*
+ * fs.c: while held (an operation's own inner steps: the files a
+ * reflink makes, the entries it writes), the entry points do not check
+ * the identity again (ops/perm.c).  Nested holds count.
+ */
+void xr_perm_hold(extref_fs_t xfs, int delta);
+int xr_perm_held(extref_fs_t xfs);
+
 /* tree_open.c */
 errcode_t xr_tree_init(ext2_filsys fs, int flags, struct extref_tree **ret);
 errcode_t xr_tree_open_header(ext2_filsys fs, struct extref_tree **ret);

@@ -26,6 +26,7 @@ struct extref_fs {
 	extref_image_lock_t lock;	/* held until close (imglock.c) */
 	struct extref_cred ident;	/* extref_set_identity */
 	int		have_ident;
+	int		perm_hold;	/* xr_perm_hold: inner steps unchecked */
 };
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
@@ -84,6 +85,16 @@ errcode_t extref_set_identity(extref_fs_t xfs, const struct extref_cred *cred)
 const struct extref_cred *extref_identity(extref_fs_t xfs)
 {
 	return xfs->have_ident ? &xfs->ident : NULL;
+}
+
+void xr_perm_hold(extref_fs_t xfs, int delta)
+{
+	xfs->perm_hold += delta;
+}
+
+int xr_perm_held(extref_fs_t xfs)
+{
+	return xfs->perm_hold > 0;
 }
 
 /* fs->now from SOURCE_DATE_EPOCH, when it holds a plain number. */

@@ -8,7 +8,8 @@
  *       | reflink SRC DIR NAME | reflink_p SRC DIR NAME | create DIR NAME
  *       | mkdir DIR NAME
  *       | chown PATH UID GID
- * CAPS: 0, or "resource" for CAP_SYS_RESOURCE.  Paths are absolute.
+ * CAPS: 0, or a list holding "resource" for CAP_SYS_RESOURCE and
+ * "chown" for CAP_CHOWN.  Paths are absolute.
  * Exit 0 on success, 3 on EDQUOT (EXTREF_ERR_DQUOT), 1 on another error
  * (message on stderr), 2 on usage.
  */
@@ -123,7 +124,8 @@ int main(int argc, char **argv)
 	c.uid = num(argv[2]);
 	c.gid = num(argv[3]);
 	c.umask = 022;
-	c.caps = strcmp(argv[4], "resource") ? 0 : EXTREF_CAP_SYS_RESOURCE;
+	c.caps = (strstr(argv[4], "resource") ? EXTREF_CAP_SYS_RESOURCE : 0) |
+		 (strstr(argv[4], "chown") ? EXTREF_CAP_CHOWN : 0);
 	err = extref_fs_open(argv[1], EXTREF_OPEN_RW, &xfs, NULL);
 	if (err) {
 		fprintf(stderr, "quota_as: %s: %s\n", argv[1],
