@@ -83,12 +83,6 @@ int resolve_parent(const struct cmd_args *a, const char *path,
 			}
 		}
 	}
-	/* the last name is looked up in d: search permission there */
-	err = extref_access(sh.xfs, d, EXTREF_MAY_EXEC);
-	if (err) {
-		cmd_err(a, err, "%s", path);
-		goto out;
-	}
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
 		cmd_fail(a, "%s: needs a name in a directory", path);
 		goto out;
@@ -104,6 +98,13 @@ int resolve_parent(const struct cmd_args *a, const char *path,
 	}
 	if (!LINUX_S_ISDIR(inode.i_mode)) {
 		cmd_fail(a, "%s: parent is not a directory", path);
+		goto out;
+	}
+	/* the last name is looked up in d: search permission there (after
+	 * ENOTDIR, as the kernel's walk) */
+	err = extref_access(sh.xfs, d, EXTREF_MAY_EXEC);
+	if (err) {
+		cmd_err(a, err, "%s", path);
 		goto out;
 	}
 	*dir = d;

@@ -78,11 +78,6 @@ DIFFERENCES = {
         "UNSHARE_RANGE with KEEP_SIZE (the mode compared here), where "
         "xfs_io's funshare, without KEEP_SIZE, grows a file to the "
         "range's end.", None),
-    "permission-first": (
-        "With an acting identity the permission checks come before every "
-        "range rule; the kernel checks a dedupe's source range past EOF "
-        "(EINVAL) before may_dedupe_file on the destination (EPERM).  "
-        "Not observable here (the test runs as root, no identity).", None),
     "largest-file-size": (
         "extref applies ext4's largest file size ((2^32-1) blocks, less "
         "without huge_file): a range ending past it is EFBIG where XFS "
@@ -320,7 +315,7 @@ class XfsSide:
 # ----------------------------------------------------------------------
 # extref's side
 
-_CLASS = re.compile(r"\((E[A-Z0-9]+)\): ")
+_CLASS = re.compile(r"\((E[A-Z0-9]+)\)(?:: |$)")
 _DEDUPED = re.compile(r"^deduped (\d+)/(\d+) bytes")
 
 

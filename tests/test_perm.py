@@ -97,6 +97,9 @@ CAP_VALUE = struct.pack("<IIIII", 0x02000001, 1 << 10, 0, 0, 0)
 STEPS = [
     # path walk: search permission on every directory
     (BOB, "", "cat /home/alice/secret", "EACCES"),
+    # a file as a parent: ENOTDIR before any permission, as the walk
+    (BOB, "", "mkdir /ro/private/x", "other"),
+    (BOB, "", "rm /ro/private/x", "other"),
     (ALICE, "", "cat /home/alice/secret", "ok"),
     (BOB, "dac_read_search", "cat /home/alice/secret", "ok"),
     (BOB, "", "cat /ro/private", "EACCES"),
@@ -160,6 +163,8 @@ STEPS = [
     (BOB, "", "clone_range /pub/aro 0 /ro/app 0 4096", "EPERM"),
     # dedupe: may_dedupe_file (write, owner, or CAP_SYS_ADMIN)
     (BOB, "", "dedupe /ro/rfile 4096 /pub/aro 4096 4096", "EPERM"),
+    # the kernel checks the source's range (EINVAL) before may_dedupe_file
+    (BOB, "", "dedupe /ro/rfile 1048576 /pub/aro 0 4096", "other"),
     (ALICE, "", "dedupe /ro/rfile 4096 /pub/aro 4096 4096", "ok"),
     (BOB, "sys_admin", "dedupe /pub/aro 0 /ro/rfile 0 4096", "ok"),
     (CAROL, "", "dedupe /ro/rfile 4096 /shared/g 4096 4096", "ok"),

@@ -138,8 +138,15 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	err = xr_read_inode(fs, src, &sinode);
 	if (!err)
 		err = xr_read_inode(fs, dst, &dinode);
+	/* the kernel's order: the source opened for reading, its range,
+	 * then may_dedupe_file on the destination, then the rest */
 	if (!err)
-		err = xr_perm_remap(xfs, src, &sinode, dst, &dinode, 1);
+		err = xr_perm_check_read(xfs, src, &sinode);
+	if (!err)
+		err = xr_dedupe_src_rules(&sinode, &r);
+	if (!err)
+		err = xr_perm_check_write(xfs, dst, &dinode, XR_CHANGE_DEDUPE,
+					  0);
 	if (!err)
 		err = xr_dedupe_rules(fs, src, &sinode, dst, &dinode, &r);
 	if (err || r.len == 0) {

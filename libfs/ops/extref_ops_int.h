@@ -91,6 +91,8 @@ __u64 xr_max_bytes(ext2_filsys fs);
 errcode_t xr_clone_rules(ext2_filsys fs, ext2_ino_t src,
 			 const struct ext2_inode *si, ext2_ino_t dst,
 			 const struct ext2_inode *di, struct xr_range *r);
+errcode_t xr_dedupe_src_rules(const struct ext2_inode *si,
+			      struct xr_range *r);
 errcode_t xr_dedupe_rules(ext2_filsys fs, ext2_ino_t src,
 			  const struct ext2_inode *si, ext2_ino_t dst,
 			  const struct ext2_inode *di, struct xr_range *r);
@@ -129,6 +131,7 @@ errcode_t xr_permission(ext2_filsys fs, const struct extref_cred *c,
 			ext2_ino_t ino, const struct ext2_inode *inode,
 			int mask);
 errcode_t xr_perm_inode(extref_fs_t xfs, ext2_ino_t ino, int mask);
+errcode_t xr_perm_parent(extref_fs_t xfs, ext2_ino_t dir);
 errcode_t xr_may_create(extref_fs_t xfs, ext2_ino_t dir);
 errcode_t xr_may_delete(extref_fs_t xfs, ext2_ino_t dir, ext2_ino_t victim);
 errcode_t xr_perm_check_write(extref_fs_t xfs, ext2_ino_t ino,

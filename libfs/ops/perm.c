@@ -253,6 +253,21 @@ errcode_t xr_perm_inode(extref_fs_t xfs, ext2_ino_t ino, int mask)
 					 mask);
 }
 
+/*
+ * DIR as the parent of a name to make or remove: a directory first
+ * (ENOTDIR, as the kernel's walk says before any permission), then
+ * searchable by the identity.
+ */
+errcode_t xr_perm_parent(extref_fs_t xfs, ext2_ino_t dir)
+{
+	struct ext2_inode d;
+	errcode_t err = xr_read_inode(extref_fs_ext2(xfs), dir, &d);
+
+	if (!err && !LINUX_S_ISDIR(d.i_mode))
+		err = EXTREF_ERR_NOT_DIR;
+	return err ? err : xr_perm_inode(xfs, dir, XR_MAY_EXEC);
+}
+
 errcode_t extref_access(extref_fs_t xfs, ext2_ino_t ino, int mask)
 {
 	return xr_perm_inode(xfs, ino, mask & 7);
@@ -444,7 +459,7 @@ errcode_t xr_file_modified(extref_fs_t xfs, ext2_ino_t ino,
 errcode_t xr_may_create_name(extref_fs_t xfs, ext2_ino_t dir,
 			     const char *name)
 {
-	errcode_t err = xr_perm_inode(xfs, dir, XR_MAY_EXEC);
+	errcode_t err = xr_perm_parent(xfs, dir);
 
 	if (!err)
 		err = xr_name_free(extref_fs_ext2(xfs), dir, name);

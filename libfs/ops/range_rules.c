@@ -36,7 +36,9 @@
  *  2. SOFF + LEN beyond 2^63 - 1: EINVAL.
  *  3. SOFF + LEN past the source's size: EINVAL, even for LEN 0.
  *  4. LEN above 1 GiB is cut to 1 GiB; that is the length reported.
- *  5. DOFF + LEN beyond 2^63 - 1: EINVAL; destination a directory: EISDIR.
+ *  5. DOFF + LEN beyond 2^63 - 1: EINVAL (steps 1-5: xr_dedupe_src_rules).
+ *     Here the kernel checks may_dedupe_file on the destination (with an
+ *     identity: EPERM), then: destination a directory: EISDIR.
  *  6. LEN 0: success, nothing done.
  *  7. Destination not regular: EINVAL; SOFF or DOFF not block-aligned:
  *     EINVAL; either range not inside its file: EINVAL.
@@ -147,12 +149,14 @@ errcode_t xr_clone_rules(ext2_filsys fs, ext2_ino_t src,
 	return 0;
 }
 
-errcode_t xr_dedupe_rules(ext2_filsys fs, ext2_ino_t src,
-			  const struct ext2_inode *si, ext2_ino_t dst,
-			  const struct ext2_inode *di, struct xr_range *r)
+/*
+ * The part of the dedupe rules the kernel applies before it looks at the
+ * destination's permission (may_dedupe_file): the source's type, its
+ * range against its size, the 1 GiB cap, and both ranges against loff_t.
+ */
+errcode_t xr_dedupe_src_rules(const struct ext2_inode *si,
+			      struct xr_range *r)
 {
-	__u64 bs = fs->blocksize, ssize = EXT2_I_SIZE(si);
-	__u64 dsize = EXT2_I_SIZE(di), count;
 	errcode_t err = reg_type(si->i_mode);
 
 	r->reported = 0;
@@ -160,12 +164,24 @@ errcode_t xr_dedupe_rules(ext2_filsys fs, ext2_ino_t src,
 		return err;
 	if (beyond_loff(r->soff, r->len))
 		return EXTREF_ERR_OFF_RANGE;
-	if (r->soff + r->len > ssize)
+	if (r->soff + r->len > EXT2_I_SIZE(si))
 		return EXTREF_ERR_PAST_EOF;
 	if (r->len > XR_DEDUPE_MAX)
 		r->len = XR_DEDUPE_MAX;
 	if (beyond_loff(r->doff, r->len))
 		return EXTREF_ERR_OFF_RANGE;
+	return 0;
+}
+
+/* The rest, after xr_dedupe_src_rules and the permission check. */
+errcode_t xr_dedupe_rules(ext2_filsys fs, ext2_ino_t src,
+			  const struct ext2_inode *si, ext2_ino_t dst,
+			  const struct ext2_inode *di, struct xr_range *r)
+{
+	__u64 bs = fs->blocksize, ssize = EXT2_I_SIZE(si);
+	__u64 dsize = EXT2_I_SIZE(di), count;
+	errcode_t err;
+
 	if (LINUX_S_ISDIR(di->i_mode))
 		return EXTREF_ERR_IS_DIR;
 	if (r->len == 0)

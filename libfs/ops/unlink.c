@@ -100,7 +100,7 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
-		err = xr_perm_inode(xfs, dir, XR_MAY_EXEC);
+		err = xr_perm_parent(xfs, dir);
 	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
 	if (!err)
