@@ -536,3 +536,45 @@ def test_shell_as_hard_limit(limited, req, caps):
     assert res.returncode == 0, helpers.describe(res)
     check_quota(limited, ("user", "group"))
     assert list_quota(limited, "user")[1000][0] > 90 * 1024
+
+
+def test_project_inherited(tmp_path):
+    """As the kernel's __ext4_new_inode: a new inode in a directory with
+    PROJINHERIT takes the directory's project id, a new directory there
+    the flag too (so it passes on); elsewhere 0; a snapshot (-p) keeps
+    its source's.  Read back with stock debugfs; stock e2fsck and
+    list_quota agree on the usage."""
+    projinherit = 0x20000000
+    img = tmp_path / "p.img"
+    helpers.run(["mke2fs", "-q", "-t", "ext4", "-b", str(BS), "-I", "256",
+                 "-O", "quota,project", "-E",
+                 "quotatype=usrquota:prjquota", "-F", str(img), "16M"])
+    helpers.mkfs(img, None, "-q", "--convert")
+    f = data(tmp_path, "f", 20000, 3)
+    shell(img, "mkdir /p", f"write {f} /top", "mkdir /tree",
+          f"write {f} /tree/x")
+    flags = int(re.search(r"Flags: (0x[0-9a-f]+)",
+                          helpers.debugfs_stat(img, "/p")).group(1), 16)
+    shell(img, "set_inode_field /p projid 7",
+          f"set_inode_field /p flags {flags | projinherit:#x}")
+    shell(img, f"write {f} /p/a", "mkdir /p/d", f"write {f} /p/d/b",
+          "symlink /p/l /top", "reflink /top /p/copy",
+          "reflink -r /tree /p/tree", "reflink -p /top /p/snap",
+          f"write {f} /outside")
+
+    def stat(path):
+        text = helpers.debugfs_stat(img, path)
+        prj = re.search(r"Project:\s+(\d+)", text)
+        fl = int(re.search(r"Flags: (0x[0-9a-f]+)", text).group(1), 16)
+        return int(prj.group(1)) if prj else 0, bool(fl & projinherit)
+
+    want = {"/p/a": (7, False), "/p/d": (7, True), "/p/d/b": (7, False),
+            "/p/l": (7, False), "/p/copy": (7, False),
+            "/p/tree": (7, True), "/p/tree/x": (7, False),
+            "/p/snap": (0, False), "/outside": (0, False),
+            "/tree/x": (0, False)}
+    got = {p: stat(p) for p in want}
+    assert got == want
+    usage = check_quota(img, ("user", "project"))
+    assert usage["project"][7][1] == 1 + len([p for p, w in want.items()
+                                              if w[0] == 7])

@@ -69,6 +69,8 @@ errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 		ext2fs_extent_free(h);
 	}
 	err = ext2fs_write_new_inode(fs, ino, inode);
+	if (!err)
+		err = xr_inherit_project(fs, dir, ino);
 	if (err)
 		return err;
 	ext2fs_inode_alloc_stats2(fs, ino, +1, LINUX_S_ISDIR(inode->i_mode));
@@ -85,6 +87,7 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	struct extref_cred me;
 	struct ext2_inode inode;
 	ext2_ino_t ino;
+	__u32 projid;
 	errcode_t err;
 
 	err = extref_check_modifiable(xfs, dir);
@@ -102,9 +105,11 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	inode.i_atime = inode.i_ctime = inode.i_mtime = xr_now(fs);
 	err = xr_new_owner(xfs, dir, cred, &inode);
 	if (!err)
+		err = xr_inherited_projid(fs, dir, &projid);
+	if (!err)
 		err = xr_quota_check(xfs, (const __u32[XR_QTYPES]){
-				     inode_uid(inode), inode_gid(inode), 0 },
-				     0, 1);
+				     inode_uid(inode), inode_gid(inode),
+				     projid }, 0, 1);
 	if (err)
 		return err;
 	err = xr_new_inode(fs, dir, &inode, 1, &ino);
@@ -164,8 +169,9 @@ static errcode_t entry_owner(extref_fs_t xfs, ext2_ino_t dir, int symlink,
 	errcode_t err;
 
 	memset(id, 0, XR_QTYPES * sizeof(*id));
-	if (!xr_actor(xfs))
-		return 0;
+	err = xr_inherited_projid(extref_fs_ext2(xfs), dir, &id[2]);
+	if (err || !xr_actor(xfs))
+		return err;
 	memset(&in, 0, sizeof(in));
 	in.i_mode = (symlink ? LINUX_S_IFLNK : LINUX_S_IFDIR) | 0777;
 	err = xr_new_owner(xfs, dir, NULL, &in);
@@ -204,6 +210,8 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	}
 	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
+	if (!err)
+		err = xr_inherit_project(fs, dir, ino);
 	if (!err && xr_actor(xfs))
 		err = identity_owns(xfs, dir, ino);
 	if (!err && ret_ino)

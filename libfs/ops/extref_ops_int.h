@@ -172,6 +172,9 @@ errcode_t xr_dx_make_indexed(ext2_filsys fs, ext2_ino_t dir);
 errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name);
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype);
+/* project.c */
+errcode_t xr_inherited_projid(ext2_filsys fs, ext2_ino_t dir, __u32 *projid);
+errcode_t xr_inherit_project(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino);
 errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 		       struct ext2_inode *inode, int extents, ext2_ino_t *ret);
 

@@ -708,7 +708,7 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	if (!err && preserve(&r))
 		err = xr_preserve_check(r.fs, src);
 	if (!err)
-		err = xr_quota_check_reflink(xfs, src, flags, &r.cred);
+		err = xr_quota_check_reflink(xfs, src, dir, flags, &r.cred);
 	if (err)
 		return err;
 	/* Checked: the copy's own steps are not checked again. */

@@ -158,7 +158,8 @@ errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 
 /*
  * A reflink charges the new files their whole i_blocks: in copy mode to
- * the caller (project 0, as the copy is made), in preserve mode to each
+ * the caller (the project the destination passes on, else 0), in
+ * preserve mode to each
  * source file's owner.  Hard links are counted once per name (the
  * estimate is an upper bound).
  */
@@ -229,7 +230,8 @@ static errcode_t est_walk(struct estimate *e, ext2_ino_t ino, int depth)
 	return err;
 }
 
-errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
+errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src,
+				 ext2_ino_t dir, int flags,
 				 const struct extref_cred *cred)
 {
 	struct estimate e = { .xfs = xfs };
@@ -240,7 +242,10 @@ errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
 	e.preserve = flags & EXTREF_REFLINK_PRESERVE;
 	e.cid[EXTREF_QUOTA_USER] = cred->uid;
 	e.cid[EXTREF_QUOTA_GROUP] = cred->gid;
-	err = est_walk(&e, src, 0);
+	err = xr_inherited_projid(extref_fs_ext2(xfs), dir,
+				  &e.cid[EXTREF_QUOTA_PROJECT]);
+	if (!err)
+		err = est_walk(&e, src, 0);
 	for (size_t i = 0; !err && i < e.n; i++)
 		err = xr_quota_check(xfs, e.v[i].id, e.v[i].bytes,
 				     e.v[i].inodes);

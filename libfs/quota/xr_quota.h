@@ -69,7 +69,8 @@ errcode_t xr_quota_check_ino(extref_fs_t xfs, ext2_ino_t ino, __u64 bytes,
 errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 			       __u64 len);
 /* Before a reflink: each new file's whole i_blocks, to its owner-to-be. */
-errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src, int flags,
+errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src,
+				 ext2_ino_t dir, int flags,
 				 const struct extref_cred *cred);
 /*
  * chown: ino (old_inode as it is now) moves to new_uid/new_gid; the limits
