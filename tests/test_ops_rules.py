@@ -712,3 +712,33 @@ def test_extents_at_maximum_length(tmp_path):
         assert all(n <= 32768 for n in lens), (path, lens)
     helpers.e2fsck_fn(img)
     recount_ok(img, tmp_path)
+
+
+def test_refusals_leave_an_inline_file_as_it_was(tmp_path):
+    """A refused punch, unshare, truncate or pwrite of an inline-data file
+    (range rules, permissions) changes nothing: the file is not first made
+    extent-mapped."""
+    img = tmp_path / "inline.img"
+    helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-I",
+                 "256", "-O", "inline_data", str(img), "16M"])
+    small = tmp_path / "small"
+    small.write_bytes(b"inline bytes\n" * 7)
+    helpers.run(["debugfs", "-w", "-R", f"write {small} /s", str(img)])
+    helpers.mkfs(img, None, "-q", "--convert")
+    assert "Size of inline data" in stock_stat(img, "/s")
+    before = helpers.sha256(img)
+    for req in ("punch /s 0 0", "unshare /s 0 0",
+                f"truncate /s {1 << 50}", f"pwrite /s {1 << 50} 1"):
+        res = dx(img, req, check=False)
+        assert res.returncode != 0, helpers.describe(res)
+        assert helpers.sha256(img) == before, req
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "--as",
+                       "1000:1000", "-R", "pwrite /s 0 1", str(img)],
+                      check=False)
+    assert res.returncode != 0 and "(EACCES)" in res.stderr, \
+        helpers.describe(res)
+    assert helpers.sha256(img) == before
+    assert "Size of inline data" in stock_stat(img, "/s")
+    dx(img, "punch /s 0 4096")          # allowed: made extent-mapped
+    assert "Size of inline data" not in stock_stat(img, "/s")
+    helpers.e2fsck_fn(img)

@@ -102,6 +102,8 @@ errcode_t xr_write_rules(ext2_filsys fs, __u64 off, __u64 len);
 
 /* modifiable.c */
 errcode_t xr_op_begin(extref_fs_t xfs);
+errcode_t xr_check_reg(extref_fs_t xfs, ext2_ino_t ino,
+		       struct ext2_inode *inode);
 errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		      struct ext2_inode *inode);
 errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,

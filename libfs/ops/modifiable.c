@@ -62,11 +62,11 @@ errcode_t extref_check_modifiable(extref_fs_t xfs, ext2_ino_t ino)
 }
 
 /*
- * A regular, extent-mapped file that may be changed, its extent tree
- * checked whole (extent_node.c) before the caller writes anything.
+ * A regular file that may be changed, read into inode; nothing written
+ * (the checks an operation makes before its refusals).
  */
-errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
-		      struct ext2_inode *inode)
+errcode_t xr_check_reg(extref_fs_t xfs, ext2_ino_t ino,
+		       struct ext2_inode *inode)
 {
 	errcode_t err = extref_check_modifiable(xfs, ino);
 
@@ -77,6 +77,22 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 	if (!LINUX_S_ISREG(inode->i_mode))
 		return LINUX_S_ISDIR(inode->i_mode) ? EXTREF_ERR_IS_DIR :
 			EXTREF_ERR_NOT_REG;
+	return 0;
+}
+
+/*
+ * A regular, extent-mapped file that may be changed, its extent tree
+ * checked whole (extent_node.c) before the caller writes anything.  An
+ * inline-data file becomes extent-mapped here (a write): callers make
+ * their refusals first, after xr_check_reg.
+ */
+errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
+		      struct ext2_inode *inode)
+{
+	errcode_t err = xr_check_reg(xfs, ino, inode);
+
+	if (err)
+		return err;
 	if (inode->i_flags & EXT4_INLINE_DATA_FL)
 		err = xr_inline_to_extents(xfs, ino, inode);
 	if (err)

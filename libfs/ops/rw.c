@@ -237,12 +237,14 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 			const void *buf, __u64 len)
 {
 	struct ext2_inode inode;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
+	errcode_t err = xr_check_reg(xfs, ino, &inode);
 
 	if (!err)
 		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_WRITE, off);
 	if (!err)
 		err = xr_write_rules(extref_fs_ext2(xfs), off, len);
+	if (!err)
+		err = xr_open_reg(xfs, ino, &inode);
 	if (!err)
 		err = xr_quota_check_range(xfs, ino, off, len);
 	/* nothing changes before the refusals */
@@ -259,7 +261,7 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 {
 	struct ext2_inode inode;
 	__u64 size;
-	errcode_t err = xr_open_reg(xfs, ino, &inode);
+	errcode_t err = xr_check_reg(xfs, ino, &inode);
 
 	if (!err)
 		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_DATA, off);
@@ -272,7 +274,9 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 		return 0;
 	if (off + len > size)
 		len = size - off;
-	err = xr_file_modified(xfs, ino, &inode);
+	err = xr_open_reg(xfs, ino, &inode);
+	if (!err)
+		err = xr_file_modified(xfs, ino, &inode);
 	if (err)
 		return err;
 	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, NULL,

@@ -121,11 +121,13 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 	errcode_t err;
 
 	fs = extref_fs_ext2(xfs);
-	err = xr_open_reg(xfs, ino, &inode);
+	err = xr_check_reg(xfs, ino, &inode);
 	if (!err)
 		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_DATA, 0);
 	if (!err)
 		err = xr_truncate_rules(fs, size);
+	if (!err)
+		err = xr_open_reg(xfs, ino, &inode);
 	if (!err)
 		err = xr_file_modified(xfs, ino, &inode);
 	if (err)
@@ -166,7 +168,7 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	errcode_t err;
 
 	fs = extref_fs_ext2(xfs);
-	err = xr_open_reg(xfs, ino, &inode);
+	err = xr_check_reg(xfs, ino, &inode);
 	if (!err)
 		err = xr_perm_check_write(xfs, ino, &inode, XR_CHANGE_DATA, off);
 	if (!err)
@@ -178,7 +180,9 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	end = off + len > size ? size : off + len;
 	if (off >= end)
 		return 0;
-	err = xr_file_modified(xfs, ino, &inode);
+	err = xr_open_reg(xfs, ino, &inode);
+	if (!err)
+		err = xr_file_modified(xfs, ino, &inode);
 	if (err)
 		return err;
 	/*
