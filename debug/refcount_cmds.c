@@ -49,18 +49,148 @@ static errcode_t read_tree_block(blk64_t lblk, char *buf, blk64_t *pblk)
 	return io_channel_read_blk64(sh.fs->io, *pblk, 1, buf);
 }
 
-int impl_refcount_tree(struct cmd_args *a)
+/*
+ * The library's verdict on a block (extref_*_verify), named when the
+ * block's line does not already show it (a bad magic number, "csum BAD").
+ * Returns 1 when the block fails.
+ */
+static int verdict(errcode_t err, int csum_ok)
+{
+	if (!err)
+		return 0;
+	if (csum_ok && err != EXTREF_ERR_HDR_MAGIC &&
+	    err != EXTREF_ERR_NODE_MAGIC)
+		printf("  %s\n", error_message(err));
+	return 1;
+}
+
+/* Blocks to list: h_nblocks, no more than inode 5 holds. */
+static int listed_blocks(struct cmd_args *a, __u64 *nblocks)
 {
 	unsigned bs = sh.fs->blocksize;
-	struct extref_disk_header *h;
-	struct extref_disk_node *n;
-	char *buf;
-	blk64_t pblk, lblk, nblocks;
-	errcode_t err;
-	__u32 crc, stored;
-	int ret = 0;
+	struct ext2_inode_large ino5;
 
-	buf = malloc(bs);
+	if (read_inode(a, EXTREF_INO, &ino5))
+		return -1;
+	if (*nblocks <= (EXT2_I_SIZE(&ino5) + bs - 1) / bs)
+		return 0;
+	printf("h_nblocks %llu is past the end of inode %d (%llu bytes)\n",
+	       (unsigned long long)*nblocks, EXTREF_INO,
+	       (unsigned long long)EXT2_I_SIZE(&ino5));
+	*nblocks = (EXT2_I_SIZE(&ino5) + bs - 1) / bs;
+	return 1;
+}
+
+static int print_header(const char *buf, blk64_t pblk)
+{
+	const struct extref_disk_header *h = (const void *)buf;
+	__u32 magic = ext2fs_le32_to_cpu(h->h_magic);
+	int csum_ok;
+
+	csum_ok = extref_header_csum(sh.fs, buf) ==
+		  ext2fs_le32_to_cpu(h->h_checksum);
+	printf("header: lblk 0  pblk %llu  magic 0x%08x%s  version %u  "
+	       "depth %u  root %u  records %llu  nblocks %u  free %u "
+	       "(head %u)  generation %llu  csum %s\n",
+	       (unsigned long long)pblk, magic,
+	       magic == EXTREF_HDR_MAGIC ? "" : " (BAD)",
+	       ext2fs_le16_to_cpu(h->h_version),
+	       ext2fs_le16_to_cpu(h->h_depth), ext2fs_le32_to_cpu(h->h_root),
+	       (unsigned long long)ext2fs_le64_to_cpu(h->h_nrecords),
+	       ext2fs_le32_to_cpu(h->h_nblocks),
+	       ext2fs_le32_to_cpu(h->h_free_count),
+	       ext2fs_le32_to_cpu(h->h_free_head),
+	       (unsigned long long)ext2fs_le64_to_cpu(h->h_generation),
+	       csum_ok ? "ok" : "BAD");
+	return verdict(extref_header_verify(sh.fs, buf), csum_ok);
+}
+
+/* A node's entries, one a line (-v). */
+static void print_entries(const char *buf, unsigned nr)
+{
+	const struct extref_disk_node *n = (const void *)buf;
+	unsigned i;
+
+	for (i = 0; i < nr; i++) {
+		const char *e = buf + sizeof(*n) + i * 16;
+
+		if (ext2fs_le16_to_cpu(n->n_level) == 0) {
+			const struct extref_disk_rec *r = (const void *)e;
+
+			printf("    %llu %u %u\n",
+			       (unsigned long long)ext2fs_le64_to_cpu(r->r_start),
+			       ext2fs_le32_to_cpu(r->r_len),
+			       ext2fs_le32_to_cpu(r->r_count));
+		} else {
+			const struct extref_disk_key *k = (const void *)e;
+
+			printf("    key %llu -> lblk %u\n",
+			       (unsigned long long)ext2fs_le64_to_cpu(k->k_key),
+			       ext2fs_le32_to_cpu(k->k_child));
+		}
+	}
+}
+
+static int print_node(const struct cmd_args *a, const char *buf, __u32 lblk,
+		      blk64_t pblk, __u32 nblocks)
+{
+	const struct extref_disk_node *n = (const void *)buf;
+	__u32 magic = ext2fs_le32_to_cpu(n->n_magic);
+	unsigned nr = ext2fs_le16_to_cpu(n->n_nr);
+	unsigned cap = EXTREF_NODE_CAPACITY(sh.fs->blocksize);
+	const char *csum;
+	int csum_ok, bad;
+
+	csum_ok = extref_node_csum(sh.fs, buf) ==
+		  ext2fs_le32_to_cpu(n->n_checksum);
+	csum = csum_ok ? "ok" : "BAD";
+	if (magic == EXTREF_FREE_MAGIC) {
+		printf("lblk %u  pblk %llu  free  next %u  gen %llu  csum %s\n",
+		       lblk, (unsigned long long)pblk,
+		       ext2fs_le32_to_cpu(n->n_next),
+		       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation),
+		       csum);
+		return verdict(extref_free_verify(sh.fs, buf, lblk, nblocks),
+			       csum_ok);
+	}
+	if (magic != EXTREF_NODE_MAGIC) {
+		printf("lblk %u  pblk %llu  bad magic 0x%08x  csum %s\n", lblk,
+		       (unsigned long long)pblk, magic, csum);
+		return verdict(extref_node_verify(sh.fs, buf, lblk), csum_ok);
+	}
+	printf("lblk %u  pblk %llu  level %u  entries %u", lblk,
+	       (unsigned long long)pblk, ext2fs_le16_to_cpu(n->n_level), nr);
+	if (nr) {
+		const struct extref_disk_rec *r = (const void *)(buf + sizeof(*n));
+
+		printf("  first %llu",
+		       (unsigned long long)ext2fs_le64_to_cpu(r->r_start));
+	}
+	printf("  gen %llu  csum %s\n",
+	       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation), csum);
+	bad = verdict(extref_node_verify(sh.fs, buf, lblk), csum_ok);
+	if (bad && csum_ok && nr > cap)
+		printf("  entry count %u exceeds capacity %u\n", nr, cap);
+	if (a->opts['v'])
+		print_entries(buf, nr < cap ? nr : cap);
+	return bad;
+}
+
+/*
+ * Each block is shown as it is on disk and judged by the library's own
+ * verifiers (extref_header_verify, extref_node_verify, extref_free_verify).
+ */
+int impl_refcount_tree(struct cmd_args *a)
+{
+	const struct extref_disk_header *h;
+	char *buf;
+	blk64_t pblk;
+	__u64 lblk, nblocks;
+	__u32 hdr_nblocks;
+	errcode_t err;
+	int ret;
+
+	buf = malloc(sh.fs->blocksize);
 	if (!buf)
 		return cmd_fail(a, "out of memory");
 	err = read_tree_block(0, buf, &pblk);
@@ -73,46 +203,18 @@ int impl_refcount_tree(struct cmd_args *a)
 		return cmd_fail(a, "inode %d maps no block 0: no tree",
 				EXTREF_INO);
 	}
-	h = (struct extref_disk_header *)buf;
-	crc = extref_header_csum(sh.fs, buf);
-	stored = ext2fs_le32_to_cpu(h->h_checksum);
-	nblocks = ext2fs_le32_to_cpu(h->h_nblocks);
-	printf("header: lblk 0  pblk %llu  magic 0x%08x%s  version %u  "
-	       "depth %u  root %u  records %llu  nblocks %llu  free %u "
-	       "(head %u)  generation %llu  csum %s\n",
-	       (unsigned long long)pblk, ext2fs_le32_to_cpu(h->h_magic),
-	       ext2fs_le32_to_cpu(h->h_magic) == EXTREF_HDR_MAGIC ? "" : " (BAD)",
-	       ext2fs_le16_to_cpu(h->h_version),
-	       ext2fs_le16_to_cpu(h->h_depth), ext2fs_le32_to_cpu(h->h_root),
-	       (unsigned long long)ext2fs_le64_to_cpu(h->h_nrecords),
-	       (unsigned long long)nblocks,
-	       ext2fs_le32_to_cpu(h->h_free_count),
-	       ext2fs_le32_to_cpu(h->h_free_head),
-	       (unsigned long long)ext2fs_le64_to_cpu(h->h_generation),
-	       crc == stored ? "ok" : "BAD");
-	if (crc != stored || ext2fs_le32_to_cpu(h->h_magic) != EXTREF_HDR_MAGIC)
+	h = (const void *)buf;
+	hdr_nblocks = ext2fs_le32_to_cpu(h->h_nblocks);
+	nblocks = hdr_nblocks;
+	ret = print_header(buf, pblk);
+	switch (listed_blocks(a, &nblocks)) {
+	case -1:
+		free(buf);
+		return 1;
+	case 1:
 		ret = 1;
-	/* Guard against a wild h_nblocks: no more than inode 5 holds. */
-	{
-		struct ext2_inode_large ino5;
-
-		if (read_inode(a, EXTREF_INO, &ino5)) {
-			free(buf);
-			return 1;
-		}
-		if (nblocks > (EXT2_I_SIZE(&ino5) + bs - 1) / bs) {
-			printf("h_nblocks %llu is past the end of inode %d "
-			       "(%llu bytes)\n", (unsigned long long)nblocks,
-			       EXTREF_INO,
-			       (unsigned long long)EXT2_I_SIZE(&ino5));
-			nblocks = (EXT2_I_SIZE(&ino5) + bs - 1) / bs;
-			ret = 1;
-		}
 	}
 	for (lblk = 1; lblk < nblocks; lblk++) {
-		__u32 magic;
-		unsigned nr, i, cap = EXTREF_NODE_CAPACITY(bs);
-
 		err = read_tree_block(lblk, buf, &pblk);
 		if (err) {
 			cmd_err(a, err, "reading lblk %llu",
@@ -120,65 +222,7 @@ int impl_refcount_tree(struct cmd_args *a)
 			ret = 1;
 			continue;
 		}
-		n = (struct extref_disk_node *)buf;
-		magic = ext2fs_le32_to_cpu(n->n_magic);
-		nr = ext2fs_le16_to_cpu(n->n_nr);
-		crc = extref_node_csum(sh.fs, buf);
-		stored = ext2fs_le32_to_cpu(n->n_checksum);
-		if (crc != stored)
-			ret = 1;
-		if (magic == EXTREF_FREE_MAGIC) {
-			printf("lblk %llu  pblk %llu  free  next %u  gen %llu  "
-			       "csum %s\n", (unsigned long long)lblk,
-			       (unsigned long long)pblk,
-			       ext2fs_le32_to_cpu(n->n_next),
-			       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation),
-			       crc == stored ? "ok" : "BAD");
-			continue;
-		}
-		if (magic != EXTREF_NODE_MAGIC) {
-			printf("lblk %llu  pblk %llu  bad magic 0x%08x  csum %s\n",
-			       (unsigned long long)lblk,
-			       (unsigned long long)pblk, magic,
-			       crc == stored ? "ok" : "BAD");
-			ret = 1;
-			continue;
-		}
-		printf("lblk %llu  pblk %llu  level %u  entries %u", (unsigned long long)lblk,
-		       (unsigned long long)pblk, ext2fs_le16_to_cpu(n->n_level), nr);
-		if (nr) {
-			const struct extref_disk_rec *r =
-				(const void *)(buf + sizeof(*n));
-			printf("  first %llu",
-			       (unsigned long long)ext2fs_le64_to_cpu(r->r_start));
-		}
-		printf("  gen %llu  csum %s\n",
-		       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation),
-		       crc == stored ? "ok" : "BAD");
-		if (nr > cap) {
-			printf("  entry count %u exceeds capacity %u\n", nr, cap);
-			ret = 1;
-			nr = cap;
-		}
-		/* Entries, one a line, for small nodes only in verbose use. */
-		for (i = 0; i < nr && a->opts['v']; i++) {
-			const char *e = buf + sizeof(*n) + i * 16;
-
-			if (ext2fs_le16_to_cpu(n->n_level) == 0) {
-				const struct extref_disk_rec *r = (const void *)e;
-
-				printf("    %llu %u %u\n",
-				       (unsigned long long)ext2fs_le64_to_cpu(r->r_start),
-				       ext2fs_le32_to_cpu(r->r_len),
-				       ext2fs_le32_to_cpu(r->r_count));
-			} else {
-				const struct extref_disk_key *k = (const void *)e;
-
-				printf("    key %llu -> lblk %u\n",
-				       (unsigned long long)ext2fs_le64_to_cpu(k->k_key),
-				       ext2fs_le32_to_cpu(k->k_child));
-			}
-		}
+		ret |= print_node(a, buf, lblk, pblk, hdr_nblocks);
 	}
 	free(buf);
 	return ret;

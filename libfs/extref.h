@@ -136,6 +136,18 @@ __u32 extref_csum_seed(ext2_filsys fs);
  */
 __u32 extref_header_csum(ext2_filsys fs, const void *block);
 __u32 extref_node_csum(ext2_filsys fs, const void *block);
+/*
+ * The checks the library runs on every tree block it reads, for programs
+ * that read the blocks themselves.  Each changes nothing and returns 0 or
+ * the EXTREF_ERR_* code of the first check that failed (error_message()
+ * names it): the header (block 0 of inode 5; its block count bounded by
+ * what inode 5 holds, which is read), a tree node at lblk, a free block
+ * at lblk of a tree of nblocks blocks.
+ */
+errcode_t extref_header_verify(ext2_filsys fs, const void *block);
+errcode_t extref_node_verify(ext2_filsys fs, const void *block, __u32 lblk);
+errcode_t extref_free_verify(ext2_filsys fs, const void *block, __u32 lblk,
+			     __u32 nblocks);
 
 /* ----- The tree ----- */
 

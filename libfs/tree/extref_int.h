@@ -176,5 +176,6 @@ int xr_perm_held(extref_fs_t xfs);
 /* tree_open.c */
 errcode_t xr_tree_init(ext2_filsys fs, int flags, struct extref_tree **ret);
 errcode_t xr_tree_open_header(ext2_filsys fs, struct extref_tree **ret);
+__u64 xr_ino5_max_blocks(ext2_filsys fs, struct ext2_inode *inode);
 
 #endif /* EXTREF_INT_H */

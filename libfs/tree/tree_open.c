@@ -47,7 +47,7 @@ void extref_tree_free(extref_tree_t t)
  * filesystem has.  A header counting more is refused before anything is
  * allocated for it.
  */
-static __u64 ino5_max_blocks(ext2_filsys fs, struct ext2_inode *inode)
+__u64 xr_ino5_max_blocks(ext2_filsys fs, struct ext2_inode *inode)
 {
 	__u64 max = ext2fs_blocks_count(fs->super);
 	__u64 size = (EXT2_I_SIZE(inode) + fs->blocksize - 1) / fs->blocksize;
@@ -77,7 +77,7 @@ static errcode_t header_block(ext2_filsys fs, blk64_t *pblk, __u64 *max)
 	if (!LINUX_S_ISREG(inode.i_mode) ||
 	    !(inode.i_flags & EXT4_EXTENTS_FL))
 		return EXTREF_ERR_INO5_MODE;
-	*max = ino5_max_blocks(fs, &inode);
+	*max = xr_ino5_max_blocks(fs, &inode);
 	*pblk = 0;
 	err = ext2fs_bmap2(fs, EXTREF_INO, &inode, NULL, 0, 0, NULL, pblk);
 	if (err)
