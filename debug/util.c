@@ -146,14 +146,31 @@ static int bmap_cb(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 	return 0;
 }
 
+struct ext_ctx {
+	fext_func	func;
+	void		*priv;
+};
+
+static errcode_t ext_cb(const struct extref_extent *e, void *priv)
+{
+	struct ext_ctx *c = priv;
+	struct fext fe;
+
+	if (!e->len)
+		return 0;
+	fe.lblk = e->lblk;
+	fe.pblk = e->pblk;
+	fe.len = e->len;
+	fe.unwritten = e->unwritten;
+	return c->func(&fe, c->priv) ? EXTREF_ITER_STOP : 0;
+}
+
+/* Block-mapped files through libext2fs, extent-mapped ones the library's. */
 errcode_t walk_extents(ext2_ino_t ino, struct ext2_inode_large *inode,
 		       fext_func func, void *priv)
 {
-	ext2_extent_handle_t h;
-	struct ext2fs_extent ex;
-	struct fext fe;
+	struct ext_ctx ec = { .func = func, .priv = priv };
 	errcode_t err;
-	int op = EXT2_EXTENT_ROOT;
 
 	if (inode->i_flags & EXT4_INLINE_DATA_FL)
 		return 0;
@@ -176,29 +193,9 @@ errcode_t walk_extents(ext2_ino_t ino, struct ext2_inode_large *inode,
 			func(&c.cur, priv);
 		return err;
 	}
-	err = ext2fs_extent_open2(sh.fs, ino, (struct ext2_inode *)inode, &h);
-	if (err)
-		return err;
-	for (;;) {
-		err = ext2fs_extent_get(h, op, &ex);
-		op = EXT2_EXTENT_NEXT_LEAF;
-		if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_NO_CURRENT_NODE) {
-			err = 0;
-			break;
-		}
-		if (err)
-			break;
-		if (!(ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) || !ex.e_len)
-			continue;
-		fe.lblk = ex.e_lblk;
-		fe.pblk = ex.e_pblk;
-		fe.len = ex.e_len;
-		fe.unwritten = !!(ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT);
-		if (func(&fe, priv))
-			break;
-	}
-	ext2fs_extent_free(h);
-	return err;
+	err = extref_iterate_extents(sh.xfs, ino, (struct ext2_inode *)inode,
+				     ext_cb, &ec);
+	return err == EXT2_ET_NO_CURRENT_NODE ? 0 : err;
 }
 
 /* ----- runs of equal count ----- */

@@ -17,42 +17,37 @@ static int is_uninit(const struct ext2fs_extent *e)
 	return (e->e_flags & EXT2_EXTENT_FLAGS_UNINIT) != 0;
 }
 
+struct clip {
+	blk64_t			lstart, lend;
+	struct xr_map_vec	*out;
+};
+
+static errcode_t clip_extent(const struct ext2fs_extent *e, void *priv)
+{
+	struct clip *c = priv;
+	struct xr_map m;
+
+	if (e->e_lblk >= c->lend)
+		return EXTREF_ITER_STOP;
+	if (ext_end(e) <= c->lstart)
+		return 0;
+	m.lblk = e->e_lblk > c->lstart ? e->e_lblk : c->lstart;
+	m.len = (ext_end(e) < c->lend ? ext_end(e) : c->lend) - m.lblk;
+	m.pblk = e->e_pblk + (m.lblk - e->e_lblk);
+	m.uninit = is_uninit(e);
+	return xr_map_push(c->out, &m);
+}
+
 /* Every leaf extent overlapping [lstart, lend), clipped to it. */
 errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,
 			  struct ext2_inode *inode, blk64_t lstart,
 			  blk64_t lend, struct xr_map_vec *out)
 {
-	ext2_extent_handle_t h;
-	struct ext2fs_extent e;
-	struct xr_map m;
+	struct clip c = { .lstart = lstart, .lend = lend, .out = out };
 	errcode_t err;
-	int op = EXT2_EXTENT_ROOT;
 
-	if (!(inode->i_flags & EXT4_EXTENTS_FL))
-		return EXT2_ET_INODE_NOT_EXTENT;
-	err = ext2fs_extent_open2(fs, ino, inode, &h);
-	if (err)
-		return err;
-	while (!(err = ext2fs_extent_get(h, op, &e))) {
-		op = EXT2_EXTENT_NEXT_LEAF;
-		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF))
-			continue;
-		if (e.e_lblk >= lend)
-			break;
-		if (ext_end(&e) <= lstart)
-			continue;
-		m.lblk = e.e_lblk > lstart ? e.e_lblk : lstart;
-		m.len = (ext_end(&e) < lend ? ext_end(&e) : lend) - m.lblk;
-		m.pblk = e.e_pblk + (m.lblk - e.e_lblk);
-		m.uninit = is_uninit(&e);
-		err = xr_map_push(out, &m);
-		if (err)
-			break;
-	}
-	if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_EXTENT_NO_DOWN)
-		err = 0;
-	ext2fs_extent_free(h);
-	return err;
+	err = xr_extent_walk(fs, ino, inode, clip_extent, &c);
+	return err == EXT2_ET_EXTENT_NO_DOWN ? 0 : err;
 }
 
 /*

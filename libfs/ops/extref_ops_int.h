@@ -41,6 +41,16 @@ errcode_t xr_map_push(struct xr_map_vec *v, const struct xr_map *m);
 void xr_prange_vec_free(struct xr_prange_vec *v);
 void xr_map_vec_free(struct xr_map_vec *v);
 
+/*
+ * extent_walk.c: every leaf extent of an extent-mapped inode, in file
+ * order (func returns 0, EXTREF_ITER_STOP or an error).
+ */
+typedef errcode_t (*xr_extent_func)(const struct ext2fs_extent *e,
+				    void *priv);
+errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
+			 struct ext2_inode *inode, xr_extent_func func,
+			 void *priv);
+
 /* extent_map.c: mappings of an extent-mapped inode. */
 errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,
 			  struct ext2_inode *inode, blk64_t lstart,

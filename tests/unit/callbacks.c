@@ -36,6 +36,15 @@ static errcode_t on_map(const struct extref_mapping *m, void *priv)
 	return p->answer;
 }
 
+static errcode_t on_ext(const struct extref_extent *e, void *priv)
+{
+	struct probe *p = priv;
+
+	(void)e;
+	p->calls++;
+	return p->answer;
+}
+
 static errcode_t on_problem(errcode_t code, __u32 lblk, const char *detail,
 			    void *priv)
 {
@@ -53,6 +62,26 @@ static int expect(const char *what, errcode_t got, errcode_t want, int calls)
 	printf("%s: %s (returned %ld, %d calls)\n", what, ok ? "ok" : "WRONG",
 	       (long)got, calls);
 	return ok ? 0 : 1;
+}
+
+static int extents(extref_fs_t xfs, ext2_ino_t ino)
+{
+	struct ext2_inode inode;
+	struct probe p;
+	errcode_t err;
+	int bad = 0;
+
+	err = ext2fs_read_inode(extref_fs_ext2(xfs), ino, &inode);
+	if (err)
+		return expect("read_inode", err, 0, 1);
+	p = (struct probe){ EXTREF_ITER_STOP, 0 };
+	err = extref_iterate_extents(xfs, ino, &inode, on_ext, &p);
+	bad |= expect("iterate_extents stop", err, 0, p.calls);
+	p = (struct probe){ EXT2_ET_NO_MEMORY, 0 };
+	err = extref_iterate_extents(xfs, ino, &inode, on_ext, &p);
+	bad |= expect("iterate_extents error", err, EXT2_ET_NO_MEMORY,
+		      p.calls);
+	return bad;
 }
 
 static int records(extref_fs_t xfs, ext2_ino_t ino)
@@ -75,7 +104,7 @@ static int records(extref_fs_t xfs, ext2_ino_t ino)
 	err = extref_iterate_mappings(xfs, ino, on_map, &p);
 	bad |= expect("iterate_mappings error", err, EXT2_ET_NO_MEMORY,
 		      p.calls);
-	return bad;
+	return bad | extents(xfs, ino);
 }
 
 static int problems(extref_fs_t xfs)

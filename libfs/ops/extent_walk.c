@@ -1,0 +1,73 @@
+/*
+ * extent_walk.c --- the one walk of an inode's leaf extents, in file
+ * order, for the file operations (extent_map.c) and, through
+ * extref_iterate_extents(), for debugfs.extref.
+ *
+ * The nodes are read through libext2fs's extent handle, which checks
+ * each node's header (ext2fs_extent_header_verify, the check
+ * extent_node.c also runs) and its checksum as it reads it.  The
+ * checker keeps its own walk (check/fsck_extents.c): it reads the nodes
+ * of all inodes a level at a time, sorted by block and in runs, which a
+ * per-inode walk cannot do without making fsck slower.
+ */
+#include "extref_ops_int.h"
+
+/*
+ * Call func for every leaf extent of an extent-mapped inode.  func
+ * returns 0 to go on, EXTREF_ITER_STOP to stop (0 is returned), or an
+ * error, which is returned.  The end of the tree is 0; any other error
+ * of libext2fs's walk (a damaged node) is returned as it is.
+ */
+errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
+			 struct ext2_inode *inode, xr_extent_func func,
+			 void *priv)
+{
+	ext2_extent_handle_t h;
+	struct ext2fs_extent e;
+	errcode_t err;
+	int op = EXT2_EXTENT_ROOT;
+
+	if (!(inode->i_flags & EXT4_EXTENTS_FL))
+		return EXT2_ET_INODE_NOT_EXTENT;
+	err = ext2fs_extent_open2(fs, ino, inode, &h);
+	if (err)
+		return err;
+	while (!(err = ext2fs_extent_get(h, op, &e))) {
+		op = EXT2_EXTENT_NEXT_LEAF;
+		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF))
+			continue;
+		err = func(&e, priv);
+		if (err)
+			break;
+	}
+	if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXTREF_ITER_STOP)
+		err = 0;
+	ext2fs_extent_free(h);
+	return err;
+}
+
+struct pub_walk {
+	extref_extent_func	func;
+	void			*priv;
+};
+
+static errcode_t pub_extent(const struct ext2fs_extent *e, void *priv)
+{
+	struct pub_walk *w = priv;
+	struct extref_extent out;
+
+	out.lblk = e->e_lblk;
+	out.pblk = e->e_pblk;
+	out.len = e->e_len;
+	out.unwritten = (e->e_flags & EXT2_EXTENT_FLAGS_UNINIT) != 0;
+	return w->func(&out, w->priv);
+}
+
+errcode_t extref_iterate_extents(extref_fs_t xfs, ext2_ino_t ino,
+				 struct ext2_inode *inode,
+				 extref_extent_func func, void *priv)
+{
+	struct pub_walk w = { .func = func, .priv = priv };
+
+	return xr_extent_walk(extref_fs_ext2(xfs), ino, inode, pub_extent, &w);
+}
