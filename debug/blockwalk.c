@@ -49,39 +49,26 @@ static int bw_range(struct bw_ctx *c, blk64_t pblk, blk64_t len, blk64_t lblk,
 	return 0;
 }
 
+static errcode_t bw_extent(const struct extref_extent *e, void *priv)
+{
+	struct bw_ctx *c = priv;
+
+	if (e->index)
+		return bw_range(c, e->pblk, 1, 0, BOWN_MAP) ?
+			EXTREF_ITER_STOP : 0;
+	if (e->len && bw_range(c, e->pblk, e->len, e->lblk, BOWN_DATA))
+		return EXTREF_ITER_STOP;
+	return 0;
+}
+
+/* Extent blocks and data, through the library's extent walk. */
 static errcode_t bw_extents(struct bw_ctx *c, struct ext2_inode_large *inode)
 {
-	ext2_extent_handle_t h;
-	struct ext2fs_extent ex;
 	errcode_t err;
-	int op = EXT2_EXTENT_ROOT;
 
-	err = ext2fs_extent_open2(sh.fs, c->ino, (struct ext2_inode *)inode, &h);
-	if (err)
-		return err;
-	for (;;) {
-		err = ext2fs_extent_get(h, op, &ex);
-		op = EXT2_EXTENT_NEXT;
-		if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_NO_CURRENT_NODE) {
-			err = 0;
-			break;
-		}
-		if (err)
-			break;
-		/* Skip the second visit of an index entry (after its leaves). */
-		if (ex.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
-			continue;
-		if (!(ex.e_flags & EXT2_EXTENT_FLAGS_LEAF)) {
-			if (bw_range(c, ex.e_pblk, 1, 0, BOWN_MAP))
-				break;
-			continue;
-		}
-		if (ex.e_len && bw_range(c, ex.e_pblk, ex.e_len, ex.e_lblk,
-					 BOWN_DATA))
-			break;
-	}
-	ext2fs_extent_free(h);
-	return err;
+	err = extref_iterate_extents(sh.xfs, c->ino, (struct ext2_inode *)inode,
+				     EXTREF_EXTENTS_INDEX, bw_extent, c);
+	return err == EXT2_ET_NO_CURRENT_NODE ? 0 : err;
 }
 
 static int bw_block_cb(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,

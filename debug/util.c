@@ -194,7 +194,7 @@ errcode_t walk_extents(ext2_ino_t ino, struct ext2_inode_large *inode,
 		return err;
 	}
 	err = extref_iterate_extents(sh.xfs, ino, (struct ext2_inode *)inode,
-				     ext_cb, &ec);
+				     0, ext_cb, &ec);
 	return err == EXT2_ET_NO_CURRENT_NODE ? 0 : err;
 }
 

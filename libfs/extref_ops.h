@@ -367,23 +367,32 @@ typedef errcode_t (*extref_mapping_func)(const struct extref_mapping *m,
 errcode_t extref_iterate_mappings(extref_fs_t fs, ext2_ino_t ino,
 				  extref_mapping_func func, void *priv);
 
-/* One leaf extent of a file, as its extent tree holds it. */
+/*
+ * One leaf extent of a file, as its extent tree holds it, or (index set)
+ * an index entry: pblk the extent block it points to, lblk the first
+ * logical block below it.
+ */
 struct extref_extent {
 	blk64_t		lblk;
 	blk64_t		pblk;
 	__u32		len;
 	int		unwritten;
+	int		index;
 };
 typedef errcode_t (*extref_extent_func)(const struct extref_extent *e,
 					void *priv);
+/* Flags for extref_iterate_extents(). */
+#define EXTREF_EXTENTS_INDEX	0x0001	/* index entries too */
 /*
  * Each leaf extent of the extent-mapped inode ino (inode: as read by the
- * caller), in file order, unsplit and without counts; func returns as
- * extref.h's callbacks do.  EXT2_ET_INODE_NOT_EXTENT for an inode
- * without extents; a damaged node stops the walk with libext2fs's error.
+ * caller), in file order, unsplit and without counts; with
+ * EXTREF_EXTENTS_INDEX each index entry too, before the extents below
+ * it.  func returns as extref.h's callbacks do.  EXT2_ET_INODE_NOT_EXTENT
+ * for an inode without extents; a damaged node stops the walk with
+ * libext2fs's error.
  */
 errcode_t extref_iterate_extents(extref_fs_t fs, ext2_ino_t ino,
-				 struct ext2_inode *inode,
+				 struct ext2_inode *inode, int flags,
 				 extref_extent_func func, void *priv);
 
 #pragma GCC visibility pop

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 #include "extref_fsck_int.h"
+#include "ops/extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
 
 /*
@@ -84,40 +85,36 @@ static errcode_t bad_extents(struct xr_fsck *c, errcode_t why)
 				error_message(why));
 }
 
+struct tree_walk {
+	struct xr_fsck	*c;
+	errcode_t	err;		/* the scan's own error */
+};
+
+static errcode_t scan_tree_extent(const struct ext2fs_extent *e, void *priv)
+{
+	struct tree_walk *w = priv;
+	int leaf = (e->e_flags & EXT2_EXTENT_FLAGS_LEAF) != 0;
+
+	if (!xr_fsck_in_fs(w->c, e->e_pblk, leaf ? e->e_len : 1))
+		return EXT2_ET_EXTENT_LEAF_BAD;
+	w->err = leaf ? xr_fsck_add_meta(w->c, e->e_pblk, e->e_len,
+					 EXTREF_INO, XR_META_TREE) :
+		 xr_fsck_add_meta(w->c, e->e_pblk, 1, EXTREF_INO,
+				  XR_META_INDEX);
+	return w->err ? EXTREF_ITER_STOP : 0;
+}
+
 /* Inode 5's leaf extents are tree blocks, index entries metadata. */
 static errcode_t scan_tree_extents(struct xr_fsck *c, struct ext2_inode *inode)
 {
-	ext2_extent_handle_t h;
-	struct ext2fs_extent e;
-	int op = EXT2_EXTENT_ROOT;
-	errcode_t err, gerr;
+	struct tree_walk w = { .c = c, .err = 0 };
+	errcode_t err;
 
-	err = ext2fs_extent_open2(c->fs, EXTREF_INO, inode, &h);
-	if (err)
-		return bad_extents(c, err);
-	while (!(gerr = ext2fs_extent_get(h, op, &e))) {
-		op = EXT2_EXTENT_NEXT;
-		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
-			continue;
-		if (!xr_fsck_in_fs(c, e.e_pblk,
-				   (e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ?
-				   e.e_len : 1)) {
-			gerr = EXT2_ET_EXTENT_LEAF_BAD;
-			break;
-		}
-		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF))
-			err = xr_fsck_add_meta(c, e.e_pblk, 1, EXTREF_INO,
-					       XR_META_INDEX);
-		else
-			err = xr_fsck_add_meta(c, e.e_pblk, e.e_len,
-					       EXTREF_INO, XR_META_TREE);
-		if (err)
-			break;
-	}
-	ext2fs_extent_free(h);
-	if (!err && gerr != EXT2_ET_EXTENT_NO_NEXT)
-		err = bad_extents(c, gerr);
-	return err;
+	err = xr_extent_walk(c->fs, EXTREF_INO, inode, XR_WALK_INDEX,
+			     scan_tree_extent, &w);
+	if (w.err)
+		return w.err;
+	return err ? bad_extents(c, err) : 0;
 }
 
 /*

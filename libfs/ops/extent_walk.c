@@ -13,19 +13,23 @@
 #include "extref_ops_int.h"
 
 /*
- * Call func for every leaf extent of an extent-mapped inode.  func
- * returns 0 to go on, EXTREF_ITER_STOP to stop (0 is returned), or an
- * error, which is returned.  The end of the tree is 0; any other error
- * of libext2fs's walk (a damaged node) is returned as it is.
+ * Call func for every leaf extent of an extent-mapped inode and, with
+ * XR_WALK_INDEX, every index entry too (once, before the leaves below
+ * it; e_flags without EXT2_EXTENT_FLAGS_LEAF, e_pblk the child block).
+ * func returns 0 to go on, EXTREF_ITER_STOP to stop (0 is returned), or
+ * an error, which is returned.  The end of the tree is 0; any other
+ * error of libext2fs's walk (a damaged node) is returned as it is.
  */
 errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
-			 struct ext2_inode *inode, xr_extent_func func,
-			 void *priv)
+			 struct ext2_inode *inode, int flags,
+			 xr_extent_func func, void *priv)
 {
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	errcode_t err;
 	int op = EXT2_EXTENT_ROOT;
+	int next = (flags & XR_WALK_INDEX) ? EXT2_EXTENT_NEXT :
+		   EXT2_EXTENT_NEXT_LEAF;
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
@@ -33,8 +37,11 @@ errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
 	if (err)
 		return err;
 	while (!(err = ext2fs_extent_get(h, op, &e))) {
-		op = EXT2_EXTENT_NEXT_LEAF;
-		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF))
+		op = next;
+		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
+			continue;
+		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF) &&
+		    !(flags & XR_WALK_INDEX))
 			continue;
 		err = func(&e, priv);
 		if (err)
@@ -60,14 +67,17 @@ static errcode_t pub_extent(const struct ext2fs_extent *e, void *priv)
 	out.pblk = e->e_pblk;
 	out.len = e->e_len;
 	out.unwritten = (e->e_flags & EXT2_EXTENT_FLAGS_UNINIT) != 0;
+	out.index = !(e->e_flags & EXT2_EXTENT_FLAGS_LEAF);
 	return w->func(&out, w->priv);
 }
 
 errcode_t extref_iterate_extents(extref_fs_t xfs, ext2_ino_t ino,
-				 struct ext2_inode *inode,
+				 struct ext2_inode *inode, int flags,
 				 extref_extent_func func, void *priv)
 {
 	struct pub_walk w = { .func = func, .priv = priv };
 
-	return xr_extent_walk(extref_fs_ext2(xfs), ino, inode, pub_extent, &w);
+	return xr_extent_walk(extref_fs_ext2(xfs), ino, inode,
+			      (flags & EXTREF_EXTENTS_INDEX) ? XR_WALK_INDEX : 0,
+			      pub_extent, &w);
 }

@@ -43,13 +43,15 @@ void xr_map_vec_free(struct xr_map_vec *v);
 
 /*
  * extent_walk.c: every leaf extent of an extent-mapped inode, in file
- * order (func returns 0, EXTREF_ITER_STOP or an error).
+ * order, and with XR_WALK_INDEX every index entry (func returns 0,
+ * EXTREF_ITER_STOP or an error).
  */
+#define XR_WALK_INDEX	0x0001
 typedef errcode_t (*xr_extent_func)(const struct ext2fs_extent *e,
 				    void *priv);
 errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
-			 struct ext2_inode *inode, xr_extent_func func,
-			 void *priv);
+			 struct ext2_inode *inode, int flags,
+			 xr_extent_func func, void *priv);
 
 /* extent_map.c: mappings of an extent-mapped inode. */
 errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,

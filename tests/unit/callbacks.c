@@ -75,10 +75,10 @@ static int extents(extref_fs_t xfs, ext2_ino_t ino)
 	if (err)
 		return expect("read_inode", err, 0, 1);
 	p = (struct probe){ EXTREF_ITER_STOP, 0 };
-	err = extref_iterate_extents(xfs, ino, &inode, on_ext, &p);
+	err = extref_iterate_extents(xfs, ino, &inode, 0, on_ext, &p);
 	bad |= expect("iterate_extents stop", err, 0, p.calls);
 	p = (struct probe){ EXT2_ET_NO_MEMORY, 0 };
-	err = extref_iterate_extents(xfs, ino, &inode, on_ext, &p);
+	err = extref_iterate_extents(xfs, ino, &inode, 0, on_ext, &p);
 	bad |= expect("iterate_extents error", err, EXT2_ET_NO_MEMORY,
 		      p.calls);
 	return bad;
