@@ -24,6 +24,7 @@
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
+#include "ops/extent_raw.h"
 
 #define RUN_MAX_BLOCKS	256	/* largest single read */
 #define RUN_MAX_GAP	8	/* unwanted blocks read to join two runs */
@@ -68,13 +69,9 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 		const struct ext3_extent *ex = (const void *)(eh + 1);
 
 		for (i = 0; !err && i < n; i++, ex++) {
-			blk64_t hi = ext2fs_le16_to_cpu(ex->ee_start_hi);
-			blk64_t p = ext2fs_le32_to_cpu(ex->ee_start) +
-				    (hi << 32);
-			unsigned len = ext2fs_le16_to_cpu(ex->ee_len);
+			blk64_t p = xr_extent_start(ex);
+			unsigned len = xr_extent_len(ex, NULL);
 
-			if (len > EXT_INIT_MAX_LEN)
-				len -= EXT_INIT_MAX_LEN;	/* unwritten */
 			if (!xr_fsck_in_fs(c, p, len)) {
 				*bad = EXT2_ET_EXTENT_LEAF_BAD;
 				break;
@@ -85,9 +82,7 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 		const struct ext3_extent_idx *ix = (const void *)(eh + 1);
 
 		for (i = 0; !err && i < n; i++, ix++) {
-			blk64_t hi = ext2fs_le16_to_cpu(ix->ei_leaf_hi);
-			blk64_t p = ext2fs_le32_to_cpu(ix->ei_leaf) +
-				    (hi << 32);
+			blk64_t p = xr_extent_idx_child(ix);
 
 			if (!xr_fsck_in_fs(c, p, 1)) {
 				*bad = EXT2_ET_EXTENT_INDEX_BAD;

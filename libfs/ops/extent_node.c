@@ -12,6 +12,7 @@
  */
 #include "extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
+#include "extent_raw.h"
 
 /*
  * Check the node at eh, size bytes (the inode's i_block or one block).
@@ -67,8 +68,7 @@ static errcode_t check_subtree(ext2_filsys fs, ext2_ino_t ino,
 	errcode_t err = 0;
 
 	for (i = 0; !err && depth > 0 && i < n; i++) {
-		blk64_t p = ext2fs_le32_to_cpu(ix[i].ei_leaf) +
-			((blk64_t)ext2fs_le16_to_cpu(ix[i].ei_leaf_hi) << 32);
+		blk64_t p = xr_extent_idx_child(&ix[i]);
 
 		if (*left == 0)
 			return EXT2_ET_EXTENT_INDEX_BAD;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
+#include "extent_raw.h"
 
 struct piece {
 	blk64_t		lblk, pblk, len;
@@ -66,8 +67,7 @@ static errcode_t find_leaf(ext2_filsys fs, ext2_ino_t ino,
 		lf->lo = ext2fs_le32_to_cpu(ix[i].ei_block);
 		if (i + 1 < n)
 			lf->hi = ext2fs_le32_to_cpu(ix[i + 1].ei_block);
-		lf->pblk = ext2fs_le32_to_cpu(ix[i].ei_leaf) +
-			   ((blk64_t)ext2fs_le16_to_cpu(ix[i].ei_leaf_hi) << 32);
+		lf->pblk = xr_extent_idx_child(&ix[i]);
 		/* The checksum too: the leaf is re-stamped when rewritten. */
 		err = xr_extent_block_read(fs, ino, lf->pblk, depth, lf->buf);
 		if (err)
@@ -161,11 +161,9 @@ errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,
 	ex = EXT_FIRST_EXTENT(lf.eh);
 	for (i = 0; i < nr; i++) {
 		blk64_t s = ext2fs_le32_to_cpu(ex[i].ee_block);
-		unsigned int raw = ext2fs_le16_to_cpu(ex[i].ee_len);
-		int un = raw > EXT_INIT_MAX_LEN;
-		blk64_t len = un ? raw - EXT_INIT_MAX_LEN : raw;
-		blk64_t pb = ext2fs_le32_to_cpu(ex[i].ee_start) +
-			((blk64_t)ext2fs_le16_to_cpu(ex[i].ee_start_hi) << 32);
+		int un;
+		blk64_t len = xr_extent_len(&ex[i], &un);
+		blk64_t pb = xr_extent_start(&ex[i]);
 		blk64_t e = s + len, os, oe;
 
 		if (e <= lstart || s >= lend) {
