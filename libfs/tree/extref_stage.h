@@ -31,7 +31,11 @@
 typedef struct xr_stage *xr_stage_t;
 
 errcode_t xr_stage_begin(ext2_filsys fs, xr_stage_t *ret);
-/* A record after every one added so far (EXTREF_ERR_NODE_ORDER if not). */
+/*
+ * A valid record (xr_check_rec) after every one added so far
+ * (EXTREF_ERR_NODE_ORDER if not), not one that could be merged with the
+ * one before (EXTREF_ERR_REC_UNMERGED): the node verifier's rules.
+ */
 errcode_t xr_stage_add(xr_stage_t st, const struct extref_rec *r);
 /* Both end the staging and free st, whatever they return. */
 errcode_t xr_stage_commit(xr_stage_t st);

@@ -14,7 +14,7 @@ struct xr_stage {
 	struct extref_tree	*t;
 	struct xr_node		*open[EXTREF_MAX_DEPTH];  /* per level */
 	int			written[EXTREF_MAX_DEPTH]; /* nodes, per level */
-	blk64_t			next;	/* the least start the next may have */
+	struct extref_rec	last;	/* the record added last */
 	__u64			nrecords;
 };
 
@@ -125,13 +125,18 @@ errcode_t xr_stage_add(xr_stage_t st, const struct extref_rec *r)
 			   ext2fs_blocks_count(fs->super));
 	if (err)
 		return err;
-	if (r->start < st->next)
+	if (st->nrecords && r->start < st->last.start + st->last.len)
 		return EXTREF_ERR_NODE_ORDER;
+	/* as the node verifier: neighbours that could be one record are */
+	if (st->nrecords && r->start == st->last.start + st->last.len &&
+	    r->count == st->last.count &&
+	    r->len + st->last.len <= EXTREF_MAX_REC_LEN)
+		return EXTREF_ERR_REC_UNMERGED;
 	err = room_at(st, 0, &n);
 	if (err)
 		return err;
 	n->u.recs[n->nr++] = *r;
-	st->next = r->start + r->len;
+	st->last = *r;
 	st->nrecords++;
 	return 0;
 }
