@@ -111,9 +111,11 @@ function parse_names(s, name,    k, i, f, found) {
 	names[n] = s
 }
 
-function record(line,    f) {
+# The five blank-separated fields before "USAGE", with the blank after them.
+function record(line,    f, w) {
 	rest = line
-	if (!match(rest, /^[ \t]*[^ \t"]+[ \t]+[^ \t"]+[ \t]+[^ \t"]+[ \t]+[^ \t"]+[ \t]+[^ \t"]+[ \t]/))
+	w = "[^ \t\"]+[ \t]+"
+	if (!match(rest, "^[ \t]*" w w w w w))
 		fail("expected NAME NAMES ARGS OPTIONS FLAGS \"USAGE\" \"HELP\"")
 	split(substr(rest, 1, RLENGTH), f, " ")
 	rest = substr(rest, RLENGTH)
@@ -147,6 +149,8 @@ BEGIN {
 	}
 	n = 0
 	cont = ""
+	HANDLER_ARGS = "(int argc, const char * const *argv, int sci_idx, " \
+		"void *infop)"
 }
 
 {
@@ -199,7 +203,7 @@ function emit_c(    i) {
 	print "const size_t cmd_table_len = sizeof(cmd_table) / sizeof(cmd_table[0]);"
 	for (i = 1; i <= n; i++) {
 		print ""
-		print "void do_" name[i] "(int argc, const char * const *argv, int sci_idx, void *infop)"
+		print "void do_" name[i] HANDLER_ARGS
 		print "{"
 		print "\t(void)sci_idx;"
 		print "\t(void)infop;"
@@ -219,7 +223,7 @@ function emit_h(    i) {
 	print ""
 	print "/* The libss handlers, in cmds_gen.c. */"
 	for (i = 1; i <= n; i++)
-		print "void do_" name[i] "(int argc, const char * const *argv, int sci_idx, void *infop);"
+		print "void do_" name[i] HANDLER_ARGS ";"
 	print ""
 	print "#endif /* DEBUGFS_CMDS_GEN_H */"
 }
