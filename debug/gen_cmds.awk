@@ -8,9 +8,9 @@
 #   awk -v out=h -f gen_cmds.awk commands.def
 #	the prototypes of the handlers and of the implementations
 #
-# POSIX awk only (mawk, busybox).  A malformed line is an error naming
-# the file and line; nothing is printed then (the makefile writes to a
-# temporary file and renames it only on success).
+# POSIX awk only (the build runs configure's AWK; tested with mawk).  A
+# malformed line is an error naming the file and line; nothing is printed
+# then (the makefile writes to a temporary file, renamed on success).
 
 function fail(msg) {
 	printf "%s:%d: %s\n", FILENAME, start, msg > "/dev/stderr"
