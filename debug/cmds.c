@@ -1,12 +1,14 @@
 /*
- * cmds.c --- the command table of debugfs.extref and its central checks.
+ * cmds.c --- the central checks of debugfs.extref's commands.
  *
- * mk_cmds (debug_cmds.ct) dispatches each request to a thin do_NAME()
- * handler generated below by CMD(); every handler calls run_cmd(), which
- * looks the command up in cmd_table, parses its options, checks the
- * argument count and what the command needs (an image, -w, the tree) in
- * one place, runs the implementation and records a failure for the exit
- * status.  Implementations never repeat those checks.
+ * The commands are listed once, in commands.def; the build makes from it
+ * the libss table (debug_cmds.ct), cmd_table and the thin do_NAME()
+ * handlers (cmds_gen.c).  mk_cmds's table dispatches each request to its
+ * do_NAME(), which calls run_cmd(): it looks the command up in cmd_table,
+ * parses its options, checks the argument count and what the command
+ * needs (an image, -w, the tree) in one place, runs the implementation
+ * and records a failure for the exit status.  Implementations never
+ * repeat those checks.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -18,89 +20,6 @@
 void ss_list_requests(int argc, const char * const *argv, int sci_idx,
 		      void *infop);
 extern ss_request_table extref_cmds;
-
-
-#define RO	CMD_IMAGE
-#define RT	(CMD_IMAGE | CMD_TREE)
-#define WR	(CMD_IMAGE | CMD_WRITE | CMD_TREE)
-#define XW	(CMD_IMAGE | CMD_WRITE | CMD_EXPERT)	/* the tree may be bad */
-
-static const struct cmd_spec cmd_table[] = {
-/*	  name		  impl			min max opts  long  ch  needs usage */
-	{ "help",	  impl_help,		0, 1, NULL, NULL, 0,  0,  "[COMMAND]" },
-	{ "open",	  impl_open,		1, 1, "wn", NULL, 0,  0,  "[-w] [-n] IMAGE" },
-	{ "as",		  impl_as,		0, 2, NULL, NULL, 0,  0,  "[UID[:GID[,GID...]] [CAP,...] | root]" },
-	{ "close",	  impl_close,		0, 0, NULL, NULL, 0,  RO, "" },
-	{ "stats",	  impl_stats,		0, 0, NULL, NULL, 0,  RO, "" },
-	{ "ls",		  impl_ls,		0, 1, "lp", NULL, 0,  RO, "[-l] [-p] [PATH]" },
-	{ "cd",		  impl_cd,		1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "pwd",	  impl_pwd,		0, 0, NULL, NULL, 0,  RO, "" },
-	{ "stat",	  impl_stat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "fiemap",	  impl_fiemap,		1, 1, "v",  NULL, 0,  RO, "[-v] PATH" },
-	{ "cat",	  impl_cat,		1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "dump",	  impl_dump,		2, 2, "p",  NULL, 0,  RO, "[-p] PATH HOSTFILE" },
-	{ "rdump",	  impl_rdump,		2, -1, NULL, NULL, 0, RO, "PATH... HOSTDIR" },
-	{ "refcount",	  impl_refcount,	0, 2, NULL, NULL, 0,  RT, "[START [LEN]]" },
-	{ "refcount_tree", impl_refcount_tree,	0, 0, "v",  NULL, 0,  RO, "[-v]" },
-	{ "owners",	  impl_owners,		1, 1, NULL, NULL, 0,  RO, "BLOCK" },
-	{ "du",		  impl_du,		1, -1, "s", "raw", 'R', RT, "[-s] [--raw] PATH..." },
-	{ "check",	  impl_check,		0, 0, NULL, NULL, 0,  RO, "" },
-	{ "write",	  impl_write,		2, 2, NULL, NULL, 0,  WR, "HOSTFILE PATH" },
-	{ "mkdir",	  impl_mkdir,		1, 1, NULL, NULL, 0,  WR, "PATH" },
-	{ "rm",		  impl_rm,		1, 1, NULL, NULL, 0,  WR, "PATH" },
-	{ "rmdir",	  impl_rmdir,		1, 1, NULL, NULL, 0,  WR, "PATH" },
-	{ "symlink",	  impl_symlink,		2, 2, NULL, NULL, 0,  WR, "PATH TARGET" },
-	{ "reflink",	  impl_reflink,		2, 2, "prZ:", NULL, 0, WR, "[-p] [-r] [-Z CONTEXT] SRC DST" },
-	{ "clone_range",  impl_clone_range,	5, 5, NULL, NULL, 0,  WR, "SRC SOFF DST DOFF LEN" },
-	{ "dedupe",	  impl_dedupe,		5, 5, NULL, NULL, 0,  WR, "SRC SOFF DST DOFF LEN" },
-	{ "pwrite",	  impl_pwrite,		3, 3, "S:i:", NULL, 0, WR, "[-S BYTE] [-i HOSTFILE] PATH OFF LEN" },
-	{ "truncate",	  impl_truncate,	2, 2, NULL, NULL, 0,  WR, "PATH SIZE" },
-	{ "punch",	  impl_punch,		3, 3, NULL, NULL, 0,  WR, "PATH OFF LEN" },
-	{ "unshare",	  impl_unshare,		1, 3, NULL, NULL, 0,  WR, "PATH [OFF LEN]" },
-	{ "chmod",	  impl_chmod,		2, 2, NULL, NULL, 0,  WR, "MODE PATH" },
-	{ "chown",	  impl_chown,		2, 2, NULL, NULL, 0,  WR, "UID[:GID] PATH" },
-	{ "set_quota",	  impl_set_quota,	2, 6, NULL, NULL, 0,  RO, "TYPE ID [BSOFT BHARD ISOFT IHARD]" },
-	{ "list_quota",	  impl_list_quota,	1, 1, NULL, NULL, 0,  RO, "TYPE" },
-	{ "setxattr",	  impl_setxattr,	2, 3, "f:", NULL, 0,  WR, "[-f HOSTFILE] PATH NAME [VALUE]" },
-	{ "rmxattr",	  impl_rmxattr,		2, 2, NULL, NULL, 0,  WR, "PATH NAME" },
-	{ "getxattr",	  impl_getxattr,	2, 2, NULL, NULL, 0,  RO, "PATH NAME" },
-	{ "listxattr",	  impl_listxattr,	1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "ncheck",	  impl_ncheck,		1, -1, "c", NULL, 0,  RO, "[-c] INODE..." },
-	{ "icheck",	  impl_icheck,		1, -1, NULL, NULL, 0, RO, "BLOCK..." },
-	{ "blocks",	  impl_blocks,		1, 1, NULL, NULL, 0,  RO, "PATH" },
-	{ "bmap",	  impl_bmap,		2, 2, NULL, NULL, 0,  RO, "PATH LBLK" },
-	{ "dirsearch",	  impl_dirsearch,	2, 2, NULL, NULL, 0,  RO, "DIR NAME" },
-	{ "ffb",	  impl_ffb,		0, 2, NULL, NULL, 0,  RO, "[COUNT [GOAL]]" },
-	{ "ffi",	  impl_ffi,		0, 2, NULL, NULL, 0,  RO, "[DIR [MODE]]" },
-	{ "htree",	  impl_htree,		0, 1, "l",  NULL, 0,  RO, "[-l] [DIR]" },
-	{ "set_tree_header", impl_set_tree_header, 2, 2, "n", NULL, 0, XW, "[-n] FIELD VALUE" },
-	{ "set_tree_node", impl_set_tree_node,	3, 3, "n",  NULL, 0,  XW, "[-n] LBLK FIELD VALUE" },
-	{ "set_tree_entry", impl_set_tree_entry, 4, 4, "n", NULL, 0,  XW, "[-n] LBLK INDEX FIELD VALUE" },
-	{ "map_raw",	  impl_map_raw,		4, 4, NULL, NULL, 0,  XW, "PATH LBLK PBLK LEN" },
-	{ "set_block_bitmap", impl_set_block_bitmap, 2, 2, "c", NULL, 0, XW, "[-c] BLOCK 0|1" },
-	{ "set_inode_field", impl_set_inode_field, 3, 3, NULL, NULL, 0, XW, "INODE FIELD VALUE" },
-	{ "set_super_value", impl_set_super_value, 2, 2, NULL, NULL, 0, XW, "FIELD VALUE" },
-	{ "drop_tree",	  impl_drop_tree,	0, 0, "k",  NULL, 0,  XW, "[-k]" },
-};
-
-/* mk_cmds handlers: one thin wrapper per request. */
-#define CMD(n) \
-	void do_##n(int argc, const char * const *argv, int sci_idx, \
-		    void *infop); \
-	void do_##n(int argc, const char * const *argv, int sci_idx, \
-		    void *infop) \
-	{ (void)sci_idx; (void)infop; run_cmd(#n, argc, (char **)argv); }
-
-CMD(help) CMD(open) CMD(as) CMD(close) CMD(stats) CMD(ls) CMD(cd) CMD(pwd) CMD(stat)
-CMD(fiemap) CMD(cat) CMD(dump) CMD(refcount) CMD(refcount_tree)
-CMD(owners) CMD(du) CMD(check) CMD(write) CMD(mkdir) CMD(rm) CMD(rmdir)
-CMD(symlink) CMD(reflink) CMD(clone_range) CMD(dedupe) CMD(pwrite)
-CMD(truncate) CMD(punch) CMD(unshare) CMD(chmod) CMD(chown)
-CMD(set_quota) CMD(list_quota)
-CMD(setxattr) CMD(rmxattr) CMD(getxattr) CMD(listxattr)
-CMD(set_tree_header) CMD(set_tree_node) CMD(set_tree_entry) CMD(map_raw)
-CMD(set_block_bitmap) CMD(drop_tree)
-CMD(rdump) CMD(htree) CMD(set_inode_field) CMD(set_super_value) CMD(ncheck) CMD(icheck) CMD(blocks) CMD(bmap) CMD(dirsearch) CMD(ffb) CMD(ffi)
 
 static const struct cmd_spec *cur_spec;
 
@@ -199,7 +118,7 @@ static const struct cmd_spec *find_spec(const char *canon)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(cmd_table) / sizeof(cmd_table[0]); i++)
+	for (i = 0; i < cmd_table_len; i++)
 		if (!strcmp(cmd_table[i].name, canon))
 			return &cmd_table[i];
 	return NULL;

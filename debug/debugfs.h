@@ -65,6 +65,10 @@ struct cmd_spec {
 	const char	*usage;		/* arguments, after the name */
 };
 
+/* Every command, as commands.def lists them (cmds_gen.c). */
+extern const struct cmd_spec cmd_table[];
+extern const size_t cmd_table_len;
+
 void run_cmd(const char *canon, int argc, char **argv);
 /* "CMD: message" on stderr; returns 1 (the failure status). */
 int cmd_fail(const struct cmd_args *a, const char *fmt, ...)
@@ -186,66 +190,9 @@ errcode_t scan_block_owners(const blk64_t *blocks, size_t n, bown_func func,
 int block_group_meta(blk64_t blk, char *what, size_t len);
 
 /*
- * The commands' implementations (inspect.c, fiemap.c, refcount_cmds.c,
- * du.c, ...), dispatched by cmds.c's table.
+ * The commands' implementations impl_NAME() (inspect.c, fiemap.c, ...) and
+ * libss's handlers do_NAME(), as commands.def lists them.
  */
-int impl_help(struct cmd_args *a);
-int impl_as(struct cmd_args *a);
-int impl_open(struct cmd_args *a);
-int impl_close(struct cmd_args *a);
-int impl_stats(struct cmd_args *a);
-int impl_ls(struct cmd_args *a);
-int impl_cd(struct cmd_args *a);
-int impl_pwd(struct cmd_args *a);
-int impl_stat(struct cmd_args *a);
-int impl_fiemap(struct cmd_args *a);
-int impl_cat(struct cmd_args *a);
-int impl_dump(struct cmd_args *a);
-int impl_refcount(struct cmd_args *a);
-int impl_refcount_tree(struct cmd_args *a);
-int impl_owners(struct cmd_args *a);
-int impl_du(struct cmd_args *a);
-int impl_check(struct cmd_args *a);
-int impl_write(struct cmd_args *a);
-int impl_mkdir(struct cmd_args *a);
-int impl_rm(struct cmd_args *a);
-int impl_rmdir(struct cmd_args *a);
-int impl_symlink(struct cmd_args *a);
-int impl_reflink(struct cmd_args *a);
-int impl_clone_range(struct cmd_args *a);
-int impl_dedupe(struct cmd_args *a);
-int impl_pwrite(struct cmd_args *a);
-int impl_truncate(struct cmd_args *a);
-int impl_punch(struct cmd_args *a);
-int impl_unshare(struct cmd_args *a);
-int impl_chmod(struct cmd_args *a);
-int impl_chown(struct cmd_args *a);
-/* quota_cmds.c */
-int impl_set_quota(struct cmd_args *a);
-int impl_list_quota(struct cmd_args *a);
-int impl_setxattr(struct cmd_args *a);
-int impl_rmxattr(struct cmd_args *a);
-int impl_getxattr(struct cmd_args *a);
-int impl_listxattr(struct cmd_args *a);
-/* names.c: stock debugfs's lookups */
-int impl_ncheck(struct cmd_args *a);
-int impl_icheck(struct cmd_args *a);
-int impl_blocks(struct cmd_args *a);
-int impl_bmap(struct cmd_args *a);
-int impl_dirsearch(struct cmd_args *a);
-int impl_ffb(struct cmd_args *a);
-int impl_ffi(struct cmd_args *a);
-int impl_rdump(struct cmd_args *a);
-int impl_htree(struct cmd_args *a);
-/* expert.c: raw edits for building corrupted images */
-int impl_set_tree_header(struct cmd_args *a);
-int impl_set_tree_node(struct cmd_args *a);
-int impl_set_tree_entry(struct cmd_args *a);
-int impl_map_raw(struct cmd_args *a);
-int impl_set_block_bitmap(struct cmd_args *a);
-int impl_drop_tree(struct cmd_args *a);
-/* setfield.c: stock debugfs's expert edits through libext2fs */
-int impl_set_inode_field(struct cmd_args *a);
-int impl_set_super_value(struct cmd_args *a);
+#include "cmds_gen.h"
 
 #endif /* DEBUGFS_EXTREF_H */

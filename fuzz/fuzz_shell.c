@@ -6,10 +6,10 @@
  * (seeds/shell.img beside the target's directory, or $FUZZ_SHELL_IMAGE).
  *
  * The input is up to 8 lines, run in order.  The request table is
- * shell_cmds.ct, made by shell_ct.py from debug_cmds.ct: every request
- * but those naming a host file (open, dump, write); pwrite -i (a host
- * file too) is skipped here, as is a line starting with '!' (libss runs
- * it with system()).
+ * shell_cmds.ct, made by debug/gen_cmds.awk from debug/commands.def: every
+ * request but those naming a host file (flag "host": open, dump, rdump,
+ * write); pwrite -i (a host file too) is skipped here, as is a line
+ * starting with '!' (libss runs it with system()).
  */
 #include <stdlib.h>
 #include <string.h>
