@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
+#include "tree/xr_hdr.h"
 
 /* ----- refcount [START [LEN]] ----- */
 
@@ -52,8 +53,8 @@ static errcode_t read_tree_block(blk64_t lblk, char *buf, blk64_t *pblk)
 int impl_refcount_tree(struct cmd_args *a)
 {
 	unsigned bs = sh.fs->blocksize;
-	struct extref_disk_header *h;
-	struct extref_disk_node *n;
+	struct xr_hdr h;
+	struct xr_node_hdr n;
 	char *buf;
 	blk64_t pblk, lblk, nblocks;
 	errcode_t err;
@@ -73,24 +74,22 @@ int impl_refcount_tree(struct cmd_args *a)
 		return cmd_fail(a, "inode %d maps no block 0: no tree",
 				EXTREF_INO);
 	}
-	h = (struct extref_disk_header *)buf;
+	xr_hdr_from_disk(&h, (const void *)buf);
 	crc = extref_header_csum(sh.fs, buf);
-	stored = ext2fs_le32_to_cpu(h->h_checksum);
-	nblocks = ext2fs_le32_to_cpu(h->h_nblocks);
+	stored = h.h_checksum;
+	nblocks = h.h_nblocks;
 	printf("header: lblk 0  pblk %llu  magic 0x%08x%s  version %u  "
 	       "depth %u  root %u  records %llu  nblocks %llu  free %u "
 	       "(head %u)  generation %llu  csum %s\n",
-	       (unsigned long long)pblk, ext2fs_le32_to_cpu(h->h_magic),
-	       ext2fs_le32_to_cpu(h->h_magic) == EXTREF_HDR_MAGIC ? "" : " (BAD)",
-	       ext2fs_le16_to_cpu(h->h_version),
-	       ext2fs_le16_to_cpu(h->h_depth), ext2fs_le32_to_cpu(h->h_root),
-	       (unsigned long long)ext2fs_le64_to_cpu(h->h_nrecords),
+	       (unsigned long long)pblk, h.h_magic,
+	       h.h_magic == EXTREF_HDR_MAGIC ? "" : " (BAD)",
+	       h.h_version, h.h_depth, h.h_root,
+	       (unsigned long long)h.h_nrecords,
 	       (unsigned long long)nblocks,
-	       ext2fs_le32_to_cpu(h->h_free_count),
-	       ext2fs_le32_to_cpu(h->h_free_head),
-	       (unsigned long long)ext2fs_le64_to_cpu(h->h_generation),
+	       h.h_free_count, h.h_free_head,
+	       (unsigned long long)h.h_generation,
 	       crc == stored ? "ok" : "BAD");
-	if (crc != stored || ext2fs_le32_to_cpu(h->h_magic) != EXTREF_HDR_MAGIC)
+	if (crc != stored || h.h_magic != EXTREF_HDR_MAGIC)
 		ret = 1;
 	/* Guard against a wild h_nblocks: no more than inode 5 holds. */
 	{
@@ -120,19 +119,19 @@ int impl_refcount_tree(struct cmd_args *a)
 			ret = 1;
 			continue;
 		}
-		n = (struct extref_disk_node *)buf;
-		magic = ext2fs_le32_to_cpu(n->n_magic);
-		nr = ext2fs_le16_to_cpu(n->n_nr);
+		xr_node_hdr_from_disk(&n, (const void *)buf);
+		magic = n.n_magic;
+		nr = n.n_nr;
 		crc = extref_node_csum(sh.fs, buf);
-		stored = ext2fs_le32_to_cpu(n->n_checksum);
+		stored = n.n_checksum;
 		if (crc != stored)
 			ret = 1;
 		if (magic == EXTREF_FREE_MAGIC) {
 			printf("lblk %llu  pblk %llu  free  next %u  gen %llu  "
 			       "csum %s\n", (unsigned long long)lblk,
 			       (unsigned long long)pblk,
-			       ext2fs_le32_to_cpu(n->n_next),
-			       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation),
+			       n.n_next,
+			       (unsigned long long)n.n_generation,
 			       crc == stored ? "ok" : "BAD");
 			continue;
 		}
@@ -145,15 +144,15 @@ int impl_refcount_tree(struct cmd_args *a)
 			continue;
 		}
 		printf("lblk %llu  pblk %llu  level %u  entries %u", (unsigned long long)lblk,
-		       (unsigned long long)pblk, ext2fs_le16_to_cpu(n->n_level), nr);
+		       (unsigned long long)pblk, n.n_level, nr);
 		if (nr) {
-			const struct extref_disk_rec *r =
-				(const void *)(buf + sizeof(*n));
+			const struct extref_disk_rec *r = (const void *)
+				(buf + sizeof(struct extref_disk_node));
 			printf("  first %llu",
 			       (unsigned long long)ext2fs_le64_to_cpu(r->r_start));
 		}
 		printf("  gen %llu  csum %s\n",
-		       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation),
+		       (unsigned long long)n.n_generation,
 		       crc == stored ? "ok" : "BAD");
 		if (nr > cap) {
 			printf("  entry count %u exceeds capacity %u\n", nr, cap);
@@ -162,9 +161,10 @@ int impl_refcount_tree(struct cmd_args *a)
 		}
 		/* Entries, one a line, for small nodes only in verbose use. */
 		for (i = 0; i < nr && a->opts['v']; i++) {
-			const char *e = buf + sizeof(*n) + i * 16;
+			const char *e = buf + sizeof(struct extref_disk_node) +
+				i * 16;
 
-			if (ext2fs_le16_to_cpu(n->n_level) == 0) {
+			if (n.n_level == 0) {
 				const struct extref_disk_rec *r = (const void *)e;
 
 				printf("    %llu %u %u\n",
