@@ -5,7 +5,7 @@
 #define EXTREF_FSCK_INT_H
 
 #include "extref_fsck.h"
-#include "tree/extref_int.h"
+#include "tree/extref_vec.h"
 
 struct xr_problem {
 	int		code;

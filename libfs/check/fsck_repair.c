@@ -2,12 +2,14 @@
  * fsck_repair.c --- rebuild the tree from the expected counts.
  *
  * The old tree's blocks are released (those no one else uses), inode 5
- * gets a fresh empty tree, and the expected records
- * are loaded in order and committed.  A crash in the middle leaves a tree
+ * gets a fresh empty tree, and the expected records are bulk-loaded in
+ * order through the tree layer's staging (tree/extref_stage.h) and
+ * committed.  A crash in the middle leaves a tree
  * that the next run rebuilds again: nothing is derived from it.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
+#include "tree/extref_stage.h"
 
 /* Whether block b is used by anything but inode 5 (both arrays sorted). */
 static int used_elsewhere(const struct xr_fsck *c, blk64_t b, blk64_t meta_max)
@@ -67,29 +69,26 @@ static errcode_t clear_ino5(struct xr_fsck *c)
 
 static errcode_t load_one(const struct extref_rec *r, void *priv)
 {
-	return xr_insert(priv, r);
+	return xr_stage_add(priv, r);
 }
 
 errcode_t xr_fsck_rebuild(struct xr_fsck *c)
 {
-	ext2_filsys fs = c->fs;
-	extref_tree_t t;
+	xr_stage_t st;
 	errcode_t err;
 
 	if ((err = xr_fsck_read_bitmaps(c, 0)))
 		return err;
 	err = clear_ino5(c);
 	if (!err)
-		err = extref_format(fs);
-	if (!err)
-		err = extref_tree_open(fs, EXTREF_TREE_RW, &t);
+		err = xr_stage_begin(c->fs, &st);
 	if (err)
 		return err;
-	err = xr_fsck_sweep(c, load_one, t);
+	err = xr_fsck_sweep(c, load_one, st);
 	if (!err)
-		err = extref_tree_close(t);
+		err = xr_stage_commit(st);
 	else
-		extref_tree_free(t);
+		xr_stage_abort(st);
 	c->res->changed = 1;
 	return err;
 }

@@ -13,13 +13,6 @@
 
 #define ACL_DEFAULT_NAME	"system.posix_acl_default"
 #define ACL_ACCESS_NAME		"system.posix_acl_access"
-#define ACL_USER_OBJ		0x01
-#define ACL_USER		0x02
-#define ACL_GROUP_OBJ		0x04
-#define ACL_GROUP		0x08
-#define ACL_MASK		0x10
-#define ACL_OTHER		0x20
-#define ACL_ENTRY_SIZE		8
 
 /* dir's default ACL (*val NULL when it has none). */
 static errcode_t inheritable_acl(ext2_filsys fs, ext2_ino_t dir, void **val,

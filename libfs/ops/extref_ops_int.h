@@ -161,6 +161,16 @@ errcode_t xr_perm_reflink_src(extref_fs_t xfs, const struct extref_cred *c,
 			      ext2_ino_t ino, const struct ext2_inode *inode,
 			      int preserve);
 
+/* The POSIX ACL xattr as libext2fs hands it out (posix_acl_xattr). */
+#define ACL_XATTR_VERSION	0x0002
+#define ACL_USER_OBJ		0x01
+#define ACL_USER		0x02
+#define ACL_GROUP_OBJ		0x04
+#define ACL_GROUP		0x08
+#define ACL_MASK		0x10
+#define ACL_OTHER		0x20
+#define ACL_ENTRY_SIZE		8	/* __le16 tag, __le16 perm, __le32 id */
+
 /* acl.c: a default ACL given to what an identity makes. */
 errcode_t xr_acl_create_mode(extref_fs_t xfs, ext2_ino_t dir, __u16 *mode,
 			     int *inherit);
@@ -190,7 +200,8 @@ errcode_t xr_label_set(ext2_filsys fs, ext2_ino_t ino, const char *label);
 /* reflink_meta.c */
 errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
 errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);
-errcode_t xr_meta_undo(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *in);
+errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode);	/* unlink.c */
 
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */

@@ -36,15 +36,6 @@
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
 
-/* The POSIX ACL xattr as libext2fs hands it out (posix_acl_xattr). */
-#define ACL_XATTR_VERSION	0x0002
-#define ACL_USER_OBJ		0x01
-#define ACL_USER		0x02
-#define ACL_GROUP_OBJ		0x04
-#define ACL_GROUP		0x08
-#define ACL_MASK		0x10
-#define ACL_OTHER		0x20
-#define ACL_ENTRY_SIZE		8	/* __le16 tag, __le16 perm, __le32 id */
 #define ACL_NO_ACL		1	/* none on the inode: use the mode */
 
 #define XR_S_ISUID	04000

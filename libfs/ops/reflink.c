@@ -150,7 +150,7 @@ static void unshare_new(struct rl *r, ext2_ino_t ino,
 		if (in.i_flags & EXT4_EXTENTS_FL)
 			err = xr_unmap(r->fs, ino, &in, 0, 1ULL << 32, &gone);
 		if (!err)
-			err = xr_meta_undo(r->fs, ino, &in);
+			err = xr_drop_xattr_block(r->fs, ino, &in);
 		in.i_links_count = 0;
 		in.i_dtime = xr_now(r->fs);
 		if (!err)

@@ -198,27 +198,6 @@ static void copy_fields(struct ext2_inode_large *d,
 		d->i_projid = HAS_FIELD(s, i_projid) ? s->i_projid : 0;
 }
 
-/*
- * Undo, on a new inode a failed reflink frees, the reference it holds on
- * an external xattr block (shared with its source in preserve mode, its
- * own when it got a label): the block is freed with its last reference.
- */
-errcode_t xr_meta_undo(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *in)
-{
-	blk64_t blk = ext2fs_file_acl_block(fs, in);
-	__u32 count;
-	errcode_t err;
-
-	if (!blk)
-		return 0;
-	err = ext2fs_adjust_ea_refcount3(fs, blk, NULL, -1, &count, ino);
-	if (err)
-		return err;
-	if (count == 0)
-		ext2fs_block_alloc_stats2(fs, blk, -1);
-	ext2fs_file_acl_block_set(fs, in, 0);
-	return ext2fs_iblk_sub_blocks(fs, in, 1);
-}
 
 /*
  * Make DST (a new inode of the same type) a snapshot of SRC: its

@@ -27,9 +27,13 @@ static errcode_t dir_is_empty(ext2_filsys fs, ext2_ino_t dir)
 	return err ? err : (n ? EXTREF_ERR_DIR_NOT_EMPTY : 0);
 }
 
-/* Drop the external xattr block's reference; free it with the last one. */
-static errcode_t drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
-				  struct ext2_inode *inode)
+/*
+ * Drop an inode's reference on its external xattr block (shared or its
+ * own) and free the block with the last one: unlink, and the undo of a
+ * failed reflink.
+ */
+errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode)
 {
 	blk64_t blk = ext2fs_file_acl_block(fs, inode);
 	__u32 count;
@@ -64,7 +68,7 @@ static errcode_t free_inode(extref_fs_t xfs, ext2_ino_t ino,
 	else if (ext2fs_inode_has_valid_blocks2(fs, inode))
 		err = ext2fs_punch(fs, ino, inode, NULL, 0, ~0ULL);
 	if (!err)
-		err = drop_xattr_block(fs, ino, inode);
+		err = xr_drop_xattr_block(fs, ino, inode);
 	if (!err)
 		err = ext2fs_write_inode(fs, ino, inode);
 	if (!err)

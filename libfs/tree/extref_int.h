@@ -11,6 +11,7 @@
 #define EXTREF_INT_H
 
 #include "extref.h"
+#include "extref_vec.h"
 #include "xr_hdr.h"
 
 /* An interior entry in memory. */
@@ -88,10 +89,7 @@ extern io_manager extref_fault_io_manager;
 int xr_fault_nomem(void);
 #endif
 
-/* vec.c */
-errcode_t xr_grow(void *vp, size_t *cap, size_t n, size_t esz);
-errcode_t xr_big_grow(void *vp, size_t *cap, size_t n, size_t esz);
-void xr_big_free(void *vp, size_t *cap, size_t esz);
+/* vec.c: extref_vec.h */
 
 /* csum.c */
 __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
