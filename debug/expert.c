@@ -10,10 +10,12 @@
  * Checksums follow docs/FORMAT.md and are recomputed after an edit
  * unless -n is given or the checksum field itself is set.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
 #include "extref_format.h"
+#include "tree/xr_hdr.h"
 
 /* A field of an on-disk structure: name, byte offset, width in bytes. */
 struct xfield {
@@ -22,22 +24,29 @@ struct xfield {
 	unsigned	size;
 };
 
+/* A field by name: its place and width in the on-disk structure. */
+#define XFIELD(name, type, member) \
+	{ name, offsetof(struct type, member), \
+	  sizeof(((struct type *)0)->member) }
+#define HF(name, member)	XFIELD(name, extref_disk_header, member)
+#define NF(name, member)	XFIELD(name, extref_disk_node, member)
+
 static const struct xfield hdr_fields[] = {
-	{ "magic",	0x00, 4 }, { "version",	   0x04, 2 },
-	{ "depth",	0x06, 2 }, { "compat",	   0x08, 4 },
-	{ "ro_compat",	0x0c, 4 }, { "incompat",   0x10, 4 },
-	{ "blocksize",	0x14, 4 }, { "root",	   0x28, 4 },
-	{ "nblocks",	0x2c, 4 }, { "nrecords",   0x30, 8 },
-	{ "free_head",	0x38, 4 }, { "free_count", 0x3c, 4 },
-	{ "generation",	0x40, 8 }, { "checksum",   0x7c, 4 },
+	HF("magic", h_magic),		HF("version", h_version),
+	HF("depth", h_depth),		HF("compat", h_compat),
+	HF("ro_compat", h_ro_compat),	HF("incompat", h_incompat),
+	HF("blocksize", h_blocksize),	HF("root", h_root),
+	HF("nblocks", h_nblocks),	HF("nrecords", h_nrecords),
+	HF("free_head", h_free_head),	HF("free_count", h_free_count),
+	HF("generation", h_generation),	HF("checksum", h_checksum),
 	{ NULL, 0, 0 }
 };
 
 static const struct xfield node_fields[] = {
-	{ "magic", 0x00, 4 }, { "level", 0x04, 2 }, { "nr", 0x06, 2 },
-	{ "blkno", 0x08, 4 }, { "next", 0x0c, 4 },
-	{ "generation", 0x10, 8 }, { "reserved", 0x18, 4 },
-	{ "checksum", 0x1c, 4 },
+	NF("magic", n_magic),		NF("level", n_level),
+	NF("nr", n_nr),			NF("blkno", n_blkno),
+	NF("next", n_next),		NF("generation", n_generation),
+	NF("reserved", n_reserved),	NF("checksum", n_checksum),
 	{ NULL, 0, 0 }
 };
 
@@ -217,6 +226,7 @@ int impl_set_tree_entry(struct cmd_args *a)
 	unsigned bs = sh.fs->blocksize;
 	unsigned char *buf;
 	const struct xfield *f;
+	struct xr_node_hdr nh;
 	blk64_t pblk;
 	__u64 lblk, idx;
 	int level;
@@ -237,7 +247,8 @@ int impl_set_tree_entry(struct cmd_args *a)
 		free(buf);
 		return 1;
 	}
-	level = get_le(buf + 0x04, 2);
+	xr_node_hdr_from_disk(&nh, (const void *)buf);
+	level = nh.n_level;
 	free(buf);
 	f = find_field(level ? key_fields : rec_fields, a->argv[2]);
 	if (!f)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
+#include "tree/xr_hdr.h"
 
 /* ----- refcount [START [LEN]] ----- */
 
@@ -83,38 +84,32 @@ static int listed_blocks(struct cmd_args *a, __u64 *nblocks)
 
 static int print_header(const char *buf, blk64_t pblk)
 {
-	const struct extref_disk_header *h = (const void *)buf;
-	__u32 magic = ext2fs_le32_to_cpu(h->h_magic);
+	struct xr_hdr h;
 	int csum_ok;
 
-	csum_ok = extref_header_csum(sh.fs, buf) ==
-		  ext2fs_le32_to_cpu(h->h_checksum);
+	xr_hdr_from_disk(&h, (const void *)buf);
+	csum_ok = extref_header_csum(sh.fs, buf) == h.h_checksum;
 	printf("header: lblk 0  pblk %llu  magic 0x%08x%s  version %u  "
 	       "depth %u  root %u  records %llu  nblocks %u  free %u "
 	       "(head %u)  generation %llu  csum %s\n",
-	       (unsigned long long)pblk, magic,
-	       magic == EXTREF_HDR_MAGIC ? "" : " (BAD)",
-	       ext2fs_le16_to_cpu(h->h_version),
-	       ext2fs_le16_to_cpu(h->h_depth), ext2fs_le32_to_cpu(h->h_root),
-	       (unsigned long long)ext2fs_le64_to_cpu(h->h_nrecords),
-	       ext2fs_le32_to_cpu(h->h_nblocks),
-	       ext2fs_le32_to_cpu(h->h_free_count),
-	       ext2fs_le32_to_cpu(h->h_free_head),
-	       (unsigned long long)ext2fs_le64_to_cpu(h->h_generation),
+	       (unsigned long long)pblk, h.h_magic,
+	       h.h_magic == EXTREF_HDR_MAGIC ? "" : " (BAD)",
+	       h.h_version, h.h_depth, h.h_root,
+	       (unsigned long long)h.h_nrecords, h.h_nblocks, h.h_free_count,
+	       h.h_free_head, (unsigned long long)h.h_generation,
 	       csum_ok ? "ok" : "BAD");
 	return verdict(extref_header_verify(sh.fs, buf), csum_ok);
 }
 
 /* A node's entries, one a line (-v). */
-static void print_entries(const char *buf, unsigned nr)
+static void print_entries(const char *buf, unsigned level, unsigned nr)
 {
-	const struct extref_disk_node *n = (const void *)buf;
 	unsigned i;
 
 	for (i = 0; i < nr; i++) {
-		const char *e = buf + sizeof(*n) + i * 16;
+		const char *e = buf + sizeof(struct extref_disk_node) + i * 16;
 
-		if (ext2fs_le16_to_cpu(n->n_level) == 0) {
+		if (level == 0) {
 			const struct extref_disk_rec *r = (const void *)e;
 
 			printf("    %llu %u %u\n",
@@ -134,45 +129,42 @@ static void print_entries(const char *buf, unsigned nr)
 static int print_node(const struct cmd_args *a, const char *buf, __u32 lblk,
 		      blk64_t pblk, __u32 nblocks)
 {
-	const struct extref_disk_node *n = (const void *)buf;
-	__u32 magic = ext2fs_le32_to_cpu(n->n_magic);
-	unsigned nr = ext2fs_le16_to_cpu(n->n_nr);
+	struct xr_node_hdr n;
 	unsigned cap = EXTREF_NODE_CAPACITY(sh.fs->blocksize);
 	const char *csum;
 	int csum_ok, bad;
 
-	csum_ok = extref_node_csum(sh.fs, buf) ==
-		  ext2fs_le32_to_cpu(n->n_checksum);
+	xr_node_hdr_from_disk(&n, (const void *)buf);
+	csum_ok = extref_node_csum(sh.fs, buf) == n.n_checksum;
 	csum = csum_ok ? "ok" : "BAD";
-	if (magic == EXTREF_FREE_MAGIC) {
+	if (n.n_magic == EXTREF_FREE_MAGIC) {
 		printf("lblk %u  pblk %llu  free  next %u  gen %llu  csum %s\n",
-		       lblk, (unsigned long long)pblk,
-		       ext2fs_le32_to_cpu(n->n_next),
-		       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation),
-		       csum);
+		       lblk, (unsigned long long)pblk, n.n_next,
+		       (unsigned long long)n.n_generation, csum);
 		return verdict(extref_free_verify(sh.fs, buf, lblk, nblocks),
 			       csum_ok);
 	}
-	if (magic != EXTREF_NODE_MAGIC) {
+	if (n.n_magic != EXTREF_NODE_MAGIC) {
 		printf("lblk %u  pblk %llu  bad magic 0x%08x  csum %s\n", lblk,
-		       (unsigned long long)pblk, magic, csum);
+		       (unsigned long long)pblk, n.n_magic, csum);
 		return verdict(extref_node_verify(sh.fs, buf, lblk), csum_ok);
 	}
 	printf("lblk %u  pblk %llu  level %u  entries %u", lblk,
-	       (unsigned long long)pblk, ext2fs_le16_to_cpu(n->n_level), nr);
-	if (nr) {
-		const struct extref_disk_rec *r = (const void *)(buf + sizeof(*n));
+	       (unsigned long long)pblk, n.n_level, n.n_nr);
+	if (n.n_nr) {
+		const struct extref_disk_rec *r =
+			(const void *)(buf + sizeof(struct extref_disk_node));
 
 		printf("  first %llu",
 		       (unsigned long long)ext2fs_le64_to_cpu(r->r_start));
 	}
-	printf("  gen %llu  csum %s\n",
-	       (unsigned long long)ext2fs_le64_to_cpu(n->n_generation), csum);
+	printf("  gen %llu  csum %s\n", (unsigned long long)n.n_generation,
+	       csum);
 	bad = verdict(extref_node_verify(sh.fs, buf, lblk), csum_ok);
-	if (bad && csum_ok && nr > cap)
-		printf("  entry count %u exceeds capacity %u\n", nr, cap);
+	if (bad && csum_ok && n.n_nr > cap)
+		printf("  entry count %u exceeds capacity %u\n", n.n_nr, cap);
 	if (a->opts['v'])
-		print_entries(buf, nr < cap ? nr : cap);
+		print_entries(buf, n.n_level, n.n_nr < cap ? n.n_nr : cap);
 	return bad;
 }
 

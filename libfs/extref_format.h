@@ -5,7 +5,9 @@
  * is little-endian, packed by construction (no implicit padding), and has
  * its size and field offsets checked at compile time at the end of this
  * file.  Code never byte-swaps these structures in place: it decodes into
- * the in-memory forms in extref_int.h and encodes back (see ondisk.c).
+ * the in-memory forms and encodes back.  The tree header and the node
+ * header have one decoder and one encoder each (tree/xr_hdr.h, hdr.c);
+ * records and keys are converted in tree/node.c and tree/ondisk.c.
  *
  * docs/FORMAT.md is the prose version of this file; keep them in step.
  *

@@ -62,10 +62,9 @@ static errcode_t write_subtree(struct extref_tree *t, struct xr_node *n)
  */
 errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 {
-	struct extref_disk_header c;
+	struct xr_hdr c = t->hdr;
 	errcode_t err;
 
-	xr_hdr_to_cpu(&t->hdr, &c);
 	c.h_root = t->root ? t->root->lblk : 0;
 	c.h_depth = t->depth;
 	c.h_nrecords = t->nrecords;
@@ -76,16 +75,14 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 	err = xr_lblk_prove(t, 0);
 	if (err)
 		return err;
-	memset(t->buf, 0, t->bs);
-	xr_hdr_to_disk(&c, (struct extref_disk_header *)t->buf);
-	xr_hdr_set_csum(t->seed, t->buf, t->bs);
+	xr_hdr_encode(t->seed, &c, t->buf, t->bs);
 	err = io_channel_flush(t->fs->io);
 	if (!err)
 		err = xr_write_lblk(t, 0, t->buf);
 	if (!err && sync_after)
 		err = io_channel_flush(t->fs->io);
 	if (!err)
-		memcpy(&t->hdr, t->buf, sizeof(t->hdr));
+		xr_hdr_from_disk(&t->hdr, (const void *)t->buf);
 	return err;
 }
 

@@ -12,6 +12,7 @@
 
 #include "extref.h"
 #include "extref_vec.h"
+#include "xr_hdr.h"
 
 /* An interior entry in memory. */
 struct xr_key {
@@ -45,9 +46,8 @@ struct extref_tree {
 	unsigned int	cap;		/* entries per node in use */
 	unsigned int	disk_cap;	/* entries per node the block holds */
 
-	/* The header as last committed (decoded). */
-	struct extref_disk_header hdr;	/* on-disk byte order */
-	__u32		version, compat, ro_compat, incompat;
+	/* The header as last committed, decoded (xr_hdr.h). */
+	struct xr_hdr	hdr;
 
 	/* The tree in memory. */
 	struct xr_node	*root;		/* NULL for an empty tree */
@@ -97,9 +97,8 @@ __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
 __u32 xr_header_csum(__u32 seed, const void *block);
 
 /* ondisk.c */
-void xr_hdr_to_cpu(const struct extref_disk_header *d, struct extref_disk_header *c);
-void xr_hdr_to_disk(const struct extref_disk_header *c, struct extref_disk_header *d);
-void xr_hdr_set_csum(__u32 seed, void *block, unsigned int bs);
+void xr_hdr_encode(__u32 seed, const struct xr_hdr *h, void *block,
+		   unsigned int bs);
 void xr_node_encode(const struct extref_tree *t, const struct xr_node *n,
 		    __u32 lblk, void *block);
 void xr_free_encode(const struct extref_tree *t, __u32 lblk, __u32 next,

@@ -41,7 +41,6 @@ static errcode_t make_ino5(ext2_filsys fs)
 
 static errcode_t write_empty_tree(ext2_filsys fs)
 {
-	struct extref_disk_header c;
 	struct extref_tree *t;
 	errcode_t err;
 	__u32 lblk;
@@ -49,12 +48,11 @@ static errcode_t write_empty_tree(ext2_filsys fs)
 	err = xr_tree_init(fs, EXTREF_TREE_RW, &t);
 	if (err)
 		return err;
-	memset(&c, 0, sizeof(c));
-	c.h_magic = EXTREF_HDR_MAGIC;
-	c.h_version = EXTREF_VERSION;
-	c.h_blocksize = fs->blocksize;
-	memcpy(c.h_uuid, fs->super->s_uuid, sizeof(c.h_uuid));
-	xr_hdr_to_disk(&c, &t->hdr);
+	memset(&t->hdr, 0, sizeof(t->hdr));
+	t->hdr.h_magic = EXTREF_HDR_MAGIC;
+	t->hdr.h_version = EXTREF_VERSION;
+	t->hdr.h_blocksize = fs->blocksize;
+	memcpy(t->hdr.h_uuid, fs->super->s_uuid, sizeof(t->hdr.h_uuid));
 	t->generation = 1;
 	err = xr_lblk_alloc(t, &lblk);		/* lblk 0: the header */
 	if (!err)

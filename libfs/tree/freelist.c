@@ -16,9 +16,9 @@
  */
 errcode_t xr_free_load(struct extref_tree *t)
 {
-	__u32 lblk = ext2fs_le32_to_cpu(t->hdr.h_free_head);
-	__u32 count = ext2fs_le32_to_cpu(t->hdr.h_free_count);
-	const struct extref_disk_node *h = (const void *)t->buf;
+	__u32 lblk = t->hdr.h_free_head;
+	__u32 count = t->hdr.h_free_count;
+	struct xr_node_hdr h;
 	ext2fs_generic_bitmap seen = NULL;
 	errcode_t err;
 
@@ -42,7 +42,8 @@ errcode_t xr_free_load(struct extref_tree *t)
 		err = xr_lblk_push(&t->free, lblk);
 		if (err)
 			break;
-		lblk = ext2fs_le32_to_cpu(h->n_next);
+		xr_node_hdr_from_disk(&h, (const void *)t->buf);
+		lblk = h.n_next;
 	}
 	ext2fs_free_generic_bitmap(seen);
 	return err;

@@ -95,7 +95,7 @@ static void decode_entries(struct xr_node *n, const void *block)
 errcode_t xr_node_read(struct extref_tree *t, __u32 lblk, int level,
 		       const struct xr_bounds *b, struct xr_node **ret)
 {
-	const struct extref_disk_node *h = (const void *)t->buf;
+	struct xr_node_hdr h;
 	struct xr_node *n;
 	errcode_t err;
 
@@ -107,10 +107,11 @@ errcode_t xr_node_read(struct extref_tree *t, __u32 lblk, int level,
 	err = xr_check_node_block(t->buf, t->bs, t->seed, lblk);
 	if (err)
 		return err;
-	err = xr_node_new(t, ext2fs_le16_to_cpu(h->n_level), &n);
+	xr_node_hdr_from_disk(&h, (const void *)t->buf);
+	err = xr_node_new(t, h.n_level, &n);
 	if (err)
 		return err;
-	n->nr = ext2fs_le16_to_cpu(h->n_nr);
+	n->nr = h.n_nr;
 	n->lblk = lblk;
 	n->dirty = 0;
 	decode_entries(n, t->buf);

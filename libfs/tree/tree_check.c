@@ -113,9 +113,9 @@ static void walk_node(struct walk *w, __u32 lblk, int level,
 
 static void walk_free(struct walk *w)
 {
-	__u32 lblk = ext2fs_le32_to_cpu(w->t->hdr.h_free_head);
-	__u32 count = ext2fs_le32_to_cpu(w->t->hdr.h_free_count);
-	const struct extref_disk_node *h = (const void *)w->t->buf;
+	__u32 lblk = w->t->hdr.h_free_head;
+	__u32 count = w->t->hdr.h_free_count;
+	struct xr_node_hdr h;
 	__u32 i;
 
 	for (i = 0; i < count && !w->stop; i++) {
@@ -130,7 +130,8 @@ static void walk_free(struct walk *w)
 			return;
 		}
 		ext2fs_mark_generic_bitmap(w->seen, lblk);
-		lblk = ext2fs_le32_to_cpu(h->n_next);
+		xr_node_hdr_from_disk(&h, (const void *)w->t->buf);
+		lblk = h.n_next;
 	}
 }
 
@@ -156,7 +157,7 @@ static void check_accounting(struct walk *w)
 static errcode_t walk_tree(struct walk *w)
 {
 	static const struct xr_bounds all = { 0, 0, 0 };
-	__u32 root = ext2fs_le32_to_cpu(w->t->hdr.h_root);
+	__u32 root = w->t->hdr.h_root;
 	errcode_t err;
 
 	err = ext2fs_allocate_generic_bitmap(0, w->t->nblocks, w->t->nblocks,

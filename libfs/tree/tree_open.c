@@ -103,19 +103,15 @@ static errcode_t load_header(struct extref_tree *t)
 				      t->fs->super->s_uuid, max);
 	if (err)
 		return err;
-	memcpy(&t->hdr, t->buf, sizeof(t->hdr));
-	t->version = ext2fs_le16_to_cpu(t->hdr.h_version);
-	t->compat = ext2fs_le32_to_cpu(t->hdr.h_compat);
-	t->ro_compat = ext2fs_le32_to_cpu(t->hdr.h_ro_compat);
-	t->incompat = ext2fs_le32_to_cpu(t->hdr.h_incompat);
+	xr_hdr_from_disk(&t->hdr, (const void *)t->buf);
 	if ((t->flags & EXTREF_TREE_RW) &&
-	    (t->ro_compat & ~EXTREF_FEATURE_RO_COMPAT_SUPP))
+	    (t->hdr.h_ro_compat & ~EXTREF_FEATURE_RO_COMPAT_SUPP))
 		return EXTREF_ERR_HDR_RO_COMPAT;
-	t->depth = ext2fs_le16_to_cpu(t->hdr.h_depth);
-	t->nrecords = ext2fs_le64_to_cpu(t->hdr.h_nrecords);
-	t->nblocks = ext2fs_le32_to_cpu(t->hdr.h_nblocks);
+	t->depth = t->hdr.h_depth;
+	t->nrecords = t->hdr.h_nrecords;
+	t->nblocks = t->hdr.h_nblocks;
 	t->open_nblocks = t->nblocks;
-	t->generation = ext2fs_le64_to_cpu(t->hdr.h_generation);
+	t->generation = t->hdr.h_generation;
 	return 0;
 }
 
@@ -154,7 +150,7 @@ errcode_t extref_tree_open(ext2_filsys fs, int flags, extref_tree_t *ret)
 	err = load_header(t);
 	if (!err)
 		err = xr_pmap_load(t);
-	root = ext2fs_le32_to_cpu(t->hdr.h_root);
+	root = t->hdr.h_root;
 	if (!err && root) {
 		err = xr_node_read(t, root, t->depth - 1, &all, &t->root);
 		if (!err && t->nrecords == 0)

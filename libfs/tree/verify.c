@@ -16,9 +16,9 @@
 errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
 			  const __u8 *uuid, __u64 max_nblocks)
 {
-	struct extref_disk_header h;
+	struct xr_hdr h;
 
-	xr_hdr_to_cpu(block, &h);
+	xr_hdr_from_disk(&h, block);
 	if (h.h_magic != EXTREF_HDR_MAGIC)
 		return EXTREF_ERR_HDR_MAGIC;
 	if (h.h_checksum != ext2fs_crc32c_le(seed, block,
@@ -49,15 +49,16 @@ errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
 static errcode_t check_node_hdr(const void *block, unsigned int bs,
 				__u32 seed, __u32 lblk, __u32 magic)
 {
-	const struct extref_disk_node *h = block;
+	struct xr_node_hdr h;
 
-	if (ext2fs_le32_to_cpu(h->n_magic) != magic)
+	xr_node_hdr_from_disk(&h, block);
+	if (h.n_magic != magic)
 		return magic == EXTREF_FREE_MAGIC ? EXTREF_ERR_FREE_LIST :
 			EXTREF_ERR_NODE_MAGIC;
-	if (ext2fs_le32_to_cpu(h->n_checksum) !=
+	if (h.n_checksum !=
 	    xr_block_csum(seed, block, bs, EXTREF_NODE_CSUM_OFFSET))
 		return EXTREF_ERR_NODE_CSUM;
-	if (ext2fs_le32_to_cpu(h->n_blkno) != lblk)
+	if (h.n_blkno != lblk)
 		return EXTREF_ERR_NODE_BLKNO;
 	return 0;
 }
@@ -66,17 +67,16 @@ static errcode_t check_node_hdr(const void *block, unsigned int bs,
 errcode_t xr_check_node_block(const void *block, unsigned int bs,
 			      __u32 seed, __u32 lblk)
 {
-	const struct extref_disk_node *h = block;
+	struct xr_node_hdr h;
 	errcode_t err;
-	unsigned int nr;
 
 	err = check_node_hdr(block, bs, seed, lblk, EXTREF_NODE_MAGIC);
 	if (err)
 		return err;
-	nr = ext2fs_le16_to_cpu(h->n_nr);
-	if (nr == 0 || nr > EXTREF_NODE_CAPACITY(bs))
+	xr_node_hdr_from_disk(&h, block);
+	if (h.n_nr == 0 || h.n_nr > EXTREF_NODE_CAPACITY(bs))
 		return EXTREF_ERR_NODE_NR;
-	if (ext2fs_le16_to_cpu(h->n_level) >= EXTREF_MAX_DEPTH)
+	if (h.n_level >= EXTREF_MAX_DEPTH)
 		return EXTREF_ERR_NODE_LEVEL;
 	return 0;
 }
@@ -85,13 +85,14 @@ errcode_t xr_check_node_block(const void *block, unsigned int bs,
 errcode_t xr_check_free_block(const void *block, unsigned int bs,
 			      __u32 seed, __u32 lblk, __u32 nblocks)
 {
-	const struct extref_disk_node *h = block;
+	struct xr_node_hdr h;
 	errcode_t err;
 
 	err = check_node_hdr(block, bs, seed, lblk, EXTREF_FREE_MAGIC);
 	if (err)
 		return err == EXTREF_ERR_FREE_LIST ? err : EXTREF_ERR_FREE_LIST;
-	if (ext2fs_le32_to_cpu(h->n_next) >= nblocks)
+	xr_node_hdr_from_disk(&h, block);
+	if (h.n_next >= nblocks)
 		return EXTREF_ERR_FREE_LIST;
 	return 0;
 }
