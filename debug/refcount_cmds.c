@@ -174,7 +174,7 @@ static int print_node(const struct cmd_args *a, const char *buf, __u32 lblk,
  */
 int impl_refcount_tree(struct cmd_args *a)
 {
-	const struct extref_disk_header *h;
+	struct xr_hdr h;
 	char *buf;
 	blk64_t pblk;
 	__u64 lblk, nblocks;
@@ -195,8 +195,8 @@ int impl_refcount_tree(struct cmd_args *a)
 		return cmd_fail(a, "inode %d maps no block 0: no tree",
 				EXTREF_INO);
 	}
-	h = (const void *)buf;
-	hdr_nblocks = ext2fs_le32_to_cpu(h->h_nblocks);
+	xr_hdr_from_disk(&h, (const void *)buf);
+	hdr_nblocks = h.h_nblocks;
 	nblocks = hdr_nblocks;
 	ret = print_header(buf, pblk);
 	switch (listed_blocks(a, &nblocks)) {
