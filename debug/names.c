@@ -245,13 +245,17 @@ out:
 
 /* ----- blocks PATH ----- */
 
-static int blocks_cb(const struct fext *e, void *priv)
+/* Every block of the file, its extent-tree blocks included, in the order
+ * libext2fs's block iterator gives them, as stock debugfs's blocks. */
+static int blocks_cb(ext2_filsys fs, blk64_t *blk, e2_blkcnt_t cnt,
+		     blk64_t ref_blk, int ref_off, void *priv)
 {
-	blk64_t i;
-
+	(void)fs;
+	(void)cnt;
+	(void)ref_blk;
+	(void)ref_off;
 	(void)priv;
-	for (i = 0; i < e->len; i++)
-		printf("%llu ", (unsigned long long)(e->pblk + i));
+	printf("%llu ", (unsigned long long)*blk);
 	return 0;
 }
 
@@ -259,11 +263,13 @@ int impl_blocks(struct cmd_args *a)
 {
 	struct ext2_inode_large inode;
 	ext2_ino_t ino;
-	errcode_t err;
+	errcode_t err = 0;
 
 	if (resolve_path(a, a->argv[0], &ino) || read_inode(a, ino, &inode))
 		return 1;
-	err = walk_extents(ino, &inode, blocks_cb, NULL);
+	if (ext2fs_inode_has_valid_blocks2(sh.fs, (struct ext2_inode *)&inode))
+		err = ext2fs_block_iterate3(sh.fs, ino, BLOCK_FLAG_READ_ONLY,
+					    NULL, blocks_cb, NULL);
 	printf("\n");
 	if (err)
 		return cmd_err(a, err, "walking the blocks of %s", a->argv[0]);
