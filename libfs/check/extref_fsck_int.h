@@ -6,6 +6,7 @@
 
 #include "extref_fsck.h"
 #include "tree/extref_vec.h"
+#include "tree/xr_search.h"
 
 struct xr_problem {
 	int		code;
@@ -50,24 +51,6 @@ struct xr_parent {
 	__u32		dir;
 };
 
-/*
- * The checker's one binary search: the index of the first of the n
- * elements of arr (sorted by field) whose field is not below key; n when
- * there is none.
- */
-#define XR_LOWER_BOUND(arr, n, field, key) __extension__ ({		\
-	size_t lo_ = 0, hi_ = (n);					\
-									\
-	while (lo_ < hi_) {						\
-		size_t mid_ = lo_ + (hi_ - lo_) / 2;			\
-									\
-		if ((arr)[mid_].field < (key))				\
-			lo_ = mid_ + 1;					\
-		else							\
-			hi_ = mid_;					\
-	}								\
-	lo_;								\
-})
 
 /* A file's extent tree problem met by the scan, reported after it. */
 struct xr_scan_bad {

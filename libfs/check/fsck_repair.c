@@ -14,7 +14,7 @@
 /* Whether block b is used by anything but inode 5 (both arrays sorted). */
 static int used_elsewhere(const struct xr_fsck *c, blk64_t b, blk64_t meta_max)
 {
-	size_t lo, hi, i;
+	size_t i;
 	blk64_t from;
 
 	for (i = xr_fsck_first_map(c, b); i < c->nmap && c->map[i].pblk <= b;
@@ -22,15 +22,7 @@ static int used_elsewhere(const struct xr_fsck *c, blk64_t b, blk64_t meta_max)
 		if (b < c->map[i].pblk + c->map[i].len)
 			return 1;
 	from = b > meta_max ? b - meta_max : 0;
-	for (lo = 0, hi = c->nmeta; lo < hi;) {
-		size_t mid = (lo + hi) / 2;
-
-		if (c->meta[mid].pblk < from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (i = lo; i < c->nmeta && c->meta[i].pblk <= b; i++)
+	for (i = XR_LOWER_BOUND(c->meta, c->nmeta, pblk, from); i < c->nmeta && c->meta[i].pblk <= b; i++)
 		if (c->meta[i].ino != EXTREF_INO &&
 		    b < c->meta[i].pblk + c->meta[i].len)
 			return 1;

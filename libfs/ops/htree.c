@@ -23,6 +23,7 @@
 #include <string.h>
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
+#include "tree/xr_search.h"
 
 #define ROOT_INFO_OFF	24	/* after "." (12) and ".." (12) */
 #define ROOT_ENTRIES	32	/* after the root info (8) */
@@ -312,17 +313,9 @@ static struct ext2_dx_entry *dx_entries(struct dx_walk *w, unsigned off,
 static unsigned dx_search(const struct ext2_dx_entry *e, unsigned count,
 			  __u32 hash)
 {
-	unsigned lo = 1, hi = count;
-
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-
-		if (ext2fs_le32_to_cpu(e[mid].hash) <= hash)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - 1;
+	/* entries 1 .. count-1 carry hashes, in order */
+	return count ? XR_PARTITION_POINT(count - 1, i,
+			ext2fs_le32_to_cpu(e[i + 1].hash) <= hash) : 0;
 }
 
 /* NAME in the leaf in w->buf: 0 found, 1 absent, -1 the block is bad. */

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 #include "extref_int.h"
+#include "xr_search.h"
 
 #define VISIT_STOP	1
 
@@ -43,19 +44,10 @@ errcode_t xr_child(struct extref_tree *t, struct xr_node *n, int i,
 /* Index of the last entry whose key is <= blk, or 0. */
 static int find_slot(const struct xr_node *n, blk64_t blk)
 {
-	int lo = 0, hi = n->nr - 1, best = 0;
+	size_t after = XR_PARTITION_POINT(n->nr, i,
+					  xr_node_low_key(n, i) <= blk);
 
-	while (lo <= hi) {
-		int mid = (lo + hi) / 2;
-
-		if (xr_node_low_key(n, mid) <= blk) {
-			best = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return best;
+	return after ? (int)after - 1 : 0;
 }
 
 static size_t entry_size(const struct xr_node *n)
