@@ -1,22 +1,36 @@
-#!/bin/sh
+#!/bin/bash
 # bench_mkfs.sh --- time mkfs.extref against stock mke2fs -t ext4.
 #
-# Usage: bench/bench_mkfs.sh [REPS]      (default 3; env REPS, SIZES too)
+# Usage: bash bench/bench_mkfs.sh [REPS]   (default 5; env REPS, SIZES too)
 #
-# Each run formats a fresh sparse file (truncate -s SIZE) in a temporary
-# directory with "mke2fs -q -F -t ext4 FILE SIZE" and with
-# "mkfs.extref -q -F FILE SIZE" (same size, mke2fs's default ext4 features
-# plus shared_blocks and the empty tree), and prints the mean wall-clock
-# seconds of each and their ratio.
+# For each size (default "1G 1T") and each repetition, both tools format a
+# fresh sparse file (truncate -s SIZE, in the benchmark's own temporary
+# directory) one right after the other, the order alternating between
+# repetitions so neither side always runs on a warmer machine:
+#
+#   mke2fs       mke2fs -q -F -t ext4 FILE SIZE
+#   mkfs.extref  mkfs.extref -q -F FILE SIZE
+#
+# mkfs.extref runs the same mke2fs itself (with a mke2fs.conf of its own,
+# Debian's, which we also hand to the mke2fs side through MKE2FS_CONFIG so
+# both lay out the same geometry; checked below on the first repetition),
+# then opens the new image and adds shared_blocks and the empty tree.
+# Both sides write through the page cache and fsync at close (libext2fs's
+# unix I/O manager flushes on close).
+#
+# Times are wall-clock seconds from bash's EPOCHREALTIME around the
+# command (process start included).  Printed: min and median of each side
+# and the ratio of the medians (mkfs.extref / mke2fs); every raw time is
+# printed too.
 #
 # The binary is $EXTREF_BUILD_DIR/mkfs/mkfs.extref, default the repository
 # root (the directory above this script), as in the tests.
-set -eu
+set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 build_dir=${EXTREF_BUILD_DIR:-$(dirname "$here")}
 mkfs_extref=$build_dir/mkfs/mkfs.extref
-reps=${1:-${REPS:-3}}
+reps=${1:-${REPS:-5}}
 sizes=${SIZES:-"1G 1T"}
 
 if [ ! -x "$mkfs_extref" ]; then
@@ -26,54 +40,93 @@ fi
 command -v mke2fs >/dev/null 2>&1 || {
 	echo "bench_mkfs.sh: mke2fs not found" >&2; exit 1; }
 case $reps in
-''|*[!0-9]*|0) echo "bench_mkfs.sh: REPS must be a positive integer" >&2; exit 1;;
+''|*[!0-9]*|0|1|2) echo "bench_mkfs.sh: REPS must be an integer >= 3" >&2
+	exit 1;;
 esac
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench_mkfs.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/bench_mkfs.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 
-now() { date +%s.%N; }
+# The configuration mkfs.extref hands its mke2fs, taken from the source.
+sed -n '/^static const char mke2fs_conf\[\] =/,/;$/p' \
+	"$(dirname "$here")/mkfs/mke2fs_run.c" |
+	sed -n 's/^[[:space:]]*"\(.*\)"[;]*$/\1/p' | tr -d '\n' |
+	{ IFS= read -r c || true; printf '%b' "$c"; } >"$tmp/mke2fs.conf"
+grep -q '^\[defaults\]' "$tmp/mke2fs.conf" || {
+	echo "bench_mkfs.sh: cannot read mke2fs_conf from mkfs/mke2fs_run.c" >&2
+	exit 1; }
 
-# time_one SIZE CMD...: format a fresh sparse file, print elapsed seconds.
+run_mke2fs() { MKE2FS_CONFIG=$tmp/mke2fs.conf mke2fs -q -F -t ext4 "$@"; }
+run_extref() { "$mkfs_extref" -q -F "$@"; }
+
+# time_one IMG SIZE CMD...: format a fresh sparse IMG, print seconds.
 time_one() {
-	size=$1; shift
-	img=$tmp/img
+	local img=$1 size=$2 t0 t1; shift 2
 	rm -f "$img"
 	truncate -s "$size" "$img"
 	sync
-	t0=$(now)
+	t0=$EPOCHREALTIME
 	if ! "$@" "$img" "$size" >"$tmp/out" 2>&1; then
 		echo "bench_mkfs.sh: failed: $* $img $size" >&2
 		cat "$tmp/out" >&2
 		exit 1
 	fi
-	t1=$(now)
-	rm -f "$img"
+	t1=$EPOCHREALTIME
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }'
 }
 
-# mean_of SIZE CMD...: mean over $reps runs.
-mean_of() {
-	size=$1; shift
-	total=0
-	i=0
-	while [ "$i" -lt "$reps" ]; do
-		t=$(time_one "$size" "$@")
-		total=$(awk -v a="$total" -v b="$t" 'BEGIN { printf "%.4f", a + b }')
-		i=$((i + 1))
-	done
-	awk -v a="$total" -v n="$reps" 'BEGIN { printf "%.4f", a / n }'
+# geometry IMG: the superblock fields that must agree between the sides.
+geometry() {
+	dumpe2fs -h "$1" 2>/dev/null |
+		grep -E '^(Block count|Inode count|Block size|Inode size|Blocks per group|Inodes per group|Reserved GDT blocks|Journal size):'
+}
+
+# stats FILE: "min median" of the numbers in FILE.
+stats() {
+	sort -g "$1" | awk '{ v[NR] = $1 }
+		END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		      printf "%.4f %.4f\n", v[1], m }'
 }
 
 echo "mkfs.extref: $mkfs_extref"
 echo "$("$mkfs_extref" -V 2>&1 | head -n 1)"
 echo "mke2fs:      $(mke2fs -V 2>&1 | head -n 1)"
-echo "repetitions: $reps (mean wall-clock seconds; fresh sparse file each run)"
+echo "repetitions: $reps, interleaved (wall-clock seconds; fresh sparse file each run)"
 echo
-printf '%-6s %12s %14s %8s\n' size mke2fs_s mkfs.extref_s ratio
+
 for size in $sizes; do
-	a=$(mean_of "$size" mke2fs -q -F -t ext4)
-	b=$(mean_of "$size" "$mkfs_extref" -q -F)
-	r=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "n/a" }')
-	printf '%-6s %12s %14s %8s\n' "$size" "$a" "$b" "$r"
+	: >"$tmp/a.$size"
+	: >"$tmp/b.$size"
+	i=0
+	while [ "$i" -lt "$reps" ]; do
+		if [ $((i % 2)) = 0 ]; then
+			time_one "$tmp/a.img" "$size" run_mke2fs >>"$tmp/a.$size"
+			time_one "$tmp/b.img" "$size" run_extref >>"$tmp/b.$size"
+		else
+			time_one "$tmp/b.img" "$size" run_extref >>"$tmp/b.$size"
+			time_one "$tmp/a.img" "$size" run_mke2fs >>"$tmp/a.$size"
+		fi
+		if [ "$i" = 0 ] && ! cmp -s <(geometry "$tmp/a.img") \
+					   <(geometry "$tmp/b.img"); then
+			echo "bench_mkfs.sh: $size: the two sides made different geometries:" >&2
+			diff <(geometry "$tmp/a.img") <(geometry "$tmp/b.img") >&2 || true
+			exit 1
+		fi
+		rm -f "$tmp/a.img" "$tmp/b.img"
+		i=$((i + 1))
+	done
+	echo "$size mke2fs:      $(tr '\n' ' ' <"$tmp/a.$size")"
+	echo "$size mkfs.extref: $(tr '\n' ' ' <"$tmp/b.$size")"
+done
+echo
+printf '%-5s %10s %10s %14s %14s %15s\n' size mke2fs_min mke2fs_med \
+	extref_min extref_med ratio_of_medians
+for size in $sizes; do
+	read -r amin amed < <(stats "$tmp/a.$size")
+	read -r bmin bmed < <(stats "$tmp/b.$size")
+	r=$(awk -v a="$amed" -v b="$bmed" \
+		'BEGIN { if (a > 0) printf "%.2f", b / a; else print "n/a" }')
+	printf '%-5s %10s %10s %14s %14s %15s\n' "$size" "$amin" "$amed" \
+		"$bmin" "$bmed" "$r"
 done
