@@ -67,6 +67,9 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 	}
 	if (o->have_epoch)
 		fs->now = (time_t)o->epoch;
+	/* A new filesystem's bitmaps are a few runs: extents, not a flat
+	 * bit array of every block (32 MiB at 1 TiB, most of the time). */
+	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
 	err = extref_format(fs);
 	if (err) {
 		com_err(prog, err, "while creating the reference-count tree "
