@@ -21,8 +21,14 @@
 # Usage: bash bench/bench_fsck.sh    (env: NFILES PER SPREAD_SRC BIG_FILES
 #        HOT_FILES HOT_PER REPS CASES="spread big1t hot distinct" NO_XFS=1)
 # Needs root for the XFS part (loop devices); without it, or without
-# mkfs.xfs, that column says "-".  Times are wall-clock seconds, the
-# minimum of REPS (default 2) runs, with the image in the page cache.
+# mkfs.xfs, that column says "-".  Times are wall-clock seconds over REPS
+# (default 3, at least 3) runs; min and median are printed, and the ratio
+# is of the medians.  fsck.extref and e2fsck run interleaved (one run of
+# each in turn, so that drift in the machine's load hits both sides).
+# What each side reads: fsck.extref and e2fsck read the ext4 image
+# through the page cache, which the first (untimed) check warms;
+# xfs_repair -f opens its image with O_DIRECT and so reads the disk on
+# every run (its figures include that I/O; they are not interleaved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s bench/fsck_bench fsck/fsck.extref mkfs/mkfs.extref
@@ -33,7 +39,8 @@ SPREAD_SRC=${SPREAD_SRC:-100000}
 BIG_FILES=${BIG_FILES:-10000}
 HOT_FILES=${HOT_FILES:-1000}
 HOT_PER=${HOT_PER:-1000}
-REPS=${REPS:-2}
+REPS=${REPS:-3}
+[ "$REPS" -ge 3 ] || { echo "REPS must be at least 3" >&2; exit 2; }
 CASES=${CASES:-"spread big1t hot distinct"}
 
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/bench_fsck.XXXXXX")
@@ -81,19 +88,45 @@ measure() {
 	fi
 }
 
-# best CMD...: min seconds and max peak over REPS runs -> "s kib rc"
+# stats FILE: "min median maxpeak rc" of the "seconds peak_kib rc" lines
+stats() {
+	sort -n -k1,1 "$1" | awk '{ s[NR] = $1; if ($2 > m) m = $2;
+		if ($3 != 0) rc = $3 }
+		END { med = (NR % 2) ? s[(NR + 1) / 2] : (s[NR / 2] + s[NR / 2 + 1]) / 2
+		      printf "%.3f %.3f %d %d\n", s[1], med, m, rc + 0 }'
+}
+
+# best CMD...: REPS runs of CMD -> "min median maxpeak rc"
 best() {
-	local i s m rc bs="" bm=0 brc=0
+	local i
+	: >"$tmp/runs"
 	for ((i = 0; i < REPS; i++)); do
 		measure "$tmp/m" "$@"
-		read -r s m rc <"$tmp/m"
-		[ "$rc" != 0 ] && brc=$rc
-		if [ -z "$bs" ] || awk -v a="$s" -v b="$bs" 'BEGIN { exit !(a < b) }'; then
-			bs=$s
-		fi
-		[ "$m" -gt "$bm" ] && bm=$m
+		cat "$tmp/m" >>"$tmp/runs"
 	done
-	echo "$bs $bm $brc"
+	stats "$tmp/runs"
+}
+
+# pair OUT_A OUT_B -- CMD_A... -- CMD_B...: REPS interleaved runs of the
+# two commands (A, B, A, B, ...); "min median maxpeak rc" of each to
+# OUT_A and OUT_B.  One untimed run of each first warms the page cache.
+pair() {
+	local oa=$1 ob=$2 i; shift 3
+	local -a a=() b=()
+	while [ "$1" != -- ]; do a+=("$1"); shift; done
+	shift
+	b=("$@")
+	"${a[@]}" >/dev/null 2>&1 || true
+	"${b[@]}" >/dev/null 2>&1 || true
+	: >"$tmp/runs_a"; : >"$tmp/runs_b"
+	for ((i = 0; i < REPS; i++)); do
+		measure "$tmp/m" "${a[@]}"; cat "$tmp/m" >>"$tmp/runs_a"
+		[ "$(awk '{ print $3 }' "$tmp/m")" = 0 ] || cp "$tmp/cmd.out" "$tmp/fail_a"
+		measure "$tmp/m" "${b[@]}"; cat "$tmp/m" >>"$tmp/runs_b"
+		[ "$(awk '{ print $3 }' "$tmp/m")" = 0 ] || cp "$tmp/cmd.out" "$tmp/fail_b"
+	done
+	stats "$tmp/runs_a" >"$oa"
+	stats "$tmp/runs_b" >"$ob"
 }
 
 kv() { # kv KEY LINE: value of KEY=... in LINE
@@ -105,7 +138,7 @@ notes=()
 
 run_case() {
 	local name=$1 size=$2 kind=$3 files=$4 per=$5 src=$6
-	local img=$tmp/$name.img build chk ref e2 xr="- 0 0" mappings
+	local img=$tmp/$name.img build chk ref e2 xr="- - 0 0" mappings
 	echo "== $name: $files files x $per clones ($kind), source $src blocks, $size image" >&2
 	if [ "$size" = 1T ]; then	# mke2fs's default inode count
 		mkfs/mkfs.extref -q -b 4096 "$img" "$size"
@@ -119,10 +152,11 @@ run_case() {
 		echo "fsck_bench check found problems on $name: $chk" >&2; exit 1; }
 	echo "   $chk" >&2
 	mappings=$(kv mappings "$chk")
-	ref=$(best fsck/fsck.extref -n -f -E no_e2fsck "$img")
-	[ "${ref##* }" = 0 ] || { echo "fsck.extref -n failed on $name:" >&2; cat "$tmp/cmd.out" >&2; exit 1; }
-	e2=$(best e2fsck -fn "$img")
-	[ "${e2##* }" = 0 ] || { echo "e2fsck -fn failed on $name:" >&2; cat "$tmp/cmd.out" >&2; exit 1; }
+	pair "$tmp/ref" "$tmp/e2" -- fsck/fsck.extref -n -f -E no_e2fsck "$img" \
+		-- e2fsck -fn "$img"
+	ref=$(cat "$tmp/ref"); e2=$(cat "$tmp/e2")
+	[ "${ref##* }" = 0 ] || { echo "fsck.extref -n failed on $name:" >&2; cat "$tmp/fail_a" >&2; exit 1; }
+	[ "${e2##* }" = 0 ] || { echo "e2fsck -fn failed on $name:" >&2; cat "$tmp/fail_b" >&2; exit 1; }
 	rm -f "$img"
 	if [ -z "${NO_XFS:-}" ] && [ "$(id -u)" = 0 ] && command -v mkfs.xfs >/dev/null &&
 	   command -v xfs_repair >/dev/null; then
@@ -141,17 +175,18 @@ run_case() {
 		[ "${xr##* }" = 0 ] || { echo "xfs_repair -n failed on $name:" >&2; cat "$tmp/cmd.out" >&2; exit 1; }
 		rm -f "$ximg"
 	fi
-	local rs rm_ es em xs xm
-	read -r rs rm_ _ <<<"$ref"
-	read -r es em _ <<<"$e2"
-	read -r xs xm _ <<<"$xr"
-	rows+=("$(awk -v n="$name" -v f="$files" -v mp="$mappings" -v rs="$rs" -v es="$es" \
+	local rs rmed rm_ es emed em xs xmed xm
+	read -r rs rmed rm_ _ <<<"$ref"
+	read -r es emed em _ <<<"$e2"
+	read -r xs xmed xm _ <<<"$xr"
+	rows+=("$(awk -v n="$name" -v mp="$mappings" -v rs="$rs" -v rmed="$rmed" \
+		-v es="$es" -v emed="$emed" \
 		-v rm="$rm_" -v em="$em" -v bpm="$(kv bytes_per_mapping "$chk")" \
-		-v ips="$(kv seconds "$chk")" -v xs="$xs" -v xm="$xm" 'BEGIN {
-		printf "%-9s %7d %9d %8.3f %8.3f %6.2f %8.3f %8.1f %8.1f %7s %8s %8s",
-			n, f, mp, rs, es, (es > 0 ? rs / es : 0), ips,
-			rm / 1024, em / 1024, bpm, xs,
-			(xs == "-" ? "-" : sprintf("%.1f", xm / 1024)) }')")
+		-v ips="$(kv seconds "$chk")" -v xs="$xs" -v xmed="$xmed" -v xm="$xm" 'BEGIN {
+		printf "%-9s %9d %7.3f %7.3f %7.3f %7.3f %6.2f %8.3f %7.1f %7.1f %6.1f %7s %6s %7s %8s",
+			n, mp, rs, rmed, es, emed, (emed > 0 ? rmed / emed : 0), ips,
+			rm / 1024, em / 1024, (mp > 0 ? rm * 1024 / mp : 0), bpm,
+			xs, xmed, (xs == "-" ? "-" : sprintf("%.1f", xm / 1024)) }')")
 }
 
 for c in $CASES; do
@@ -165,12 +200,15 @@ for c in $CASES; do
 	esac
 done
 
-echo "# fsck.extref -n -f -E no_e2fsck (refcount passes) vs e2fsck -fn vs xfs_repair -n"
-echo "# seconds: wall clock, min of $REPS; ratio = refcount / e2fsck (target <= 0.5);"
-echo "# inproc_s: extref_fsck() in-process; MiB: peak RSS; B/map: checker's"
-echo "# (peak RSS - RSS after open) / mappings, in-process (target <= 32)"
-printf '%-9s %7s %9s %8s %8s %6s %8s %8s %8s %7s %8s %8s\n' image files mappings \
-	ref_s e2fsck_s ratio inproc_s ref_MiB e2_MiB B/map xfsr_s xfsr_MiB
+echo "# fsck.extref -n -f -E no_e2fsck (refcount passes) vs e2fsck -fn vs xfs_repair -n -f"
+echo "# seconds: wall clock over $REPS runs, min and median; fsck.extref and e2fsck"
+echo "# interleaved, page cache warm; xfs_repair -f reads with O_DIRECT (from disk)."
+echo "# ratio = median refcount / median e2fsck (target <= 0.5); inproc_s: extref_fsck()"
+echo "# in-process; MiB: peak RSS; RSS_B/map: fsck.extref's whole peak RSS / mappings;"
+echo "# B/map: the checker's (peak RSS - RSS after open) / mappings, in-process (target <= 32)"
+printf '%-9s %9s %7s %7s %7s %7s %6s %8s %7s %7s %6s %7s %6s %7s %8s\n' image mappings \
+	ref_min ref_med e2_min e2_med ratio inproc_s ref_MiB e2_MiB RSS_B/map B/map \
+	xfsr_min xfsr_med xfsr_MiB
 for r in "${rows[@]}"; do echo "$r"; done
 echo
 for n in "${notes[@]}"; do echo "# $n"; done

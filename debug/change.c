@@ -62,7 +62,10 @@ static int copy_in(struct cmd_args *a, ext2_ino_t ino, const char *path,
 		   __u64 off, __u64 len, int fd, int pattern, const char *what,
 		   __u64 *done)
 {
-	char *buf = malloc(IO_CHUNK);
+	/* a buffer the size of the write, up to IO_CHUNK (a pattern fills
+	 * only what is written) */
+	size_t chunk = len && len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+	char *buf = malloc(chunk);
 	errcode_t err;
 	int ret = 0;
 
@@ -70,9 +73,9 @@ static int copy_in(struct cmd_args *a, ext2_ino_t ino, const char *path,
 	if (!buf)
 		return cmd_fail(a, "out of memory");
 	if (fd < 0)
-		memset(buf, pattern, IO_CHUNK);
+		memset(buf, pattern, chunk);
 	while (*done < len) {
-		size_t want = len - *done > IO_CHUNK ? IO_CHUNK : len - *done;
+		size_t want = len - *done > chunk ? chunk : len - *done;
 		ssize_t got = want;
 
 		if (fd >= 0) {

@@ -77,9 +77,10 @@ static blk64_t rv_union(struct rangevec *rv)
 }
 
 struct du_opts {
-	int	summary;
-	int	raw;
-	int	nomem;
+	int			summary;
+	int			raw;
+	int			nomem;
+	ext2fs_inode_bitmap	seen;	/* files with several links, counted */
 };
 
 struct file_ctx {
@@ -176,6 +177,13 @@ static int du_path(struct cmd_args *a, const struct du_opts *o,
 	if (LINUX_S_ISREG(inode.i_mode)) {
 		struct file_ctx c;
 
+		/* a file with several names is counted once an argument,
+		 * under its first name, as btrfs filesystem du does */
+		if (inode.i_links_count > 1) {
+			if (ext2fs_test_inode_bitmap2(o->seen, ino))
+				return 0;
+			ext2fs_mark_inode_bitmap2(o->seen, ino);
+		}
 		memset(&c, 0, sizeof(c));
 		c.shared = parent;
 		err = walk_extents(ino, &inode, du_ext_cb, &c);
@@ -213,20 +221,26 @@ static int du_path(struct cmd_args *a, const struct du_opts *o,
 
 int impl_du(struct cmd_args *a)
 {
-	struct du_opts o = { a->opts['s'], a->opts['R'], 0 };
+	struct du_opts o = { a->opts['s'], a->opts['R'], 0, NULL };
+	errcode_t err;
 	int i, ret = 0;
 
+	err = ext2fs_allocate_inode_bitmap(sh.fs, "du", &o.seen);
+	if (err)
+		return cmd_err(a, err, "allocating an inode bitmap");
 	printf("%10s  %10s  %10s  %s\n", "Total", "Exclusive", "Set shared",
 	       "Filename");
 	for (i = 0; i < a->argc; i++) {
 		blk64_t t = 0, x = 0;
 		ext2_ino_t ino;
 
+		ext2fs_clear_inode_bitmap(o.seen);
 		if (resolve_path(a, a->argv[i], &ino)) {
 			ret = 1;
 			continue;
 		}
 		ret |= du_path(a, &o, ino, a->argv[i], 0, &t, &x, NULL);
 	}
+	ext2fs_free_inode_bitmap(o.seen);
 	return ret;
 }

@@ -449,6 +449,25 @@ def test_du_unshared_file(img, hostfile):
     assert rows["/d"][2] == "0.00B"
 
 
+def test_du_counts_a_hard_linked_file_once(tmp_path):
+    """A file with two names in the tree is counted once, under its first
+    name (no row for the second), as btrfs filesystem du does; a second
+    argument naming it again counts it again."""
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "a").write_bytes(os.urandom(5 * BS))
+    os.link(src / "d" / "a", src / "d" / "b")
+    (src / "d" / "c").write_bytes(os.urandom(2 * BS))
+    img = tmp_path / "links.img"
+    H.run([H.binary("mkfs.extref"), "-q", "-b", str(BS), "-d", str(src),
+           str(img), "8M"])
+    rows = du_rows(ok(img, "du --raw /d").stdout)
+    assert sorted(rows) == ["/d", "/d/a", "/d/c"], rows
+    assert int(rows["/d"][0]) == 7 * BS
+    rows = du_rows(ok(img, "du --raw /d/a /d/b").stdout)
+    assert rows["/d/a"][0] == rows["/d/b"][0] == str(5 * BS)
+
+
 def test_owners_of_file_block(img, hostfile):
     host, _ = hostfile
     ok(img, f"write {host} /f", rw=True)
