@@ -162,9 +162,6 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after);
 errcode_t xr_free_load(struct extref_tree *t);
 errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
 
-/* bitmaps.c: ext2fs_read_bitmaps, uninitialised groups left out */
-errcode_t xr_read_bitmaps(ext2_filsys fs);
-
 /*
  * fs.c: while held (an operation's own inner steps: the files a
  * reflink makes, the entries it writes), the entry points do not check

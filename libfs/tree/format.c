@@ -73,7 +73,7 @@ errcode_t extref_format(ext2_filsys fs)
 		return EXT2_ET_RO_FILSYS;
 	err = ino5_is_empty(fs);
 	if (!err && !fs->block_map)
-		err = xr_read_bitmaps(fs);
+		err = ext2fs_read_bitmaps(fs);
 	if (err)
 		return err;
 	ext2fs_set_feature_shared_blocks(fs->super);
