@@ -15,6 +15,7 @@
 #include <string.h>
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
+#include "tree/extref_vec.h"
 
 struct charge {
 	int	charged;
@@ -144,15 +145,9 @@ static errcode_t write_hook(ext2_filsys fs, ext2_ino_t ino,
 	    !charged_ino(fs, ino) ||
 	    ext2fs_fast_test_inode_bitmap2(q->seen, ino))
 		return EXT2_ET_CALLBACK_NOTHANDLED;
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 64;
-
-		err = ext2fs_resize_mem(q->cap * sizeof(*q->v),
-					cap * sizeof(*q->v), &q->v);
-		if (err)
-			return err;
-		q->cap = cap;
-	}
+	err = xr_grow(&q->v, &q->cap, q->n, sizeof(*q->v));
+	if (err)
+		return err;
 	err = read_charge(fs, ino, &t.was);
 	if (err)
 		return err;
@@ -281,15 +276,9 @@ static errcode_t add_delta(struct deltas *d, int type, __u32 id,
 			d->v[i].inodes += inodes;
 			return 0;
 		}
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? 2 * d->cap : 16;
-
-		err = ext2fs_resize_mem(d->cap * sizeof(*d->v),
-					cap * sizeof(*d->v), &d->v);
-		if (err)
-			return err;
-		d->cap = cap;
-	}
+	err = xr_grow(&d->v, &d->cap, d->n, sizeof(*d->v));
+	if (err)
+		return err;
 	d->v[d->n++] = (struct delta){ type, id, bytes, inodes };
 	return 0;
 }

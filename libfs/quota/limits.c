@@ -11,6 +11,7 @@
 #include <string.h>
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
+#include "tree/extref_vec.h"
 
 static int over(__u64 cur, __u64 more, __u64 soft, __u64 hard,
 		__u64 grace_end, __u64 now)
@@ -186,15 +187,9 @@ static errcode_t est_add(struct estimate *e, const __u32 id[XR_QTYPES],
 		if (!memcmp(e->v[i].id, id, sizeof(e->v[i].id)))
 			break;
 	if (i == e->n) {
-		if (e->n == e->cap) {
-			size_t cap = e->cap ? 2 * e->cap : 8;
-
-			err = ext2fs_resize_mem(e->cap * sizeof(*e->v),
-						cap * sizeof(*e->v), &e->v);
-			if (err)
-				return err;
-			e->cap = cap;
-		}
+		err = xr_grow(&e->v, &e->cap, e->n, sizeof(*e->v));
+		if (err)
+			return err;
 		memset(&e->v[e->n], 0, sizeof(e->v[0]));
 		memcpy(e->v[e->n++].id, id, sizeof(e->v[0].id));
 	}

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
+#include "tree/extref_vec.h"
 
 static void to_public(const struct xr_dquot *dq, struct extref_quota *q)
 {
@@ -138,15 +139,9 @@ static errcode_t usage_add(struct usages *u, int type, __u32 id,
 			u->v[i].inodes++;
 			return 0;
 		}
-	if (u->n == u->cap) {
-		size_t cap = u->cap ? 2 * u->cap : 16;
-
-		err = ext2fs_resize_mem(u->cap * sizeof(*u->v),
-					cap * sizeof(*u->v), &u->v);
-		if (err)
-			return err;
-		u->cap = cap;
-	}
+	err = xr_grow(&u->v, &u->cap, u->n, sizeof(*u->v));
+	if (err)
+		return err;
 	u->v[u->n++] = (struct usage){ type, id, bytes, 1, 0 };
 	return 0;
 }
@@ -204,15 +199,9 @@ static errcode_t note_stale(const struct xr_dquot *dq, void *priv)
 			return 0;
 	if (!dq->curspace && !dq->curinodes)
 		return 0;
-	if (r->nstale == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 16;
-
-		err = ext2fs_resize_mem(r->cap * sizeof(*r->stale),
-					cap * sizeof(*r->stale), &r->stale);
-		if (err)
-			return err;
-		r->cap = cap;
-	}
+	err = xr_grow(&r->stale, &r->cap, r->nstale, sizeof(*r->stale));
+	if (err)
+		return err;
 	r->stale[r->nstale++] = *dq;
 	return 0;
 }
