@@ -232,8 +232,9 @@ out:
 }
 
 /*
- * Replace the mappings of [lstart, lend) by nm: in one write when
- * possible, else entry by entry (unmap, then map).
+ * Replace the mappings of [lstart, lend) by nm: built at once into a
+ * tree with nothing mapped, in one write when possible, else entry by
+ * entry (unmap, then map).
  */
 errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
 			   struct ext2_inode *inode, blk64_t lstart,
@@ -243,6 +244,9 @@ errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
 	errcode_t err;
 	size_t k;
 
+	/* nothing mapped yet (a new file): the tree built at once */
+	if (xr_extent_tree_empty(inode))
+		return xr_extent_build(fs, ino, inode, nm, nnew);
 	err = xr_extent_splice(fs, ino, inode, lstart, lend, nm, nnew,
 			       removed);
 	if (err != EXT2_ET_OP_NOT_SUPPORTED)

@@ -74,6 +74,12 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 				const struct ext2_inode *inode,
 				blk64_t *nodes);
 
+/* extent_bulk.c: an empty extent tree built from its mappings at once. */
+int xr_extent_tree_empty(const struct ext2_inode *inode);
+errcode_t xr_extent_build(ext2_filsys fs, ext2_ino_t ino,
+			  struct ext2_inode *inode, const struct xr_map *m,
+			  size_t n);
+
 /* extent_splice.c: the same change in one write, where it fits. */
 errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,
 			   struct ext2_inode *inode, blk64_t lstart,

@@ -174,7 +174,6 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	struct ext2_inode sinode, dinode;
 	struct xr_map_vec maps = { 0 };
 	ext2_ino_t ino = 0;
-	size_t i;
 	errcode_t err;
 
 	err = extref_check_modifiable(r->xfs, src);
@@ -192,10 +191,9 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	err = make_inode(r, dir, src, &sinode, &ino);
 	if (!err)
 		err = ext2fs_read_inode(fs, ino, &dinode);
-	for (i = 0; !err && i < maps.n; i++)
-		err = xr_map_insert(fs, ino, &dinode, &maps.v[i]);
+	/* the whole tree at once, the inode written after it (extent_bulk.c) */
 	if (!err)
-		err = ext2fs_write_inode(fs, ino, &dinode);
+		err = xr_extent_build(fs, ino, &dinode, maps.v, maps.n);
 	if (!err && !preserve(r) && r->label)
 		err = xr_label_set(fs, ino, r->label);
 	/* The inode is whole on disk before a name points at it. */
