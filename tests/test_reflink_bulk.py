@@ -1,0 +1,177 @@
+"""A reflink builds the new file's extent tree a node at a time
+(libfs/ops/extent_bulk.c), and so does a clone into a file with nothing
+mapped yet.
+
+Sources of 1, 4 (the inode's own four entries), 5 (one leaf), a leaf's
+worth and one more (340/341 at 4 KiB, 84/85 at 1 KiB), four leaves and one
+more (the root full of index entries, then an index block) and ~3,000
+extents, at 1 KiB and 4 KiB blocks, with and without metadata_csum.  Each
+source is a sparse host file of single blocks with a hole after each, put
+in by mkfs.extref -d, so that every block is an extent of its own.
+
+Oracles: stock e2fsck -fn (tree shape, index keys, checksums, i_blocks,
+bitmaps), stock debugfs `ex` (the copy's leaf extents are the source's,
+logical and physical), the bytes through a read-only loop mount of the
+kernel, and the kernel's append shape (every node full but the last of
+its level: `ex` counts them).
+"""
+
+import math
+import os
+import re
+
+import pytest
+
+import helpers as H
+
+COUNTS = [1, 4, 5, 340, 341, 3000]
+PER_BLOCK = {1024: 84, 4096: 340}       # (bs - 12) / 12 entries a node
+
+
+def counts_for(bs):
+    per = PER_BLOCK[bs]
+    return sorted(set(COUNTS + [per, per + 1, 4 * per, 4 * per + 1]))
+
+
+LEAF = re.compile(r"^\s*(\d+)/\s*(\d+)\s+\d+/\s*\d+\s+(\d+)\s*-\s*(\d+)\s+"
+                  r"(\d+)\s*-\s*(\d+)\s+(\d+)\s*(\S*)\s*$")
+NODE = re.compile(r"^\s*(\d+)/\s*(\d+)\s+\d+/\s*\d+\s+\d+\s*-\s*\d+\s+"
+                  r"(\d+)\s+\d+\s*$")
+
+
+def extents(img, path):
+    """Stock debugfs `ex PATH`: (leaf extents, depth, index entries by
+    level); a leaf extent is (lstart, lend, pstart, pend, len, flags)."""
+    out = H.debugfs(img, f"ex {path}").stdout
+    leaves, nodes, depth = [], {}, 0
+    for line in out.splitlines():
+        m = LEAF.match(line)
+        if m and m.group(1) == m.group(2):
+            depth = int(m.group(2))
+            leaves.append(tuple(int(x) for x in m.group(3, 4, 5, 6, 7)) +
+                          (m.group(8),))
+            continue
+        m = NODE.match(line)
+        if m:
+            depth = int(m.group(2))
+            nodes.setdefault(int(m.group(1)), []).append(int(m.group(3)))
+    return leaves, depth, nodes
+
+
+def shell(img, requests):
+    res = H.run([H.binary("debugfs.extref"), "-w", "-f", "-", str(img)],
+                input="\n".join(requests) + "\n", check=False)
+    assert res.returncode == 0, H.describe(res)
+    assert "rror" not in res.stdout + res.stderr, H.describe(res)
+    return res
+
+
+def sparse_file(path, bs, n):
+    """n blocks of random data at blocks 0, 2, 4, ...: n extents."""
+    with open(path, "wb") as f:
+        for i in range(n):
+            block = os.urandom(bs)
+            f.seek(2 * i * bs)
+            f.write(block)
+    return path.read_bytes()
+
+
+SHIFT = 3       # blocks: the clone into an empty file at an offset
+
+
+@pytest.fixture(scope="module", params=[(1024, True), (1024, False),
+                                        (4096, True), (4096, False)],
+                ids=["1k-csum", "1k-nocsum", "4k-csum", "4k-nocsum"])
+def built(request, tmp_path_factory):
+    bs, csum = request.param
+    work = tmp_path_factory.mktemp(f"bulk{bs}{int(csum)}")
+    src = work / "src"
+    src.mkdir()
+    want = {}
+    for n in counts_for(bs):
+        want[n] = sparse_file(src / f"e{n}", bs, n)
+    (src / "empty").write_bytes(b"")
+    if bs == 1024:      # two extents of the largest length and a piece
+        big = os.urandom((2 * 32768 + 5) * bs)
+        (src / "big").write_bytes(big)
+    img = work / "fs.img"
+    opts = ["-q", "-b", str(bs)] + ([] if csum else ["-O", "^metadata_csum"])
+    H.mkfs(img, "128M", *opts, "-d", str(src))
+    feats = H.dumpe2fs_features(img)
+    assert ("metadata_csum" in feats) == csum
+    reqs = []
+    for n, data in want.items():
+        reqs += [f"reflink /e{n} /c{n}",
+                 f"write {src / 'empty'} /k{n}",
+                 f"clone_range /e{n} 0 /k{n} 0 {len(data)}",
+                 f"write {src / 'empty'} /o{n}",
+                 f"clone_range /e{n} 0 /o{n} {SHIFT * bs} {len(data)}"]
+    if bs == 1024:
+        reqs.append("reflink /big /cbig")
+    shell(img, reqs)
+    return img, bs, want
+
+
+def test_e2fsck_clean(built):
+    img, _, _ = built
+    H.e2fsck_fn(img)
+
+
+def test_same_mappings_as_source(built):
+    img, bs, want = built
+    for n in want:
+        src, _, _ = extents(img, f"/e{n}")
+        assert len(src) == n, f"/e{n}: source has {len(src)} extents"
+        for name in (f"/c{n}", f"/k{n}"):
+            got, _, _ = extents(img, name)
+            assert got == src, f"{name}: extents differ from /e{n}"
+        got, _, _ = extents(img, f"/o{n}")
+        moved = [(a + SHIFT, b + SHIFT, p, q, ln, fl)
+                 for a, b, p, q, ln, fl in src]
+        assert got == moved, f"/o{n}: extents are not /e{n}'s moved"
+
+
+def test_kernel_append_shape(built):
+    """Every node full but the last of its level; four or fewer entries
+    live in the inode (depth 0)."""
+    img, bs, want = built
+    per = PER_BLOCK[bs]
+    for n in want:
+        _, depth, nodes = extents(img, f"/c{n}")
+        level_n, d = n, 0
+        shape = []
+        while level_n > 4:
+            level_n = math.ceil(level_n / per)
+            shape.append(level_n)
+            d += 1
+        assert depth == d, f"/c{n}: depth {depth}, expected {d}"
+        # `ex` lists one entry per child node at each level above it
+        got = [len(nodes.get(depth - 1 - i, [])) for i in range(depth)]
+        assert got == shape, f"/c{n}: nodes by level {got}, want {shape}"
+
+
+def test_bytes_through_mount(built, loop_mount):
+    img, bs, want = built
+    mnt, _ = loop_mount(img)
+    for n, data in want.items():
+        for name in (f"c{n}", f"k{n}"):
+            assert (mnt / name).read_bytes() == data, name
+        assert (mnt / f"o{n}").read_bytes() == bytes(SHIFT * bs) + data
+
+
+def test_shell_check(built):
+    img, _, _ = built
+    res = H.run([H.binary("debugfs.extref"), "-R", "check", str(img)])
+    assert res.returncode == 0
+
+
+def test_long_extents(built):
+    """A 64 MiB file written whole: long extents, cut where the block
+    groups' metadata lies, the copy's the same."""
+    img, bs, _ = built
+    if bs != 1024:
+        pytest.skip("only the 1 KiB-block image has the file")
+    src, _, _ = extents(img, "/big")
+    got, _, _ = extents(img, "/cbig")
+    assert got == src
+    assert len(src) > 1 and max(e[4] for e in src) > 8000
