@@ -175,3 +175,36 @@ def test_long_extents(built):
     got, _, _ = extents(img, "/cbig")
     assert got == src
     assert len(src) > 1 and max(e[4] for e in src) > 8000
+
+
+def free_blocks(img):
+    return int(H.dumpe2fs_header(img)["Free blocks"])
+
+
+def test_no_room_for_the_tree(tmp_path):
+    """A reflink whose new extent tree needs more blocks than are free is
+    refused before anything changes: the image is the same byte for
+    byte, and the error says why."""
+    bs, n = 1024, 3000
+    src = tmp_path / "src"
+    src.mkdir()
+    sparse_file(src / "e", bs, n)
+    img = tmp_path / "fs.img"
+    H.mkfs(img, "16M", "-q", "-b", str(bs), "-d", str(src))
+    nodes = math.ceil(n / PER_BLOCK[bs])
+    nodes += math.ceil(nodes / PER_BLOCK[bs])
+    left, k = free_blocks(img), 0
+    while left >= nodes and k < 4:     # files' own trees take a few more
+        fill = tmp_path / f"fill{k}"
+        fill.write_bytes(os.urandom((left - nodes // 2) * bs))
+        shell(img, [f"write {fill} /fill{k}"])
+        left, k = free_blocks(img), k + 1
+    assert 0 < left < nodes, f"{left} blocks free, the tree needs {nodes}"
+    before = H.sha256(img)
+    res = H.run([H.binary("debugfs.extref"), "-w", "-R", "reflink /e /c",
+                 str(img)], check=False)
+    assert res.returncode != 0, H.describe(res)
+    assert "/e" in res.stderr and "allocate block" in res.stderr, \
+        H.describe(res)
+    assert H.sha256(img) == before
+    H.e2fsck_fn(img)

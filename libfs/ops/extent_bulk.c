@@ -15,9 +15,14 @@
  * last of its level (libext2fs's append leaves one entry fewer in each).
  * A node's block is allocated as libext2fs allocates a split's: from
  * the goal one block before the first block its left neighbour (or, for
- * the first node of a level, the node itself) points to.  No block is
- * written before all of the tree's blocks are allocated, and on an
- * error the blocks taken are given back and the inode is not written.
+ * the first node of a level, the node itself) points to.
+ *
+ * Two steps: the plan (every entry decoded, every array the build needs
+ * allocated, the room for the tree's blocks checked) is made before the
+ * caller changes anything; the build then allocates and writes and
+ * needs no memory, so that a reflink that raised its counts does not
+ * fail half-way for want of it.  On an error the build gives back the
+ * blocks it took and does not write the inode.
  */
 #include <string.h>
 #include "tree/extref_vec.h"
@@ -25,17 +30,9 @@
 #include <ext2fs/ext3_extents.h>
 #include "extent_raw.h"
 
-/* Entries of one level: the extents of the leaves, or the index entries
- * of the level above them (both are 12 bytes; ee_block and ei_block
- * first). */
-struct bulk_level {
-	void		*v;		/* struct ext3_extent or _idx */
-	size_t		n, cap;
-};
-
 #define ROOT_ENTRIES	4	/* (sizeof(i_block) - header) / 12 */
 
-static errcode_t level_push(struct bulk_level *l, const void *e)
+static errcode_t level_push(struct xr_ext_level *l, const void *e)
 {
 	errcode_t err = xr_grow(&l->v, &l->cap, l->n, 12);
 
@@ -51,7 +48,7 @@ static blk64_t max_len(int uninit)
 
 /* Room left in the last leaf entry for blocks continuing it at (lblk,
  * pblk) with the same state; 0 when they do not continue it. */
-static blk64_t room_after(const struct bulk_level *l, blk64_t lblk,
+static blk64_t room_after(const struct xr_ext_level *l, blk64_t lblk,
 			  blk64_t pblk, int uninit)
 {
 	const struct ext3_extent *last;
@@ -70,7 +67,7 @@ static blk64_t room_after(const struct bulk_level *l, blk64_t lblk,
 
 /* Append mapping m to the leaf entries, merged with the last one when it
  * continues it, cut in pieces of at most the largest extent length. */
-static errcode_t add_map(struct bulk_level *l, const struct xr_map *m,
+static errcode_t add_map(struct xr_ext_level *l, const struct xr_map *m,
 			 blk64_t *end)
 {
 	blk64_t lblk = m->lblk, pblk = m->pblk, left = m->len;
@@ -106,91 +103,151 @@ static errcode_t add_map(struct bulk_level *l, const struct xr_map *m,
 }
 
 /* The first block entry i of a level points to (data or a node). */
-static blk64_t entry_target(const struct bulk_level *l, size_t i, int leaf)
+static blk64_t entry_target(const struct xr_ext_level *l, size_t i, int leaf)
 {
 	if (leaf)
 		return xr_extent_start((struct ext3_extent *)l->v + i);
 	return xr_extent_idx_child((struct ext3_extent_idx *)l->v + i);
 }
 
-struct bulk {
-	ext2_filsys		fs;
-	ext2_ino_t		ino;
-	struct xr_prange_vec	taken;		/* the tree's blocks */
-	blk64_t			nodes;		/* how many */
-	char			*buf;
-	size_t			per;		/* entries a block holds */
-};
+static size_t per_block(ext2_filsys fs)
+{
+	return (fs->blocksize - sizeof(struct ext3_extent_header)) /
+	       sizeof(struct ext3_extent);
+}
 
-/* A block for a node, from goal on; libext2fs's allocator and stats. */
-static errcode_t alloc_node(struct bulk *b, blk64_t goal, blk64_t *blk)
+void xr_extent_plan_free(struct xr_extent_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(p->lv) / sizeof(p->lv[0]); i++)
+		ext2fs_free_mem(&p->lv[i].v);
+	ext2fs_free_mem(&p->taken);
+	ext2fs_free_mem(&p->buf);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The levels above the leaves, their arrays allocated to size. */
+static errcode_t plan_levels(ext2_filsys fs, struct xr_extent_plan *p)
+{
+	size_t cnt = p->lv[0].n, per = per_block(fs);
+	errcode_t err = 0;
+	int d = 0;
+
+	while (!err && cnt > ROOT_ENTRIES) {
+		if (d >= XR_EXT_MAX_DEPTH)
+			return EXT2_ET_CANT_INSERT_EXTENT;
+		cnt = (cnt + per - 1) / per;
+		p->nodes += cnt;
+		err = ext2fs_get_array(cnt, sizeof(struct ext3_extent_idx),
+				       &p->lv[++d].v);
+		p->lv[d].cap = cnt;
+	}
+	p->depth = d;
+	return err;
+}
+
+/*
+ * Plan the tree of m[0..n) (in file order, not overlapping): refused
+ * with EXT2_ET_BLOCK_ALLOC_FAIL when the filesystem has fewer free
+ * blocks than the tree needs.  Free with xr_extent_plan_free.
+ */
+errcode_t xr_extent_plan(ext2_filsys fs, const struct xr_map *m, size_t n,
+			 struct xr_extent_plan *p)
+{
+	blk64_t end = 0;
+	size_t i;
+	errcode_t err = 0;
+
+	memset(p, 0, sizeof(*p));
+	for (i = 0; !err && i < n; i++) {
+		err = add_map(&p->lv[0], &m[i], &end);
+		p->data += m[i].len;
+	}
+	if (!err)
+		err = plan_levels(fs, p);
+	if (!err)
+		err = ext2fs_get_array(p->nodes ? p->nodes : 1,
+				       sizeof(*p->taken), &p->taken);
+	if (!err)
+		err = ext2fs_get_mem(fs->blocksize, &p->buf);
+	if (!err && p->nodes > ext2fs_free_blocks_count(fs->super))
+		err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	if (err)
+		xr_extent_plan_free(p);
+	return err;
+}
+
+/* A block for a node, from goal on: libext2fs's allocator and stats. */
+static errcode_t alloc_node(ext2_filsys fs, struct xr_extent_plan *p,
+			    blk64_t goal, blk64_t *blk)
 {
 	errcode_t err;
 
-	if (goal <= b->fs->super->s_first_data_block ||
-	    goal >= ext2fs_blocks_count(b->fs->super))
-		goal = b->fs->super->s_first_data_block;
-	err = ext2fs_new_block2(b->fs, goal, NULL, blk);
+	if (goal <= fs->super->s_first_data_block ||
+	    goal >= ext2fs_blocks_count(fs->super))
+		goal = fs->super->s_first_data_block;
+	err = ext2fs_new_block2(fs, goal, NULL, blk);
 	if (err)
 		return err;
-	err = xr_prange_push(&b->taken, *blk, 1);
-	if (err)
-		return err;
-	ext2fs_block_alloc_stats2(b->fs, *blk, +1);
-	b->nodes++;
+	ext2fs_block_alloc_stats2(fs, *blk, +1);
+	p->taken[p->ntaken++] = *blk;
 	return 0;
 }
 
 /*
- * Allocate a block for every node that holds entries of l (b->per a
- * node), and give up an index entry for each.
+ * Allocate a block for every node that holds entries of level d (per a
+ * node), and fill level d + 1 with an index entry for each.
  */
-static errcode_t alloc_level(struct bulk *b, const struct bulk_level *l,
-			     int leaf, struct bulk_level *up)
+static errcode_t alloc_level(ext2_filsys fs, struct xr_extent_plan *p, int d)
 {
-	size_t i, prev = 0;
+	const struct xr_ext_level *l = &p->lv[d];
+	struct xr_ext_level *up = &p->lv[d + 1];
+	size_t i, prev = 0, per = per_block(fs);
 	errcode_t err = 0;
 
-	for (i = 0; !err && i < l->n; i += b->per) {
-		struct ext3_extent_idx ix;
+	for (i = 0; !err && i < l->n; i += per) {
+		struct ext3_extent_idx *ix = (struct ext3_extent_idx *)up->v +
+					     up->n;
 		blk64_t blk;
 
-		err = alloc_node(b, entry_target(l, prev, leaf) - 1, &blk);
+		err = alloc_node(fs, p, entry_target(l, prev, d == 0) - 1, &blk);
 		if (err)
 			break;
 		prev = i;
-		ix.ei_block = ((struct ext3_extent *)l->v + i)->ee_block;
-		ix.ei_leaf = ext2fs_cpu_to_le32(blk & 0xffffffff);
-		ix.ei_leaf_hi = ext2fs_cpu_to_le16(blk >> 32);
-		ix.ei_unused = 0;
-		err = level_push(up, &ix);
+		ix->ei_block = ((struct ext3_extent *)l->v + i)->ee_block;
+		ix->ei_leaf = ext2fs_cpu_to_le32(blk & 0xffffffff);
+		ix->ei_leaf_hi = ext2fs_cpu_to_le16(blk >> 32);
+		ix->ei_unused = 0;
+		up->n++;
 	}
 	return err;
 }
 
-/* Write the nodes of level l (depth: theirs) to the blocks up names. */
-static errcode_t write_level(struct bulk *b, const struct bulk_level *l,
-			     int depth, const struct bulk_level *up)
+/* Write the nodes of level d, each to the block level d + 1 names. */
+static errcode_t write_level(ext2_filsys fs, ext2_ino_t ino,
+			     struct xr_extent_plan *p, int d)
 {
-	struct ext3_extent_header *eh = (void *)b->buf;
-	size_t k, i, cnt;
+	const struct xr_ext_level *l = &p->lv[d], *up = &p->lv[d + 1];
+	struct ext3_extent_header *eh = (void *)p->buf;
+	size_t k, i, cnt, per = per_block(fs);
 	errcode_t err = 0;
 
 	for (k = 0; !err && k < up->n; k++) {
-		i = k * b->per;
-		cnt = l->n - i < b->per ? l->n - i : b->per;
-		memset(b->buf, 0, b->fs->blocksize);
+		i = k * per;
+		cnt = l->n - i < per ? l->n - i : per;
+		memset(p->buf, 0, fs->blocksize);
 		eh->eh_magic = ext2fs_cpu_to_le16(EXT3_EXT_MAGIC);
 		eh->eh_entries = ext2fs_cpu_to_le16(cnt);
-		eh->eh_max = ext2fs_cpu_to_le16(b->per);
-		eh->eh_depth = ext2fs_cpu_to_le16(depth);
+		eh->eh_max = ext2fs_cpu_to_le16(per);
+		eh->eh_depth = ext2fs_cpu_to_le16(d);
 		memcpy(eh + 1, (char *)l->v + 12 * i, 12 * cnt);
-		err = ext2fs_extent_block_csum_set(b->fs, b->ino, eh);
+		err = ext2fs_extent_block_csum_set(fs, ino, eh);
 		if (!err)
-			err = io_channel_write_blk64(b->fs->io,
+			err = io_channel_write_blk64(fs->io,
 				xr_extent_idx_child(
 					(struct ext3_extent_idx *)up->v + k),
-				1, b->buf);
+				1, p->buf);
 	}
 	return err;
 }
@@ -208,7 +265,7 @@ int xr_extent_tree_empty(const struct ext2_inode *inode)
 }
 
 /* Put the top level's entries (at most ROOT_ENTRIES) in the inode. */
-static void set_root(struct ext2_inode *inode, const struct bulk_level *l,
+static void set_root(struct ext2_inode *inode, const struct xr_ext_level *l,
 		     int depth)
 {
 	struct ext3_extent_header *eh = (void *)inode->i_block;
@@ -222,85 +279,57 @@ static void set_root(struct ext2_inode *inode, const struct bulk_level *l,
 }
 
 /*
- * Build the levels from the leaves up, each node written once; *depth
- * gets the root's depth and *top the entries the root holds.
+ * Build the planned tree into the empty extent tree of ino, the levels
+ * from the leaves up, each node written once; then i_blocks grows by
+ * the mapped blocks and the tree's own and the inode is written, once.
+ * A plan is built once.
  */
-static errcode_t build_levels(struct bulk *b, struct bulk_level *lv,
-			      int *depth, struct bulk_level **top)
+errcode_t xr_extent_plan_build(ext2_filsys fs, ext2_ino_t ino,
+			       struct ext2_inode *inode,
+			       struct xr_extent_plan *p)
 {
-	struct bulk_level *cur = &lv[0];
+	struct ext2_inode in = *inode;
 	errcode_t err = 0;
-	int d = 0;
+	size_t i;
+	int d;
 
-	while (!err && cur->n > ROOT_ENTRIES) {
-		if (d >= XR_EXT_MAX_DEPTH)
-			return EXT2_ET_CANT_INSERT_EXTENT;
-		err = alloc_level(b, cur, d == 0, &lv[d + 1]);
+	if (!xr_extent_tree_empty(inode) || p->ntaken || p->lv[1].n)
+		return EXT2_ET_OP_NOT_SUPPORTED;
+	for (d = 0; !err && d < p->depth; d++) {
+		err = alloc_level(fs, p, d);
 		if (!err)
-			err = write_level(b, cur, d, &lv[d + 1]);
-		cur = &lv[++d];
+			err = write_level(fs, ino, p, d);
 	}
-	*depth = d;
-	*top = cur;
+	/* i_blocks and the root on a copy: the caller's inode changes
+	 * only once the tree is whole */
+	if (!err)
+		err = ext2fs_iblk_add_blocks(fs, &in, p->data + p->nodes);
+	if (!err) {
+		set_root(&in, &p->lv[p->depth], p->depth);
+		err = ext2fs_write_inode(fs, ino, &in);
+	}
+	if (!err) {
+		*inode = in;
+		return 0;
+	}
+	for (i = 0; i < p->ntaken; i++)
+		ext2fs_block_alloc_stats2(fs, p->taken[i], -1);
 	return err;
 }
 
-static void give_back(ext2_filsys fs, const struct xr_prange_vec *v)
-{
-	size_t i;
-
-	for (i = 0; i < v->n; i++)
-		ext2fs_block_alloc_stats_range(fs, v->v[i].pblk, v->v[i].len,
-					       -1);
-}
-
-/*
- * Map m[0..n) (in file order, not overlapping) into the empty extent
- * tree of ino: i_blocks grows by the mapped blocks and the tree's own,
- * and the inode is written once, after every node.
- */
 errcode_t xr_extent_build(ext2_filsys fs, ext2_ino_t ino,
 			  struct ext2_inode *inode, const struct xr_map *m,
 			  size_t n)
 {
-	struct bulk_level lv[XR_EXT_MAX_DEPTH + 2], *top = NULL;
-	struct bulk b = { .fs = fs, .ino = ino };
-	blk64_t end = 0, data = 0;
-	size_t i;
-	int depth = 0;
-	errcode_t err = 0;
+	struct xr_extent_plan p;
+	errcode_t err;
 
 	if (!xr_extent_tree_empty(inode))
 		return EXT2_ET_OP_NOT_SUPPORTED;
-	memset(lv, 0, sizeof(lv));
-	b.per = (fs->blocksize - sizeof(struct ext3_extent_header)) /
-		sizeof(struct ext3_extent);
-	for (i = 0; !err && i < n; i++) {
-		err = add_map(&lv[0], &m[i], &end);
-		data += m[i].len;
-	}
-	if (!err)
-		err = ext2fs_get_mem(fs->blocksize, &b.buf);
-	if (!err)
-		err = build_levels(&b, lv, &depth, &top);
-	/* i_blocks and the root on a copy: the caller's inode changes
-	 * only once the tree is whole */
-	if (!err) {
-		struct ext2_inode in = *inode;
-
-		err = ext2fs_iblk_add_blocks(fs, &in, data + b.nodes);
-		if (!err) {
-			set_root(&in, top, depth);
-			err = ext2fs_write_inode(fs, ino, &in);
-		}
-		if (!err)
-			*inode = in;
-	}
+	err = xr_extent_plan(fs, m, n, &p);
 	if (err)
-		give_back(fs, &b.taken);
-	for (i = 0; i < sizeof(lv) / sizeof(lv[0]); i++)
-		ext2fs_free_mem(&lv[i].v);
-	xr_prange_vec_free(&b.taken);
-	ext2fs_free_mem(&b.buf);
+		return err;
+	err = xr_extent_plan_build(fs, ino, inode, &p);
+	xr_extent_plan_free(&p);
 	return err;
 }

@@ -74,8 +74,31 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 				const struct ext2_inode *inode,
 				blk64_t *nodes);
 
-/* extent_bulk.c: an empty extent tree built from its mappings at once. */
+/*
+ * extent_bulk.c: an empty extent tree built from its mappings at once,
+ * planned (memory, room) before anything changes, then built.
+ */
+struct xr_ext_level {
+	void		*v;		/* 12-byte leaf or index entries */
+	size_t		n, cap;
+};
+struct xr_extent_plan {
+	/* lv[0]: the leaves' extents; lv[d]: the index entries naming the
+	 * nodes of level d - 1; lv[depth]: what the inode's root holds */
+	struct xr_ext_level	lv[XR_EXT_MAX_DEPTH + 1];
+	int			depth;
+	blk64_t			data, nodes;	/* blocks mapped; the tree's */
+	blk64_t			*taken;		/* the tree's, as allocated */
+	size_t			ntaken;
+	char			*buf;
+};
 int xr_extent_tree_empty(const struct ext2_inode *inode);
+errcode_t xr_extent_plan(ext2_filsys fs, const struct xr_map *m, size_t n,
+			 struct xr_extent_plan *p);
+errcode_t xr_extent_plan_build(ext2_filsys fs, ext2_ino_t ino,
+			       struct ext2_inode *inode,
+			       struct xr_extent_plan *p);
+void xr_extent_plan_free(struct xr_extent_plan *p);
 errcode_t xr_extent_build(ext2_filsys fs, ext2_ino_t ino,
 			  struct ext2_inode *inode, const struct xr_map *m,
 			  size_t n);

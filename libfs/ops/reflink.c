@@ -173,6 +173,7 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	ext2_filsys fs = r->fs;
 	struct ext2_inode sinode, dinode;
 	struct xr_map_vec maps = { 0 };
+	struct xr_extent_plan plan = { 0 };
 	ext2_ino_t ino = 0;
 	errcode_t err;
 
@@ -184,8 +185,12 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	if (!(sinode.i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
 	err = xr_get_mappings(fs, src, &sinode, 0, 1ULL << 32, &maps);
+	/* the new tree planned (its memory, its room) before any change */
 	if (!err)
-		err = xr_share_ranges(r->xfs, &maps);
+		err = xr_extent_plan(fs, maps.v, maps.n, &plan);
+	if (err)
+		goto out;
+	err = xr_share_ranges(r->xfs, &maps);
 	if (err)
 		goto out;
 	err = make_inode(r, dir, src, &sinode, &ino);
@@ -193,7 +198,7 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 		err = ext2fs_read_inode(fs, ino, &dinode);
 	/* the whole tree at once, the inode written after it (extent_bulk.c) */
 	if (!err)
-		err = xr_extent_build(fs, ino, &dinode, maps.v, maps.n);
+		err = xr_extent_plan_build(fs, ino, &dinode, &plan);
 	if (!err && !preserve(r) && r->label)
 		err = xr_label_set(fs, ino, r->label);
 	/* The inode is whole on disk before a name points at it. */
@@ -204,6 +209,7 @@ static errcode_t reflink_file(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	if (err)
 		unshare_new(r, ino, &maps);
 out:
+	xr_extent_plan_free(&plan);
 	xr_map_vec_free(&maps);
 	if (!err && ret)
 		*ret = ino;
