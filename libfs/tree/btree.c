@@ -301,6 +301,36 @@ errcode_t xr_delete(struct extref_tree *t, blk64_t start)
 	return 0;
 }
 
+/*
+ * Set the count of the record starting at start, in place: its keys do
+ * not move, so only the path to it is marked dirty.
+ */
+errcode_t xr_set_count(struct extref_tree *t, blk64_t start, __u32 count)
+{
+	struct xr_node *n = t->root, *child;
+	struct xr_bounds b = root_bounds, cb;
+	errcode_t err;
+	int i;
+
+	while (n) {
+		i = n->nr ? find_slot(n, start) : 0;
+		n->dirty = 1;
+		if (n->level == 0)
+			break;
+		err = xr_child(t, n, i, &b, &child);
+		if (err)
+			return err;
+		xr_child_bounds(n, i, &b, &cb);
+		b = cb;
+		n = child;
+	}
+	if (!n || n->nr == 0 || n->u.recs[i].start != start)
+		return EXTREF_ERR_BAD_TREE;
+	n->u.recs[i].count = count;
+	t->dirty = 1;
+	return 0;
+}
+
 static errcode_t visit_node(struct extref_tree *t, struct xr_node *n,
 			    const struct xr_bounds *b, blk64_t lo, blk64_t hi,
 			    xr_visit_func f, void *priv)

@@ -150,6 +150,7 @@ errcode_t xr_child(struct extref_tree *t, struct xr_node *n, int i,
 		   const struct xr_bounds *pb, struct xr_node **ret);
 errcode_t xr_insert(struct extref_tree *t, const struct extref_rec *r);
 errcode_t xr_delete(struct extref_tree *t, blk64_t start);
+errcode_t xr_set_count(struct extref_tree *t, blk64_t start, __u32 count);
 typedef int (*xr_visit_func)(const struct extref_rec *r, void *priv);
 errcode_t xr_visit(struct extref_tree *t, blk64_t lo, blk64_t hi,
 		   xr_visit_func f, void *priv);

@@ -224,12 +224,30 @@ static errcode_t replace(struct extref_tree *t, const struct rec_vec *old,
 	return 0;
 }
 
+/*
+ * Whether the change is a new count for one record in place: the only
+ * record overlapping or touching the range is the range itself (so no
+ * neighbour merges), and its count stays a record's (2 or more).
+ */
+static int in_place(const struct rec_vec *old, blk64_t start, blk64_t len,
+		    int delta, __u32 *nc)
+{
+	int freed;
+
+	if (old->n != 1 || old->v[0].start != start || old->v[0].len != len)
+		return 0;
+	if (apply_delta(old->v[0].count, delta, nc, &freed) || freed)
+		return 0;
+	return *nc != NO_REC;
+}
+
 static errcode_t change_range(struct extref_tree *t, blk64_t start,
 			      blk64_t len, int delta,
 			      extref_freed_func freed_fn, void *priv)
 {
 	struct rec_vec old = { 0 }, out = { 0 }, freed = { 0 };
 	blk64_t lo = start ? start - 1 : 0;
+	__u32 nc;
 	errcode_t err;
 	size_t i;
 
@@ -244,6 +262,13 @@ static errcode_t change_range(struct extref_tree *t, blk64_t start,
 	err = xr_visit(t, lo, start + len + 1, gather_one, &old);
 	if (!err)
 		err = old.err;
+	if (!err && in_place(&old, start, len, delta, &nc)) {
+		/* one record, exactly the range, no neighbour touching */
+		err = xr_set_count(t, start, nc);
+		if (err)
+			t->broken = err;
+		goto out;
+	}
 	if (!err)
 		err = compute(&old, start, start + len, delta, &out, &freed);
 	if (!err) {
@@ -253,6 +278,7 @@ static errcode_t change_range(struct extref_tree *t, blk64_t start,
 	}
 	for (i = 0; !err && freed_fn && i < freed.n; i++)
 		err = freed_fn(freed.v[i].start, freed.v[i].len, priv);
+out:
 	ext2fs_free_mem(&old.v);
 	ext2fs_free_mem(&out.v);
 	ext2fs_free_mem(&freed.v);
