@@ -208,3 +208,74 @@ def test_no_room_for_the_tree(tmp_path):
         H.describe(res)
     assert H.sha256(img) == before
     H.e2fsck_fn(img)
+
+
+# ----- a long range cloned into a file with mappings: the tree rebuilt -----
+
+def pieces_file(path, bs, n, plen, gap):
+    """n pieces of plen random blocks, each followed by gap blocks of
+    hole; returns the bytes."""
+    with open(path, "wb") as f:
+        for i in range(n):
+            f.seek(i * (plen + gap) * bs)
+            f.write(os.urandom(plen * bs))
+    return path.read_bytes()
+
+
+def model(dst, src, s0, d0, nblk):
+    """The destination's leaf extents after cloning src's [s0, s0+nblk)
+    to d0: dst's outside [d0, d0+nblk), src's inside moved, neighbours
+    that continue each other merged (as any ext4 tree holds them)."""
+    d1 = d0 + nblk
+    out = []
+    for a, b, p, q, ln, fl in dst:
+        b += 1
+        if a < d0:
+            e = min(b, d0)
+            out.append([a, e, p, fl])
+        if b > d1:
+            s = max(a, d1)
+            out.append([s, b, p + (s - a), fl])
+    for a, b, p, q, ln, fl in src:
+        b += 1
+        s, e = max(a, s0), min(b, s0 + nblk)
+        if s < e:
+            out.append([s - s0 + d0, e - s0 + d0, p + (s - a), fl])
+    out.sort()
+    merged = []
+    for a, b, p, fl in out:
+        if merged:
+            la, lb, lp, lfl = merged[-1]
+            if lb == a and lp + (lb - la) == p and lfl == fl and \
+                    b - la <= 32768:
+                merged[-1][1] = b
+                continue
+        merged.append([a, b, p, fl])
+    return [(a, b - 1, p, p + (b - a) - 1, b - a, fl)
+            for a, b, p, fl in merged]
+
+
+@pytest.mark.parametrize("bs,csum", [(1024, True), (4096, False)])
+def test_clone_long_range_into_mapped_file(tmp_path, loop_mount, bs, csum):
+    src = tmp_path / "src"
+    src.mkdir()
+    sdata = sparse_file(src / "s", bs, 3000)
+    ddata = pieces_file(src / "d", bs, 1500, 3, 1)
+    img = tmp_path / "fs.img"
+    opts = ["-q", "-b", str(bs)] + ([] if csum else ["-O", "^metadata_csum"])
+    H.mkfs(img, "64M", *opts, "-d", str(src))
+    s_ext, _, _ = extents(img, "/s")
+    d_ext, _, _ = extents(img, "/d")
+    s0, d0, nblk = 101, 1001, 3000      # cuts a piece of /d in two
+    shell(img, [f"clone_range /s {s0 * bs} /d {d0 * bs} {nblk * bs}"])
+    H.e2fsck_fn(img)
+    res = H.run([H.binary("debugfs.extref"), "-R", "check", str(img)])
+    assert "no problems" in res.stdout, H.describe(res)
+    got, _, _ = extents(img, "/d")
+    assert got == model(d_ext, s_ext, s0, d0, nblk)
+    want = bytearray(ddata.ljust((d0 + nblk) * bs, b"\0"))
+    want[d0 * bs:(d0 + nblk) * bs] = \
+        sdata[s0 * bs:(s0 + nblk) * bs].ljust(nblk * bs, b"\0")
+    mnt, _ = loop_mount(img)
+    assert (mnt / "d").read_bytes() == bytes(want)
+    assert (mnt / "s").read_bytes() == sdata

@@ -233,8 +233,9 @@ out:
 
 /*
  * Replace the mappings of [lstart, lend) by nm: built at once into a
- * tree with nothing mapped, in one write when possible, else entry by
- * entry (unmap, then map).
+ * tree with nothing mapped, in one write when possible, the tree built
+ * again for many mappings (extent_rebuild.c), else entry by entry
+ * (unmap, then map).
  */
 errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
 			   struct ext2_inode *inode, blk64_t lstart,
@@ -249,6 +250,9 @@ errcode_t xr_replace_range(ext2_filsys fs, ext2_ino_t ino,
 		return xr_extent_build(fs, ino, inode, nm, nnew);
 	err = xr_extent_splice(fs, ino, inode, lstart, lend, nm, nnew,
 			       removed);
+	if (err == EXT2_ET_OP_NOT_SUPPORTED)	/* many: the tree rebuilt */
+		err = xr_extent_rebuild(fs, ino, inode, lstart, lend, nm,
+					nnew, removed);
 	if (err != EXT2_ET_OP_NOT_SUPPORTED)
 		return err;
 	err = xr_unmap(fs, ino, inode, lstart, lend, removed);

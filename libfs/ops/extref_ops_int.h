@@ -103,6 +103,12 @@ errcode_t xr_extent_build(ext2_filsys fs, ext2_ino_t ino,
 			  struct ext2_inode *inode, const struct xr_map *m,
 			  size_t n);
 
+/* extent_rebuild.c: a range's many new mappings, the tree built again. */
+errcode_t xr_extent_rebuild(ext2_filsys fs, ext2_ino_t ino,
+			    struct ext2_inode *inode, blk64_t lstart,
+			    blk64_t lend, const struct xr_map *nm, size_t nnew,
+			    struct xr_prange_vec *removed);
+
 /* extent_splice.c: the same change in one write, where it fits. */
 errcode_t xr_extent_splice(ext2_filsys fs, ext2_ino_t ino,
 			   struct ext2_inode *inode, blk64_t lstart,
