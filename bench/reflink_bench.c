@@ -137,10 +137,34 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Median of v[from, to) (sorts a copy). */
+static double median_of(const double *v, unsigned long from, unsigned long to)
+{
+	unsigned long n = to - from;
+	double *s, m;
+
+	if (n == 0)
+		return 0;
+	s = malloc(n * sizeof(*s));
+	if (!s)
+		die_errno("malloc");
+	memcpy(s, v + from, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	m = s[n / 2];
+	free(s);
+	return m;
+}
+
+/*
+ * The series' total, the means of the first and of the last k (100)
+ * and their ratio, the medians of the same and theirs (less moved by a
+ * few slow ones), the median and the maximum of all.
+ */
 static void print_series(const double *v, unsigned long n, double total)
 {
 	unsigned long k = n < 100 ? n : 100;
 	double first = mean(v, 0, k), last = mean(v, n - k, n);
+	double mf = median_of(v, 0, k), ml = median_of(v, n - k, n);
 	double *s = malloc(n * sizeof(*s));
 
 	if (!s)
@@ -148,8 +172,10 @@ static void print_series(const double *v, unsigned long n, double total)
 	memcpy(s, v, n * sizeof(*s));
 	qsort(s, n, sizeof(*s), cmp_double);
 	printf("n=%lu total=%.6f first%lu=%.6f last%lu=%.6f ratio=%.3f "
+	       "first%lu_med=%.6f last%lu_med=%.6f ratio_med=%.3f "
 	       "median=%.6f max=%.6f", n, total, k, first, k, last,
-	       first > 0 ? last / first : 0, s[n / 2], s[n - 1]);
+	       first > 0 ? last / first : 0, k, mf, k, ml,
+	       mf > 0 ? ml / mf : 0, s[n / 2], s[n - 1]);
 	free(s);
 }
 
