@@ -89,8 +89,7 @@ static void print(const struct mkfs_opts *o, ext2_filsys fs,
 	printf("%s: %s\n", prog, o->image);
 	printf("  file data:             %10.1f MiB\n", mib(file));
 	printf("  stored data:           %10.1f MiB\n", mib(stored));
-	printf("  saved:                 %10.1f MiB (%.1f%%)\n",
-	       mib(file - stored), file ? 100.0 * (file - stored) / file : 0.0);
+	printf("  saved:                 %10.1f MiB\n", mib(file - stored));
 	printf("  image size:            %10.1f MiB (%u-byte blocks)\n",
 	       mib(size), fs->blocksize);
 	if (S_ISREG(st->st_mode))
