@@ -62,6 +62,20 @@ static int to_extref(const struct mkfs_opts *o)
 }
 
 /*
+ * The user's image, stopped by a signal between two writes, is as a
+ * crash leaves it: consistent for fsck.extref to repair.  Say so.
+ */
+static void set_interrupted_note(const struct mkfs_opts *o)
+{
+	char text[2 * 4096 + 128];
+
+	snprintf(text, sizeof(text), "%s: %s: interrupted while deduplicating; "
+		 "run fsck.extref -fy %s to repair it", prog, o->image,
+		 o->image);
+	cleanup_set_note(text);
+}
+
+/*
  * Share what is identical; the blocks that frees leave the image file
  * (punch.c) once the image is closed.
  */
@@ -84,6 +98,8 @@ int dedupe_image(const struct mkfs_opts *o)
 			     &xfs, NULL);
 	if (!err)
 		err = punch_snapshot(extref_fs_ext2(xfs), &before);
+	if (!err && o->convert)
+		set_interrupted_note(o);
 	if (!err)
 		err = extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL, &st);
 	if (!err) {
@@ -91,6 +107,8 @@ int dedupe_image(const struct mkfs_opts *o)
 		before = NULL;
 	}
 	progress_end();
+	if (err)
+		cleanup_set_note(NULL);
 	if (before)
 		ext2fs_free_block_bitmap(before);
 	if (err) {
@@ -102,6 +120,7 @@ int dedupe_image(const struct mkfs_opts *o)
 		return 1;
 	}
 	err = extref_fs_close(xfs);
+	cleanup_set_note(NULL);
 	if (err) {
 		punch_free(&pl);
 		error_line("%s: %s while writing", o->image,

@@ -127,6 +127,8 @@ int cleanup_add_image(const char *path, int created, off_t orig_size);
 void cleanup_keep_image(void);
 void cleanup_undo_image(void);
 void cleanup_set_child(pid_t pid);
+/* What a signal prints before it ends the run (NULL: nothing). */
+void cleanup_set_note(const char *text);
 
 /* progress.c: a bar per long phase, on a terminal only. */
 /* on: draw at all (not -q, standard output a terminal). */
