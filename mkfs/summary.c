@@ -87,8 +87,10 @@ static void print(const struct mkfs_opts *o, ext2_filsys fs,
 	uint64_t size = ext2fs_blocks_count(fs->super) * fs->blocksize;
 
 	printf("%s: %s\n", prog, o->image);
-	printf("  file data:             %10.1f MiB\n", mib(file));
-	printf("  stored data:           %10.1f MiB\n", mib(stored));
+	printf("  file data:             %10.1f MiB (%llu blocks)\n",
+	       mib(file), (unsigned long long)t->file_blocks);
+	printf("  stored data:           %10.1f MiB (%llu blocks)\n",
+	       mib(stored), (unsigned long long)t->stored_blocks);
 	printf("  saved:                 %10.1f MiB\n", mib(file - stored));
 	printf("  image size:            %10.1f MiB (%u-byte blocks)\n",
 	       mib(size), fs->blocksize);

@@ -172,6 +172,10 @@ def check_summary(img, src, out):
 
     assert near(vals["file data"], logical), (vals, logical)
     assert near(vals["stored data"], stored), (vals, stored)
+    for key, n in (("file data", logical // bs), ("stored data",
+                                                  stored // bs)):
+        assert re.search(rf"^  {key}: +[\d.]+ MiB \({n} blocks\)$", out,
+                         re.M), (key, n, out)
     assert near(vals["saved"], logical - stored), vals
     assert near(vals["image size"], int(h["Block count"]) * bs), vals
     assert near(vals["allocated on the host"],
