@@ -93,6 +93,8 @@ int dedupe_image(const struct mkfs_opts *o)
 	 * nor verified: this run made it.  A converted one came from
 	 * elsewhere: its open verifies that no blocks are already shared.
 	 */
+	if (o->convert)
+		progress_update("checking mappings", 0, 0);
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ? 0 :
 			     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED),
 			     &xfs, NULL);

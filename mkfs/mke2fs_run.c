@@ -173,11 +173,17 @@ static void child(const struct mkfs_opts *o, const char **argv,
  */
 static void show_copy(const struct mkfs_opts *o)
 {
+	static uint64_t base = UINT64_MAX;	/* what the file held before */
 	struct stat st;
+	uint64_t now;
 
-	if (o->source && stat(o->image, &st) == 0)
-		progress_update("copying files", (uint64_t)st.st_blocks * 512,
-				o->source_need);
+	if (!o->source || stat(o->image, &st) < 0)
+		return;
+	now = (uint64_t)st.st_blocks * 512;
+	if (base == UINT64_MAX)
+		base = now;
+	progress_update("copying files", now > base ? now - base : 0,
+			o->source_need);
 }
 
 /* Read everything the child writes; returns a malloc'd string. */
