@@ -364,3 +364,35 @@ def test_convert_punches_the_blocks_it_frees(tmp_path, loop_mount):
         for f in files:
             assert filecmp.cmp(os.path.join(dirpath, f), mnt / rel / f,
                                shallow=False), f"{rel}/{f}"
+
+
+# ----- errors -----
+
+@pytest.mark.skipif(helpers.fault_injection_skip_reason() is not None,
+                    reason=helpers.fault_injection_skip_reason() or "")
+@pytest.mark.parametrize("nomem,step", [("1+", "Memory allocation failed"),
+                                        ("10+", "while deduplicating")])
+def test_error_in_a_phase_removes_what_the_run_made(tmp_path, nomem, step):
+    """An allocation made to fail (EXTREF_FAULT_NOMEM) in one phase: one
+    line, on its own line after a bar, and nothing left behind."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(30):
+        data = os.urandom(9000)
+        (src / f"f{i}").write_bytes(data)
+        (src / f"g{i}").write_bytes(data)
+    tar = tmp_path / "src.tar"
+    with tarfile.open(tar, "w") as tf:
+        tf.add(src, arcname=".")
+    t, env = tmpdir_env(tmp_path)
+    env["EXTREF_FAULT_NOMEM"] = nomem
+    img = tmp_path / "a.img"
+    status, out, _ = run_pty(mkfs_cmd("--dedup=block", "-d", tar, img),
+                             env=env)
+    assert status == 1, out
+    lines = [ln for ln in out.replace("\r\n", "\n").split("\n")
+             if "mkfs.extref:" in ln]
+    assert len(lines) == 1 and step in lines[0], out
+    assert lines[0].startswith(f"mkfs.extref: {img}: "), out
+    assert not img.exists()
+    assert os.listdir(t) == []
