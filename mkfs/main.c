@@ -296,12 +296,14 @@ int main(int argc, char **argv)
 	target_create(&o, &t);
 	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
 	    (o.source && source_finish(&o)) ||
-	    (o.file_contexts && labels_apply(&o)) ||
-	    (o.source && !o.quiet && summary_print(&o))) {
+	    (o.file_contexts && labels_apply(&o))) {
 		target_undo(&o, &t);
 		rc = 1;
 	} else {
 		cleanup_keep_image();
+		/* the image is made: a summary that fails keeps it */
+		if (o.source && !o.quiet)
+			rc = summary_print(&o);
 	}
 	tar_meta_free_all();
 	free(o.features);

@@ -198,7 +198,8 @@ static char *slurp(int fd, const struct mkfs_opts *o)
 		fatal("out of memory");
 	for (;;) {
 		show_copy(o);
-		if (poll(&pfd, 1, 200) == 0)
+		r = poll(&pfd, 1, 200);
+		if (r == 0 || (r < 0 && errno == EINTR))
 			continue;
 		if (len + 1 >= cap) {
 			char *p = realloc(buf, cap *= 2);
