@@ -160,7 +160,7 @@ for d in "${dirs[@]}"; do
 			"$(le "$r" 1.10)"
 		a=${A[mkfs.extref -b 1024 block]}
 		r=$(cmp_ratio "$a" "$erofs")
-		verdict "allocated, 1 KiB blocks: $r x mkfs.erofs --chunksize=4096, $(( (a - erofs) / 1024 )) KiB more (below 1)" \
+		verdict "allocated, 1 KiB blocks: $r x mkfs.erofs --chunksize=4096, a difference of $(( (a - erofs) / 1024 )) KiB (below 1)" \
 			"$([ "$a" -lt "$erofs" ] && echo 1 || echo 0)"
 	fi
 	r=$(cmp_ratio "${T[mkfs.extref --dedup=none]}" "${T[mke2fs -d]}")
