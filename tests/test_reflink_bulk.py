@@ -12,8 +12,8 @@ in by mkfs.extref -d, so that every block is an extent of its own.
 Oracles: stock e2fsck -fn (tree shape, index keys, checksums, i_blocks,
 bitmaps), stock debugfs `ex` (the copy's leaf extents are the source's,
 logical and physical), the bytes through a read-only loop mount of the
-kernel, and the kernel's append shape (every node full but the last of
-its level: `ex` counts them).
+kernel, and the append shape (every node full but the last of its level,
+a leaf two entries short: `ex` counts them).
 """
 
 import math
@@ -26,11 +26,18 @@ import helpers as H
 
 COUNTS = [1, 4, 5, 340, 341, 3000]
 PER_BLOCK = {1024: 84, 4096: 340}       # (bs - 12) / 12 entries a node
+LEAF_SLACK = 2      # a built leaf's room for a copy-on-write's cut
+
+
+def per_level(bs, level):
+    """Entries a built node of level (0: leaves) holds."""
+    return PER_BLOCK[bs] - (LEAF_SLACK if level == 0 else 0)
 
 
 def counts_for(bs):
-    per = PER_BLOCK[bs]
-    return sorted(set(COUNTS + [per, per + 1, 4 * per, 4 * per + 1]))
+    per, leaf = PER_BLOCK[bs], per_level(bs, 0)
+    return sorted(set(COUNTS + [per, per + 1, leaf, leaf + 1,
+                                4 * leaf, 4 * leaf + 1]))
 
 
 LEAF = re.compile(r"^\s*(\d+)/\s*(\d+)\s+\d+/\s*\d+\s+(\d+)\s*-\s*(\d+)\s+"
@@ -131,17 +138,16 @@ def test_same_mappings_as_source(built):
         assert got == moved, f"/o{n}: extents are not /e{n}'s moved"
 
 
-def test_kernel_append_shape(built):
-    """Every node full but the last of its level; four or fewer entries
-    live in the inode (depth 0)."""
+def test_append_shape(built):
+    """Every node full but the last of its level (a leaf: LEAF_SLACK
+    short of full); four or fewer entries live in the inode (depth 0)."""
     img, bs, want = built
-    per = PER_BLOCK[bs]
     for n in want:
         _, depth, nodes = extents(img, f"/c{n}")
         level_n, d = n, 0
         shape = []
         while level_n > 4:
-            level_n = math.ceil(level_n / per)
+            level_n = math.ceil(level_n / per_level(bs, d))
             shape.append(level_n)
             d += 1
         assert depth == d, f"/c{n}: depth {depth}, expected {d}"
@@ -191,8 +197,8 @@ def test_no_room_for_the_tree(tmp_path):
     sparse_file(src / "e", bs, n)
     img = tmp_path / "fs.img"
     H.mkfs(img, "16M", "-q", "-b", str(bs), "-d", str(src))
-    nodes = math.ceil(n / PER_BLOCK[bs])
-    nodes += math.ceil(nodes / PER_BLOCK[bs])
+    nodes = math.ceil(n / per_level(bs, 0))
+    nodes += math.ceil(nodes / per_level(bs, 1))
     left, k = free_blocks(img), 0
     while left >= nodes and k < 4:     # files' own trees take a few more
         fill = tmp_path / f"fill{k}"
@@ -294,11 +300,14 @@ def _cat(img, path):
 
 
 @pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
-@pytest.mark.parametrize("what", ["reflink", "clone"])
+@pytest.mark.parametrize("what", ["reflink", "clone", "cow"])
 def test_crash_after_each_write(tmp_path, what):
     """The tree built at once is invisible until the inode is written:
     a reflink target is absent or whole, a rebuilt file is old or new,
-    never a mix, and no count is below its mappings."""
+    never a mix, and no count is below its mappings.  A copy-on-write
+    that cuts an extent of a reflink's copy in three is one rewrite of
+    its leaf (the room left in every built leaf): the block is old or
+    new, never a hole."""
     import crashlib
     bs = 1024
     src = tmp_path / "src"
@@ -312,6 +321,12 @@ def test_crash_after_each_write(tmp_path, what):
                f"clone_range /s {s0 * bs} /d {d0 * bs} {nblk * bs}")
     new = bytearray(ddata)
     new[d0 * bs:(d0 + nblk) * bs] = sdata[s0 * bs:(s0 + nblk) * bs]
+    if what == "cow":
+        shell(base, ["reflink /d /dc"])
+        mid = (4 * 300 + 1) * bs        # the middle of piece 300
+        request = f"pwrite -S 119 /dc {mid} {bs}"
+        new = bytearray(ddata)
+        new[mid:mid + bs] = bytes([119]) * bs
     img = tmp_path / "crash.img"
     crashlib.sparse_copy(base, img)
     writes, _ = crashlib.count_writes(img, request, tmp_path)
@@ -326,10 +341,15 @@ def test_crash_after_each_write(tmp_path, what):
             got = _cat(img, "/c")
             if got is not None and got != sdata:
                 bad.append(f"crash={n}: /c is neither absent nor whole")
-        else:
+        elif what == "clone":
             got = _cat(img, "/d")
             if got not in (ddata, bytes(new)):
                 bad.append(f"crash={n}: /d is neither old nor new")
+        else:
+            if _cat(img, "/dc") not in (ddata, bytes(new)):
+                bad.append(f"crash={n}: /dc is neither old nor new")
+            if _cat(img, "/d") != ddata:
+                bad.append(f"crash={n}: /d changed")
         if _cat(img, "/s") != sdata:
             bad.append(f"crash={n}: /s changed")
     assert bad == []

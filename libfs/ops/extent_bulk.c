@@ -11,8 +11,10 @@
  * written once, then the index blocks above them likewise, then the
  * root in the inode, written once.
  *
- * The shape is the kernel's when it appends: every node full but the
- * last of its level (libext2fs's append leaves one entry fewer in each).
+ * The shape is nearly the kernel's when it appends (every node full but
+ * the last of its level; libext2fs's append leaves a leaf one entry
+ * short): every index node full but the last, every leaf two entries
+ * short but the last (per_node below).
  * A node's block is allocated as libext2fs allocates a split's: from
  * the goal one block before the first block its left neighbour (or, for
  * the first node of a level, the node itself) points to.
@@ -110,10 +112,23 @@ static blk64_t entry_target(const struct xr_ext_level *l, size_t i, int leaf)
 	return xr_extent_idx_child((struct ext3_extent_idx *)l->v + i);
 }
 
+/* Entries a block node holds (eh_max). */
 static size_t per_block(ext2_filsys fs)
 {
 	return (fs->blocksize - sizeof(struct ext3_extent_header)) /
 	       sizeof(struct ext3_extent);
+}
+
+/*
+ * Entries put in each node of level d: a leaf is left LEAF_SLACK short,
+ * so that the first copy-on-write into it, which cuts an extent in three,
+ * still fits and is one rewrite of the leaf (extent_splice.c) rather
+ * than libext2fs's split, which is not atomic.
+ */
+#define LEAF_SLACK	2
+static size_t per_node(ext2_filsys fs, int d)
+{
+	return d ? per_block(fs) : per_block(fs) - LEAF_SLACK;
 }
 
 void xr_extent_plan_free(struct xr_extent_plan *p)
@@ -130,13 +145,14 @@ void xr_extent_plan_free(struct xr_extent_plan *p)
 /* The levels above the leaves, their arrays allocated to size. */
 static errcode_t plan_levels(ext2_filsys fs, struct xr_extent_plan *p)
 {
-	size_t cnt = p->lv[0].n, per = per_block(fs);
+	size_t cnt = p->lv[0].n, per;
 	errcode_t err = 0;
 	int d = 0;
 
 	while (!err && cnt > ROOT_ENTRIES) {
 		if (d >= XR_EXT_MAX_DEPTH)
 			return EXT2_ET_CANT_INSERT_EXTENT;
+		per = per_node(fs, d);
 		cnt = (cnt + per - 1) / per;
 		p->nodes += cnt;
 		err = ext2fs_get_array(cnt, sizeof(struct ext3_extent_idx),
@@ -203,7 +219,7 @@ static errcode_t alloc_level(ext2_filsys fs, struct xr_extent_plan *p, int d)
 {
 	const struct xr_ext_level *l = &p->lv[d];
 	struct xr_ext_level *up = &p->lv[d + 1];
-	size_t i, prev = 0, per = per_block(fs);
+	size_t i, prev = 0, per = per_node(fs, d);
 	errcode_t err = 0;
 
 	for (i = 0; !err && i < l->n; i += per) {
@@ -230,7 +246,7 @@ static errcode_t write_level(ext2_filsys fs, ext2_ino_t ino,
 {
 	const struct xr_ext_level *l = &p->lv[d], *up = &p->lv[d + 1];
 	struct ext3_extent_header *eh = (void *)p->buf;
-	size_t k, i, cnt, per = per_block(fs);
+	size_t k, i, cnt, per = per_node(fs, d);
 	errcode_t err = 0;
 
 	for (k = 0; !err && k < up->n; k++) {
@@ -239,7 +255,7 @@ static errcode_t write_level(ext2_filsys fs, ext2_ino_t ino,
 		memset(p->buf, 0, fs->blocksize);
 		eh->eh_magic = ext2fs_cpu_to_le16(EXT3_EXT_MAGIC);
 		eh->eh_entries = ext2fs_cpu_to_le16(cnt);
-		eh->eh_max = ext2fs_cpu_to_le16(per);
+		eh->eh_max = ext2fs_cpu_to_le16(per_block(fs));
 		eh->eh_depth = ext2fs_cpu_to_le16(d);
 		memcpy(eh + 1, (char *)l->v + 12 * i, 12 * cnt);
 		err = ext2fs_extent_block_csum_set(fs, ino, eh);
