@@ -34,6 +34,8 @@
 #     bash bench/bench_reflink.sh
 #     REPS=5 N=1000 EXTENTS="1000 10000 100000" bash bench/bench_reflink.sh
 #     BUILD=/other/build bash bench/bench_reflink.sh   # another build's tools
+# (its bench/reflink_bench built from this reflink_bench.c, for the
+# medians of case 2: copy the file there and make bench/reflink_bench)
 #     CACHE=/some/dir bash bench/bench_reflink.sh  # keep the source images
 # (making the 100,000-extent file takes extref ~5 minutes: CACHE keeps
 # the images as made, before any reflink, for the next run.)
