@@ -134,6 +134,8 @@ SHELL_SEEDS = [
     "dedupe /f0 0 /r0 0 0\ndedupe /f1 0 /r1 1K 1K\n",
     "stats\nstat <5>\nstat <2>\nls <11>\nclose\nls\n",
     "pwrite -S 0x41 -- /holes 1G 10\ntruncate /many 0\ncheck\n",
+    "truncate /many 0\ntruncate /many 0\nclone_range /f0 0 /many 0 4K\n"
+    "reflink /many /m2\ncheck\n",
     "rm /e/x\nreflink /d/s/w /e/s/new\nclone_range /e/s/w 0 /e/s/new 0 0\n",
 ]
 

@@ -291,7 +291,8 @@ static void set_root(struct ext2_inode *inode, const struct xr_ext_level *l,
 	eh->eh_entries = ext2fs_cpu_to_le16(l->n);
 	eh->eh_max = ext2fs_cpu_to_le16(ROOT_ENTRIES);
 	eh->eh_depth = ext2fs_cpu_to_le16(depth);
-	memcpy(eh + 1, l->v, 12 * l->n);
+	if (l->n)	/* nothing mapped: no array at all */
+		memcpy(eh + 1, l->v, 12 * l->n);
 }
 
 /*
