@@ -61,6 +61,13 @@ struct extref_rec {
  * made in this same run (mkfs).
  */
 #define EXTREF_OPEN_TRUSTED	0x0010
+/*
+ * Write as on an image without a journal (the ordered, flushed path of
+ * extref_ops.h) even if it has one.  Otherwise a read-write open of an
+ * image with a journal makes every operation one transaction of it
+ * (extref_tx_begin), and first replays a journal that needs recovery.
+ */
+#define EXTREF_OPEN_NO_JOURNAL	0x0020
 
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
@@ -109,6 +116,24 @@ errcode_t extref_fs_close(extref_fs_t fs);
 void extref_fs_abort(extref_fs_t fs);
 ext2_filsys extref_fs_ext2(extref_fs_t fs);
 extref_tree_t extref_fs_tree(extref_fs_t fs);
+
+/*
+ * Transactions (images opened read-write with a journal).  Every
+ * operation of extref_ops.h is one; between extref_tx_begin and
+ * extref_tx_end several are one: extref_tx_end(fs, 0) commits them all
+ * (written to the journal, then in place), extref_tx_end(fs, err) with an
+ * error rolls all of them back, so that the image and the library's view
+ * of it are as they were at extref_tx_begin, and returns err.  Pairs nest;
+ * the outermost end commits.  A change bigger than the journal fails with
+ * EXTREF_ERR_TXN_TOO_BIG, rolled back.  On an image without a journal
+ * (or opened EXTREF_OPEN_NO_JOURNAL) both calls do nothing.
+ */
+errcode_t extref_tx_begin(extref_fs_t fs);
+errcode_t extref_tx_end(extref_fs_t fs, errcode_t err);
+/* 1 if operations on fs are journal transactions. */
+int extref_fs_journaled(extref_fs_t fs);
+/* Transactions the open replayed from the journal (0: none needed). */
+unsigned extref_fs_replayed(extref_fs_t fs);
 /* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE (read-write:
  * verified as by extref_fs_open, EXTREF_ERR_UNTRUSTED). */
 errcode_t extref_fs_load_tree(extref_fs_t fs);

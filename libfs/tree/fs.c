@@ -15,6 +15,8 @@
 #include "extref_fsck.h"
 #include "extref_ops.h"
 #include "quota/xr_quota.h"
+#include "xr_txio.h"
+#include "../journal/xr_journal.h"
 
 struct extref_fs {
 	ext2_filsys	fs;
@@ -27,7 +29,46 @@ struct extref_fs {
 	struct extref_cred ident;	/* extref_set_identity */
 	int		have_ident;
 	int		perm_hold;	/* xr_perm_hold: inner steps unchecked */
+	struct xr_tx	*tx;		/* transactions (txn.c), journaled images */
+	unsigned	replayed;	/* transactions the open replayed */
 };
+
+errcode_t extref_tx_begin(extref_fs_t xfs)
+{
+	return xr_tx_begin(xfs);
+}
+
+errcode_t extref_tx_end(extref_fs_t xfs, errcode_t err)
+{
+	return xr_tx_end(xfs, err);
+}
+
+int extref_fs_journaled(extref_fs_t xfs)
+{
+	return xfs->tx != NULL;
+}
+
+unsigned extref_fs_replayed(extref_fs_t xfs)
+{
+	return xfs->replayed;
+}
+
+struct xr_tx **xr_fs_txp(extref_fs_t xfs)
+{
+	return &xfs->tx;
+}
+
+/* After a rollback: the tree as committed (it was verified at open and
+ * every commit since is ours). */
+errcode_t xr_fs_reload_tree(extref_fs_t xfs)
+{
+	if (!xfs->tree)
+		return 0;
+	extref_tree_free(xfs->tree);
+	xfs->tree = NULL;
+	return extref_tree_open(xfs->fs, (xfs->flags & EXTREF_OPEN_RW) ?
+				EXTREF_TREE_RW : 0, &xfs->tree);
+}
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
 static errcode_t flush_later(io_channel io)
@@ -162,8 +203,11 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	}
 	if (!err && (fs->flags & EXT2_FLAG_RW))
 		err = xr_quota_attach(fs);	/* usage kept per inode write */
+	if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL))
+		err = xr_tx_attach(xfs);
 	if (err) {
 		xr_quota_detach(fs);
+		extref_tree_free(xfs->tree);
 		fs->io->manager = xfs->orig_iom;	/* the copy goes away */
 		ext2fs_free_mem(&xfs);
 		return err;
@@ -190,6 +234,29 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
 	return err;
 }
 
+/*
+ * A read-write open replays a journal that needs recovery, as e2fsck
+ * does, then opens the image again (its superblock, descriptors and
+ * bitmaps are the replayed ones).  Writing without a replay would build on
+ * a state the journal overrides: EXTREF_OPEN_NO_JOURNAL refuses.  A
+ * read-only open shows the image as it is, unreplayed (as stock debugfs
+ * does); the tools say so.
+ */
+static errcode_t replay(const char *name, int eflags, io_manager iom,
+			int flags, ext2_filsys *fsp, unsigned *n)
+{
+	errcode_t err;
+
+	if (flags & EXTREF_OPEN_NO_JOURNAL)
+		return EXTREF_ERR_NEEDS_RECOVERY;
+	err = xr_journal_recover(*fsp, (*fsp)->io, n);
+	ext2fs_free(*fsp);
+	*fsp = NULL;
+	if (!err)
+		err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, fsp);
+	return err;
+}
+
 errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 			 errcode_t *tree_err)
 {
@@ -197,6 +264,7 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	int eflags = EXT2_FLAG_64BITS;
 	int rw = flags & EXTREF_OPEN_RW;
 	extref_image_lock_t lock;
+	unsigned replayed = 0;
 	errcode_t err;
 #ifdef EXTREF_FAULT_INJECTION
 	/*
@@ -222,11 +290,16 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	if (flags & EXTREF_OPEN_FORCE)
 		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, &fs);
+	if (!err && ext2fs_has_feature_journal_needs_recovery(fs->super) &&
+	    rw)
+		err = replay(name, eflags, iom, flags, &fs, &replayed);
 	if (err)
 		goto cleanup;
 	err = wrap_locked(fs, flags, lock, ret, tree_err);
 	if (err)
 		ext2fs_free(fs);
+	else
+		(*ret)->replayed = replayed;
 cleanup:
 	if (err)
 		extref_image_unlock(lock);
@@ -239,6 +312,11 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 
 	if (!xfs)
 		return 0;
+	err = xr_tx_detach(xfs);	/* commits, empties the journal */
+	if (err) {
+		extref_fs_abort(xfs);	/* nothing more is written */
+		return err;
+	}
 	err = xr_quota_flush(xfs->fs);
 	xr_quota_detach(xfs->fs);
 	err2 = extref_tree_close(xfs->tree);
@@ -256,6 +334,7 @@ void extref_fs_abort(extref_fs_t xfs)
 {
 	if (!xfs)
 		return;
+	xr_tx_discard(xfs);
 	xr_quota_detach(xfs->fs);
 	extref_tree_free(xfs->tree);
 	ext2fs_free(xfs->fs);

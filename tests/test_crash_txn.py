@@ -1,0 +1,208 @@
+"""Crash tests of the journal's transactions: every operation is atomic.
+
+The operations of test_crash.py (and a batch of several, and the builder's
+dedupe) run in debugfs.extref on images WITH a journal, on top of the
+fault-injecting io manager (EXTREF_FAULT=crash=N: the first N writes reach
+the image, the rest are dropped; powercut=N,seed=S: the writes since the
+last flush reach it or not at random).  For each crash point a copy of the
+image is replayed, by stock `e2fsck -fy` or by the next extref tool that
+opens it for writing (alternately), and then:
+
+  - stock `e2fsck -fn` and `fsck.extref -fn` exit 0 (nothing to repair:
+    no over-count, no partial directory);
+  - the journal no longer needs recovery;
+  - the image's state is exactly the state before the operation or the
+    state after it: every file's bytes, every name of the root directory,
+    the reflinked tree, and the reference-count records.
+
+The "after" state is that of the same operation run without a fault.
+EXTREF_CRASH_FULL=1 sweeps every write point of every operation.
+"""
+
+import os
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+import crashlib
+import helpers
+
+_NO_FAULTS = helpers.fault_injection_skip_reason()
+pytestmark = pytest.mark.skipif(_NO_FAULTS is not None,
+                                reason=_NO_FAULTS or "")
+
+FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
+POINT_LIMIT = 400 if FULL else 24
+POWERCUT_EVERY = 2 if FULL else 4
+
+FILES = {"/keep": 7000, "/src": 24676, "/shared": 32768, "/dst": 32768,
+         "/dup1": 16384, "/dir/x": 3000, "/dir/y": 9000,
+         "/dir/sub/z": 5000}
+
+
+def _prepare(workdir, bs):
+    workdir.mkdir(parents=True, exist_ok=True)
+    img = workdir / f"base-{bs}.img"
+    helpers.mkfs(img, "16M", "-q", "-b", str(bs))
+    rng = random.Random(bs)
+    host = workdir / "host"
+    host.mkdir(exist_ok=True)
+    cmds = ["mkdir /dir", "mkdir /dir/sub"]
+    for i, (path, size) in enumerate(FILES.items()):
+        hf = host / f"h{i}"
+        hf.write_bytes(rng.randbytes(size))
+        cmds.append(f"write {hf} {path}")
+    cmds.append(f"write {host / 'h4'} /dup2")
+    cmds.append("reflink /shared /shared.ref")
+    junk = host / "junk"
+    junk.write_bytes(b"\xee" * (1 << 20))
+    cmds += [f"write {junk} /junk", "rm /junk"]
+    cmdfile = workdir / "prepare.cmds"
+    cmdfile.write_text("\n".join(cmds) + "\n")
+    res = helpers.run([crashlib.debugfs_extref(), "-w", "-f", str(cmdfile),
+                       str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    shutil.rmtree(host)
+    helpers.e2fsck_fn(img)
+    return img
+
+
+PATHS = list(FILES) + ["/dup2", "/shared.ref", "/src.copy", "/dir.copy/x",
+                       "/dir.copy/y", "/dir.copy/sub/z", "/new"]
+
+OPS = {
+    "reflink": ["reflink /src /src.copy"],
+    "reflink_r": ["reflink -r /dir /dir.copy"],
+    "clone_range": ["clone_range /src 0 /dst 8192 12288"],
+    "dedupe": ["dedupe /dup1 0 /dup2 0 16384"],
+    "pwrite": ["pwrite -S 90 /shared 5000 9000"],
+    "pwrite_inplace": ["pwrite -S 91 /keep 100 5000"],
+    "truncate": ["truncate /shared 10000"],
+    "punch": ["punch /shared 3000 12000"],
+    "rm": ["rm /shared"],
+    "batch": ["begin", "reflink /src /src.copy", "rm /dup2",
+              "pwrite -S 92 /dst 0 3000", "mkdir /new", "commit"],
+}
+
+
+def state(img, workdir):
+    """Everything a crash may not tear: bytes, names, counts."""
+    got = crashlib.dump_files(img, PATHS, workdir)
+    names = sorted(crashlib.ls_dir(img, "/") or {})
+    recs = crashlib.refcount_records(img)
+    return {"files": got, "names": names, "refcount": recs}
+
+
+def run(img, cmds, fault=None):
+    env = {"EXTREF_FAULT": fault} if fault else {}
+    cmdfile = Path(str(img) + ".cmds")
+    cmdfile.write_text("\n".join(cmds) + "\n")
+    return crashlib._run([crashlib.debugfs_extref(), "-w", "-f",
+                          str(cmdfile), str(img)], env=env)
+
+
+def count_writes(img, cmds, workdir):
+    out = Path(workdir) / "count.out"
+    if out.exists():
+        out.unlink()
+    cmdfile = Path(str(img) + ".cmds")
+    cmdfile.write_text("\n".join(cmds) + "\n")
+    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-f", str(cmdfile),
+                         str(img)],
+                        env={"EXTREF_FAULT": "count",
+                             "EXTREF_FAULT_OUT": str(out)})
+    assert res.returncode == 0, helpers.describe(res)
+    line = out.read_text().splitlines()[0]
+    return int(line.split()[0].split("=")[1])
+
+
+def needs_recovery(img):
+    res = crashlib._run(["dumpe2fs", "-h", str(img)])
+    return "needs_recovery" in res.stdout
+
+
+def replay(img, how):
+    if how == "e2fsck":
+        res = crashlib.e2fsck(img, "-fy")
+        assert res.returncode in (0, 1), helpers.describe(res)
+    else:
+        res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
+                             str(img)])
+        assert res.returncode == 0, helpers.describe(res)
+
+
+def check_point(img, before, after, workdir, how):
+    problems = []
+    replay(img, how)
+    if needs_recovery(img):
+        problems.append("still needs recovery after the replay")
+    res = crashlib.e2fsck(img, "-fn")
+    if res.returncode != 0:
+        problems.append("e2fsck -fn: " + res.stdout[-800:])
+    res = crashlib.fsck_run(img, "-fn")
+    if res.returncode != 0:
+        problems.append("fsck.extref -fn: " + res.stdout[-800:])
+    got = state(img, workdir)
+    if got != before and got != after:
+        diff = [k for k in got if got[k] != before[k] and got[k] != after[k]]
+        if "files" in diff:
+            diff = [p for p in PATHS
+                    if got["files"][p] not in (before["files"][p],
+                                               after["files"][p])]
+        problems.append(f"neither the state before nor after: {diff}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    root = tmp_path_factory.mktemp("crash-txn")
+    made = {}
+
+    def get(bs):
+        if bs not in made:
+            made[bs] = _prepare(root / str(bs), bs)
+        return made[bs]
+    yield get
+    shutil.rmtree(root, ignore_errors=True)
+
+
+CASES = [(op, 1024) for op in OPS] + \
+    [(op, 4096) for op in ("reflink_r", "pwrite", "batch")]
+
+
+@pytest.mark.parametrize("op,bs", CASES, ids=[f"{o}-{b}" for o, b in CASES])
+def test_crash_is_atomic(base, tmp_path, op, bs):
+    img0 = base(bs)
+    cmds = OPS[op]
+    before = state(img0, tmp_path)
+    done = tmp_path / "done.img"
+    crashlib.sparse_copy(img0, done)
+    res = run(done, cmds)
+    assert res.returncode == 0, helpers.describe(res)
+    helpers.e2fsck_fn(done)
+    after = state(done, tmp_path)
+    assert after != before
+    assert not needs_recovery(done)
+    probe = tmp_path / "probe.img"
+    crashlib.sparse_copy(img0, probe)
+    total = count_writes(probe, cmds, tmp_path)
+    failures = []
+    points = crashlib.crash_points(total, POINT_LIMIT)
+    for i, n in enumerate(points):
+        faults = [f"crash={n}"]
+        if i % POWERCUT_EVERY == 0:
+            faults.append(f"powercut={n},seed={n}")
+        for fault in faults:
+            img = tmp_path / "crash.img"
+            crashlib.sparse_copy(img0, img)
+            run(img, cmds, fault)
+            how = "e2fsck" if (n + len(fault)) % 2 else "extref"
+            probs = check_point(img, before, after, tmp_path, how)
+            if probs:
+                failures.append(f"{fault} (replayed by {how}): {probs}")
+                shutil.copy(img, tmp_path / f"failed-{len(failures)}.img")
+        if len(failures) >= 3:
+            break
+    assert not failures, f"{op} bs={bs} W={total}:\n" + "\n".join(failures)
