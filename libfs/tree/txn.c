@@ -45,8 +45,23 @@ struct xr_tx {
 	size_t		gd_size;
 	int		fsflags;
 	__u8		*dirty;		/* per group: 1 block, 2 inode bitmap */
+	struct xr_txfree *freed;	/* freed since the commit (below) */
+	size_t		nfreed, cap_freed;
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
+};
+
+/*
+ * Blocks freed since the last commit stay marked in use in the bitmap
+ * until the commit, as ext4 keeps them from reuse until its transaction
+ * commits: the committed state still maps them, and file data written
+ * straight to a block reused now would overwrite what a rollback or a
+ * crash brings back.  The commit unmarks them (the free counts were
+ * updated when they were freed).
+ */
+struct xr_txfree {
+	blk64_t		blk;
+	blk64_t		num;
 };
 
 #define DIRTY_BLOCKS	1
@@ -71,11 +86,36 @@ static void note_blocks(struct xr_tx *tx, blk64_t blk, blk64_t num)
 		tx->dirty[g] |= DIRTY_BLOCKS;
 }
 
+static void defer_free(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	if (!tx->fs->block_map ||
+	    xr_grow(&tx->freed, &tx->cap_freed, tx->nfreed,
+		    sizeof(*tx->freed)))
+		return;		/* no memory: the block may be reused */
+	ext2fs_mark_block_bitmap_range2(tx->fs->block_map, blk, num);
+	tx->freed[tx->nfreed].blk = blk;
+	tx->freed[tx->nfreed++].num = num;
+}
+
+/* At the commit: the blocks freed are free in the bitmap too. */
+static void release_freed(struct xr_tx *tx)
+{
+	size_t i;
+
+	for (i = 0; i < tx->nfreed; i++)
+		ext2fs_unmark_block_bitmap_range2(tx->fs->block_map,
+						  tx->freed[i].blk,
+						  tx->freed[i].num);
+	tx->nfreed = 0;
+}
+
 static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 {
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
+		if (inuse < 0)
+			defer_free(tx, blk, 1);
 		note_blocks(tx, blk, 1);
 		if (tx->old_cb)
 			tx->old_cb(fs, blk, inuse);
@@ -87,6 +127,8 @@ static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
+		if (inuse < 0)
+			defer_free(tx, blk, num);
 		note_blocks(tx, blk, num);
 		if (tx->old_range_cb)
 			tx->old_range_cb(fs, blk, num, inuse);
@@ -305,8 +347,10 @@ static errcode_t commit(struct xr_tx *tx)
 		err = extref_tree_commit(t);
 	if (!err)
 		err = xr_quota_flush(tx->fs);
-	if (!err)
+	if (!err) {
+		release_freed(tx);
 		err = put_groups(tx);
+	}
 	if (!err)
 		err = put_super(tx);
 	if (!err)
@@ -322,7 +366,7 @@ static int untouched(struct xr_tx *tx)
 	extref_tree_t t = extref_fs_tree(tx->xfs);
 	dgrp_t g;
 
-	if (xr_txio_nheld(tx->io) || (t && t->dirty) ||
+	if (xr_txio_nheld(tx->io) || (t && t->dirty) || tx->nfreed ||
 	    memcmp(&tx->super, tx->fs->super, sizeof(tx->super)) ||
 	    memcmp(tx->gd, tx->fs->group_desc, tx->gd_size))
 		return 0;
@@ -362,6 +406,7 @@ static errcode_t rollback(struct xr_tx *tx)
 		err = xr_quota_attach(fs);
 	}
 	memset(tx->dirty, 0, fs->group_desc_count);
+	tx->nfreed = 0;
 	return err;
 }
 
@@ -415,6 +460,7 @@ static void tx_free(struct xr_tx *tx)
 	xr_journal_close(tx->j);
 	ext2fs_free_mem(&tx->gd);
 	ext2fs_free_mem(&tx->dirty);
+	ext2fs_free_mem(&tx->freed);
 	ext2fs_free_mem(&tx);
 }
 
