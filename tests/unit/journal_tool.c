@@ -1,0 +1,139 @@
+/*
+ * journal_tool.c --- drive the journal module (libfs/journal) directly on
+ * an image, for tests/test_journal.py.
+ *
+ * Usage: journal_tool IMAGE commit [-r BLK]... [BLK=HOSTFILE]...
+ *		one transaction: each HOSTFILE (one block of bytes) logged
+ *		for filesystem block BLK, each -r BLK revoked; not
+ *		checkpointed
+ *	  journal_tool IMAGE checkpoint	 mark the journal empty
+ *	  journal_tool IMAGE recover	 replay; prints "replayed N"
+ *	  journal_tool IMAGE capacity [NREVOKE]  prints the blocks one
+ *		transaction can log now
+ *	  journal_tool IMAGE dirty	 prints 1 when s_start != 0, else 0
+ * The image is opened with libext2fs's unix io manager; the journal gets
+ * the image's own channel.  Exits 0, or 1 with the error on stderr.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <et/com_err.h>
+#include <ext2fs/ext2fs.h>
+#include "extref_err.h"
+#include "journal/xr_journal.h"
+
+static const char *prog = "journal_tool";
+
+static int fail(const char *what, errcode_t err)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, error_message(err));
+	return 1;
+}
+
+static errcode_t read_host(const char *path, unsigned bs, void **ret)
+{
+	FILE *f = fopen(path, "rb");
+	void *buf;
+	size_t got;
+
+	if (!f)
+		return errno;
+	buf = calloc(1, bs);
+	got = buf ? fread(buf, 1, bs, f) : 0;
+	fclose(f);
+	if (!buf)
+		return ENOMEM;
+	if (got != bs) {
+		free(buf);
+		return EXT2_ET_SHORT_READ;
+	}
+	*ret = buf;
+	return 0;
+}
+
+static int do_commit(ext2_filsys fs, struct xr_journal *j, int argc,
+		     char **argv)
+{
+	struct xr_jblock *b = calloc(argc + 1, sizeof(*b));
+	blk64_t *rv = calloc(argc + 1, sizeof(*rv));
+	size_t n = 0, nr = 0;
+	errcode_t err = 0;
+	int i, rc;
+
+	for (i = 0; i < argc && !err; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (!strcmp(argv[i], "-r") && i + 1 < argc) {
+			rv[nr++] = strtoull(argv[++i], NULL, 0);
+			continue;
+		}
+		if (!eq)
+			return fail("bad argument", EXT2_ET_INVALID_ARGUMENT);
+		b[n].blk = strtoull(argv[i], NULL, 0);
+		err = read_host(eq + 1, fs->blocksize, (void **)&b[n].data);
+		n++;
+	}
+	if (!err)
+		err = xr_journal_commit(j, b, n, rv, nr);
+	rc = err ? fail("commit", err) : 0;
+	for (i = 0; i < (int)n; i++)
+		free((void *)b[i].data);
+	free(b);
+	free(rv);
+	return rc;
+}
+
+static int run(ext2_filsys fs, const char *cmd, int argc, char **argv)
+{
+	struct xr_journal *j;
+	unsigned nt;
+	errcode_t err;
+	int rc = 0;
+
+	if (!strcmp(cmd, "recover")) {
+		err = xr_journal_recover(fs, fs->io, &nt);
+		if (err)
+			return fail("recover", err);
+		printf("replayed %u\n", nt);
+		return 0;
+	}
+	err = xr_journal_open(fs, fs->io, &j);
+	if (err)
+		return fail("open", err);
+	if (!strcmp(cmd, "commit"))
+		rc = do_commit(fs, j, argc, argv);
+	else if (!strcmp(cmd, "checkpoint"))
+		rc = (err = xr_journal_checkpoint_done(j)) ?
+		     fail("checkpoint", err) : 0;
+	else if (!strcmp(cmd, "capacity"))
+		printf("%llu\n", (unsigned long long)xr_journal_capacity(j,
+			argc ? strtoul(argv[0], NULL, 0) : 0));
+	else if (!strcmp(cmd, "dirty"))
+		printf("%d\n", xr_journal_dirty(j));
+	else
+		rc = fail(cmd, EXT2_ET_INVALID_ARGUMENT);
+	xr_journal_close(j);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	ext2_filsys fs;
+	errcode_t err;
+	int rc;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s IMAGE COMMAND [ARGS...]\n", prog);
+		return 2;
+	}
+	add_error_table(&et_xref_error_table);
+	initialize_ext2_error_table();
+	err = ext2fs_open(argv[1], EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0,
+			  unix_io_manager, &fs);
+	if (err)
+		return fail(argv[1], err);
+	rc = run(fs, argv[2], argc - 3, argv + 3);
+	ext2fs_free(fs);
+	return rc;
+}
