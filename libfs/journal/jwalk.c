@@ -73,6 +73,8 @@ static errcode_t end(struct walk *w, enum xr_jend why, __u32 found)
 	r.tid = w->tid;
 	r.end = why;
 	r.found = found;
+	if (why == XR_JEND_TYPE || why == XR_JEND_BAD)
+		r.blocktype = xr_be32(w->blk + 4);
 	rc = w->fn(&r, w->priv);
 	return rc == XR_JWALK_STOP ? 0 : rc;
 }

@@ -133,6 +133,7 @@ struct xr_jinfo {
 	__u32	start, sequence, first, maxlen, blocksize;
 	__u32	compat, incompat, ro_compat;
 	__u32	errnum;
+	const void *raw;	/* the 1024 bytes as on disk */
 };
 void	  xr_journal_info(struct xr_journal *j, struct xr_jinfo *info);
 
