@@ -11,6 +11,9 @@
  *	  journal_tool IMAGE capacity [NREVOKE]  prints the blocks one
  *		transaction can log now
  *	  journal_tool IMAGE dirty	 prints 1 when s_start != 0, else 0
+ * Several commands run in one process (one open journal, so that the
+ * log's head moves on past checkpoints) when separated by "+":
+ *	  journal_tool IMAGE commit 10=a + checkpoint + commit 11=b
  * The image is opened with libext2fs's unix io manager; the journal gets
  * the image's own channel.  Exits 0, or 1 with the error on stderr.
  */
@@ -84,14 +87,35 @@ static int do_commit(ext2_filsys fs, struct xr_journal *j, int argc,
 	return rc;
 }
 
-static int run(ext2_filsys fs, const char *cmd, int argc, char **argv)
+static int run_one(ext2_filsys fs, struct xr_journal *j, const char *cmd,
+		   int argc, char **argv)
+{
+	errcode_t err;
+
+	if (!strcmp(cmd, "commit"))
+		return do_commit(fs, j, argc, argv);
+	if (!strcmp(cmd, "checkpoint")) {
+		err = xr_journal_checkpoint_done(j);
+		return err ? fail("checkpoint", err) : 0;
+	}
+	if (!strcmp(cmd, "capacity"))
+		printf("%llu\n", (unsigned long long)xr_journal_capacity(j,
+			argc ? strtoul(argv[0], NULL, 0) : 0));
+	else if (!strcmp(cmd, "dirty"))
+		printf("%d\n", xr_journal_dirty(j));
+	else
+		return fail(cmd, EXT2_ET_INVALID_ARGUMENT);
+	return 0;
+}
+
+static int run(ext2_filsys fs, int argc, char **argv)
 {
 	struct xr_journal *j;
 	unsigned nt;
 	errcode_t err;
-	int rc = 0;
+	int rc = 0, i, n;
 
-	if (!strcmp(cmd, "recover")) {
+	if (!strcmp(argv[0], "recover")) {
 		err = xr_journal_recover(fs, fs->io, &nt);
 		if (err)
 			return fail("recover", err);
@@ -101,18 +125,11 @@ static int run(ext2_filsys fs, const char *cmd, int argc, char **argv)
 	err = xr_journal_open(fs, fs->io, &j);
 	if (err)
 		return fail("open", err);
-	if (!strcmp(cmd, "commit"))
-		rc = do_commit(fs, j, argc, argv);
-	else if (!strcmp(cmd, "checkpoint"))
-		rc = (err = xr_journal_checkpoint_done(j)) ?
-		     fail("checkpoint", err) : 0;
-	else if (!strcmp(cmd, "capacity"))
-		printf("%llu\n", (unsigned long long)xr_journal_capacity(j,
-			argc ? strtoul(argv[0], NULL, 0) : 0));
-	else if (!strcmp(cmd, "dirty"))
-		printf("%d\n", xr_journal_dirty(j));
-	else
-		rc = fail(cmd, EXT2_ET_INVALID_ARGUMENT);
+	for (i = 0; i < argc && !rc; i += n + 1) {
+		for (n = 0; i + n < argc && strcmp(argv[i + n], "+"); n++)
+			;
+		rc = run_one(fs, j, argv[i], n - 1, argv + i + 1);
+	}
 	xr_journal_close(j);
 	return rc;
 }
@@ -133,7 +150,7 @@ int main(int argc, char **argv)
 			  unix_io_manager, &fs);
 	if (err)
 		return fail(argv[1], err);
-	rc = run(fs, argv[2], argc - 3, argv + 3);
+	rc = run(fs, argc - 2, argv + 2);
 	ext2fs_free(fs);
 	return rc;
 }
