@@ -239,14 +239,15 @@ static errcode_t put_body(struct xr_journal *j, const struct xr_jblock *b,
 			  size_t n, const blk64_t *revoke, size_t nrevoke,
 			  __u8 *buf, __u32 *pos)
 {
-	size_t tpd = xr_jtags_per_desc(j->bs, j->sb.incompat), i, cnt;
+	size_t tpd, i, cnt;
 	errcode_t err = 0;
 	int wrote;
 
 	if (!j->sb.start)
-		err = start_log(j);
+		err = start_log(j);	/* may change the tag format */
 	if (!err)
 		err = xr_jset_recover(j, 1, &wrote);
+	tpd = xr_jtags_per_desc(j->bs, j->sb.incompat);
 	for (i = 0; i < n && !err; i += cnt) {
 		cnt = n - i < tpd ? n - i : tpd;
 		err = put_desc(j, b + i, cnt, buf, buf + j->bs, pos);
