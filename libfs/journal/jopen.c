@@ -72,6 +72,8 @@ static errcode_t journal_inode(ext2_filsys fs, ext2_ino_t *ino,
 	if (err)
 		return err;
 	*nblocks = EXT2_I_SIZE(&inode) / fs->blocksize;
+	if (*nblocks > ext2fs_blocks_count(fs->super))
+		*nblocks = ext2fs_blocks_count(fs->super);
 	if (*nblocks < 2 || *nblocks > 0xffffffffULL)
 		return EXTREF_ERR_JNL_BAD_SUPER;
 	return 0;

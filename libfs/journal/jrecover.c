@@ -69,6 +69,8 @@ static void sort_revokes(struct replay_ctx *c)
 {
 	size_t i, n = 0;
 
+	if (!c->nrv)
+		return;
 	qsort(c->rv, c->nrv, sizeof(*c->rv), cmp_revoke);
 	for (i = 0; i < c->nrv; i++) {
 		if (n && c->rv[n - 1].blk == c->rv[i].blk) {
