@@ -508,3 +508,67 @@ def test_logdump_matches_stock_debugfs(tmp_path, opts):
     ours = shell_logdump(img, opts)
     assert ours == stock_logdump(img, opts)
     assert "type 5 (revoke table)" in ours
+
+
+# ----- crashes: every write of commit, write in place, checkpoint -----
+
+def replay_states(img, blocks, old, new, nbs):
+    """'old' or 'new' when every block is so, else the mixed list."""
+    now = [read_block(img, b, nbs) for b in blocks]
+    if all(now[i] == new[b] for i, b in enumerate(blocks)):
+        return "new"
+    if all(now[i] == old[b] for i, b in enumerate(blocks)):
+        return "old"
+    return [("new" if now[i] == new[b] else "old" if now[i] == old[b]
+             else "?") for i, b in enumerate(blocks)]
+
+
+@pytest.mark.parametrize("mode", ["crash", "powercut"])
+def test_crash_at_any_write_replays_all_or_nothing(tmp_path, mode):
+    """The sequence a caller runs (commit, write the blocks home, flush,
+    checkpoint_done) stopped after each of its writes (crash=N), or with
+    the writes since the last flush landing at random (powercut=N): after
+    replay, by stock e2fsck and by ours, the blocks are all old or all
+    new, new from the commit block on, and both images are clean."""
+    reason = H.fault_injection_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    base = make_image(tmp_path / "base.img", "1024", "metadata_csum,64bit",
+                      jsize=1, size="16M")
+    blocks = free_blocks(base, 8)
+    old = {b: read_block(base, b, 1024) for b in blocks}
+    new, args = write_host_blocks(tmp_path, blocks, 1024, random.Random(6),
+                                  magic_every=3)
+    seq = ["commit", *args, "+", "home", *args, "+", "checkpoint"]
+    out = tmp_path / "count.txt"
+    img = str(tmp_path / "img")
+    shutil.copyfile(base, img)
+    H.run([H.binary("tests/unit/journal_tool"), img, *seq],
+          env={"EXTREF_FAULT": "count", "EXTREF_FAULT_OUT": str(out)})
+    writes = int(re.search(r"writes=(\d+)", out.read_text()).group(1))
+    assert writes >= len(blocks) * 2 + 4
+    seen_new = seen_old = False
+    for n in range(0 if mode == "crash" else 1, writes + 1):
+        fault = f"crash={n}" if mode == "crash" else f"powercut={n},seed={n}"
+        shutil.copyfile(base, img)
+        H.run([H.binary("tests/unit/journal_tool"), img, *seq],
+              env={"EXTREF_FAULT": fault})
+        ours, stock = img + ".ours", img + ".stock"
+        shutil.copyfile(img, ours)
+        shutil.copyfile(img, stock)
+        tool(ours, "recover")
+        e2fsck_replay(stock)
+        states = {}
+        for name, path in (("ours", ours), ("stock", stock)):
+            states[name] = replay_states(path, blocks, old, new, 1024)
+            assert states[name] in ("old", "new"), (fault, name,
+                                                    states[name])
+            assert not needs_recovery(path), (fault, name)
+            H.e2fsck_fn(path)
+        assert states["ours"] == states["stock"], fault
+        if mode == "crash":
+            # once the commit block is on disk, the change stays
+            assert not (seen_new and states["ours"] == "old"), fault
+        seen_new |= states["ours"] == "new"
+        seen_old |= states["ours"] == "old"
+    assert seen_new and seen_old

@@ -243,10 +243,9 @@ static errcode_t put_body(struct xr_journal *j, const struct xr_jblock *b,
 	errcode_t err = 0;
 	int wrote;
 
-	if (!j->sb.start)
+	err = xr_jset_recover(j, 1, &wrote);
+	if (!err && !j->sb.start)
 		err = start_log(j);	/* may change the tag format */
-	if (!err)
-		err = xr_jset_recover(j, 1, &wrote);
 	tpd = xr_jtags_per_desc(j->bs, j->sb.incompat);
 	for (i = 0; i < n && !err; i += cnt) {
 		cnt = n - i < tpd ? n - i : tpd;

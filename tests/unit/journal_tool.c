@@ -11,11 +11,15 @@
  *	  journal_tool IMAGE capacity [NREVOKE]  prints the blocks one
  *		transaction can log now
  *	  journal_tool IMAGE dirty	 prints 1 when s_start != 0, else 0
+ *	  journal_tool IMAGE home [BLK=HOSTFILE]...  write the blocks in
+ *		place and flush (what the caller does between commit and
+ *		checkpoint)
  * Several commands run in one process (one open journal, so that the
  * log's head moves on past checkpoints) when separated by "+":
  *	  journal_tool IMAGE commit 10=a + checkpoint + commit 11=b
- * The image is opened with libext2fs's unix io manager; the journal gets
- * the image's own channel.  Exits 0, or 1 with the error on stderr.
+ * The image is opened with libext2fs's unix io manager, or with the
+ * fault-injecting one when EXTREF_FAULT is set (crash tests; a build with
+ * --enable-fault-injection); the journal gets the image's own channel.  Exits 0, or 1 with the error on stderr.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include <ext2fs/ext2fs.h>
 #include "extref_err.h"
 #include "journal/xr_journal.h"
+#include "tree/extref_int.h"	/* extref_fault_io_manager */
 
 static const char *prog = "journal_tool";
 
@@ -87,6 +92,29 @@ static int do_commit(ext2_filsys fs, struct xr_journal *j, int argc,
 	return rc;
 }
 
+static int do_home(ext2_filsys fs, int argc, char **argv)
+{
+	errcode_t err = 0;
+	void *buf;
+	int i;
+
+	for (i = 0; i < argc && !err; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (!eq)
+			return fail("bad argument", EXT2_ET_INVALID_ARGUMENT);
+		err = read_host(eq + 1, fs->blocksize, &buf);
+		if (err)
+			break;
+		err = io_channel_write_blk64(fs->io,
+					     strtoull(argv[i], NULL, 0), 1, buf);
+		free(buf);
+	}
+	if (!err)
+		err = io_channel_flush(fs->io);
+	return err ? fail("home", err) : 0;
+}
+
 static int run_one(ext2_filsys fs, struct xr_journal *j, const char *cmd,
 		   int argc, char **argv)
 {
@@ -94,6 +122,8 @@ static int run_one(ext2_filsys fs, struct xr_journal *j, const char *cmd,
 
 	if (!strcmp(cmd, "commit"))
 		return do_commit(fs, j, argc, argv);
+	if (!strcmp(cmd, "home"))
+		return do_home(fs, argc, argv);
 	if (!strcmp(cmd, "checkpoint")) {
 		err = xr_journal_checkpoint_done(j);
 		return err ? fail("checkpoint", err) : 0;
@@ -134,6 +164,17 @@ static int run(ext2_filsys fs, int argc, char **argv)
 	return rc;
 }
 
+static io_manager io_manager_for_env(void)
+{
+#ifdef EXTREF_FAULT_INJECTION
+	const char *f = getenv("EXTREF_FAULT");
+
+	if (f && *f)
+		return extref_fault_io_manager;
+#endif
+	return unix_io_manager;
+}
+
 int main(int argc, char **argv)
 {
 	ext2_filsys fs;
@@ -147,7 +188,7 @@ int main(int argc, char **argv)
 	add_error_table(&et_xref_error_table);
 	initialize_ext2_error_table();
 	err = ext2fs_open(argv[1], EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0,
-			  unix_io_manager, &fs);
+			  io_manager_for_env(), &fs);
 	if (err)
 		return fail(argv[1], err);
 	rc = run(fs, argc - 2, argv + 2);
