@@ -508,6 +508,16 @@ def test_logdump_matches_stock_debugfs(tmp_path, opts):
     ours = shell_logdump(img, opts)
     assert ours == stock_logdump(img, opts)
     assert "type 5 (revoke table)" in ours
+    # after a replay the log restarts at s_first with a later tid: a
+    # transaction of 61 copies (one descriptor, commit at 63) ends at the
+    # old log's second descriptor, at block 64
+    tool(img, "recover")
+    _, a3 = write_host_blocks(tmp_path, blocks[:61], 1024, rng, tag="z")
+    tool(img, "commit", *a3)
+    ours = shell_logdump(img, opts)
+    assert ours == stock_logdump(img, opts)
+    assert re.search(r"Found sequence 1 \(not 5\) at block \d+: end of "
+                     r"journal", ours)
 
 
 # ----- crashes: every write of commit, write in place, checkpoint -----

@@ -116,7 +116,7 @@ static errcode_t replay_log(struct xr_journal *j, __u32 end_tid)
 	c.j = j;
 	c.first_tid = j->sb.sequence;
 	c.end_tid = end_tid;
-	err = xr_journal_walk(j, gather, &c);
+	err = xr_jwalk(j, 1, gather, &c);	/* revoke records only */
 	if (!err) {
 		sort_revokes(&c);
 		err = xr_journal_walk(j, replay, &c);

@@ -18,6 +18,7 @@ struct walk {
 	__u32		pos;		/* journal block of blk */
 	__u32		tid;		/* tid expected */
 	__u32		walked;		/* log blocks walked */
+	int		nodata;		/* copies neither read nor checked */
 };
 
 /* A decoded descriptor tag. */
@@ -95,19 +96,22 @@ static errcode_t walk_tag(struct walk *w, const struct jtag *t)
 	struct xr_jrec r;
 	errcode_t err;
 
-	err = xr_jread(w->j, w->pos, w->copy);
-	if (err)
-		return err;
 	memset(&r, 0, sizeof(r));
 	r.type = XR_JREC_BLOCK;
 	r.jblk = w->pos;
 	r.tid = w->tid;
 	r.fsblk = t->blk;
 	r.flags = t->flags;
-	r.csum_ok = tag_csum_ok(w, t);
-	if (t->flags & JBD2_FLAG_ESCAPE)
-		xr_put_be32(w->copy, JBD2_MAGIC);
-	r.data = w->copy;
+	r.csum_ok = 1;
+	if (!w->nodata) {
+		err = xr_jread(w->j, w->pos, w->copy);
+		if (err)
+			return err;
+		r.csum_ok = tag_csum_ok(w, t);
+		if (t->flags & JBD2_FLAG_ESCAPE)
+			xr_put_be32(w->copy, JBD2_MAGIC);
+		r.data = w->copy;
+	}
 	return w->fn(&r, w->priv);
 }
 
@@ -243,12 +247,14 @@ static errcode_t walk_log(struct walk *w)
 	}
 }
 
-errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
+errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
+		   void *priv)
 {
 	struct walk w;
 	errcode_t err;
 
 	memset(&w, 0, sizeof(w));
+	w.nodata = nodata;
 	w.j = j;
 	w.fn = fn;
 	w.priv = priv;
@@ -264,4 +270,9 @@ errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
 	ext2fs_free_mem(&w.blk);
 	ext2fs_free_mem(&w.copy);
 	return err;
+}
+
+errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
+{
+	return xr_jwalk(j, 0, fn, priv);
 }
