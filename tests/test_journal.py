@@ -545,7 +545,7 @@ def test_crash_at_any_write_replays_all_or_nothing(tmp_path, mode):
         pytest.skip(reason)
     base = make_image(tmp_path / "base.img", "1024", "metadata_csum,64bit",
                       jsize=1, size="16M")
-    blocks = free_blocks(base, 8)
+    blocks = free_blocks(base, 4)
     old = {b: read_block(base, b, 1024) for b in blocks}
     new, args = write_host_blocks(tmp_path, blocks, 1024, random.Random(6),
                                   magic_every=3)
