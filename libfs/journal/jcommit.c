@@ -74,7 +74,8 @@ static int cmp_blk(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Every block in range and none both logged and revoked. */
+/* Every block in range (and within 32 bits without 64-bit tags), none
+ * both logged and revoked. */
 static errcode_t check_args(struct xr_journal *j, const struct xr_jblock *b,
 			    size_t n, const blk64_t *revoke, size_t nrevoke)
 {
@@ -83,7 +84,8 @@ static errcode_t check_args(struct xr_journal *j, const struct xr_jblock *b,
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (b[i].blk >= nblocks || !b[i].data)
+		if (b[i].blk >= nblocks || !b[i].data || (b[i].blk >> 32 &&
+		    !(write_features(j) & JBD2_FEATURE_INCOMPAT_64BIT)))
 			return EXT2_ET_INVALID_ARGUMENT;
 	for (i = 0; i < nrevoke; i++)
 		if (revoke[i] >= nblocks)
@@ -272,10 +274,6 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
 		return err;
 	if (blocks_needed(j->bs, write_features(j), n, nrevoke) > log_free(j))
 		return EXTREF_ERR_JNL_FULL;
-	if (!(write_features(j) & JBD2_FEATURE_INCOMPAT_64BIT))
-		for (size_t i = 0; i < n; i++)
-			if (b[i].blk >> 32)
-				return EXT2_ET_INVALID_ARGUMENT;
 	err = ext2fs_get_array(2, j->bs, &buf);
 	if (err)
 		return err;
