@@ -88,7 +88,8 @@ static errcode_t check_args(struct xr_journal *j, const struct xr_jblock *b,
 		    !(write_features(j) & JBD2_FEATURE_INCOMPAT_64BIT)))
 			return EXT2_ET_INVALID_ARGUMENT;
 	for (i = 0; i < nrevoke; i++)
-		if (revoke[i] >= nblocks)
+		if (revoke[i] >= nblocks || (revoke[i] >> 32 &&
+		    !(write_features(j) & JBD2_FEATURE_INCOMPAT_64BIT)))
 			return EXT2_ET_INVALID_ARGUMENT;
 	if (!nrevoke || !n)
 		return 0;
