@@ -9,7 +9,9 @@
  * replays what they write.  Every read and write of the journal, of the
  * blocks replayed and of the primary superblock's needs_recovery bit goes
  * through the io_channel given to xr_journal_open / xr_journal_recover:
- * the caller passes the raw channel below any buffering of its own.
+ * the caller passes the raw channel below any buffering of its own, with
+ * the filesystem's block size.  The journal inode's block map is read
+ * once, at open, through fs.
  */
 #ifndef XR_JOURNAL_H
 #define XR_JOURNAL_H
@@ -65,6 +67,13 @@ errcode_t xr_journal_checkpoint_done(struct xr_journal *j);
  * Set (on) or clear needs_recovery in the primary superblock on disk
  * (read through the channel, checksum updated) and in fs->super, then
  * flush.  Nothing is written when the disk already says so.
+ *
+ * A caller whose transactions log the superblock's block calls it with
+ * on=1 when a transaction begins, before that block is captured: then
+ * the copy in the journal and the one written in place both carry the
+ * bit, and needs_recovery is never clear on disk while the journal holds
+ * data (the kernel discards, unreplayed, a journal whose filesystem says
+ * it needs no recovery).  Commit sets it too, for callers that do not.
  */
 errcode_t xr_journal_mark_recover(struct xr_journal *j, int on);
 
