@@ -625,3 +625,27 @@ def test_random_corruption_replays_cleanly_or_writes_nothing(tmp_path):
             assert H.sha256(img) == before
             outcomes.add("refused")
     assert "refused" in outcomes and len(outcomes) >= 2, outcomes
+
+
+def test_external_journal_and_fast_commits_are_refused(tmp_path):
+    """An image whose journal is elsewhere (s_journal_inum 0, as for an
+    external device) and a journal with the fast-commit feature: a clear
+    error, nothing written."""
+    ext = make_image(tmp_path / "ext.img", "1024", "metadata_csum,64bit")
+    H.run(["debugfs", "-w", "-R", "ssv journal_inum 0", ext])
+    fc = make_image(tmp_path / "fc.img", "1024", "^metadata_csum,64bit")
+    jsb = journal_pblk(fc, 0) * 1024
+    with open(fc, "r+b") as f:          # s_feature_incompat |= FAST_COMMIT
+        f.seek(jsb + 0x28)
+        incompat = struct.unpack(">I", f.read(4))[0]
+        f.seek(jsb + 0x28)
+        f.write(struct.pack(">I", incompat | 0x20))
+    for img, msg in ((ext, "external device"), (fc, "fast commits")):
+        before = H.sha256(img)
+        for cmd in (["recover"], ["capacity"]):
+            res = tool(img, *cmd, check=False)
+            assert res.returncode == 1 and msg in res.stderr, H.describe(res)
+        res = H.run([H.binary("debugfs.extref"), "-R", "logdump", img],
+                    check=False)
+        assert res.returncode != 0 and msg in res.stderr, H.describe(res)
+        assert H.sha256(img) == before
