@@ -206,3 +206,45 @@ def test_crash_is_atomic(base, tmp_path, op, bs):
         if len(failures) >= 3:
             break
     assert not failures, f"{op} bs={bs} W={total}:\n" + "\n".join(failures)
+
+
+def test_crash_in_a_session_that_wraps_the_journal(base, tmp_path):
+    """120 reflinks in one session: more than the 1 MiB journal of a 16 MiB
+    image with 1 KiB blocks holds, so the log is emptied and wraps while
+    the session runs.  Crashed anywhere, the replayed image holds the
+    first k of the new names for some k, each a copy of /keep, and both
+    checkers are clean."""
+    img0 = base(1024)
+    n = 120
+    cmds = [f"reflink /keep /r{i:03d}" for i in range(n)]
+    keep = crashlib.dump_files(img0, ["/keep"], tmp_path)["/keep"]
+    probe = tmp_path / "probe.img"
+    crashlib.sparse_copy(img0, probe)
+    total = count_writes(probe, cmds, tmp_path)
+    failures = []
+    for i, w in enumerate(crashlib.crash_points(total, POINT_LIMIT)):
+        fault = f"crash={w}" if i % 2 else f"powercut={w},seed={w}"
+        img = tmp_path / "crash.img"
+        crashlib.sparse_copy(img0, img)
+        run(img, cmds, fault)
+        how = "e2fsck" if i % 4 < 2 else "extref"
+        replay(img, how)
+        probs = []
+        for tool in (("e2fsck",), ("fsck",)):
+            res = crashlib.e2fsck(img, "-fn") if tool[0] == "e2fsck" \
+                else crashlib.fsck_run(img, "-fn")
+            if res.returncode != 0:
+                probs.append(f"{tool[0]} -fn: {res.stdout[-600:]}")
+        names = sorted(x for x in (crashlib.ls_dir(img, "/") or {})
+                       if x.startswith("r"))
+        k = len(names)
+        if names != [f"r{j:03d}" for j in range(k)]:
+            probs.append(f"not a prefix of the session: {names[:5]}...")
+        got = crashlib.dump_files(img, [f"/{x}" for x in names], tmp_path)
+        if any(v != keep for v in got.values()):
+            probs.append("a new name's content differs from /keep")
+        if probs:
+            failures.append(f"{fault} (replayed by {how}): {probs}")
+        if len(failures) >= 3:
+            break
+    assert not failures, f"W={total}:\n" + "\n".join(failures)

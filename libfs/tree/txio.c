@@ -285,14 +285,19 @@ errcode_t xr_txio_write_home(struct xr_txio *t)
 	return 0;
 }
 
-/* Keep only the logged entries (the others hold nothing). */
-static void compact(struct xr_txio *t, int keep_logged)
+/*
+ * Drop the entries that are of no more use: with drop_held, every held
+ * copy goes and only the logged entries stay (a rollback); without, the
+ * held copies stay and so do the logged entries.
+ */
+static void compact(struct xr_txio *t, int drop_held)
 {
 	size_t i, k = 0;
 
 	for (i = 0; i < t->nent; i++) {
-		unhold(t, &t->ent[i]);
-		if (keep_logged && t->ent[i].logged)
+		if (drop_held)
+			unhold(t, &t->ent[i]);
+		if (t->ent[i].logged || t->ent[i].data)
 			t->ent[k++] = t->ent[i];
 	}
 	t->nent = k;
@@ -482,7 +487,10 @@ static errcode_t tx_readahead(io_channel ch, unsigned long long block,
 
 static void free_txio(struct xr_txio *t)
 {
-	compact(t, 0);
+	size_t i;
+
+	for (i = 0; i < t->nent; i++)
+		unhold(t, &t->ent[i]);
 	ext2fs_free_mem(&t->ent);
 	ext2fs_free_mem(&t->slot);
 	ext2fs_free_mem(&t->rev);

@@ -45,6 +45,7 @@ struct xr_tx {
 	size_t		gd_size;
 	int		fsflags;
 	__u8		*dirty;		/* per group: 1 block, 2 inode bitmap */
+	blk64_t		max_blocks;	/* a transaction of an empty journal */
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
@@ -293,7 +294,7 @@ static errcode_t checkpoint(struct xr_tx *tx)
 	if (!err) {
 		xr_txio_forget_logged(tx->io);
 		ext2fs_clear_feature_journal_needs_recovery(tx->fs->super);
-		tx->super = *tx->fs->super;
+		ext2fs_clear_feature_journal_needs_recovery(&tx->super);
 	}
 	return err;
 }
@@ -310,15 +311,15 @@ static errcode_t to_journal(struct xr_tx *tx)
 	err = xr_txio_held(tx->io, &held, &n);
 	if (err || (!n && !nrev))
 		goto out;
-	if (n > xr_journal_capacity(tx->j, nrev)) {
-		err = EXTREF_ERR_TXN_TOO_BIG;
-		goto out;
-	}
-	if (n > xr_journal_room(tx->j, nrev)) {
+	/* no room left in the log: empty it first; still none: too big */
+	if (n > xr_journal_capacity(tx->j, nrev) && xr_journal_dirty(tx->j)) {
 		err = checkpoint(tx);
 		if (err)
 			goto out;
-		rev = xr_txio_revokes(tx->io, &nrev);
+	}
+	if (n > xr_journal_capacity(tx->j, nrev)) {
+		err = EXTREF_ERR_TXN_TOO_BIG;
+		goto out;
 	}
 	err = ext2fs_get_array(n ? n : 1, sizeof(*jb), &jb);
 	for (i = 0; !err && i < n; i++) {
@@ -441,7 +442,7 @@ errcode_t xr_tx_commit_point(extref_fs_t xfs)
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
 	if (!tx || tx->depth != 1 ||
-	    xr_txio_nheld(tx->io) < xr_journal_capacity(tx->j, 0) / 2)
+	    xr_txio_nheld(tx->io) < tx->max_blocks / 2)
 		return 0;
 	return commit(tx);
 }
@@ -480,7 +481,12 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 		err = ext2fs_get_memzero(fs->group_desc_count, &tx->dirty);
 	if (!err)
 		err = xr_journal_open(fs, fs->io, &tx->j);
+	if (!err && xr_journal_dirty(tx->j))
+		err = EXTREF_ERR_JNL_REPLAY_FIRST;	/* open replays first */
+	if (!err)
+		tx->max_blocks = xr_journal_capacity(tx->j, 0);
 	if (err) {
+		xr_journal_close(tx->j);
 		ext2fs_free_mem(&tx->gd);
 		ext2fs_free_mem(&tx->dirty);
 		ext2fs_free_mem(&tx);
