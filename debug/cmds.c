@@ -233,7 +233,7 @@ int impl_help(struct cmd_args *a)
 static int run_in_transaction(const struct cmd_spec *spec,
 			      struct cmd_args *a)
 {
-	errcode_t err = extref_tx_begin(sh.xfs);
+	errcode_t err = extref_tx_begin2(sh.xfs, EXTREF_TX_SPLIT);
 	int ret;
 
 	if (err) {

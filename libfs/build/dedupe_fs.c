@@ -188,7 +188,7 @@ static errcode_t apply(struct dd *d, const struct act *a, __u64 len)
 					  a->dino, a->dlblk * bs + off, step,
 					  &done, &differs);
 		if (!err)
-			err = xr_tx_commit_point(d->xfs);
+			err = xr_tx_split_point(d->xfs);
 	}
 	/* A range the rules refuse (overlapping itself in one file, sizes
 	 * that differ) is left as it is. */

@@ -306,3 +306,16 @@ errcode_t xr_journal_checkpoint_done(struct xr_journal *j)
 	}
 	return xr_journal_mark_recover(j, 0);
 }
+
+errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j)
+{
+	errcode_t err = 0;
+	int wrote;
+
+	if (j->sb.start) {
+		j->sb.start = 0;
+		j->sb.sequence = j->tid;
+		err = xr_jsb_write(j);
+	}
+	return err ? err : xr_jset_recover(j, 0, &wrote);
+}

@@ -62,6 +62,9 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
  * flush.
  */
 errcode_t xr_journal_checkpoint_done(struct xr_journal *j);
+/* The same writes without the flushes, for a caller that flushes next
+ * (the last checkpoint before ext2fs_close). */
+errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j);
 
 /*
  * Set (on) or clear needs_recovery in the primary superblock on disk

@@ -374,10 +374,15 @@ static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 		return EXTREF_ERR_DIR_DEPTH;
 	err = extref_mkdir(r->xfs, dir, name, &ino);
 	if (!err)
+		err = xr_tx_split_point(r->xfs);
+	if (!err)
 		err = xr_dir_list(r->fs, src, 0, &e);
 	r->depth++;
-	for (i = 0; !err && i < e.n; i++)
+	for (i = 0; !err && i < e.n; i++) {
 		err = reflink_any(r, e.v[i].ino, ino, e.v[i].name, NULL);
+		if (!err)	/* a copy larger than the journal goes in parts */
+			err = xr_tx_split_point(r->xfs);
+	}
 	r->depth--;
 	extref_dir_list_free(&e);
 	if (!err)

@@ -40,6 +40,7 @@ struct xr_tx {
 	struct xr_txio	*io;
 	struct xr_journal *j;
 	int		depth;
+	int		atomic_depth;	/* depth of the outermost atomic begin */
 	struct ext2_super_block super;	/* as last committed */
 	void		*gd;		/* descriptors as last committed */
 	size_t		gd_size;
@@ -284,13 +285,25 @@ static errcode_t put_super(struct xr_tx *tx)
 				 fs->super);
 }
 
-/* Empty the journal: what was written in place reaches the disk first. */
-static errcode_t checkpoint(struct xr_tx *tx)
+/*
+ * Empty the journal: what was written in place reaches the disk first.
+ * At close (last) the journal superblock and the superblock's
+ * needs_recovery are written without flushes of their own: ext2fs_close
+ * flushes, writes the superblock (needs_recovery clear in fs->super too)
+ * and flushes again.  Either may reach the disk first: a journal marked
+ * empty under a superblock that still says needs_recovery replays
+ * nothing; a superblock without needs_recovery over a journal not yet
+ * marked empty has everything in place already (the kernel discards such
+ * a journal; e2fsck and extref's open replay it again, to the same
+ * result).
+ */
+static errcode_t checkpoint(struct xr_tx *tx, int last)
 {
 	errcode_t err = io_channel_flush(xr_txio_lower(tx->io));
 
 	if (!err)
-		err = xr_journal_checkpoint_done(tx->j);
+		err = last ? xr_journal_checkpoint_done_noflush(tx->j)
+			   : xr_journal_checkpoint_done(tx->j);
 	if (!err) {
 		xr_txio_forget_logged(tx->io);
 		ext2fs_clear_feature_journal_needs_recovery(tx->fs->super);
@@ -313,7 +326,7 @@ static errcode_t to_journal(struct xr_tx *tx)
 		goto out;
 	/* no room left in the log: empty it first; still none: too big */
 	if (n > xr_journal_capacity(tx->j, nrev) && xr_journal_dirty(tx->j)) {
-		err = checkpoint(tx);
+		err = checkpoint(tx, 0);
 		if (err)
 			goto out;
 	}
@@ -411,13 +424,21 @@ static errcode_t rollback(struct xr_tx *tx)
 	return err;
 }
 
-errcode_t xr_tx_begin(extref_fs_t xfs)
+errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
-	if (tx)
+	if (tx) {
 		tx->depth++;
+		if (atomic && !tx->atomic_depth)
+			tx->atomic_depth = tx->depth;
+	}
 	return 0;
+}
+
+errcode_t xr_tx_begin(extref_fs_t xfs)
+{
+	return xr_tx_begin2(xfs, 0);
 }
 
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
@@ -425,7 +446,11 @@ errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 	errcode_t err2;
 
-	if (!tx || --tx->depth > 0)
+	if (!tx)
+		return err;
+	if (tx->depth-- == tx->atomic_depth)
+		tx->atomic_depth = 0;
+	if (tx->depth > 0)
 		return err;
 	if (!err) {
 		err = commit(tx);
@@ -437,11 +462,11 @@ errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
 	return err2 ? err2 : err;
 }
 
-errcode_t xr_tx_commit_point(extref_fs_t xfs)
+errcode_t xr_tx_split_point(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
-	if (!tx || tx->depth != 1 ||
+	if (!tx || tx->atomic_depth ||
 	    xr_txio_nheld(tx->io) < tx->max_blocks / 2)
 		return 0;
 	return commit(tx);
@@ -543,7 +568,7 @@ errcode_t xr_tx_detach(extref_fs_t xfs)
 	if (err)
 		(void)rollback(tx);
 	if (!err && xr_journal_dirty(tx->j))
-		err = checkpoint(tx);
+		err = checkpoint(tx, 1);
 	xr_txio_hold(tx->io, 0);
 	*xr_fs_txp(xfs) = NULL;
 	/* the channel stays, passing through, until ext2fs_close closes it */

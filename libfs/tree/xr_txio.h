@@ -92,10 +92,17 @@ void xr_tx_discard(extref_fs_t xfs);
  */
 errcode_t xr_tx_begin(extref_fs_t xfs);
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err);
-/* Between two whole operations of a long run inside one begin/end (the
- * image builder): commit what is held once it fills half the journal, so
- * the run goes in large transactions that each leave a consistent image. */
-errcode_t xr_tx_commit_point(extref_fs_t xfs);
+/*
+ * Between two whole steps of a long run that leave a consistent image
+ * (two dedupes of the image builder, two entries of a recursive reflink):
+ * commit what is held once it fills half the journal, so that a run
+ * larger than the journal goes in several transactions.  Not inside an
+ * atomic begin (extref_tx_begin): that one stays whole or fails with
+ * EXTREF_ERR_TXN_TOO_BIG.
+ */
+errcode_t xr_tx_split_point(extref_fs_t xfs);
+/* xr_tx_begin, atomic: no split point commits before its end. */
+errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
 
