@@ -116,7 +116,7 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
-		if (inuse < 0)
+		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, 1);
 		note_blocks(tx, blk, 1);
 		if (tx->old_cb)
@@ -129,7 +129,7 @@ static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
-		if (inuse < 0)
+		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, num);
 		note_blocks(tx, blk, num);
 		if (tx->old_range_cb)
@@ -369,8 +369,11 @@ static errcode_t commit(struct xr_tx *tx)
 		err = put_super(tx);
 	if (!err)
 		err = to_journal(tx);
-	if (!err)
+	if (!err) {
+		/* the bitmaps on disk are those in memory now */
+		tx->fs->flags &= ~(EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY);
 		snapshot(tx);
+	}
 	return err;
 }
 
@@ -428,11 +431,26 @@ errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
-	if (tx) {
-		tx->depth++;
-		if (atomic && !tx->atomic_depth)
-			tx->atomic_depth = tx->depth;
+	if (!tx)
+		return 0;
+	if (!tx->depth) {	/* the outermost: hold from now on */
+		/*
+		 * Bitmaps changed between operations (the tree's own API
+		 * allocates for inode 5) go to the disk first, as is: a
+		 * rollback reads the bitmaps back from there.
+		 */
+		if (tx->fs->flags & (EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY)) {
+			errcode_t err = ext2fs_write_bitmaps(tx->fs);
+
+			if (err)
+				return err;
+		}
+		snapshot(tx);
+		xr_txio_hold(tx->io, 1);
 	}
+	tx->depth++;
+	if (atomic && !tx->atomic_depth)
+		tx->atomic_depth = tx->depth;
 	return 0;
 }
 
@@ -452,12 +470,10 @@ errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
 		tx->atomic_depth = 0;
 	if (tx->depth > 0)
 		return err;
-	if (!err) {
+	if (!err)
 		err = commit(tx);
-		if (!err)
-			return 0;
-	}
-	err2 = rollback(tx);
+	err2 = err ? rollback(tx) : 0;
+	xr_txio_hold(tx->io, 0);	/* between operations: written as is */
 	/* a rollback that fails leaves a view that cannot be trusted */
 	return err2 ? err2 : err;
 }
@@ -552,7 +568,6 @@ errcode_t xr_tx_attach(extref_fs_t xfs)
 	ext2fs_set_block_alloc_stats_range_callback(fs, range_cb,
 						    &tx->old_range_cb);
 	snapshot(tx);
-	xr_txio_hold(tx->io, 1);
 	*xr_fs_txp(xfs) = tx;
 	return 0;
 }
@@ -564,9 +579,13 @@ errcode_t xr_tx_detach(extref_fs_t xfs)
 
 	if (!tx)
 		return 0;
-	err = commit(tx);
-	if (err)
-		(void)rollback(tx);
+	err = 0;
+	if (tx->depth) {	/* a batch left open: it commits */
+		tx->depth = 0;
+		err = commit(tx);
+		if (err)
+			(void)rollback(tx);
+	}
 	if (!err && xr_journal_dirty(tx->j))
 		err = checkpoint(tx, 1);
 	xr_txio_hold(tx->io, 0);
