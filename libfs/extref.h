@@ -141,6 +141,13 @@ errcode_t extref_tx_end(extref_fs_t fs, errcode_t err);
  */
 #define EXTREF_TX_SPLIT		0x0001
 errcode_t extref_tx_begin2(extref_fs_t fs, int flags);
+/*
+ * A raw edit of blk's bit in the block bitmap (ext2fs_mark_block_bitmap2
+ * and the like, without ext2fs_block_alloc_stats2): its group's bitmap
+ * goes in the transaction.  The library's own operations need no such
+ * call.
+ */
+void extref_tx_note_block(extref_fs_t fs, blk64_t blk);
 /* 1 if operations on fs are journal transactions. */
 int extref_fs_journaled(extref_fs_t fs);
 /* Transactions the open replayed from the journal (0: none needed). */
@@ -159,7 +166,8 @@ errcode_t extref_format(ext2_filsys fs);
 /*
  * Turn an ext4 filesystem made by any tool into an extref image in place:
  * refuses bigalloc, quota, an image that already is one, and an inode 5
- * that holds data; then extref_format().
+ * that holds data, and an image whose journal needs recovery
+ * (EXTREF_ERR_NEEDS_RECOVERY); then extref_format().
  */
 errcode_t extref_convert(ext2_filsys fs);
 

@@ -180,3 +180,22 @@ def test_quota_limit_half_way_is_rolled_back(tmp_path):
     assert "quota" in res.stderr.lower(), res.stderr
     assert helpers.sha256(img) == before
     checkers_clean(img)
+
+
+def test_convert_refuses_an_image_that_needs_recovery(tmp_path):
+    """A plain ext4 image left with a journal to replay (stock debugfs's
+    jo/jw/jc): --convert refuses, naming the cause, and changes nothing."""
+    img = tmp_path / "p.img"
+    helpers.run(["mke2fs", "-q", "-t", "ext4", str(img), "16M"])
+    blk = tmp_path / "blk"
+    blk.write_bytes(b"\x42" * 1024)
+    free = sorted(free_blocks(img))[-1]
+    helpers.run(["debugfs", "-w", "-f", "-", str(img)],
+                input=f"jo\njw -b {free} {blk}\njc\n")
+    res = helpers.run(["dumpe2fs", "-h", str(img)], check=False)
+    assert "needs_recovery" in res.stdout
+    before = helpers.sha256(img)
+    res = helpers.mkfs(img, None, "--convert", "-q", check=False)
+    assert res.returncode != 0
+    assert "needs recovery" in res.stderr, res.stderr
+    assert helpers.sha256(img) == before

@@ -316,6 +316,8 @@ errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j)
 		j->sb.start = 0;
 		j->sb.sequence = j->tid;
 		err = xr_jsb_write(j);
+		if (!err)
+			err = io_channel_flush(j->io);
 	}
 	return err ? err : xr_jset_recover(j, 0, &wrote);
 }

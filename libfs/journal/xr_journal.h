@@ -62,8 +62,9 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
  * flush.
  */
 errcode_t xr_journal_checkpoint_done(struct xr_journal *j);
-/* The same writes without the flushes, for a caller that flushes next
- * (the last checkpoint before ext2fs_close). */
+/* The same writes without the last flush (after needs_recovery is
+ * cleared), for a caller that flushes next: the last checkpoint before
+ * ext2fs_close, which writes the superblock again and flushes. */
 errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j);
 
 /*

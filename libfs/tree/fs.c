@@ -332,9 +332,11 @@ cleanup:
 errcode_t extref_fs_close(extref_fs_t xfs)
 {
 	errcode_t err, err2;
+	int journaled;
 
 	if (!xfs)
 		return 0;
+	journaled = xfs->tx != NULL;
 	err = xr_tx_detach(xfs);	/* commits, empties the journal */
 	if (err) {
 		extref_fs_abort(xfs);	/* nothing more is written */
@@ -347,7 +349,11 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 		err = err2;
 	if (xfs->sync_flush)
 		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
-	err2 = ext2fs_close_free(&xfs->fs);
+	/* journaled: the holding channel flushes once, as it closes */
+	err2 = ext2fs_close2(xfs->fs, journaled ? EXT2_FLAG_FLUSH_NO_SYNC : 0);
+	if (err2)
+		ext2fs_free(xfs->fs);
+	xfs->fs = NULL;
 	extref_image_unlock(xfs->lock);	/* after the last write */
 	ext2fs_free_mem(&xfs);
 	return err ? err : err2;

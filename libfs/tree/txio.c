@@ -497,11 +497,19 @@ static void free_txio(struct xr_txio *t)
 	ext2fs_free_mem(&t);
 }
 
-/* ext2fs_close closes fs->io: ours closes the one below, then goes. */
+/*
+ * ext2fs_close closes fs->io: ours flushes the one below (extref_fs_close
+ * has ext2fs_close write the superblock without flushes of its own), closes
+ * it, then goes.
+ */
 static errcode_t tx_close(io_channel ch)
 {
 	struct xr_txio *t = chan_txio(ch);
-	errcode_t err = io_channel_close(t->lower);
+	errcode_t err = t->holding ? 0 : io_channel_flush(t->lower);
+	errcode_t err2 = io_channel_close(t->lower);
+
+	if (!err)
+		err = err2;
 
 	free_txio(t);
 	return err;

@@ -137,6 +137,14 @@ static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 	}
 }
 
+void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (tx)
+		note_blocks(tx, blk, 1);
+}
+
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
 {
 	struct xr_tx *tx = tx_of(fs);
@@ -286,16 +294,11 @@ static errcode_t put_super(struct xr_tx *tx)
 }
 
 /*
- * Empty the journal: what was written in place reaches the disk first.
- * At close (last) the journal superblock and the superblock's
- * needs_recovery are written without flushes of their own: ext2fs_close
- * flushes, writes the superblock (needs_recovery clear in fs->super too)
- * and flushes again.  Either may reach the disk first: a journal marked
- * empty under a superblock that still says needs_recovery replays
- * nothing; a superblock without needs_recovery over a journal not yet
- * marked empty has everything in place already (the kernel discards such
- * a journal; e2fsck and extref's open replay it again, to the same
- * result).
+ * Empty the journal: what was written in place reaches the disk first,
+ * then the journal superblock marks the log empty, then needs_recovery
+ * is cleared.  At close (last) that last write goes without a flush of
+ * its own: ext2fs_close writes the superblock again (needs_recovery
+ * clear in fs->super too) and the holding channel flushes as it closes.
  */
 static errcode_t checkpoint(struct xr_tx *tx, int last)
 {
