@@ -13,7 +13,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -165,9 +167,29 @@ static void child(const struct mkfs_opts *o, const char **argv,
 	_exit(127);
 }
 
-/* Read everything the child writes; returns a malloc'd string. */
-static char *slurp(int fd)
+/*
+ * With -d, mke2fs copies the source: its progress is the space the image
+ * file has taken on the host against what the source needs.
+ */
+static void show_copy(const struct mkfs_opts *o)
 {
+	static uint64_t base = UINT64_MAX;	/* what the file held before */
+	struct stat st;
+	uint64_t now;
+
+	if (!o->source || stat(o->image, &st) < 0)
+		return;
+	now = (uint64_t)st.st_blocks * 512;
+	if (base == UINT64_MAX)
+		base = now;
+	progress_update("copying files", now > base ? now - base : 0,
+			o->source_need);
+}
+
+/* Read everything the child writes; returns a malloc'd string. */
+static char *slurp(int fd, const struct mkfs_opts *o)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
 	ssize_t r;
@@ -175,6 +197,10 @@ static char *slurp(int fd)
 	if (!buf)
 		fatal("out of memory");
 	for (;;) {
+		show_copy(o);
+		r = poll(&pfd, 1, 200);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
 		if (len + 1 >= cap) {
 			char *p = realloc(buf, cap *= 2);
 
@@ -326,7 +352,9 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 		return -1;
 	}
 	close(pfd[1]);
-	out = slurp(pfd[0]);
+	out = slurp(pfd[0], o);
+	if (o->source)
+		progress_end();
 	close(pfd[0]);
 	/* reaped and unregistered with no signal in between, so the
 	 * handler never kills a pid that is no longer ours */

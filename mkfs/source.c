@@ -330,9 +330,15 @@ static int index_dirs(const struct mkfs_opts *o)
 
 int source_finish(const struct mkfs_opts *o)
 {
+	progress_update("setting times", 0, 0);
 	if (postprocess(o))
 		return 1;
+	progress_end();
 	if (o->dedup && dedupe_image(o))
 		return 1;
-	return index_dirs(o);
+	progress_update("indexing directories", 0, 0);
+	if (index_dirs(o))
+		return 1;
+	progress_end();
+	return 0;
 }
