@@ -649,3 +649,24 @@ def test_external_journal_and_fast_commits_are_refused(tmp_path):
                     check=False)
         assert res.returncode != 0 and msg in res.stderr, H.describe(res)
         assert H.sha256(img) == before
+
+
+def test_old_compat_checksum_gives_way_to_checksum_v3(tmp_path):
+    """A journal with the old COMPAT_CHECKSUM on a metadata_csum image:
+    the first transaction switches it to checksum v3 and drops the old
+    feature (e2fsck refuses a journal with both); stock e2fsck replays."""
+    img = make_image(tmp_path / "o.img", "1024", "metadata_csum,64bit")
+    jsb = journal_pblk(img, 0) * 1024
+    patch(img, jsb + 0x24, struct.pack(">I", 1))   # s_feature_compat
+    assert "journal_checksum" in H.dumpe2fs_header(img)["Journal features"]
+    rng = random.Random(13)
+    blocks = free_blocks(img, 3)
+    data, args = write_host_blocks(tmp_path, blocks, 1024, rng)
+    tool(img, "commit", *args)
+    feats = H.dumpe2fs_header(img)["Journal features"].split()
+    assert "journal_checksum_v3" in feats
+    assert "journal_checksum" not in feats
+    e2fsck_replay(img)
+    for b in blocks:
+        assert read_block(img, b, 1024) == data[b]
+    H.e2fsck_fn(img)

@@ -229,12 +229,16 @@ static errcode_t put_commit(struct xr_journal *j, __u8 *blk, __u32 pos)
 	return xr_jwrite(j, pos, blk);
 }
 
-/* An empty journal's first transaction starts the log at the head. */
+/* An empty journal's first transaction starts the log at the head.
+ * Checksum v3 replaces the old COMPAT_CHECKSUM, as the kernel does (e2fsck
+ * refuses a journal with both). */
 static errcode_t start_log(struct xr_journal *j)
 {
 	j->sb.incompat = write_features(j);
-	if (j->sb.incompat & XR_JNL_CSUM)
+	if (j->sb.incompat & XR_JNL_CSUM) {
 		j->sb.csum_type = JBD2_CRC32C_CHKSUM;
+		j->sb.compat &= ~JBD2_FEATURE_COMPAT_CHECKSUM;
+	}
 	j->sb.start = j->head;
 	j->sb.sequence = j->tid;
 	return xr_jsb_write(j);
