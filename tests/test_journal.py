@@ -670,3 +670,22 @@ def test_old_compat_checksum_gives_way_to_checksum_v3(tmp_path):
     for b in blocks:
         assert read_block(img, b, 1024) == data[b]
     H.e2fsck_fn(img)
+
+
+@pytest.mark.parametrize("bs,feats", [CONFIGS[1], CONFIGS[3]],
+                         ids=[CONFIG_IDS[1], CONFIG_IDS[3]])
+def test_logdump_matches_stock_debugfs_4k(tmp_path, bs, feats):
+    """4 KiB blocks, 32-bit tags and revoke records, with and without
+    checksums: the shell's logdump -a and -S print what stock debugfs
+    prints."""
+    img = make_image(tmp_path / "l4.img", bs, feats)
+    rng = random.Random(10)
+    blocks = free_blocks(img, 12)
+    _, a1 = write_host_blocks(tmp_path, blocks[:8], 4096, rng, magic_every=3)
+    _, a2 = write_host_blocks(tmp_path, blocks[8:], 4096, rng, tag="p")
+    tool(img, "commit", *a1)
+    tool(img, "commit", "-r", str(blocks[1]), *a2)
+    for opts in ("-a", "-S"):
+        ours = shell_logdump(img, opts)
+        assert ours == stock_logdump(img, opts)
+    assert f"Revoke FS block {blocks[1]}" in shell_logdump(img, "-a")
