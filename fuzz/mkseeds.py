@@ -10,6 +10,7 @@ a sparse file.  Each is written as fuzz/fz.h's sparse input, several
 times with different operation arguments:
 
   OUTDIR/image/    the image targets (check, clone, rm, pwrite, reflink)
+  OUTDIR/journal/  images whose journals hold transactions (journal)
   OUTDIR/shell.img the image fuzz_shell opens (raw)
   OUTDIR/shell/    command lines for fuzz_shell
   OUTDIR/archive/  tar archives, plain and compressed, of every entry type
@@ -184,6 +185,31 @@ def archive_seeds(out):
             (d / f"{fname}.{ext}").write_bytes(buf.getvalue())
 
 
+def journal_seeds(out, tmp):
+    """Images with a journal (stock mke2fs, 4 MiB, a 1024-block journal)
+    holding transactions stock debugfs wrote (jo/jw/jc: descriptors,
+    escaped copies, revoke records, commits), left unreplayed."""
+    d = out / "journal"
+    d.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(1)
+    magic = struct.pack(">I", 0xC03B3998)
+    host = tmp / "jdata"
+    host.write_bytes(magic + rng.randbytes(1020) + rng.randbytes(2048))
+    for i, feats in enumerate(["^metadata_csum,^64bit", "^metadata_csum",
+                               "metadata_csum"]):
+        img = tmp / f"j{i}.img"
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", feats,
+             "-J", "size=1", "-U", UUID, img,
+             "4M"], env=dict(os.environ, E2FSPROGS_FAKE_TIME="1700000000"))
+        script = ("jo\njw -b 4000,4001,4002 " + str(host) + "\njc\n"
+                  "jo\njw -r 4001\njc\njo\njw -b 1950 " + str(host) +
+                  "\njc\n")
+        run(["debugfs", "-w", "-f", "-", img], input=script)
+        for arg0 in (0, 1):
+            (d / f"j{i}-{arg0}").write_bytes(
+                sparse(img, flags=0, arg0=arg0, arg1=4090 + i))
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--image-only":
         Path(sys.argv[3]).write_bytes(sparse(sys.argv[2]))
@@ -194,6 +220,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="extref-seeds-") as t:
         tmp = Path(t)
         image_seeds(out, tmp)
+        journal_seeds(out, tmp)
     shell_seeds(out)
     archive_seeds(out)
 

@@ -130,6 +130,26 @@ def patch(img, offset, data):
         f.write(data)
 
 
+def stock_replay_only(img):
+    """Stock e2fsck's journal replay and nothing else (-E journal_only)."""
+    res = H.run(["e2fsck", "-y", "-E", "journal_only", img], check=False)
+    assert res.returncode in (0, 1), H.describe(res)
+    assert not needs_recovery(img)
+
+
+def assert_same_but_superblock(a, b):
+    """The two images are byte for byte the same outside the primary
+    superblock (bytes 1024-2047, where the tools stamp times)."""
+    da, db = open(a, "rb").read(), open(b, "rb").read()
+    assert len(da) == len(db)
+    da = da[:1024] + da[2048:]
+    db = db[:1024] + db[2048:]
+    if da != db:
+        first = next(i for i in range(len(da)) if da[i] != db[i])
+        first += 1024 if first >= 1024 else 0
+        pytest.fail(f"{a} and {b} differ first at byte {first}")
+
+
 # ----- commit, then replay by stock tools -----
 
 @pytest.mark.parametrize("bs,feats", CONFIGS, ids=CONFIG_IDS)
@@ -165,6 +185,8 @@ def test_commit_shown_by_stock_logdump_and_replayed_by_e2fsck(
 
     ours = str(tmp_path / "ours.img")
     shutil.copyfile(img, ours)
+    only = str(tmp_path / "only.img")
+    shutil.copyfile(img, only)
     e2fsck_replay(img)
     for b in blocks:
         assert read_block(img, b, nbs) == data[b], f"block {b}"
@@ -179,6 +201,8 @@ def test_commit_shown_by_stock_logdump_and_replayed_by_e2fsck(
     hdr = H.dumpe2fs_header(ours)
     assert hdr["Journal start"] == "0"
     H.e2fsck_fn(ours)
+    stock_replay_only(only)
+    assert_same_but_superblock(ours, only)
 
 
 # ----- replay by the kernel -----
@@ -262,9 +286,8 @@ def test_recover_replays_stock_debugfs_transactions(tmp_path):
     assert not needs_recovery(img)
     H.e2fsck_fn(img)
 
-    e2fsck_replay(stock)
-    for b in (b1, b2, b3):
-        assert read_block(stock, b, 1024) == read_block(img, b, 1024)
+    stock_replay_only(stock)
+    assert_same_but_superblock(img, stock)
 
 
 @pytest.mark.parametrize("bs,feats", [CONFIGS[0], CONFIGS[1]],
@@ -296,9 +319,8 @@ def test_revokes_honoured_by_tid(tmp_path, bs, feats):
     assert read_block(img, b, nbs) == d4[b]
     assert read_block(img, c, nbs) == d2[c]
     H.e2fsck_fn(img)
-    e2fsck_replay(stock)
-    for blk in (a, b, c):
-        assert read_block(stock, blk, nbs) == read_block(img, blk, nbs)
+    stock_replay_only(stock)
+    assert_same_but_superblock(img, stock)
     H.e2fsck_fn(stock)
 
 
@@ -343,12 +365,14 @@ def test_wrapped_log_replayed_by_stock_e2fsck_and_by_ours(
     assert [s for s, _ in commits(text)] == [2, 3]
     want = {**d2, **d3}
     copies = {}
-    for name in ("ours", "stock", "kernel"):
+    for name in ("ours", "stock", "kernel", "only"):
         copies[name] = str(tmp_path / f"{name}.img")
         shutil.copyfile(img, copies[name])
     assert tool(copies["ours"], "recover").stdout == "replayed 2\n"
     e2fsck_replay(copies["stock"])
     kernel_mount(copies["kernel"])
+    stock_replay_only(copies["only"])
+    assert_same_but_superblock(copies["ours"], copies["only"])
     for name, path in copies.items():
         for b in blocks[700:]:
             assert read_block(path, b, nbs) == want[b], f"{name} {b}"
@@ -649,3 +673,92 @@ def test_external_journal_and_fast_commits_are_refused(tmp_path):
                     check=False)
         assert res.returncode != 0 and msg in res.stderr, H.describe(res)
         assert H.sha256(img) == before
+
+
+def test_old_compat_checksum_gives_way_to_checksum_v3(tmp_path):
+    """A journal with the old COMPAT_CHECKSUM on a metadata_csum image:
+    the first transaction switches it to checksum v3 and drops the old
+    feature (e2fsck refuses a journal with both); stock e2fsck replays."""
+    img = make_image(tmp_path / "o.img", "1024", "metadata_csum,64bit")
+    jsb = journal_pblk(img, 0) * 1024
+    patch(img, jsb + 0x24, struct.pack(">I", 1))   # s_feature_compat
+    assert "journal_checksum" in H.dumpe2fs_header(img)["Journal features"]
+    rng = random.Random(13)
+    blocks = free_blocks(img, 3)
+    data, args = write_host_blocks(tmp_path, blocks, 1024, rng)
+    tool(img, "commit", *args)
+    feats = H.dumpe2fs_header(img)["Journal features"].split()
+    assert "journal_checksum_v3" in feats
+    assert "journal_checksum" not in feats
+    e2fsck_replay(img)
+    for b in blocks:
+        assert read_block(img, b, 1024) == data[b]
+    H.e2fsck_fn(img)
+
+
+@pytest.mark.parametrize("bs,feats", [CONFIGS[1], CONFIGS[3]],
+                         ids=[CONFIG_IDS[1], CONFIG_IDS[3]])
+def test_logdump_matches_stock_debugfs_4k(tmp_path, bs, feats):
+    """4 KiB blocks, 32-bit tags and revoke records, with and without
+    checksums: the shell's logdump -a and -S print what stock debugfs
+    prints."""
+    img = make_image(tmp_path / "l4.img", bs, feats)
+    rng = random.Random(10)
+    blocks = free_blocks(img, 12)
+    _, a1 = write_host_blocks(tmp_path, blocks[:8], 4096, rng, magic_every=3)
+    _, a2 = write_host_blocks(tmp_path, blocks[8:], 4096, rng, tag="p")
+    tool(img, "commit", *a1)
+    tool(img, "commit", "-r", str(blocks[1]), *a2)
+    for opts in ("-a", "-S"):
+        ours = shell_logdump(img, opts)
+        assert ours == stock_logdump(img, opts)
+    assert f"Revoke FS block {blocks[1]}" in shell_logdump(img, "-a")
+
+
+def test_recover_replays_a_kernel_written_journal(tmp_path):
+    """A journal the kernel wrote (checksum v3 tags, revoke records for
+    freed directory blocks): the image copied while it is mounted, after
+    sync, holds committed transactions not yet checkpointed.  Our replay
+    leaves an image stock e2fsck finds clean, with the files' bytes, and
+    every logged block as stock e2fsck's replay leaves it."""
+    H.require_loop()
+    img = make_image(tmp_path / "kw.img", "1024", "metadata_csum,64bit")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    rng = random.Random(14)
+    files = {f"f{i}": rng.randbytes(rng.randint(1, 5000)) for i in range(20)}
+    copy = str(tmp_path / "copy.img")
+    dev = H.run(["losetup", "-f", "--show", img]).stdout.strip()
+    try:
+        H.run(["mount", "-o", "commit=60", dev, str(mnt)])
+        big = mnt / "big"
+        big.mkdir()
+        for i in range(300):
+            (big / f"file_with_a_long_name_{i}").write_text(str(i))
+        H.run(["sync"])
+        shutil.rmtree(big)
+        for name, data in files.items():
+            (mnt / name).write_bytes(data)
+        H.run(["sync"])
+        H.run(["cp", "--sparse=always", img, copy])
+    finally:
+        if H.mount_entry(mnt) is not None:
+            H.run(["umount", str(mnt)], check=False)
+        H.run(["losetup", "-d", dev], check=False)
+    assert needs_recovery(copy)
+    text = stock_logdump(copy)
+    assert len(commits(text)) >= 1
+    logged_blocks = {b for b, _, _ in logged(text)}
+    stock = str(tmp_path / "stock.img")
+    shutil.copyfile(copy, stock)
+    res = tool(copy, "recover")
+    assert res.stdout == f"replayed {len(commits(text))}\n"
+    assert not needs_recovery(copy)
+    H.e2fsck_fn(copy)
+    for name, data in files.items():
+        got = H.run(["debugfs", "-R", f"cat /{name}", copy], text=False)
+        assert got.stdout == data, name
+    # stock e2fsck's replay alone (no check after it) leaves the same image
+    stock_replay_only(stock)
+    assert_same_but_superblock(copy, stock)
+    assert logged_blocks

@@ -42,12 +42,15 @@ static blk64_t blocks_needed(unsigned bs, __u32 f, blk64_t n, blk64_t r)
 	       div_up(r, xr_jrevokes_per_block(bs, f)) + 1;
 }
 
-/* Log blocks free: one stays unused so that head never meets tail. */
+/* Log blocks free: one stays unused so that head never meets tail (a
+ * log that another writer filled all the way round has none). */
 static blk64_t log_free(struct xr_journal *j)
 {
 	__u32 used = j->sb.start ? xr_jdist(j, j->sb.start, j->head) : 0;
 
-	return xr_jlog_len(j) - 1 - used;
+	if (j->sb.start && !used && j->ntrans)
+		return 0;
+	return used + 1 >= xr_jlog_len(j) ? 0 : xr_jlog_len(j) - 1 - used;
 }
 
 blk64_t xr_journal_capacity(struct xr_journal *j, size_t nrevoke)
@@ -226,12 +229,16 @@ static errcode_t put_commit(struct xr_journal *j, __u8 *blk, __u32 pos)
 	return xr_jwrite(j, pos, blk);
 }
 
-/* An empty journal's first transaction starts the log at the head. */
+/* An empty journal's first transaction starts the log at the head.
+ * Checksum v3 replaces the old COMPAT_CHECKSUM, as the kernel does (e2fsck
+ * refuses a journal with both). */
 static errcode_t start_log(struct xr_journal *j)
 {
 	j->sb.incompat = write_features(j);
-	if (j->sb.incompat & XR_JNL_CSUM)
+	if (j->sb.incompat & XR_JNL_CSUM) {
 		j->sb.csum_type = JBD2_CRC32C_CHKSUM;
+		j->sb.compat &= ~JBD2_FEATURE_COMPAT_CHECKSUM;
+	}
 	j->sb.start = j->head;
 	j->sb.sequence = j->tid;
 	return xr_jsb_write(j);
@@ -286,6 +293,7 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
 	if (!err) {
 		j->head = xr_jnext(j, pos);
 		j->tid++;
+		j->ntrans++;
 	}
 	ext2fs_free_mem(&buf);
 	return err;
@@ -295,6 +303,7 @@ errcode_t xr_journal_checkpoint_done(struct xr_journal *j)
 {
 	errcode_t err;
 
+	j->ntrans = 0;
 	if (j->sb.start) {
 		j->sb.start = 0;
 		j->sb.sequence = j->tid;

@@ -115,6 +115,7 @@ static void find_head(struct xr_journal *j)
 	if (!j->scan_err) {
 		j->head = s.end;
 		j->tid = s.end_tid;
+		j->ntrans = s.ntrans;
 	}
 }
 

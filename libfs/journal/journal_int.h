@@ -34,6 +34,7 @@ struct xr_journal {
 	__u32		seed;		/* crc32c(~0, s_uuid) */
 	__u32		head;		/* next journal block to write */
 	__u32		tid;		/* tid of the next transaction */
+	unsigned	ntrans;		/* complete transactions in the log */
 	errcode_t	scan_err;	/* a dirty log whose end was not found */
 };
 

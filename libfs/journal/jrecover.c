@@ -1,8 +1,8 @@
 /*
  * jrecover.c --- replay the journal as the kernel and e2fsck do.
  *
- * Three walks of the log: the scan (jscan.c) finds the complete
- * transactions and verifies them, so nothing is written unless the whole
+ * Three walks of the log: the scan (jscan.c, run by xr_journal_open)
+ * finds the complete transactions and verifies them, so nothing is written unless the whole
  * journal verified; the second gathers the revoke records; the third
  * writes every logged block home unless a revoke record of the same or a
  * later transaction names it.  Then the journal is marked empty with
@@ -130,26 +130,27 @@ static errcode_t replay_log(struct xr_journal *j, __u32 end_tid)
 errcode_t xr_journal_recover(ext2_filsys fs, io_channel io, unsigned *ntrans)
 {
 	struct xr_journal *j;
-	struct xr_jscan s;
 	errcode_t err;
+	__u32 end_tid;
 
 	*ntrans = 0;
-	err = xr_journal_open(fs, io, &j);
+	err = xr_journal_open(fs, io, &j);	/* scans a dirty log */
 	if (err)
 		return err;
 	if (xr_journal_dirty(j)) {
-		err = xr_jscan(j, &s);
+		end_tid = j->tid;
+		err = j->scan_err;
 		if (!err)
-			err = replay_log(j, s.end_tid);
+			err = replay_log(j, end_tid);
 		if (!err) {
 			j->sb.start = 0;
-			j->sb.sequence = s.end_tid + 1;
+			j->sb.sequence = end_tid + 1;
 			err = xr_jsb_write(j);
 		}
 		if (!err)
 			err = io_channel_flush(io);
 		if (!err)
-			*ntrans = s.ntrans;
+			*ntrans = j->ntrans;
 	}
 	if (!err)
 		err = xr_journal_mark_recover(j, 0);

@@ -52,6 +52,11 @@ errcode_t xr_jsb_check(const struct xr_jsb *sb, const void *raw,
 		return EXTREF_ERR_JNL_BAD_SUPER;
 	if (sb->start && (sb->start < sb->first || sb->start >= sb->maxlen))
 		return EXTREF_ERR_JNL_BAD_SUPER;
+	/* one checksum scheme at most, as e2fsck requires */
+	if ((sb->incompat & XR_JNL_CSUM) == XR_JNL_CSUM ||
+	    ((sb->incompat & XR_JNL_CSUM) &&
+	     (sb->compat & JBD2_FEATURE_COMPAT_CHECKSUM)))
+		return EXTREF_ERR_JNL_BAD_SUPER;
 	if ((sb->incompat & XR_JNL_CSUM) &&
 	    (sb->csum_type != JBD2_CRC32C_CHKSUM ||
 	     xr_be32(F(s_checksum)) != xr_jsb_csum(raw)))
