@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 	target_probe(&o, &t);		/* nothing touched yet */
 	target_create(&o, &t);
 	if (o.source && !o.quiet && isatty(1)) {
-		printf("copying %s into %s with mke2fs -d...\n",
+		printf("copying %s into %s...\n",
 		       o.archive ? o.archive : o.source, o.image);
 		fflush(stdout);
 	}
@@ -302,7 +302,6 @@ int main(int argc, char **argv)
 	} else {
 		cleanup_keep_image();
 	}
-	tar_meta_free_all();
 	free(o.features);
 	free(o.ext_opts);
 	return rc;

@@ -122,7 +122,6 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	OPT("-U", o->uuid);
 	OPT("-E", o->ext_opts);
 	OPT("-O", o->features);
-	OPT("-d", o->source);
 #undef OPT
 	add(argv, &n, o->image);
 	sprintf(sizebuf, "%lluk", (unsigned long long)(t->fs_bytes / 1024));
