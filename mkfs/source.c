@@ -26,7 +26,6 @@
 
 #include <ext2fs/ext2fs.h>
 #include "extref_ops.h"
-#include "extref_fsck.h"
 #include "mkfs.h"
 
 static uint64_t src_bytes, src_entries;
@@ -205,44 +204,11 @@ static int populate(const struct mkfs_opts *o)
 	return err ? 1 : 0;
 }
 
-/*
- * mke2fs -d leaves directories of several blocks linear; the first
- * e2fsck -p (fsck.extref -p, a boot-time check) would index them (its
- * pass 3A), rewriting a freshly built image.  The stock e2fsck -fp does
- * it here instead, at the build's time (E2FSCK_TIME, from
- * SOURCE_DATE_EPOCH when set), so the image leaves the builder as e2fsck
- * would leave it and stays reproducible.
- */
-static int index_dirs(const struct mkfs_opts *o)
-{
-	static const char *const args[] = { "-fp", NULL };
-	char when[32];
-	int status;
-	errcode_t err;
-
-	if (o->have_epoch) {
-		snprintf(when, sizeof(when), "%lld", o->epoch);
-		setenv("E2FSCK_TIME", when, 1);
-	}
-	err = extref_run_e2fsck(o->image, args, EXTREF_E2FSCK_QUIET, &status);
-	if (err) {
-		error_line("%s: %s", o->image, error_message(err));
-		return 1;
-	}
-	/* 1: directories indexed (or another fix e2fsck -p makes) */
-	if (status & ~1) {
-		error_line("%s: e2fsck -fp of the new image exited %d",
-			   o->image, status);
-		return 1;
-	}
-	return 0;
-}
-
 int source_finish(const struct mkfs_opts *o)
 {
 	if (populate(o))
 		return 1;
-	if (o->dedup && dedupe_image(o))
-		return 1;
-	return index_dirs(o);
+	/* no e2fsck -fp afterwards: a directory is indexed as its first
+	 * block fills (xr_link), as the kernel does, not left linear */
+	return o->dedup ? dedupe_image(o) : 0;
 }
