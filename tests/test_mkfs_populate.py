@@ -286,3 +286,19 @@ def test_bad_archive_entries_refused(tmp_path, bad):
     assert str(arch) in res.stderr
     assert ("d/f" if bad == "twice" else ": l:") in res.stderr
     assert not img.exists()
+
+
+@pytest.mark.parametrize("opts", [["-O", "inline_data"], ["-I", "128"],
+                                  ["-O", "quota"], ["-b", "1024"]],
+                         ids=["inline_data", "small_inodes", "quota", "1k"])
+def test_directory_source_with_features(tmp_path, loop_mount, opts):
+    """The same copy with inline data, 128-byte inodes (no nanoseconds:
+    seconds compared), quotas, 1 KiB blocks."""
+    src = full_tree(tmp_path / "src")
+    describe(src)
+    img = tmp_path / "t.img"
+    mkfs_d(img, src, *opts)
+    helpers.e2fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    o = dict(ns=False, other_times=False) if "128" in opts else {}
+    assert describe(mnt, **o) == describe(src, **o)
