@@ -22,6 +22,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "populate_int.h"
+#include "tree/extref_vec.h"
 
 struct walk {
 	struct xr_pop		*p;
@@ -247,13 +248,7 @@ static errcode_t list(int fd, char ***names, size_t *n)
 	while (!err && (errno = 0, de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (*n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-
-			err = ext2fs_resize_mem(cap * sizeof(char *),
-						nc * sizeof(char *), names);
-			cap = nc;
-		}
+		err = xr_grow(names, &cap, *n, sizeof(char *));
 		if (!err && !((*names)[*n] = strdup(de->d_name)))
 			err = EXT2_ET_NO_MEMORY;
 		if (!err)

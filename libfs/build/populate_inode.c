@@ -11,6 +11,7 @@
  */
 #include <string.h>
 #include "populate_int.h"
+#include "tree/extref_vec.h"
 
 int xr_pop_file_type(__u16 mode)
 {
@@ -261,15 +262,10 @@ errcode_t xr_pop_set_xattrs(struct xr_pop *p, ext2_ino_t ino,
 errcode_t xr_pop_xattrs_add(struct xr_pop_xattrs *x, const char *name,
 			    const void *value, size_t len)
 {
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 8;
-		errcode_t err = ext2fs_resize_mem(x->cap * sizeof(*x->v),
-						  cap * sizeof(*x->v), &x->v);
+	errcode_t err = xr_grow(&x->v, &x->cap, x->n, sizeof(*x->v));
 
-		if (err)
-			return err;
-		x->cap = cap;
-	}
+	if (err)
+		return err;
 	x->v[x->n].name = name;
 	x->v[x->n].value = value;
 	x->v[x->n].len = len;
