@@ -143,11 +143,18 @@ static errcode_t make_file(struct walk *w, int dfd, const char *name,
 			   __u64 size, ext2_ino_t *ino)
 {
 	struct xr_pop_data d;
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put in the file's place is not waited on */
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+			O_CLOEXEC);
+	struct stat st;
 	errcode_t err;
 
 	if (fd < 0)
 		return errno_code();
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return EXT2_ET_FILE_NOT_FOUND;	/* changed under us */
+	}
 	err = xr_pop_file_begin(w->p, m, dir, &d);
 	if (!err) {
 		*ino = d.ino;
