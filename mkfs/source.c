@@ -53,6 +53,19 @@ static int spool(const char *name, int fd)
 	if (!dir || !*dir)
 		dir = "/var/tmp";
 	t = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (t < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+		/* no O_TMPFILE there: a name, gone before a signal can
+		 * leave it behind */
+		char path[4096];
+		sigset_t old;
+
+		snprintf(path, sizeof(path), "%s/mkfs.extref.XXXXXX", dir);
+		cleanup_block(&old);
+		t = mkstemp(path);
+		if (t >= 0)
+			unlink(path);
+		cleanup_unblock(&old);
+	}
 	if (t < 0)
 		fatal("%s: cannot make a file in %s to hold the archive: %s",
 		      name, dir, strerror(errno));
