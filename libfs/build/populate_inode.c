@@ -13,11 +13,6 @@
 #include "populate_int.h"
 #include "tree/extref_vec.h"
 
-int xr_pop_file_type(__u16 mode)
-{
-	return xr_file_type(mode);
-}
-
 static void set_time(const struct xr_pop *p, __u32 *sec, __u32 *extra,
 		     int large, const struct timespec *ts)
 {

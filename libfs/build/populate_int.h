@@ -100,7 +100,6 @@ errcode_t xr_pop_set_meta(struct xr_pop *p, ext2_ino_t ino,
 /* Add the extended attributes x to ino. */
 errcode_t xr_pop_set_xattrs(struct xr_pop *p, ext2_ino_t ino,
 			    const struct xr_pop_xattrs *x);
-int xr_pop_file_type(__u16 mode);
 
 /* Append an attribute (name and value stay the caller's); ENOMEM. */
 errcode_t xr_pop_xattrs_add(struct xr_pop_xattrs *x, const char *name,
