@@ -101,7 +101,7 @@ static struct timespec ts(time_t s, long ns)
 }
 
 /* A directory nobody describes: 0755, root's, made now. */
-static void default_dir(const struct xr_pop *p, struct xr_pop_meta *m)
+static void implied_dir(const struct xr_pop *p, struct xr_pop_meta *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->mode = LINUX_S_IFDIR | 0755;
@@ -208,7 +208,7 @@ static errcode_t dir_of(struct rd *r, const char *path, size_t len,
 	slash = slash ? slash + 1 : path;
 	memcpy(r->name, slash, len - (slash - path));
 	r->name[len - (slash - path)] = 0;
-	default_dir(r->p, &m);
+	implied_dir(r->p, &m);
 	err = xr_pop_mkdir(r->p, parent, r->name, &m, dir);
 	if (!err)
 		err = xr_pop_table_put(&r->paths, path, len, *dir, 1);
@@ -415,7 +415,7 @@ static errcode_t read_all(struct rd *r)
 	int ar;
 
 	/* the root, until a "./" entry says otherwise */
-	default_dir(r->p, &m);
+	implied_dir(r->p, &m);
 	xr_pop_xattrs_reset(&r->xa);
 	err = redo_dir(r, EXT2_ROOT_INO, &m);
 	while (!err && ((ar = archive_read_next_header(r->a, &e)) ==
