@@ -66,8 +66,13 @@ static errcode_t add_extent(struct xr_pop_data *d, blk64_t lblk,
 	return err;
 }
 
-/* The staged run: allocated, written once, mapped. */
-static errcode_t flush(struct xr_pop_data *d)
+/*
+ * Write this file's data: the staged run is allocated (next to the
+ * previous run), written once and mapped.  The one place file data
+ * reaches the image; a planned allocation (dedupe before allocating)
+ * replaces this function.
+ */
+static errcode_t write_run(struct xr_pop_data *d)
 {
 	ext2_filsys fs = d->p->fs;
 	const char *src = d->p->stage;
@@ -104,7 +109,7 @@ static errcode_t push_block(struct xr_pop_data *d, blk64_t lblk,
 		return 0;
 	if (d->st_n && (d->st_lblk + d->st_n != lblk ||
 			d->st_n * bs >= XR_POP_STAGE_BYTES)) {
-		err = flush(d);
+		err = write_run(d);
 		if (err)
 			return err;
 	}
@@ -167,7 +172,7 @@ errcode_t xr_pop_data_end(struct xr_pop_data *d)
 	errcode_t err = close_part(d);
 
 	if (!err)
-		err = flush(d);
+		err = write_run(d);
 	if (!err)
 		err = emit(d);
 	ext2fs_extent_free(d->h);
