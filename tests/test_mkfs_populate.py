@@ -78,14 +78,15 @@ def describe(root, ns=True, xattrs=True, other_times=True):
 
 def make_archive(src, kind, out):
     """The tree src as an archive of kind: tar (GNU format), pax (with
-    xattrs and UTF-8 names), cpio (newc); '.gz' compressed."""
+    xattrs and UTF-8 names), both with sparse entries; cpio (newc);
+    '.gz' compressed."""
     base = kind.split(".")[0]
     raw = out.with_suffix(".raw")
     if base == "tar":
-        helpers.run(["tar", "--format=gnu", "-cpf", str(raw), "-C",
-                     str(src), "."])
+        helpers.run(["tar", "--format=gnu", "--sparse", "-cpf", str(raw),
+                     "-C", str(src), "."])
     elif base == "pax":
-        helpers.run(["tar", "--format=posix", "--xattrs",
+        helpers.run(["tar", "--format=posix", "--sparse", "--xattrs",
                      "--xattrs-include=*", "-cpf", str(raw), "-C", str(src),
                      "."])
     else:
