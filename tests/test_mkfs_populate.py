@@ -256,37 +256,79 @@ def test_big_directory_indexed_as_the_kernel_does(tmp_path, loop_mount):
     assert sorted(os.listdir(mnt2 / "many")) == sorted(names)
 
 
-@pytest.mark.parametrize("bad", ["twice", "link_to_dir"])
-def test_bad_archive_entries_refused(tmp_path, bad):
-    """A name the archive gives twice, a hard link to a directory: one
-    line naming the archive and the entry, no image left."""
+def pax_bytes(entries):
+    """A pax archive of (name, type, data, linkname)."""
     import io
     import tarfile
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        d = tarfile.TarInfo("d")
-        d.type = tarfile.DIRTYPE
-        tf.addfile(d)
-        f = tarfile.TarInfo("d/f")
-        f.size = 3
-        tf.addfile(f, io.BytesIO(b"abc"))
-        if bad == "twice":
-            tf.addfile(f, io.BytesIO(b"abc"))
-        else:
-            ln = tarfile.TarInfo("l")
-            ln.type = tarfile.LNKTYPE
-            ln.linkname = "d"
-            tf.addfile(ln)
+        for name, typ, data, link in entries:
+            ti = tarfile.TarInfo(name)
+            ti.type = typ
+            ti.mtime = 1600000000
+            ti.mode = {tarfile.SYMTYPE: 0o777,
+                       tarfile.DIRTYPE: 0o755}.get(typ, 0o644)
+            ti.linkname = link or ""
+            ti.size = len(data or b"")
+            tf.addfile(ti, io.BytesIO(data) if data else None)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("bad", ["dir_then_file", "link_to_dir",
+                                 "link_to_itself"])
+def test_bad_archive_entries_refused(tmp_path, bad):
+    """A directory given again as a file, a hard link to a directory or
+    to itself: one line naming the archive and the entry, no image."""
+    import tarfile
+    ents = [("d", tarfile.DIRTYPE, None, None),
+            ("d/f", tarfile.REGTYPE, b"abc", None)]
+    if bad == "dir_then_file":
+        ents.append(("d", tarfile.REGTYPE, b"now a file", None))
+        where = ": d:"
+    elif bad == "link_to_dir":
+        ents.append(("l", tarfile.LNKTYPE, None, "d"))
+        where = ": l:"
+    else:
+        ents.append(("d/f", tarfile.LNKTYPE, None, "d/f"))
+        where = ": d/f:"
     arch = tmp_path / "a.tar"
-    arch.write_bytes(buf.getvalue())
+    arch.write_bytes(pax_bytes(ents))
     img = tmp_path / "t.img"
     res = helpers.run([helpers.binary("mkfs.extref"), "-q", "-d", str(arch),
                        str(img)], check=False)
     assert res.returncode == 1, helpers.describe(res)
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
-    assert str(arch) in res.stderr
-    assert ("d/f" if bad == "twice" else ": l:") in res.stderr
+    assert str(arch) + where in res.stderr, res.stderr
     assert not img.exists()
+
+
+def test_archive_entry_given_again_replaces(tmp_path, loop_mount):
+    """A file the archive gives again (tar -r appends) is replaced by the
+    later entry, as unpacking the archive would replace it: as tar -x
+    itself leaves it on a host directory.  A hard link made before keeps
+    the first content."""
+    import tarfile
+    ents = [("d", tarfile.DIRTYPE, None, None),
+            ("d/f", tarfile.REGTYPE, b"first" * 1000, None),
+            ("d/keep", tarfile.LNKTYPE, None, "d/f"),
+            ("d/s", tarfile.SYMTYPE, None, "x"),
+            ("d/f", tarfile.REGTYPE, b"second", None),
+            ("d/s", tarfile.REGTYPE, b"a file now", None),
+            ("d/g", tarfile.REGTYPE, b"g" * 9000, None),
+            ("d/g", tarfile.SYMTYPE, None, "f")]
+    arch = tmp_path / "a.tar"
+    arch.write_bytes(pax_bytes(ents))
+    img = tmp_path / "t.img"
+    mkfs_d(img, arch)
+    helpers.e2fsck_fn(img)
+    host = tmp_path / "host"
+    host.mkdir()
+    helpers.run(["tar", "-xpf", str(arch), "-C", str(host)])
+    mnt, _ = loop_mount(img)
+    o = dict(other_times=False, xattrs=False)
+    assert describe(mnt, **o) == describe(host, **o)
+    assert (mnt / "d/f").read_bytes() == b"second"
+    assert (mnt / "d/keep").read_bytes() == b"first" * 1000
 
 
 @pytest.mark.parametrize("opts", [["-O", "inline_data"], ["-I", "128"],

@@ -15,8 +15,10 @@
  * entries made there (a symlink is never followed).  Directories the
  * archive implies without listing them are 0755 and root's, as is the
  * root when the archive has no "./"; a directory listed again takes the
- * later metadata; any other name met twice is refused.  A hard link
- * names an earlier non-directory of the archive; one that carries data
+ * later metadata; a non-directory met again is replaced by the later
+ * entry (populate_replace.c), as unpacking would replace it; a directory
+ * is never replaced by a non-directory.  A hard link names an earlier
+ * non-directory of the archive (not itself); one that carries data
  * (cpio's last link) gives it to the inode.
  */
 #define _GNU_SOURCE
@@ -265,6 +267,24 @@ static errcode_t make_file(struct rd *r, struct archive_entry *e,
 	return err;
 }
 
+/*
+ * r->path (r->name in dir) met again: a directory is refused (it may
+ * hold entries), a non-directory replaced by what comes now, as
+ * unpacking the archive would replace it.
+ */
+static errcode_t replace(struct rd *r, ext2_ino_t dir)
+{
+	int is_dir = 0;
+	ext2_ino_t old = xr_pop_table_get(&r->paths, r->path, strlen(r->path),
+					  &is_dir);
+
+	if (!old)
+		return 0;
+	if (is_dir)
+		return EXTREF_ERR_SOURCE_DUP;
+	return xr_pop_remove(r->p, dir, r->name, old);
+}
+
 /* A hard link; with data, the data goes to the (empty) file. */
 static errcode_t make_link(struct rd *r, struct archive_entry *e,
 			   const char *link)
@@ -276,12 +296,13 @@ static errcode_t make_link(struct rd *r, struct archive_entry *e,
 	errcode_t err;
 
 	if (normalise(link, r->target, sizeof(r->target)) || !*r->path ||
+	    !strcmp(r->path, r->target) ||
 	    !(ino = xr_pop_table_get(&r->paths, r->target,
 				     strlen(r->target), &is_dir)) || is_dir)
 		return EXTREF_ERR_ARCHIVE_LINK;
-	if (xr_pop_table_get(&r->paths, r->path, strlen(r->path), NULL))
-		return EXTREF_ERR_SOURCE_DUP;
 	err = parent_of(r, &dir);
+	if (!err)
+		err = replace(r, dir);
 	if (!err && archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
 		err = ext2fs_read_inode_full(p->fs, ino,
 					     (struct ext2_inode *)p->in,
@@ -325,6 +346,8 @@ static errcode_t make_new(struct rd *r, struct archive_entry *e,
 	ext2_ino_t dir, ino = 0;
 	errcode_t err = parent_of(r, &dir);
 
+	if (!err)
+		err = replace(r, dir);
 	if (err)
 		return err;
 	switch (m->mode & LINUX_S_IFMT) {
@@ -376,9 +399,9 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 			redo_dir(r, EXT2_ROOT_INO, &m) :
 			EXTREF_ERR_ARCHIVE_ROOT;
 	ino = xr_pop_table_get(&r->paths, r->path, strlen(r->path), &is_dir);
-	if (ino)
-		return is_dir && LINUX_S_ISDIR(m.mode) ?
-			redo_dir(r, ino, &m) : EXTREF_ERR_SOURCE_DUP;
+	if (ino && is_dir)
+		return LINUX_S_ISDIR(m.mode) ? redo_dir(r, ino, &m) :
+			EXTREF_ERR_SOURCE_DUP;
 	return make_new(r, e, &m);
 }
 

@@ -93,6 +93,9 @@ errcode_t xr_pop_file_end(struct xr_pop_data *d, ext2_ino_t dir,
 			  const char *name);
 errcode_t xr_pop_hardlink(struct xr_pop *p, ext2_ino_t dir, const char *name,
 			  ext2_ino_t ino);
+/* populate_replace.c: unlink name (ino, not a directory) from dir. */
+errcode_t xr_pop_remove(struct xr_pop *p, ext2_ino_t dir, const char *name,
+			ext2_ino_t ino);
 /* Give an existing directory (the root, or one met again) m. */
 errcode_t xr_pop_set_meta(struct xr_pop *p, ext2_ino_t ino,
 			  const struct xr_pop_meta *m, int set_owner,
