@@ -160,10 +160,18 @@ static void run_cleanup(void)
 	}
 }
 
+static struct {
+	char		text[PATH_MAX + 128];
+	size_t		len;
+	volatile sig_atomic_t set;
+} note;
+
 static void on_signal(int sig)
 {
 	sigset_t set;
 
+	if (note.set)
+		(void)!write(2, note.text, note.len);
 	run_cleanup();
 	signal(sig, SIG_DFL);
 	sigemptyset(&set);
@@ -303,6 +311,20 @@ void cleanup_undo_image(void)
 	else if (truncate(reg.image, reg.image_size) < 0)
 		error_line("cannot restore the size of %s: %s", reg.image,
 			   strerror(errno));
+}
+
+void cleanup_set_note(const char *text)
+{
+	sigset_t old;
+
+	cleanup_block(&old);
+	note.set = 0;
+	if (text) {
+		snprintf(note.text, sizeof(note.text), "\n%s\n", text);
+		note.len = strlen(note.text);
+		note.set = 1;
+	}
+	cleanup_unblock(&old);
 }
 
 void cleanup_set_child(pid_t pid)

@@ -61,22 +61,31 @@ static int to_extref(const struct mkfs_opts *o)
 	return 0;
 }
 
-/* On a terminal: "phase: NN%" rewritten in place. */
-static void show_progress(const char *phase, __u64 done, __u64 total,
-			  void *priv)
+/*
+ * The user's image, stopped by a signal between two writes, is as a
+ * crash leaves it: consistent for fsck.extref to repair.  Say so.
+ */
+static void set_interrupted_note(const struct mkfs_opts *o)
 {
-	(void)priv;
-	if (total)
-		printf("\r%-20s %3llu%%", phase,
-		       (unsigned long long)(done * 100 / total));
-	fflush(stdout);
+	char text[2 * 4096 + 128];
+
+	snprintf(text, sizeof(text), "%s: %s: interrupted while deduplicating; "
+		 "run fsck.extref -fy %s to repair it", prog, o->image,
+		 o->image);
+	cleanup_set_note(text);
 }
 
+/*
+ * Share what is identical; the blocks that frees leave the image file
+ * (punch.c) once the image is closed.
+ */
 int dedupe_image(const struct mkfs_opts *o)
 {
-	int tty = !o->quiet && isatty(1);
+	struct punch_list pl = { NULL, 0, 0, 0 };
+	ext2fs_block_bitmap before = NULL;
 	struct extref_dedupe_stats st;
 	extref_fs_t xfs = NULL;
+	uint64_t punched;
 	errcode_t err;
 
 	/*
@@ -84,35 +93,49 @@ int dedupe_image(const struct mkfs_opts *o)
 	 * nor verified: this run made it.  A converted one came from
 	 * elsewhere: its open verifies that no blocks are already shared.
 	 */
+	if (o->convert)
+		progress_update("checking mappings", 0, 0);
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ? 0 :
 			     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED),
 			     &xfs, NULL);
 	if (!err)
-		err = extref_dedupe_fs2(xfs, o->dedup,
-					tty ? show_progress : NULL, NULL, &st);
-	if (tty)
-		printf("\r%30s\r", "");
+		err = punch_snapshot(extref_fs_ext2(xfs), &before);
+	if (!err && o->convert)
+		set_interrupted_note(o);
+	if (!err)
+		err = extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL, &st);
+	if (!err) {
+		err = punch_plan(extref_fs_ext2(xfs), before, &pl);
+		before = NULL;
+	}
+	progress_end();
+	if (err)
+		cleanup_set_note(NULL);
+	if (before)
+		ext2fs_free_block_bitmap(before);
 	if (err) {
 		if (xfs)
 			extref_fs_abort(xfs);
+		punch_free(&pl);
 		error_line("%s: %s while deduplicating", o->image,
 			   error_message(err));
 		return 1;
 	}
 	err = extref_fs_close(xfs);
+	cleanup_set_note(NULL);
 	if (err) {
+		punch_free(&pl);
 		error_line("%s: %s while writing", o->image,
 			   error_message(err));
 		return 1;
 	}
-	if (!o->quiet)
-		printf("%s: %llu bytes of file data; %llu bytes in use before "
-		       "deduplication, %llu after: %llu saved (%llu ranges)\n",
-		       o->image, (unsigned long long)st.logical_bytes,
-		       (unsigned long long)st.stored_before,
-		       (unsigned long long)st.stored_after,
-		       (unsigned long long)(st.stored_before - st.stored_after),
-		       (unsigned long long)st.ranges);
+	err = punch_apply(o->image, &pl, &punched);
+	punch_free(&pl);
+	if (err) {
+		error_line("%s: %s while punching the freed blocks out",
+			   o->image, error_message(err));
+		return 1;
+	}
 	return 0;
 }
 
@@ -122,5 +145,7 @@ int convert_image(const struct mkfs_opts *o)
 		return 1;
 	if (!o->quiet)
 		printf("%s: converted to an extref image\n", o->image);
-	return o->dedup != EXTREF_DEDUPE_NONE ? dedupe_image(o) : 0;
+	if (o->dedup != EXTREF_DEDUPE_NONE && dedupe_image(o))
+		return 1;
+	return o->quiet ? 0 : summary_print(o);
 }

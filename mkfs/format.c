@@ -83,7 +83,8 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 		com_err(prog, err, "while writing %s", o->image);
 		return -1;
 	}
-	if (!o->quiet)
+	/* a build (-d) has only begun: its summary comes at the end */
+	if (!o->quiet && !o->source)
 		print_summary(o->image, &s);
 	return 0;
 }

@@ -277,6 +277,7 @@ int main(int argc, char **argv)
 	cleanup_init();			/* nothing left behind: cleanup.c */
 	parse_args(argc, argv, &o);
 	get_epoch(&o);
+	progress_init(!o.quiet && isatty(1));
 	if (o.convert)
 		return convert_image(&o);
 	if (o.size_arg &&
@@ -284,16 +285,15 @@ int main(int argc, char **argv)
 		       &o.size_bytes))
 		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
 		      "or T suffix)", o.size_arg);
+	/* A build's blocks follow its data, not mke2fs's table for small
+	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says. */
+	if (o.source && !o.blocksize)
+		o.blocksize = 4096;
 	if (o.source)
 		source_check(&o);		/* may set the size */
 
 	target_probe(&o, &t);		/* nothing touched yet */
 	target_create(&o, &t);
-	if (o.source && !o.quiet && isatty(1)) {
-		printf("copying %s into %s...\n",
-		       o.archive ? o.archive : o.source, o.image);
-		fflush(stdout);
-	}
 	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
 	    (o.source && source_finish(&o)) ||
 	    (o.file_contexts && labels_apply(&o))) {
@@ -301,6 +301,9 @@ int main(int argc, char **argv)
 		rc = 1;
 	} else {
 		cleanup_keep_image();
+		/* the image is made: a summary that fails keeps it */
+		if (o.source && !o.quiet)
+			rc = summary_print(&o);
 	}
 	free(o.features);
 	free(o.ext_opts);

@@ -13,7 +13,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,6 +169,7 @@ static void child(const struct mkfs_opts *o, const char **argv,
 /* Read everything the child writes; returns a malloc'd string. */
 static char *slurp(int fd)
 {
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap);
 	ssize_t r;
@@ -174,6 +177,9 @@ static char *slurp(int fd)
 	if (!buf)
 		fatal("out of memory");
 	for (;;) {
+		r = poll(&pfd, 1, 200);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			continue;
 		if (len + 1 >= cap) {
 			char *p = realloc(buf, cap *= 2);
 

@@ -74,6 +74,53 @@ int cleanup_add_image(const char *path, int created, off_t orig_size);
 void cleanup_keep_image(void);
 void cleanup_undo_image(void);
 void cleanup_set_child(pid_t pid);
+/* What a signal prints before it ends the run (NULL: nothing). */
+void cleanup_set_note(const char *text);
+
+/* progress.c: a bar per long phase, on a terminal only. */
+/* on: draw at all (not -q, standard output a terminal). */
+void progress_init(int on);
+/* Phase phase has done units of total (0: unknown); a new name starts
+ * a new bar, ending the one before. */
+void progress_update(const char *phase, uint64_t done, uint64_t total);
+/* extref_progress_func form of progress_update. */
+void progress_cb(const char *phase, __u64 done, __u64 total, void *priv);
+/* Draw the current phase full and end its line. */
+void progress_end(void);
+/* End the bar's line as it is (before an error message). */
+void progress_break(void);
+
+/* summary.c */
+/* On standard output: file data, stored, saved, sizes in MiB; 0 or 1. */
+int summary_print(const struct mkfs_opts *o);
+
+/* punch.c: hand the blocks a run freed back to the host. */
+struct punch_range {
+	blk64_t		start, len;
+};
+
+struct punch_list {
+	struct punch_range *v;
+	size_t		n, cap;
+	unsigned int	blocksize;
+};
+
+/* A copy of fs's block bitmap as it is now, to compare with later. */
+errcode_t punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before);
+/*
+ * The runs of blocks in use in before and free in fs now, into l (empty
+ * on entry); before is freed.
+ */
+errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
+		     struct punch_list *l);
+/*
+ * Once the frees are on disk (fs closed): punch l's runs out of the
+ * image file, after an fsync.  *bytes counts what was punched.  A block
+ * device, or a filesystem that cannot punch, is left alone (0).
+ */
+errcode_t punch_apply(const char *image, struct punch_list *l,
+		      uint64_t *bytes);
+void punch_free(struct punch_list *l);
 
 /* source.c */
 void source_check(struct mkfs_opts *o);

@@ -180,6 +180,14 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 			   error_message(err), *where ? where : src);
 }
 
+/* The copy's bar: the data written against what the source holds. */
+static void copy_progress(const char *phase, __u64 done, __u64 total,
+			  void *priv)
+{
+	(void)total; (void)priv;
+	progress_update(phase, done, src_bytes ? src_bytes : done);
+}
+
 /* The source into the image, then the quotas it charges. */
 static int populate(const struct mkfs_opts *o)
 {
@@ -188,6 +196,7 @@ static int populate(const struct mkfs_opts *o)
 	errcode_t err;
 
 	memset(&p, 0, sizeof(p));
+	p.progress = copy_progress;
 	if (o->all_root)
 		p.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->root_owner)	/* -E root_owner= wins over the archive's "./" */
@@ -213,6 +222,8 @@ static int populate(const struct mkfs_opts *o)
 		extref_fs_abort(xfs);
 	if (err)
 		report(o, err, &p);
+	else
+		progress_end();
 	extref_populate_free(&p);
 	return err ? 1 : 0;
 }

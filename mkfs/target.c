@@ -111,6 +111,12 @@ static void check_geometry(struct mkfs_opts *o, struct mkfs_target *t)
 		o->blocksize = default_blocksize(t->fs_bytes);
 	blocks = t->fs_bytes / o->blocksize;
 	t->fs_bytes = blocks * o->blocksize;
+	if (blocks < MKFS_MIN_BLOCKS && o->source && o->source_need)
+		fatal("%s: image too small for %s (%llu blocks of %u bytes): "
+		      "it needs about %llu KiB", o->image,
+		      o->archive ? o->archive : o->source,
+		      (unsigned long long)blocks, o->blocksize,
+		      (unsigned long long)(o->source_need / 1024));
 	if (blocks < MKFS_MIN_BLOCKS)
 		fatal("%s: size too small for the requested geometry "
 		      "(%llu blocks of %u bytes; at least %u needed)",

@@ -9,6 +9,7 @@
 
 static void vline(const char *fmt, va_list ap)
 {
+	progress_break();
 	fflush(stdout);
 	fprintf(stderr, "%s: ", prog);
 	vfprintf(stderr, fmt, ap);

@@ -64,7 +64,8 @@ def base(tmp_path_factory):
     os.symlink("a", src / "lnk")
     os.mkfifo(src / "fifo")
     img = top / "base.img"
-    H.mkfs(img, "8M", "-q", "-d", str(src))
+    # 1 KiB blocks: /d/e's 200 entries then need several (an index)
+    H.mkfs(img, "8M", "-q", "-b", "1024", "-d", str(src))
     requests = "\n".join(["reflink /big /big3",
                           "setxattr /a user.foo bar",
                           "chown 1000:1001 /a", "chmod 0640 /a"]) + "\n"

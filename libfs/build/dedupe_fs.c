@@ -125,7 +125,8 @@ static errcode_t scan(struct dd *d)
 			continue;
 		err = scan_file(d, ino, &inode);
 		if (d->progress && (ino & 255) == 0)
-			d->progress("reading files", ino,
+			d->progress(d->mode == EXTREF_DEDUPE_BLOCK ?
+				    "hashing blocks" : "hashing files", ino,
 				    d->fs->super->s_inodes_count, d->priv);
 	}
 	ext2fs_close_inode_scan(scan);
@@ -299,7 +300,8 @@ static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
 			;
 		err = apply(&d, &v[i], (__u64)(j - i) * d.fs->blocksize);
 		if (progress)
-			progress("sharing", j, n, priv);
+			progress(mode == EXTREF_DEDUPE_BLOCK ?
+				 "sharing blocks" : "sharing files", j, n, priv);
 	}
 	st->stored_after = (ext2fs_blocks_count(d.fs->super) -
 			    ext2fs_free_blocks_count(d.fs->super)) *

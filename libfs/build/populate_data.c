@@ -95,6 +95,9 @@ static errcode_t write_run(struct xr_pop_data *d)
 		d->p->req->data_bytes += plen * fs->blocksize;
 	}
 	d->st_n = 0;
+	if (d->p->req->progress)
+		d->p->req->progress("copying files", d->p->req->data_bytes, 0,
+				    d->p->req->priv);
 	return err;
 }
 
