@@ -345,3 +345,34 @@ def test_directory_source_with_features(tmp_path, loop_mount, opts):
     mnt, _ = loop_mount(img)
     o = dict(ns=False, other_times=False) if "128" in opts else {}
     assert describe(mnt, **o) == describe(src, **o)
+
+
+@pytest.mark.parametrize("size", [[], ["64M"]], ids=["sized", "given"])
+def test_archive_from_a_pipe_same_image(tmp_path, size):
+    """An archive read from a pipe (spooled without SIZE, read once with
+    it) gives the image the same archive gives from a file, byte for
+    byte, under SOURCE_DATE_EPOCH."""
+    src = full_tree(tmp_path / "src")
+    tarball = make_archive(src, "pax.gz", tmp_path / "a.pax.gz")
+    env = dict(os.environ, SOURCE_DATE_EPOCH="1600000000",
+               TMPDIR=str(tmp_path))
+    imgs = []
+    for how in ("file", "pipe"):
+        img = tmp_path / f"{how}.img"
+        cmd = [helpers.binary("mkfs.extref"), "-q", "-U",
+               "0e2b6a3f-9d1c-4a57-8f00-123456789abc", "-E",
+               "hash_seed=0e2b6a3f-9d1c-4a57-8f00-123456789abc", "-d",
+               str(tarball) if how == "file" else "/dev/stdin", str(img),
+               *size]
+        with open(tarball, "rb") as f:
+            res = subprocess.run(cmd, env=env, capture_output=True,
+                                 stdin=subprocess.PIPE if how == "file"
+                                 else None,
+                                 input=None if how == "file" else
+                                 f.read())
+        assert res.returncode == 0, res.stderr
+        imgs.append(img)
+    assert helpers.sha256(imgs[0]) == helpers.sha256(imgs[1])
+    helpers.e2fsck_fn(imgs[1])
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["a.pax.gz", "file.img", "pipe.img", "src"])
