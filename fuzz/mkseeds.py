@@ -13,13 +13,15 @@ times with different operation arguments:
   OUTDIR/journal/  images whose journals hold transactions (journal)
   OUTDIR/shell.img the image fuzz_shell opens (raw)
   OUTDIR/shell/    command lines for fuzz_shell
-  OUTDIR/archive/  tar archives, plain and compressed, of every entry type
+  OUTDIR/archive/  tar and cpio archives, plain and compressed, of every
+                   entry type
 
 Usage: fuzz/mkseeds.py OUTDIR [--image-only IMG OUT] (the second form
 turns one raw image into a sparse input, e.g. an image that
 tests/test_fuzz.py kept).
 """
 
+import gzip
 import io
 import os
 import random
@@ -183,6 +185,34 @@ def archive_seeds(out):
             with tarfile.open(fileobj=buf, mode=mode, format=fmt) as tf:
                 entries(tf, fmt)
             (d / f"{fname}.{ext}").write_bytes(buf.getvalue())
+    cpio_seeds(d)
+
+
+def newc(entries):
+    """A cpio archive (newc) of (name, mode, data, ino, nlink, rdev)."""
+    out = b""
+    for name, mode, data, ino, nlink, (maj, mnr) in entries + [
+            ("TRAILER!!!", 0, b"", 0, 1, (0, 0))]:
+        n = name.encode() + b"\0"
+        hdr = b"070701" + b"".join(b"%08X" % v for v in (
+            ino, mode, 0, 0, nlink, 1700000000, len(data), 0, 0, maj, mnr,
+            len(n), 0)) + n
+        out += hdr + b"\0" * (-len(hdr) % 4) + data + b"\0" * (-len(data) % 4)
+    return out + b"\0" * (-len(out) % 512)
+
+
+def cpio_seeds(d):
+    entries = [(".", 0o40755, b"", 1, 2, (0, 0)),
+               ("dir", 0o40755, b"", 2, 2, (0, 0)),
+               ("dir/file", 0o100644, b"", 3, 2, (0, 0)),
+               ("dir/hard", 0o100644, b"hello\n" * 50, 3, 2, (0, 0)),
+               ("dir/link", 0o120777, b"file", 4, 1, (0, 0)),
+               ("fifo", 0o10644, b"", 5, 1, (0, 0)),
+               ("dev", 0o20644, b"", 6, 1, (1, 3)),
+               ("sock", 0o140755, b"", 7, 1, (0, 0))]
+    raw = newc(entries)
+    (d / "newc.cpio").write_bytes(raw)
+    (d / "newc.cpio.gz").write_bytes(gzip.compress(raw, mtime=0))
 
 
 def journal_seeds(out, tmp):
