@@ -205,8 +205,10 @@ static int populate(const struct mkfs_opts *o)
 		p.flags |= EXTREF_POP_EPOCH;
 		p.epoch = o->epoch;
 	}
-	/* the ext4 part only: the tree is the dedupe's, after this */
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
+	/* the ext4 part only: the tree is the dedupe's, after this; a new
+	 * image needs no journal transactions (interrupted, it is unfinished) */
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE |
+			     EXTREF_OPEN_NO_JOURNAL,
 			     &xfs, NULL);
 	if (!err && o->have_epoch)
 		extref_fs_ext2(xfs)->now = o->epoch;
