@@ -224,6 +224,33 @@ int impl_help(struct cmd_args *a)
 	return 0;
 }
 
+/*
+ * A command that writes is one transaction of the image's journal (a no-op
+ * without one): committed if it succeeds, rolled back if it fails, so a
+ * failed command leaves the image as it was.  Inside begin ... commit the
+ * batch is the transaction, and a failed command rolls all of it back.
+ */
+static int run_in_transaction(const struct cmd_spec *spec,
+			      struct cmd_args *a)
+{
+	errcode_t err = extref_tx_begin2(sh.xfs, EXTREF_TX_SPLIT);
+	int ret;
+
+	if (err) {
+		com_err(a->name, err, "while starting a transaction");
+		return 1;
+	}
+	ret = spec->impl(a);
+	err = extref_tx_end(sh.xfs, ret ? EXTREF_ERR_ROLLED_BACK : 0);
+	if (!ret && err) {
+		com_err(a->name, err, "while committing");
+		ret = 1;
+	}
+	if (ret && sh.batch)
+		shell_batch_failed(a->name);
+	return ret;
+}
+
 void run_cmd(const char *canon, int argc, char **argv)
 {
 	struct cmd_args a;
@@ -266,7 +293,8 @@ void run_cmd(const char *canon, int argc, char **argv)
 						     : EXTREF_ERR_NO_TREE));
 		goto out;
 	}
-	ret = spec->impl(&a);
+	ret = (spec->needs & CMD_WRITE) ? run_in_transaction(spec, &a)
+				       : spec->impl(&a);
 out:
 	fflush(stdout);
 	if (ret)

@@ -24,6 +24,7 @@ struct shell {
 	int		sci_idx;
 	struct extref_cred ident;	/* --as, "as": who acts */
 	int		have_ident;	/* 0: nobody, nothing checked */
+	int		batch;		/* inside begin ... commit */
 };
 extern struct shell sh;
 
@@ -92,6 +93,8 @@ int shell_open(const char *image, int rw, int nocsum, const char *who);
 /* err is a libext2fs "checksum does not match" error. */
 int csum_error(errcode_t err);
 int shell_close(const char *who);
+/* txn_cmds.c: a command inside begin ... commit failed: roll back. */
+void shell_batch_failed(const char *who);
 
 /* ----- identity.c ----- */
 /* "UID[:GID[,GID...]]" (gid defaults to uid; caps none; our umask). */

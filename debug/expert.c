@@ -344,6 +344,7 @@ int impl_set_block_bitmap(struct cmd_args *a)
 		else
 			ext2fs_unmark_block_bitmap2(sh.fs->block_map, blk);
 		ext2fs_mark_bb_dirty(sh.fs);
+		extref_tx_note_block(sh.xfs, blk);	/* in the transaction */
 	}
 	printf("block %llu: %d -> %d%s\n", (unsigned long long)blk, cur,
 	       (int)v, a->opts['c'] ? " (free counts updated)" : "");

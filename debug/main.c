@@ -133,6 +133,16 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	sh.tree_err = tree_err;
 	sh.cwd = EXT2_ROOT_INO;
 	shell_apply_identity(who);
+	if (extref_fs_replayed(xfs))
+		fprintf(stderr, "%s: %s: recovered the journal (%u "
+			"transaction%s replayed)\n", who, image,
+			extref_fs_replayed(xfs),
+			extref_fs_replayed(xfs) == 1 ? "" : "s");
+	if (!rw && ext2fs_has_feature_journal_needs_recovery(sh.fs->super))
+		fprintf(stderr, "%s: warning: %s: the journal needs recovery; "
+			"showing the image as it is on disk, unreplayed (open "
+			"it with -w, or run fsck.extref, to replay it)\n",
+			who, image);
 	if (tree_err)
 		fprintf(stderr, "%s: warning: %s: reference-count tree not "
 			"loaded: %s; only ext4 inspection works\n",
@@ -151,7 +161,8 @@ int shell_close(const char *who)
 
 	if (!sh.xfs)
 		return 0;
-	err = extref_fs_close(sh.xfs);
+	err = extref_fs_close(sh.xfs);	/* commits an open batch */
+	sh.batch = 0;
 	sh.xfs = NULL;
 	sh.fs = NULL;
 	free(sh.image);

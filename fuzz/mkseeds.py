@@ -10,15 +10,18 @@ a sparse file.  Each is written as fuzz/fz.h's sparse input, several
 times with different operation arguments:
 
   OUTDIR/image/    the image targets (check, clone, rm, pwrite, reflink)
+  OUTDIR/journal/  images whose journals hold transactions (journal)
   OUTDIR/shell.img the image fuzz_shell opens (raw)
   OUTDIR/shell/    command lines for fuzz_shell
-  OUTDIR/archive/  tar archives, plain and compressed, of every entry type
+  OUTDIR/archive/  tar and cpio archives, plain and compressed, of every
+                   entry type
 
 Usage: fuzz/mkseeds.py OUTDIR [--image-only IMG OUT] (the second form
 turns one raw image into a sparse input, e.g. an image that
 tests/test_fuzz.py kept).
 """
 
+import gzip
 import io
 import os
 import random
@@ -184,6 +187,59 @@ def archive_seeds(out):
             with tarfile.open(fileobj=buf, mode=mode, format=fmt) as tf:
                 entries(tf, fmt)
             (d / f"{fname}.{ext}").write_bytes(buf.getvalue())
+    cpio_seeds(d)
+
+
+def newc(entries):
+    """A cpio archive (newc) of (name, mode, data, ino, nlink, rdev)."""
+    out = b""
+    for name, mode, data, ino, nlink, (maj, mnr) in entries + [
+            ("TRAILER!!!", 0, b"", 0, 1, (0, 0))]:
+        n = name.encode() + b"\0"
+        hdr = b"070701" + b"".join(b"%08X" % v for v in (
+            ino, mode, 0, 0, nlink, 1700000000, len(data), 0, 0, maj, mnr,
+            len(n), 0)) + n
+        out += hdr + b"\0" * (-len(hdr) % 4) + data + b"\0" * (-len(data) % 4)
+    return out + b"\0" * (-len(out) % 512)
+
+
+def cpio_seeds(d):
+    entries = [(".", 0o40755, b"", 1, 2, (0, 0)),
+               ("dir", 0o40755, b"", 2, 2, (0, 0)),
+               ("dir/file", 0o100644, b"", 3, 2, (0, 0)),
+               ("dir/hard", 0o100644, b"hello\n" * 50, 3, 2, (0, 0)),
+               ("dir/link", 0o120777, b"file", 4, 1, (0, 0)),
+               ("fifo", 0o10644, b"", 5, 1, (0, 0)),
+               ("dev", 0o20644, b"", 6, 1, (1, 3)),
+               ("sock", 0o140755, b"", 7, 1, (0, 0))]
+    raw = newc(entries)
+    (d / "newc.cpio").write_bytes(raw)
+    (d / "newc.cpio.gz").write_bytes(gzip.compress(raw, mtime=0))
+
+
+def journal_seeds(out, tmp):
+    """Images with a journal (stock mke2fs, 4 MiB, a 1024-block journal)
+    holding transactions stock debugfs wrote (jo/jw/jc: descriptors,
+    escaped copies, revoke records, commits), left unreplayed."""
+    d = out / "journal"
+    d.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(1)
+    magic = struct.pack(">I", 0xC03B3998)
+    host = tmp / "jdata"
+    host.write_bytes(magic + rng.randbytes(1020) + rng.randbytes(2048))
+    for i, feats in enumerate(["^metadata_csum,^64bit", "^metadata_csum",
+                               "metadata_csum"]):
+        img = tmp / f"j{i}.img"
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", feats,
+             "-J", "size=1", "-U", UUID, img,
+             "4M"], env=dict(os.environ, E2FSPROGS_FAKE_TIME="1700000000"))
+        script = ("jo\njw -b 4000,4001,4002 " + str(host) + "\njc\n"
+                  "jo\njw -r 4001\njc\njo\njw -b 1950 " + str(host) +
+                  "\njc\n")
+        run(["debugfs", "-w", "-f", "-", img], input=script)
+        for arg0 in (0, 1):
+            (d / f"j{i}-{arg0}").write_bytes(
+                sparse(img, flags=0, arg0=arg0, arg1=4090 + i))
 
 
 def main():
@@ -196,6 +252,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="extref-seeds-") as t:
         tmp = Path(t)
         image_seeds(out, tmp)
+        journal_seeds(out, tmp)
     shell_seeds(out)
     archive_seeds(out)
 

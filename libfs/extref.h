@@ -61,6 +61,13 @@ struct extref_rec {
  * made in this same run (mkfs).
  */
 #define EXTREF_OPEN_TRUSTED	0x0010
+/*
+ * Write as on an image without a journal (the ordered, flushed path of
+ * extref_ops.h) even if it has one.  Otherwise a read-write open of an
+ * image with a journal makes every operation one transaction of it
+ * (extref_tx_begin), and first replays a journal that needs recovery.
+ */
+#define EXTREF_OPEN_NO_JOURNAL	0x0020
 
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
@@ -109,6 +116,42 @@ errcode_t extref_fs_close(extref_fs_t fs);
 void extref_fs_abort(extref_fs_t fs);
 ext2_filsys extref_fs_ext2(extref_fs_t fs);
 extref_tree_t extref_fs_tree(extref_fs_t fs);
+
+/*
+ * Transactions (images opened read-write with a journal).  Every
+ * operation of extref_ops.h is one; between extref_tx_begin and
+ * extref_tx_end several are one: extref_tx_end(fs, 0) commits them all
+ * (written to the journal, then in place), extref_tx_end(fs, err) with an
+ * error rolls all of them back, so that the image and the library's view
+ * of it are as they were at extref_tx_begin, and returns err.  Pairs nest;
+ * the outermost end commits.  A change bigger than the journal fails with
+ * EXTREF_ERR_TXN_TOO_BIG, rolled back.  On an image without a journal
+ * (or opened EXTREF_OPEN_NO_JOURNAL) both calls do nothing.
+ */
+errcode_t extref_tx_begin(extref_fs_t fs);
+errcode_t extref_tx_end(extref_fs_t fs, errcode_t err);
+/*
+ * extref_tx_begin2 with EXTREF_TX_SPLIT: the operations up to the end may
+ * be committed in several transactions when they hold more than half the
+ * journal, at points where the image is consistent (between the entries
+ * of a recursive reflink, between two dedupes of extref_dedupe_fs); a
+ * crash can then leave part of the whole done (a recursive reflink: part
+ * of the copied tree).  Without it (extref_tx_begin) the whole is one
+ * transaction or fails with EXTREF_ERR_TXN_TOO_BIG.
+ */
+#define EXTREF_TX_SPLIT		0x0001
+errcode_t extref_tx_begin2(extref_fs_t fs, int flags);
+/*
+ * A raw edit of blk's bit in the block bitmap (ext2fs_mark_block_bitmap2
+ * and the like, without ext2fs_block_alloc_stats2): its group's bitmap
+ * goes in the transaction.  The library's own operations need no such
+ * call.
+ */
+void extref_tx_note_block(extref_fs_t fs, blk64_t blk);
+/* 1 if operations on fs are journal transactions. */
+int extref_fs_journaled(extref_fs_t fs);
+/* Transactions the open replayed from the journal (0: none needed). */
+unsigned extref_fs_replayed(extref_fs_t fs);
 /* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE (read-write:
  * verified as by extref_fs_open, EXTREF_ERR_UNTRUSTED). */
 errcode_t extref_fs_load_tree(extref_fs_t fs);
@@ -123,7 +166,8 @@ errcode_t extref_format(ext2_filsys fs);
 /*
  * Turn an ext4 filesystem made by any tool into an extref image in place:
  * refuses bigalloc, quota, an image that already is one, and an inode 5
- * that holds data; then extref_format().
+ * that holds data, and an image whose journal needs recovery
+ * (EXTREF_ERR_NEEDS_RECOVERY); then extref_format().
  */
 errcode_t extref_convert(ext2_filsys fs);
 

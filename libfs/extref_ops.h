@@ -344,6 +344,49 @@ errcode_t extref_dedupe_fs2(extref_fs_t fs, enum extref_dedupe_mode mode,
 			    struct extref_dedupe_stats *st);
 
 /*
+ * Populating a new image from a source: a host directory (walked in
+ * sorted order, so the host's order does not matter) or an archive
+ * (tar, pax, cpio; compressed or not) read entry by entry, nothing
+ * unpacked on the host.  Every file type, owner, mode, nanosecond time,
+ * extended attribute (all namespaces, POSIX ACLs), hard link and sparse
+ * file; zero blocks of a file become holes.  The image is opened with
+ * EXTREF_OPEN_NO_TREE (nothing is shared yet); quotas are the caller's
+ * (extref_quota_recompute).  On error, where names the source's entry
+ * ("" for its root) and why, for an archive, what the reader said; both
+ * malloc'd, freed by extref_populate_free.
+ */
+#define EXTREF_POP_ALL_ROOT	0x0001	/* every inode root's */
+#define EXTREF_POP_EPOCH	0x0002	/* no time later than epoch */
+#define EXTREF_POP_KEEP_ROOT_OWNER 0x0004 /* the source's root keeps the
+					      owner the image's root has */
+struct extref_populate {
+	unsigned int	flags;		/* EXTREF_POP_* */
+	long long	epoch;		/* with EXTREF_POP_EPOCH */
+	/* progress of the copy, or NULL: done is the bytes of file data
+	 * written so far (total 0: the library does not know it) */
+	extref_progress_func progress;
+	void		*priv;
+	/* out */
+	__u64		inodes;		/* inodes made */
+	__u64		data_bytes;	/* bytes of file data written */
+	char		*where;
+	char		*why;
+};
+errcode_t extref_populate_dir(extref_fs_t fs, const char *dir,
+			      struct extref_populate *p);
+/* The archive on fd (read to its end; a pipe will do). */
+errcode_t extref_populate_archive(extref_fs_t fs, int fd,
+				  struct extref_populate *p);
+/*
+ * What the archive on fd holds, for sizing an image: entries and bytes
+ * of data rounded up to 4 KiB blocks.  On error *why (malloc'd, may be
+ * NULL) is the reader's message.
+ */
+errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
+				 char **why);
+void extref_populate_free(struct extref_populate *p);
+
+/*
  * Refuse what the toolkit cannot change safely: encrypted, verity and
  * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED).  Every modifying
  * operation calls it.

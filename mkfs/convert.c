@@ -93,11 +93,21 @@ int dedupe_image(const struct mkfs_opts *o)
 	 * nor verified: this run made it.  A converted one came from
 	 * elsewhere: its open verifies that no blocks are already shared.
 	 */
+	/*
+	 * A new image needs no journal either: interrupted, it is
+	 * unfinished whatever was written.  A converted one goes through
+	 * its journal, in transactions as large as the journal holds.
+	 */
 	if (o->convert)
 		progress_update("checking mappings", 0, 0);
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ? 0 :
-			     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED),
-			     &xfs, NULL);
+			     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED |
+			     EXTREF_OPEN_NO_JOURNAL), &xfs, NULL);
+	if (!err && o->convert && !o->quiet && !extref_fs_journaled(xfs))
+		printf("%s: no journal: each deduplicated range is written "
+		       "with its own flushes (slower), and a crash can leave "
+		       "counts for fsck.extref to lower; tune2fs -O "
+		       "has_journal adds one\n", o->image);
 	if (!err)
 		err = punch_snapshot(extref_fs_ext2(xfs), &before);
 	if (!err && o->convert)

@@ -130,7 +130,8 @@ int labels_apply(const struct mkfs_opts *o)
 		error_line("%s: %s", o->file_contexts, strerror(errno));
 		return 1;
 	}
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE |
+			     EXTREF_OPEN_NO_JOURNAL,
 			     &l.xfs, NULL);
 	if (!err) {
 		l.fs = extref_fs_ext2(l.xfs);

@@ -65,7 +65,7 @@ static void usage(FILE *f)
 "  -q             quiet\n"
 "  -V             print the version and exit\n"
 "  -h, --help     print this help and exit\n"
-"  -d SOURCE      copy the directory SOURCE, or unpack the tar archive\n"
+"  -d SOURCE      copy the directory SOURCE, or the tar or cpio archive\n"
 "                 SOURCE (a file or a pipe), into the image (SIZE then\n"
 "                 optional: the content plus --headroom)\n"
 "  --headroom=PCT with -d and no SIZE: room to spare, in percent (20)\n"
@@ -305,7 +305,6 @@ int main(int argc, char **argv)
 		if (o.source && !o.quiet)
 			rc = summary_print(&o);
 	}
-	tar_meta_free_all();
 	free(o.features);
 	free(o.ext_opts);
 	return rc;

@@ -124,7 +124,6 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	OPT("-U", o->uuid);
 	OPT("-E", o->ext_opts);
 	OPT("-O", o->features);
-	OPT("-d", o->source);
 #undef OPT
 	add(argv, &n, o->image);
 	sprintf(sizebuf, "%lluk", (unsigned long long)(t->fs_bytes / 1024));
@@ -167,27 +166,8 @@ static void child(const struct mkfs_opts *o, const char **argv,
 	_exit(127);
 }
 
-/*
- * With -d, mke2fs copies the source: its progress is the space the image
- * file has taken on the host against what the source needs.
- */
-static void show_copy(const struct mkfs_opts *o)
-{
-	static uint64_t base = UINT64_MAX;	/* what the file held before */
-	struct stat st;
-	uint64_t now;
-
-	if (!o->source || stat(o->image, &st) < 0)
-		return;
-	now = (uint64_t)st.st_blocks * 512;
-	if (base == UINT64_MAX)
-		base = now;
-	progress_update("copying files", now > base ? now - base : 0,
-			o->source_need);
-}
-
 /* Read everything the child writes; returns a malloc'd string. */
-static char *slurp(int fd, const struct mkfs_opts *o)
+static char *slurp(int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	size_t len = 0, cap = 4096;
@@ -197,7 +177,6 @@ static char *slurp(int fd, const struct mkfs_opts *o)
 	if (!buf)
 		fatal("out of memory");
 	for (;;) {
-		show_copy(o);
 		r = poll(&pfd, 1, 200);
 		if (r == 0 || (r < 0 && errno == EINTR))
 			continue;
@@ -352,9 +331,7 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 		return -1;
 	}
 	close(pfd[1]);
-	out = slurp(pfd[0], o);
-	if (o->source)
-		progress_end();
+	out = slurp(pfd[0]);
 	close(pfd[0]);
 	/* reaped and unregistered with no signal in between, so the
 	 * handler never kills a pid that is no longer ours */

@@ -3,7 +3,8 @@
  *
  * main.c parses and checks the options, target.c checks and prepares the
  * image file, mke2fs_run.c runs the stock mke2fs with a fixed
- * configuration, format.c adds the empty reference-count tree.
+ * configuration, format.c adds the empty reference-count tree, source.c
+ * populates it through the library.
  */
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
@@ -41,6 +42,7 @@ struct mkfs_opts {
 	int		dedup;		/* --dedup, enum extref_dedupe_mode */
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*archive;	/* -d ARCHIVE, as given */
+	int		archive_fd;	/* and open (source.c) */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
@@ -59,61 +61,6 @@ struct mkfs_opts {
 void labels_check(const char *file);
 /* Label every inode of the new image from o->file_contexts. */
 int labels_apply(const struct mkfs_opts *o);
-
-/* tar.c */
-/*
- * Unpack the archive o->source into a private directory that becomes
- * o->source: owner-only modes, no owners, no devices, no extended
- * attributes on the host; what the archive says of each entry is kept
- * in memory (tar_meta.c) and goes into the image afterwards.
- */
-void tar_unpack(struct mkfs_opts *o);
-
-/* tar_meta.c: each archive entry's metadata, by its normalised path. */
-struct tar_xattr {
-	char		*name;
-	void		*value;
-	size_t		len;
-};
-
-struct tar_meta {
-	mode_t		mode;		/* type and permission bits */
-	uint32_t	uid, gid;
-	uint32_t	major, minor;	/* devices */
-	struct timespec	atime, mtime, ctime;
-	size_t		n_xattr;
-	struct tar_xattr *xattr;
-	unsigned int	refs;		/* paths pointing here (hard links) */
-};
-
-/* Record meta (which becomes the table's) for path; 0 or an errno. */
-int tar_meta_put(const char *path, struct tar_meta *meta);
-/* The metadata of path ("" is the root), or NULL. */
-struct tar_meta *tar_meta_get(const char *path);
-/* Add an extended attribute; 0 or ENOMEM. */
-int tar_meta_add_xattr(struct tar_meta *m, const char *name,
-		       const void *value, size_t len);
-void tar_meta_free_all(void);
-
-/* tar_apply.c: an archive entry's metadata into its inode in the image. */
-/*
- * Replace the extended attributes of ino by meta's, then read the inode
- * into in (a buffer of the inode size) and give it meta's type, mode,
- * owner (with set_owner) and device number: a placeholder regular file
- * becomes the device, FIFO or socket meta says.  The caller sets the
- * times and writes the inode.
- */
-errcode_t tar_apply(ext2_filsys fs, ext2_ino_t ino,
-		    struct ext2_inode_large *in, const struct tar_meta *meta,
-		    int set_owner);
-/* The directory-entry file type (EXT2_FT_*) of a mode. */
-int tar_file_type(mode_t mode);
-/*
- * Set the file type of the entries of directory dir that name inodes
- * in inos (n of them) to the matching fts.
- */
-errcode_t tar_fix_dirents(ext2_filsys fs, ext2_ino_t dir,
-			  const ext2_ino_t *inos, const int *fts, size_t n);
 
 /* cleanup.c: nothing left behind on error or signal. */
 void cleanup_init(void);

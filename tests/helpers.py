@@ -79,6 +79,13 @@ def mkfs(img, size=None, *opts, check=True, env=None):
     return run(cmd, check=check, env=env)
 
 
+def journal_blocks(img):
+    """The block numbers of the image's journal (inode 8), by stock
+    debugfs."""
+    res = run(["debugfs", "-R", "blocks <8>", str(img)], check=False)
+    return {int(x) for x in res.stdout.split() if x.isdigit()}
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

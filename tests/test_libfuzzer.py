@@ -48,6 +48,7 @@ TARGETS = {
     "reflink": ("image", 65536),
     "shell": ("shell", 512),
     "archive": ("archive", 16384),
+    "journal": ("journal", 65536),
 }
 
 ENV = {

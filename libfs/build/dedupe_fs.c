@@ -14,6 +14,7 @@
 #include "tree/extref_int.h"
 #include "ops/extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 struct cand {
 	__u64		hash;
@@ -187,6 +188,8 @@ static errcode_t apply(struct dd *d, const struct act *a, __u64 len)
 		err = extref_dedupe_range(d->xfs, a->sino, a->slblk * bs + off,
 					  a->dino, a->dlblk * bs + off, step,
 					  &done, &differs);
+		if (!err)
+			err = xr_tx_split_point(d->xfs);
 	}
 	/* A range the rules refuse (overlapping itself in one file, sizes
 	 * that differ) is left as it is. */
@@ -238,17 +241,26 @@ static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,
 			     extref_progress_func progress, void *priv,
 			     struct extref_dedupe_stats *st);
 
-errcode_t extref_dedupe_fs(extref_fs_t xfs, enum extref_dedupe_mode mode,
+static errcode_t dedupe_fs_op(extref_fs_t xfs, enum extref_dedupe_mode mode,
 			   struct extref_dedupe_stats *st)
 {
 	return extref_dedupe_fs2(xfs, mode, NULL, NULL, st);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_dedupe_fs(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			   struct extref_dedupe_stats *st)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, dedupe_fs_op(xfs, mode, st));
 }
 
 /*
  * Block mode runs a file pass first: identical files then share their
  * partial last blocks too, which block-by-block sharing cannot.
  */
-errcode_t extref_dedupe_fs2(extref_fs_t xfs, enum extref_dedupe_mode mode,
+static errcode_t dedupe_fs2_op(extref_fs_t xfs, enum extref_dedupe_mode mode,
 			    extref_progress_func progress, void *priv,
 			    struct extref_dedupe_stats *st)
 {
@@ -265,6 +277,16 @@ errcode_t extref_dedupe_fs2(extref_fs_t xfs, enum extref_dedupe_mode mode,
 	st->stored_before = first.stored_before;
 	st->ranges += first.ranges;
 	return xr_quota_end(xfs, err);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_dedupe_fs2(extref_fs_t xfs, enum extref_dedupe_mode mode,
+			    extref_progress_func progress, void *priv,
+			    struct extref_dedupe_stats *st)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, dedupe_fs2_op(xfs, mode, progress, priv, st));
 }
 
 static errcode_t dedupe_pass(extref_fs_t xfs, enum extref_dedupe_mode mode,

@@ -22,6 +22,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 #define PFX(name, p)	(strncmp(name, p, sizeof(p) - 1) == 0)
 
@@ -44,7 +45,7 @@ static errcode_t attr_begin(extref_fs_t xfs, ext2_ino_t ino,
 	return err;
 }
 
-errcode_t extref_chmod(extref_fs_t xfs, ext2_ino_t ino, __u32 mode)
+static errcode_t chmod_op(extref_fs_t xfs, ext2_ino_t ino, __u32 mode)
 {
 	const struct extref_cred *c = xr_actor(xfs);
 	struct ext2_inode inode;
@@ -61,6 +62,14 @@ errcode_t extref_chmod(extref_fs_t xfs, ext2_ino_t ino, __u32 mode)
 	inode.i_mode = (inode.i_mode & LINUX_S_IFMT) | mode;
 	return xr_write_inode_times(extref_fs_ext2(xfs), ino, &inode,
 				    XR_TIME_CTIME);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_chmod(extref_fs_t xfs, ext2_ino_t ino, __u32 mode)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, chmod_op(xfs, ino, mode));
 }
 
 /* chown_ok and chgrp_ok of fs/attr.c. */
@@ -81,7 +90,7 @@ static errcode_t chown_allowed(const struct extref_cred *c,
 	return 0;
 }
 
-errcode_t extref_chown(extref_fs_t xfs, ext2_ino_t ino, __u32 uid, __u32 gid)
+static errcode_t chown_op(extref_fs_t xfs, ext2_ino_t ino, __u32 uid, __u32 gid)
 {
 	struct ext2_inode inode;
 	__u32 old_uid, old_gid, new_uid, new_gid;
@@ -108,6 +117,14 @@ errcode_t extref_chown(extref_fs_t xfs, ext2_ino_t ino, __u32 uid, __u32 gid)
 	xr_set_owner(&inode, new_uid, new_gid);
 	return xr_quota_end(xfs, xr_write_inode_times(extref_fs_ext2(xfs), ino,
 						      &inode, XR_TIME_CTIME));
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_chown(extref_fs_t xfs, ext2_ino_t ino, __u32 uid, __u32 gid)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, chown_op(xfs, ino, uid, gid));
 }
 
 /* xattr_permission for a change of attribute name on inode. */
@@ -170,14 +187,32 @@ static errcode_t xattr_change(extref_fs_t xfs, ext2_ino_t ino,
 	return xr_quota_end(xfs, err ? err : err2);
 }
 
-errcode_t extref_setxattr(extref_fs_t xfs, ext2_ino_t ino, const char *name,
+static errcode_t setxattr_op(extref_fs_t xfs, ext2_ino_t ino, const char *name,
 			  const void *value, size_t len)
 {
 	return xattr_change(xfs, ino, name, value ? value : "", len);
 }
 
-errcode_t extref_removexattr(extref_fs_t xfs, ext2_ino_t ino,
+/* One transaction (txn.c). */
+errcode_t extref_setxattr(extref_fs_t xfs, ext2_ino_t ino, const char *name,
+			  const void *value, size_t len)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, setxattr_op(xfs, ino, name, value, len));
+}
+
+static errcode_t removexattr_op(extref_fs_t xfs, ext2_ino_t ino,
 			     const char *name)
 {
 	return xattr_change(xfs, ino, name, NULL, 0);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_removexattr(extref_fs_t xfs, ext2_ino_t ino,
+			     const char *name)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, removexattr_op(xfs, ino, name));
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 /* The source's mappings of the range, moved to destination offsets. */
 static errcode_t source_maps(ext2_filsys fs, ext2_ino_t src,
@@ -64,7 +65,7 @@ out:
 	return err;
 }
 
-errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
+static errcode_t clone_range_op(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 			     ext2_ino_t dst, __u64 doff, __u64 len,
 			     __u64 *done)
 {
@@ -97,6 +98,16 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	return xr_quota_end(xfs, err);
 }
 
+/* One transaction (txn.c). */
+errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
+			     ext2_ino_t dst, __u64 doff, __u64 len,
+			     __u64 *done)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, clone_range_op(xfs, src, soff, dst, doff, len, done));
+}
+
 /* Compare the two ranges' bytes. */
 static errcode_t same_bytes(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dst,
 			    const struct xr_range *r, int *same)
@@ -123,7 +134,7 @@ static errcode_t same_bytes(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dst,
 	return err;
 }
 
-errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
+static errcode_t dedupe_range_op(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 			      ext2_ino_t dst, __u64 doff, __u64 len,
 			      __u64 *done, int *differs)
 {
@@ -168,4 +179,14 @@ errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	if (!err)
 		*done = r.reported;
 	return xr_quota_end(xfs, err);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_dedupe_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
+			      ext2_ino_t dst, __u64 doff, __u64 len,
+			      __u64 *done, int *differs)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, dedupe_range_op(xfs, src, soff, dst, doff, len, done, differs));
 }

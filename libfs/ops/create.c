@@ -4,6 +4,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
 {
@@ -74,11 +75,12 @@ errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 	if (err)
 		return err;
 	ext2fs_inode_alloc_stats2(fs, ino, +1, LINUX_S_ISDIR(inode->i_mode));
+	xr_tx_note_inode(fs, ino);
 	*ret = ino;
 	return 0;
 }
 
-errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
+static errcode_t create_file_op(extref_fs_t xfs, ext2_ino_t dir,
 			     const char *name, __u32 mode,
 			     const struct extref_cred *cred,
 			     ext2_ino_t *ret_ino)
@@ -120,6 +122,17 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	if (!err && ret_ino)
 		*ret_ino = ino;
 	return xr_quota_end(xfs, err);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
+			     const char *name, __u32 mode,
+			     const struct extref_cred *cred,
+			     ext2_ino_t *ret_ino)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, create_file_op(xfs, dir, name, mode, cred, ret_ino));
 }
 
 /* The directory-entry file type of an inode mode. */
@@ -219,14 +232,32 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	return xr_quota_end(xfs, err);
 }
 
-errcode_t extref_mkdir(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+static errcode_t mkdir_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		       ext2_ino_t *ret_ino)
 {
 	return make_entry(xfs, dir, name, NULL, ret_ino);
 }
 
-errcode_t extref_symlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+/* One transaction (txn.c). */
+errcode_t extref_mkdir(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+		       ext2_ino_t *ret_ino)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, mkdir_op(xfs, dir, name, ret_ino));
+}
+
+static errcode_t symlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			 const char *target, ext2_ino_t *ret_ino)
 {
 	return make_entry(xfs, dir, name, target, ret_ino);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_symlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+			 const char *target, ext2_ino_t *ret_ino)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, symlink_op(xfs, dir, name, target, ret_ino));
 }

@@ -19,6 +19,7 @@
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 /* Directory levels below the source that a recursive reflink copies. */
 #define RL_MAX_DEPTH	1024
@@ -124,8 +125,10 @@ static errcode_t make_inode(struct rl *r, ext2_ino_t dir, ext2_ino_t src,
 		if (!err)
 			err = ext2fs_write_inode_full(fs, *ino, in,
 						EXT2_INODE_SIZE(fs->super));
-		if (!err)
+		if (!err) {
 			ext2fs_inode_alloc_stats2(fs, *ino, +1, 0);
+			xr_tx_note_inode(fs, *ino);
+		}
 	}
 	ext2fs_free_mem(&full);
 	return err;
@@ -155,8 +158,10 @@ static void unshare_new(struct rl *r, ext2_ino_t ino,
 		in.i_dtime = xr_now(r->fs);
 		if (!err)
 			err = ext2fs_write_inode(r->fs, ino, &in);
-		if (!err)
+		if (!err) {
 			ext2fs_inode_alloc_stats2(r->fs, ino, -1, 0);
+			xr_tx_note_inode(r->fs, ino);
+		}
 	}
 	for (i = 0; !err && i < maps->n; i++)
 		err = xr_prange_push(&raised, maps->v[i].pblk, maps->v[i].len);
@@ -373,10 +378,15 @@ static errcode_t reflink_dir(struct rl *r, ext2_ino_t src,
 		return EXTREF_ERR_DIR_DEPTH;
 	err = extref_mkdir(r->xfs, dir, name, &ino);
 	if (!err)
+		err = xr_tx_split_point(r->xfs);
+	if (!err)
 		err = xr_dir_list(r->fs, src, 0, &e);
 	r->depth++;
-	for (i = 0; !err && i < e.n; i++)
+	for (i = 0; !err && i < e.n; i++) {
 		err = reflink_any(r, e.v[i].ino, ino, e.v[i].name, NULL);
+		if (!err)	/* a copy larger than the journal goes in parts */
+			err = xr_tx_split_point(r->xfs);
+	}
 	r->depth--;
 	extref_dir_list_free(&e);
 	if (!err)
@@ -654,7 +664,7 @@ static errcode_t check_opts(const struct extref_reflink_opts *o)
 	return o->label ? extref_label_check(o->label) : 0;
 }
 
-errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+static errcode_t reflink_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			 const char *name, int flags,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
 {
@@ -663,7 +673,17 @@ errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	return extref_reflink2(xfs, src, dir, name, &o, ret_ino);
 }
 
-errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+/* One transaction (txn.c). */
+errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+			 const char *name, int flags,
+			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, reflink_op(xfs, src, dir, name, flags, cred, ret_ino));
+}
+
+static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			  const char *name,
 			  const struct extref_reflink_opts *opts,
 			  ext2_ino_t *ret_ino)
@@ -725,4 +745,15 @@ errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	ext2fs_free_mem(&r.hl_src);
 	ext2fs_free_mem(&r.hl_dst);
 	return xr_quota_end(xfs, err);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+			  const char *name,
+			  const struct extref_reflink_opts *opts,
+			  ext2_ino_t *ret_ino)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, reflink2_op(xfs, src, dir, name, opts, ret_ino));
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got)
@@ -154,8 +155,12 @@ static errcode_t write_block(struct cow *c, blk64_t i)
 	}
 	if (!err && c->mode == XR_COW_WRITE)
 		memcpy(c->block + (s - bstart), c->buf + (s - c->off), e - s);
-	return err ? err : io_channel_write_blk64(c->fs->io, target, 1,
-						  c->block);
+	if (err)
+		return err;
+	/* a new block is data no path reaches yet: straight to the image;
+	 * an unshared block rewritten in place goes with the transaction */
+	return p->new ? xr_tx_write_data(c->fs, target, 1, c->block)
+		      : io_channel_write_blk64(c->fs->io, target, 1, c->block);
 }
 
 /* Switch each run of new blocks into the file; collect the old ones. */
@@ -233,7 +238,7 @@ out:
 	return err;
 }
 
-errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+static errcode_t pwrite_op(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 			const void *buf, __u64 len)
 {
 	struct ext2_inode inode;
@@ -256,7 +261,16 @@ errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 						    len, XR_COW_WRITE));
 }
 
-errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+/* One transaction (txn.c). */
+errcode_t extref_pwrite(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			const void *buf, __u64 len)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, pwrite_op(xfs, ino, off, buf, len));
+}
+
+static errcode_t unshare_op(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 			 __u64 len)
 {
 	struct ext2_inode inode;
@@ -281,4 +295,13 @@ errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
 		return err;
 	return xr_quota_end(xfs, xr_cow_range(xfs, ino, &inode, off, NULL,
 					    len, XR_COW_UNSHARE));
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_unshare(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			 __u64 len)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, unshare_op(xfs, ino, off, len));
 }

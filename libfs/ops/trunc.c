@@ -4,6 +4,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 /* Zero [off, off+len) inside one block, if that block holds data. */
 static errcode_t zero_partial(extref_fs_t xfs, ext2_ino_t ino,
@@ -113,7 +114,7 @@ static errcode_t punch_room(extref_fs_t xfs, ext2_ino_t ino,
 	return err;
 }
 
-errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
+static errcode_t truncate_op(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 {
 	ext2_filsys fs;
 	struct ext2_inode inode;
@@ -159,7 +160,15 @@ errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 	return xr_quota_end(xfs, err);
 }
 
-errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
+/* One transaction (txn.c). */
+errcode_t extref_truncate(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, truncate_op(xfs, ino, size));
+}
+
+static errcode_t punch_op(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 {
 	ext2_filsys fs;
 	struct ext2_inode inode;
@@ -212,4 +221,12 @@ errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	if (!err)
 		err = xr_write_inode_times(fs, ino, &inode, XR_TIME_MTIME);
 	return xr_quota_end(xfs, err);
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, punch_op(xfs, ino, off, len));
 }

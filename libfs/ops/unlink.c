@@ -5,6 +5,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
+#include "tree/xr_txio.h"
 
 static int count_entry(struct ext2_dir_entry *d, int offset, int bs,
 		       char *buf, void *priv)
@@ -73,9 +74,11 @@ static errcode_t free_inode(extref_fs_t xfs, ext2_ino_t ino,
 		err = ext2fs_write_inode(fs, ino, inode);
 	if (!err)
 		err = xr_release_ranges(xfs, &removed);
-	if (!err)
+	if (!err) {
 		ext2fs_inode_alloc_stats2(fs, ino, -1,
 					  LINUX_S_ISDIR(inode->i_mode));
+		xr_tx_note_inode(fs, ino);
+	}
 	xr_prange_vec_free(&removed);
 	return err;
 }
@@ -93,7 +96,7 @@ static errcode_t parent_unlinked(ext2_filsys fs, ext2_ino_t dir)
 	return xr_write_inode_times(fs, dir, &p, XR_TIME_MTIME);
 }
 
-errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			int flags)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
@@ -139,4 +142,13 @@ errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 							      XR_TIME_CTIME));
 	}
 	return xr_quota_end(xfs, free_inode(xfs, ino, &inode));
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
+			int flags)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, unlink_op(xfs, dir, name, flags));
 }

@@ -5,6 +5,7 @@
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
 #include "tree/extref_vec.h"
+#include "tree/xr_txio.h"
 
 static void to_public(const struct xr_dquot *dq, struct extref_quota *q)
 {
@@ -52,7 +53,7 @@ static void limit_times(struct xr_dquot *dq, __u64 now,
 		dq->itime = now + xr_qfile_grace(qf, 1);
 }
 
-errcode_t extref_quota_set(extref_fs_t xfs, int type, __u32 id,
+static errcode_t quota_set_op(extref_fs_t xfs, int type, __u32 id,
 			   const struct extref_quota *q)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
@@ -81,6 +82,15 @@ errcode_t extref_quota_set(extref_fs_t xfs, int type, __u32 id,
 	else
 		xr_qfile_close(qf);
 	return err;
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_quota_set(extref_fs_t xfs, int type, __u32 id,
+			   const struct extref_quota *q)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, quota_set_op(xfs, type, id, q));
 }
 
 struct iter {
@@ -239,7 +249,7 @@ static errcode_t write_type(ext2_filsys fs, int type, struct usages *u)
 	return err;
 }
 
-errcode_t extref_quota_recompute(extref_fs_t xfs)
+static errcode_t quota_recompute_op(extref_fs_t xfs)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct usages u = { 0 };
@@ -257,4 +267,12 @@ errcode_t extref_quota_recompute(extref_fs_t xfs)
 			err = write_type(fs, t, &u);
 	ext2fs_free_mem(&u.v);
 	return err;
+}
+
+/* One transaction (txn.c). */
+errcode_t extref_quota_recompute(extref_fs_t xfs)
+{
+	errcode_t err = xr_tx_begin(xfs);
+
+	return err ? err : xr_tx_end(xfs, quota_recompute_op(xfs));
 }

@@ -11,5 +11,9 @@ errcode_t extref_convert(ext2_filsys fs)
 		return EXTREF_ERR_ALREADY;
 	if (!ext2fs_has_feature_extents(fs->super))
 		return EXTREF_ERR_NO_EXTENTS;
+	/* converting the unreplayed state would build on what the journal
+	 * overrides */
+	if (ext2fs_has_feature_journal_needs_recovery(fs->super))
+		return EXTREF_ERR_NEEDS_RECOVERY;
 	return extref_format(fs);
 }

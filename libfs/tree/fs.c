@@ -15,6 +15,8 @@
 #include "extref_fsck.h"
 #include "extref_ops.h"
 #include "quota/xr_quota.h"
+#include "xr_txio.h"
+#include "../journal/xr_journal.h"
 
 struct extref_fs {
 	ext2_filsys	fs;
@@ -27,7 +29,53 @@ struct extref_fs {
 	struct extref_cred ident;	/* extref_set_identity */
 	int		have_ident;
 	int		perm_hold;	/* xr_perm_hold: inner steps unchecked */
+	struct xr_tx	*tx;		/* transactions (txn.c), journaled images */
+	unsigned	replayed;	/* transactions the open replayed */
 };
+
+errcode_t extref_tx_begin(extref_fs_t xfs)
+{
+	return xr_tx_begin2(xfs, 1);
+}
+
+errcode_t extref_tx_begin2(extref_fs_t xfs, int flags)
+{
+	if (flags & ~EXTREF_TX_SPLIT)
+		return EXT2_ET_INVALID_ARGUMENT;
+	return xr_tx_begin2(xfs, !(flags & EXTREF_TX_SPLIT));
+}
+
+errcode_t extref_tx_end(extref_fs_t xfs, errcode_t err)
+{
+	return xr_tx_end(xfs, err);
+}
+
+int extref_fs_journaled(extref_fs_t xfs)
+{
+	return xfs->tx != NULL;
+}
+
+unsigned extref_fs_replayed(extref_fs_t xfs)
+{
+	return xfs->replayed;
+}
+
+struct xr_tx **xr_fs_txp(extref_fs_t xfs)
+{
+	return &xfs->tx;
+}
+
+/* After a rollback: the tree as committed (it was verified at open and
+ * every commit since is ours). */
+errcode_t xr_fs_reload_tree(extref_fs_t xfs)
+{
+	if (!xfs->tree)
+		return 0;
+	extref_tree_free(xfs->tree);
+	xfs->tree = NULL;
+	return extref_tree_open(xfs->fs, (xfs->flags & EXTREF_OPEN_RW) ?
+				EXTREF_TREE_RW : 0, &xfs->tree);
+}
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
 static errcode_t flush_later(io_channel io)
@@ -162,8 +210,11 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	}
 	if (!err && (fs->flags & EXT2_FLAG_RW))
 		err = xr_quota_attach(fs);	/* usage kept per inode write */
+	if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL))
+		err = xr_tx_attach(xfs);
 	if (err) {
 		xr_quota_detach(fs);
+		extref_tree_free(xfs->tree);
 		fs->io->manager = xfs->orig_iom;	/* the copy goes away */
 		ext2fs_free_mem(&xfs);
 		return err;
@@ -190,6 +241,46 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
 	return err;
 }
 
+/*
+ * A read-write open replays a journal that needs recovery, as e2fsck
+ * does, then opens the image again (its superblock, descriptors and
+ * bitmaps are the replayed ones).  Writing without a replay would build on
+ * a state the journal overrides: EXTREF_OPEN_NO_JOURNAL refuses.  A
+ * read-only open shows the image as it is, unreplayed (as stock debugfs
+ * does); the tools say so.
+ */
+/* needs_recovery, or a journal that holds transactions anyway (a crash
+ * between the two writes of a checkpoint, txn.c). */
+static int journal_to_replay(ext2_filsys fs)
+{
+	struct xr_journal *j;
+	int dirty;
+
+	if (ext2fs_has_feature_journal_needs_recovery(fs->super))
+		return 1;
+	if (!ext2fs_has_feature_journal(fs->super) ||
+	    !fs->super->s_journal_inum || xr_journal_open(fs, fs->io, &j))
+		return 0;
+	dirty = xr_journal_dirty(j);
+	xr_journal_close(j);
+	return dirty;
+}
+
+static errcode_t replay(const char *name, int eflags, io_manager iom,
+			int flags, ext2_filsys *fsp, unsigned *n)
+{
+	errcode_t err;
+
+	if (flags & EXTREF_OPEN_NO_JOURNAL)
+		return EXTREF_ERR_NEEDS_RECOVERY;
+	err = xr_journal_recover(*fsp, (*fsp)->io, n);
+	ext2fs_free(*fsp);
+	*fsp = NULL;
+	if (!err)
+		err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, fsp);
+	return err;
+}
+
 errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 			 errcode_t *tree_err)
 {
@@ -197,6 +288,7 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	int eflags = EXT2_FLAG_64BITS;
 	int rw = flags & EXTREF_OPEN_RW;
 	extref_image_lock_t lock;
+	unsigned replayed = 0;
 	errcode_t err;
 #ifdef EXTREF_FAULT_INJECTION
 	/*
@@ -222,11 +314,15 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	if (flags & EXTREF_OPEN_FORCE)
 		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, &fs);
+	if (!err && rw && journal_to_replay(fs))
+		err = replay(name, eflags, iom, flags, &fs, &replayed);
 	if (err)
 		goto cleanup;
 	err = wrap_locked(fs, flags, lock, ret, tree_err);
 	if (err)
 		ext2fs_free(fs);
+	else
+		(*ret)->replayed = replayed;
 cleanup:
 	if (err)
 		extref_image_unlock(lock);
@@ -236,9 +332,16 @@ cleanup:
 errcode_t extref_fs_close(extref_fs_t xfs)
 {
 	errcode_t err, err2;
+	int journaled;
 
 	if (!xfs)
 		return 0;
+	journaled = xfs->tx != NULL;
+	err = xr_tx_detach(xfs);	/* commits, empties the journal */
+	if (err) {
+		extref_fs_abort(xfs);	/* nothing more is written */
+		return err;
+	}
 	err = xr_quota_flush(xfs->fs);
 	xr_quota_detach(xfs->fs);
 	err2 = extref_tree_close(xfs->tree);
@@ -246,7 +349,11 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 		err = err2;
 	if (xfs->sync_flush)
 		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
-	err2 = ext2fs_close_free(&xfs->fs);
+	/* journaled: the holding channel flushes once, as it closes */
+	err2 = ext2fs_close2(xfs->fs, journaled ? EXT2_FLAG_FLUSH_NO_SYNC : 0);
+	if (err2)
+		ext2fs_free(xfs->fs);
+	xfs->fs = NULL;
 	extref_image_unlock(xfs->lock);	/* after the last write */
 	ext2fs_free_mem(&xfs);
 	return err ? err : err2;
@@ -256,6 +363,7 @@ void extref_fs_abort(extref_fs_t xfs)
 {
 	if (!xfs)
 		return;
+	xr_tx_discard(xfs);
 	xr_quota_detach(xfs->fs);
 	extref_tree_free(xfs->tree);
 	ext2fs_free(xfs->fs);

@@ -1,0 +1,81 @@
+/*
+ * txn_cmds.c --- begin, commit, rollback: several commands as one
+ * transaction of the image's journal (extref_tx_begin, extref.h).
+ *
+ * Outside a batch every command that writes is a transaction of its own
+ * (cmds.c).  A failed command inside a batch rolls the whole batch back;
+ * close and the end of the session commit a batch still open.  An image
+ * without a journal has no transactions: begin says so and does nothing.
+ */
+#include <et/com_err.h>
+#include "debugfs.h"
+#include "cmds_gen.h"
+
+static int need_rw(struct cmd_args *a)
+{
+	if (!sh.rw)
+		return cmd_fail(a, "needs an image opened with -w");
+	if (!extref_fs_journaled(sh.xfs))
+		return cmd_fail(a, "%s has no journal: every command is "
+				"written as it runs, and none can be rolled "
+				"back", sh.image);
+	return 0;
+}
+
+int impl_begin(struct cmd_args *a)
+{
+	errcode_t err;
+
+	if (need_rw(a))
+		return 1;
+	if (sh.batch)
+		return cmd_fail(a, "a transaction is already open "
+				"(commit or rollback it first)");
+	err = extref_tx_begin(sh.xfs);
+	if (err)
+		return cmd_fail(a, "%s", error_message(err));
+	sh.batch = 1;
+	return 0;
+}
+
+static int end_batch(struct cmd_args *a, errcode_t result)
+{
+	errcode_t err;
+
+	if (need_rw(a))
+		return 1;
+	if (!sh.batch)
+		return cmd_fail(a, "no transaction is open (begin starts one)");
+	sh.batch = 0;
+	err = extref_tx_end(sh.xfs, result);
+	if (!result && err)
+		return cmd_fail(a, "%s; the image is as it was at begin",
+				error_message(err));
+	if (result && err != result)
+		return cmd_fail(a, "%s", error_message(err));
+	return 0;
+}
+
+int impl_commit(struct cmd_args *a)
+{
+	return end_batch(a, 0);
+}
+
+int impl_rollback(struct cmd_args *a)
+{
+	return end_batch(a, EXTREF_ERR_ROLLED_BACK);
+}
+
+void shell_batch_failed(const char *who)
+{
+	errcode_t err;
+
+	sh.batch = 0;
+	err = extref_tx_end(sh.xfs, EXTREF_ERR_ROLLED_BACK);
+	if (err != EXTREF_ERR_ROLLED_BACK)
+		com_err(who, err, "while rolling the transaction back");
+	else
+		fprintf(stderr, "%s: the transaction begun by \"begin\" was "
+			"rolled back: the image is as it was before it\n",
+			who);
+}

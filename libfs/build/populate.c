@@ -1,0 +1,81 @@
+/*
+ * populate.c --- the populate path's entry points: a host directory or
+ * an archive into a new image, through libext2fs.  The scratch buffers
+ * (one inode, one block, the staged data) are made once per call.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "populate_int.h"
+
+void xr_pop_fail(struct xr_pop *p, const char *where, const char *why)
+{
+	if (!p->req->where && where)
+		p->req->where = strdup(where);
+	if (!p->req->why && why)
+		p->req->why = strdup(why);
+}
+
+static errcode_t pop_init(extref_fs_t xfs, struct extref_populate *req,
+			  struct xr_pop *p)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err;
+
+	memset(p, 0, sizeof(*p));
+	p->fs = fs;
+	p->req = req;
+	p->isz = EXT2_INODE_SIZE(fs->super);
+	req->inodes = req->data_bytes = 0;
+	req->where = req->why = NULL;
+	if (!(fs->flags & EXT2_FLAG_RW))
+		return EXT2_ET_RO_FILSYS;
+	err = ext2fs_read_bitmaps(fs);
+	if (!err)
+		err = ext2fs_get_memzero(p->isz, &p->in);
+	if (!err)
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &p->stage);
+	if (!err)
+		err = ext2fs_get_mem(fs->blocksize, &p->blk);
+	if (!err)
+		err = ext2fs_get_memzero(fs->blocksize, &p->zero);
+	return err;
+}
+
+static void pop_done(struct xr_pop *p)
+{
+	ext2fs_free_mem(&p->in);
+	ext2fs_free_mem(&p->stage);
+	ext2fs_free_mem(&p->blk);
+	ext2fs_free_mem(&p->zero);
+}
+
+errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
+			      struct extref_populate *req)
+{
+	struct xr_pop p;
+	errcode_t err = pop_init(xfs, req, &p);
+
+	if (!err)
+		err = xr_pop_walk_dir(&p, dir);
+	pop_done(&p);
+	return err;
+}
+
+errcode_t extref_populate_archive(extref_fs_t xfs, int fd,
+				  struct extref_populate *req)
+{
+	struct xr_pop p;
+	errcode_t err = pop_init(xfs, req, &p);
+
+	if (!err)
+		err = xr_pop_read_archive(&p, fd);
+	pop_done(&p);
+	return err;
+}
+
+void extref_populate_free(struct extref_populate *req)
+{
+	free(req->where);
+	free(req->why);
+	req->where = req->why = NULL;
+}

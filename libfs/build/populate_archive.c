@@ -1,0 +1,525 @@
+/*
+ * populate_archive.c --- an archive into the image, entry by entry,
+ * through libarchive (tar in every flavour, pax, cpio; any compression
+ * it knows; a file or a pipe, read once, front to back).  Nothing is
+ * unpacked on the host and nothing needs root: each entry becomes its
+ * inode directly, with the type, mode (setuid, setgid, sticky), numeric
+ * owner, device number, times with nanoseconds, extended attributes and
+ * POSIX ACLs the archive records.  Names are taken as the archive
+ * stores them: pax UTF-8 names are read under a UTF-8 character type
+ * whatever the caller's locale, other names byte for byte.
+ *
+ * Paths are normalised (no "." component, no "//", no trailing "/"; ""
+ * is the root) and refused when absolute or with a ".." component: an
+ * entry can only land inside the image, under the directory the earlier
+ * entries made there (a symlink is never followed).  Directories the
+ * archive implies without listing them are 0755 and root's, as is the
+ * root when the archive has no "./"; a directory listed again takes the
+ * later metadata; a non-directory met again is replaced by the later
+ * entry (populate_replace.c), as unpacking would replace it; a directory
+ * is never replaced by a non-directory.  A hard link names an earlier
+ * non-directory of the archive (not itself); one that carries data
+ * (cpio's last link) gives it to the inode.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <locale.h>
+#include <string.h>
+#include <archive.h>
+#include <archive_entry.h>
+#include "populate_int.h"
+
+struct rd {
+	struct xr_pop		*p;
+	struct archive		*a;
+	struct xr_pop_table	paths;		/* path -> inode */
+	struct xr_pop_xattrs	xa;
+	void			*acl[2];
+	char			path[PATH_MAX];
+	char			target[PATH_MAX];
+	char			name[NAME_MAX + 1];
+};
+
+/*
+ * Normalise an archive path into out: components joined by one "/",
+ * no "." component, no leading or trailing "/" ("" for the root).
+ * -1 for an absolute path, a ".." component or one too long.
+ */
+static int normalise(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (in[0] == '/')
+		return -1;
+	while (*in) {
+		size_t n = strcspn(in, "/");
+
+		if (n == 2 && in[0] == '.' && in[1] == '.')
+			return -1;
+		if (n > NAME_MAX)
+			return -1;
+		if (n && !(n == 1 && in[0] == '.')) {
+			if (o + !!o + n + 1 > len)
+				return -1;
+			if (o)
+				out[o++] = '/';
+			memcpy(out + o, in, n);
+			o += n;
+		}
+		in += n;
+		while (*in == '/')
+			in++;
+	}
+	out[o] = 0;
+	return 0;
+}
+
+static const char *entry_name(struct archive_entry *e)
+{
+	const char *name = archive_entry_pathname(e);
+
+	return name ? name : archive_entry_pathname_utf8(e);
+}
+
+static const char *entry_link(struct archive_entry *e)
+{
+	const char *name = archive_entry_hardlink(e);
+
+	return name ? name : archive_entry_hardlink_utf8(e);
+}
+
+static const char *entry_symlink(struct archive_entry *e)
+{
+	const char *name = archive_entry_symlink(e);
+
+	return name ? name : archive_entry_symlink_utf8(e);
+}
+
+static struct timespec ts(time_t s, long ns)
+{
+	struct timespec t = { .tv_sec = s, .tv_nsec = ns };
+
+	return t;
+}
+
+/* A directory nobody describes: 0755, root's, made now. */
+static void implied_dir(const struct xr_pop *p, struct xr_pop_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->mode = LINUX_S_IFDIR | 0755;
+	m->atime = m->mtime = m->ctime = ts(xr_now(p->fs), 0);
+}
+
+/* What the archive says of entry e (not a hard link). */
+static errcode_t meta_of(struct archive_entry *e, struct xr_pop_meta *m)
+{
+	mode_t type = archive_entry_filetype(e);
+	la_int64_t uid = archive_entry_uid(e), gid = archive_entry_gid(e);
+
+	memset(m, 0, sizeof(*m));
+	if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK &&
+	    type != AE_IFCHR && type != AE_IFBLK && type != AE_IFIFO &&
+	    type != AE_IFSOCK)
+		return EXTREF_ERR_ARCHIVE_TYPE;
+	if (uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
+		return EXTREF_ERR_ARCHIVE_RANGE;
+	m->mode = (__u16)(type | (archive_entry_perm(e) & 07777));
+	m->uid = (__u32)uid;
+	m->gid = (__u32)gid;
+	if (type == AE_IFCHR || type == AE_IFBLK) {
+		unsigned long long maj = archive_entry_rdevmajor(e);
+		unsigned long long min = archive_entry_rdevminor(e);
+
+		/* what the kernel can encode: 12 bits and 20 bits */
+		if (maj >= 1U << 12 || min >= 1U << 20)
+			return EXTREF_ERR_ARCHIVE_RANGE;
+		m->major = (__u32)maj;
+		m->minor = (__u32)min;
+	}
+	m->mtime = ts(archive_entry_mtime(e), archive_entry_mtime_nsec(e));
+	m->atime = archive_entry_atime_is_set(e) ?
+		ts(archive_entry_atime(e), archive_entry_atime_nsec(e)) :
+		m->mtime;
+	m->ctime = archive_entry_ctime_is_set(e) ?
+		ts(archive_entry_ctime(e), archive_entry_ctime_nsec(e)) :
+		m->mtime;
+	m->has_crtime = archive_entry_birthtime_is_set(e);
+	if (m->has_crtime)
+		m->crtime = ts(archive_entry_birthtime(e),
+			       archive_entry_birthtime_nsec(e));
+	return 0;
+}
+
+/* The extended attributes and ACLs of e into r->xa. */
+static errcode_t read_xattrs(struct rd *r, struct archive_entry *e)
+{
+	static const char *const acl_names[2] = {
+		"system.posix_acl_access", "system.posix_acl_default" };
+	static const int acl_types[2] = { ARCHIVE_ENTRY_ACL_TYPE_ACCESS,
+					  ARCHIVE_ENTRY_ACL_TYPE_DEFAULT };
+	const char *name;
+	const void *value;
+	size_t len;
+	errcode_t err = 0;
+
+	xr_pop_xattrs_reset(&r->xa);
+	archive_entry_xattr_reset(e);
+	while (!err && archive_entry_xattr_next(e, &name, &value, &len) ==
+	       ARCHIVE_OK)
+		err = xr_pop_xattrs_add(&r->xa, name, value, len);
+	for (int i = 0; !err && i < 2; i++) {
+		ext2fs_free_mem(&r->acl[i]);
+		err = xr_pop_archive_acl(e, acl_types[i], &r->acl[i], &len);
+		if (!err && r->acl[i])
+			err = xr_pop_xattrs_add(&r->xa, acl_names[i],
+						r->acl[i], len);
+	}
+	return err;
+}
+
+static errcode_t archive_err(struct rd *r)
+{
+	xr_pop_fail(r->p, r->path, archive_error_string(r->a));
+	return EXTREF_ERR_ARCHIVE;
+}
+
+/*
+ * The directory holding path (len bytes of r->path's buffer), made with
+ * its own parents when the archive did not list it.
+ */
+static errcode_t dir_of(struct rd *r, const char *path, size_t len,
+			ext2_ino_t *dir)
+{
+	struct xr_pop_meta m;
+	ext2_ino_t parent;
+	const char *slash;
+	int is_dir = 0;
+	errcode_t err;
+
+	if (!len) {
+		*dir = EXT2_ROOT_INO;
+		return 0;
+	}
+	*dir = xr_pop_table_get(&r->paths, path, len, &is_dir);
+	if (*dir)
+		return is_dir ? 0 : EXT2_ET_NO_DIRECTORY;
+	slash = memrchr(path, '/', len);
+	err = dir_of(r, path, slash ? (size_t)(slash - path) : 0, &parent);
+	if (err)
+		return err;
+	slash = slash ? slash + 1 : path;
+	memcpy(r->name, slash, len - (slash - path));
+	r->name[len - (slash - path)] = 0;
+	implied_dir(r->p, &m);
+	err = xr_pop_mkdir(r->p, parent, r->name, &m, dir);
+	if (!err)
+		err = xr_pop_table_put(&r->paths, path, len, *dir, 1);
+	return err;
+}
+
+/* r->path's directory and its last component in r->name. */
+static errcode_t parent_of(struct rd *r, ext2_ino_t *dir)
+{
+	char *slash = strrchr(r->path, '/');
+	const char *base = slash ? slash + 1 : r->path;
+	errcode_t err;
+
+	err = dir_of(r, r->path, slash ? (size_t)(slash - r->path) : 0, dir);
+	strcpy(r->name, base);
+	return err;
+}
+
+/* The entry's data into d (sparse entries keep their holes). */
+static errcode_t put_data(struct rd *r, struct archive_entry *e,
+			  struct xr_pop_data *d)
+{
+	const void *buf;
+	size_t size;
+	la_int64_t off;
+	int ar;
+	errcode_t err = 0;
+
+	while (!err && (ar = archive_read_data_block(r->a, &buf, &size,
+						     &off)) == ARCHIVE_OK)
+		err = xr_pop_data_put(d, (__u64)off, buf, size);
+	if (!err && ar != ARCHIVE_EOF)
+		err = archive_err(r);
+	if (!err && archive_entry_size_is_set(e) &&
+	    (__u64)archive_entry_size(e) > d->size)
+		d->size = (__u64)archive_entry_size(e);
+	return err;
+}
+
+static errcode_t make_file(struct rd *r, struct archive_entry *e,
+			   const struct xr_pop_meta *m, ext2_ino_t dir,
+			   ext2_ino_t *ino)
+{
+	struct xr_pop_data d;
+	errcode_t err = xr_pop_file_begin(r->p, m, dir, &d);
+
+	if (err)
+		return err;
+	*ino = d.ino;
+	err = put_data(r, e, &d);
+	if (!err)
+		return xr_pop_file_end(&d, dir, r->name);
+	xr_pop_data_abort(&d);
+	return err;
+}
+
+/*
+ * r->path (r->name in dir) met again: a directory is refused (it may
+ * hold entries), a non-directory replaced by what comes now, as
+ * unpacking the archive would replace it.
+ */
+static errcode_t replace(struct rd *r, ext2_ino_t dir)
+{
+	int is_dir = 0;
+	ext2_ino_t old = xr_pop_table_get(&r->paths, r->path, strlen(r->path),
+					  &is_dir);
+
+	if (!old)
+		return 0;
+	if (is_dir)
+		return EXTREF_ERR_SOURCE_DUP;
+	return xr_pop_remove(r->p, dir, r->name, old);
+}
+
+/* A hard link; with data, the data goes to the (empty) file. */
+static errcode_t make_link(struct rd *r, struct archive_entry *e,
+			   const char *link)
+{
+	struct xr_pop *p = r->p;
+	struct xr_pop_data d;
+	ext2_ino_t ino, dir;
+	int is_dir = 1;
+	errcode_t err;
+
+	if (normalise(link, r->target, sizeof(r->target)) || !*r->path ||
+	    !strcmp(r->path, r->target) ||
+	    !(ino = xr_pop_table_get(&r->paths, r->target,
+				     strlen(r->target), &is_dir)) || is_dir)
+		return EXTREF_ERR_ARCHIVE_LINK;
+	err = parent_of(r, &dir);
+	if (!err)
+		err = replace(r, dir);
+	if (!err && archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
+		err = ext2fs_read_inode_full(p->fs, ino,
+					     (struct ext2_inode *)p->in,
+					     p->isz);
+		if (!err && (!LINUX_S_ISREG(p->in->i_mode) ||
+			     EXT2_I_SIZE(p->in)))
+			err = EXTREF_ERR_ARCHIVE_LINK;
+		if (!err)
+			err = xr_pop_data_begin(p, ino, p->in, &d);
+		if (!err) {
+			err = put_data(r, e, &d);
+			if (!err)
+				err = xr_pop_file_end(&d, dir, NULL);
+			else
+				xr_pop_data_abort(&d);
+		}
+	}
+	if (!err)
+		err = xr_pop_hardlink(p, dir, r->name, ino);
+	if (!err)
+		err = xr_pop_table_put(&r->paths, r->path, strlen(r->path),
+				       ino, 0);
+	return err;
+}
+
+/* A directory listed again, or the root: the later metadata. */
+static errcode_t redo_dir(struct rd *r, ext2_ino_t ino,
+			  const struct xr_pop_meta *m)
+{
+	int owner = ino != EXT2_ROOT_INO ||
+		    !(r->p->req->flags & EXTREF_POP_KEEP_ROOT_OWNER);
+	errcode_t err = xr_pop_set_meta(r->p, ino, m, owner, 1);
+
+	return err ? err : xr_pop_set_xattrs(r->p, ino, &r->xa);
+}
+
+static errcode_t make_new(struct rd *r, struct archive_entry *e,
+			  const struct xr_pop_meta *m)
+{
+	const char *target;
+	ext2_ino_t dir, ino = 0;
+	errcode_t err = parent_of(r, &dir);
+
+	if (!err)
+		err = replace(r, dir);
+	if (err)
+		return err;
+	switch (m->mode & LINUX_S_IFMT) {
+	case LINUX_S_IFDIR:
+		err = xr_pop_mkdir(r->p, dir, r->name, m, &ino);
+		break;
+	case LINUX_S_IFREG:
+		err = make_file(r, e, m, dir, &ino);
+		break;
+	case LINUX_S_IFLNK:
+		target = entry_symlink(e);
+		err = target ? xr_pop_symlink(r->p, dir, r->name, m, target,
+					      &ino) : archive_err(r);
+		break;
+	default:
+		err = xr_pop_special(r->p, dir, r->name, m, &ino);
+	}
+	if (!err)
+		err = xr_pop_set_xattrs(r->p, ino, &r->xa);
+	if (!err)
+		err = xr_pop_table_put(&r->paths, r->path, strlen(r->path),
+				       ino, LINUX_S_ISDIR(m->mode));
+	return err;
+}
+
+static errcode_t one_entry(struct rd *r, struct archive_entry *e)
+{
+	const char *name = entry_name(e), *link = entry_link(e);
+	struct xr_pop_meta m;
+	ext2_ino_t ino;
+	int is_dir = 0;
+	errcode_t err;
+
+	if (!name)
+		return archive_err(r);
+	if (normalise(name, r->path, sizeof(r->path))) {
+		snprintf(r->path, sizeof(r->path), "%s", name);
+		return EXTREF_ERR_ARCHIVE_PATH;
+	}
+	if (link)
+		return make_link(r, e, link);
+	err = meta_of(e, &m);
+	if (!err)
+		err = read_xattrs(r, e);
+	if (err)
+		return err;
+	if (!*r->path)
+		return LINUX_S_ISDIR(m.mode) ?
+			redo_dir(r, EXT2_ROOT_INO, &m) :
+			EXTREF_ERR_ARCHIVE_ROOT;
+	ino = xr_pop_table_get(&r->paths, r->path, strlen(r->path), &is_dir);
+	if (ino && is_dir)
+		return LINUX_S_ISDIR(m.mode) ? redo_dir(r, ino, &m) :
+			EXTREF_ERR_SOURCE_DUP;
+	return make_new(r, e, &m);
+}
+
+/* A UTF-8 character type for libarchive's names, made once. */
+static locale_t utf8_locale(void)
+{
+	static const char *const names[] = { "C.UTF-8", "C.utf8",
+					     "en_US.UTF-8" };
+	static locale_t l = (locale_t)0;
+
+	for (size_t i = 0; !l && i < sizeof(names) / sizeof(names[0]); i++)
+		l = newlocale(LC_CTYPE_MASK, names[i], (locale_t)0);
+	return l;
+}
+
+static struct archive *open_reader(void)
+{
+	struct archive *a = archive_read_new();
+
+	if (!a)
+		return NULL;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	archive_read_support_format_cpio(a);
+	return a;
+}
+
+static errcode_t read_all(struct rd *r)
+{
+	struct archive_entry *e;
+	struct xr_pop_meta m;
+	errcode_t err;
+	int ar;
+
+	/* the root, until a "./" entry says otherwise */
+	implied_dir(r->p, &m);
+	xr_pop_xattrs_reset(&r->xa);
+	err = redo_dir(r, EXT2_ROOT_INO, &m);
+	while (!err && ((ar = archive_read_next_header(r->a, &e)) ==
+			ARCHIVE_OK || ar == ARCHIVE_WARN)) {
+		err = one_entry(r, e);
+		if (err)
+			xr_pop_fail(r->p, r->path, NULL);
+	}
+	if (!err && ar != ARCHIVE_EOF) {
+		r->path[0] = 0;
+		err = archive_err(r);
+	}
+	return err;
+}
+
+errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
+{
+	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
+	struct rd *r;
+	errcode_t err = ext2fs_get_memzero(sizeof(*r), &r);
+
+	if (err)
+		return err;
+	r->p = p;
+	if (utf8)
+		prev = uselocale(utf8);
+	r->a = open_reader();
+	if (!r->a)
+		err = EXT2_ET_NO_MEMORY;
+	else if (archive_read_open_fd(r->a, fd, 65536) != ARCHIVE_OK)
+		err = archive_err(r);
+	if (!err)
+		err = read_all(r);
+	if (r->a)
+		archive_read_free(r->a);
+	if (utf8)
+		uselocale(prev);
+	xr_pop_table_free(&r->paths);
+	ext2fs_free_mem(&r->xa.v);
+	ext2fs_free_mem(&r->acl[0]);
+	ext2fs_free_mem(&r->acl[1]);
+	ext2fs_free_mem(&r);
+	return err;
+}
+
+errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
+				 char **why)
+{
+	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
+	struct archive *a = open_reader();
+	struct archive_entry *e;
+	errcode_t err = 0;
+	int ar = ARCHIVE_FATAL;
+
+	*entries = *bytes = 0;
+	*why = NULL;
+	if (!a)
+		return EXT2_ET_NO_MEMORY;
+	if (utf8)
+		prev = uselocale(utf8);
+	if (archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK)
+		while ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
+		       ar == ARCHIVE_WARN) {
+			__u64 sz = archive_entry_size_is_set(e) ?
+				(__u64)archive_entry_size(e) : 0;
+
+			(*entries)++;
+			*bytes += archive_entry_filetype(e) == AE_IFREG ?
+				(sz + 4095) / 4096 * 4096 : 4096;
+			if (archive_read_data_skip(a) != ARCHIVE_OK)
+				break;
+		}
+	if (ar != ARCHIVE_EOF) {
+		const char *s = archive_error_string(a);
+
+		err = EXTREF_ERR_ARCHIVE;
+		if (s)
+			*why = strdup(s);
+	}
+	archive_read_free(a);
+	if (utf8)
+		uselocale(prev);
+	return err;
+}

@@ -1,0 +1,111 @@
+/*
+ * journal_int.h --- the journal module's private state and helpers.
+ */
+#ifndef XR_JOURNAL_INT_H
+#define XR_JOURNAL_INT_H
+
+#include <ext2fs/ext2fs.h>
+#include "extref_format.h"
+#include "extref_err.h"
+#include "xr_journal.h"
+
+/* The journal superblock in CPU form (jsb.c converts). */
+struct xr_jsb {
+	__u32	blocktype, blocksize, maxlen, first, sequence, start, errnum;
+	__u32	compat, incompat, ro_compat, nr_users, num_fc;
+	__u8	uuid[JBD2_UUID_BYTES];
+	__u8	csum_type;
+};
+
+/* Incompat features this module reads. */
+#define XR_JNL_INCOMPAT_SUPP	(JBD2_FEATURE_INCOMPAT_REVOKE | \
+	JBD2_FEATURE_INCOMPAT_64BIT | JBD2_FEATURE_INCOMPAT_ASYNC_COMMIT | \
+	JBD2_FEATURE_INCOMPAT_CSUM_V2 | JBD2_FEATURE_INCOMPAT_CSUM_V3)
+#define XR_JNL_CSUM	(JBD2_FEATURE_INCOMPAT_CSUM_V2 | \
+			 JBD2_FEATURE_INCOMPAT_CSUM_V3)
+
+struct xr_journal {
+	ext2_filsys	fs;
+	io_channel	io;
+	unsigned	bs;
+	blk64_t		*map;		/* journal block -> fs block */
+	unsigned char	*raw;		/* journal block 0 as last read/written */
+	struct xr_jsb	sb;
+	__u32		seed;		/* crc32c(~0, s_uuid) */
+	__u32		head;		/* next journal block to write */
+	__u32		tid;		/* tid of the next transaction */
+	unsigned	ntrans;		/* complete transactions in the log */
+	errcode_t	scan_err;	/* a dirty log whose end was not found */
+};
+
+/* ----- byte order of the jbd2 fields ----- */
+static inline __u32 xr_be32(const void *p)
+{
+	const __u8 *b = p;
+	return (__u32)b[0] << 24 | (__u32)b[1] << 16 | (__u32)b[2] << 8 | b[3];
+}
+static inline void xr_put_be32(void *p, __u32 v)
+{
+	__u8 *b = p;
+	b[0] = v >> 24; b[1] = v >> 16; b[2] = v >> 8; b[3] = v;
+}
+static inline __u16 xr_be16(const void *p)
+{
+	const __u8 *b = p;
+	return (__u16)(b[0] << 8 | b[1]);
+}
+static inline void xr_put_be16(void *p, __u16 v)
+{
+	__u8 *b = p;
+	b[0] = v >> 8; b[1] = v;
+}
+
+/* tid a comes after tid b (sequence numbers wrap) */
+static inline int xr_tid_gt(__u32 a, __u32 b)
+{
+	return (__s32)(a - b) > 0;
+}
+
+/* ----- jsb.c: the journal superblock ----- */
+void	  xr_jsb_decode(const void *raw, struct xr_jsb *sb);
+void	  xr_jsb_encode(const struct xr_jsb *sb, void *raw);
+errcode_t xr_jsb_check(const struct xr_jsb *sb, const void *raw,
+		       unsigned bs, blk64_t nblocks);
+errcode_t xr_jsb_write(struct xr_journal *j);
+
+/* ----- jcsum.c: sizes and checksums of records ----- */
+unsigned  xr_jtag_bytes(__u32 incompat);
+unsigned  xr_jtail_bytes(__u32 incompat);
+unsigned  xr_jrevoke_rec_bytes(__u32 incompat);
+unsigned  xr_jtags_per_desc(unsigned bs, __u32 incompat);
+unsigned  xr_jrevokes_per_block(unsigned bs, __u32 incompat);
+__u32	  xr_jsb_csum(const void *raw);
+__u32	  xr_jblock_csum(__u32 seed, const void *blk, unsigned bs,
+			 unsigned csum_off);
+__u32	  xr_jtag_csum(__u32 seed, __u32 tid, const void *copy, unsigned bs);
+void	  xr_jtail_set(struct xr_journal *j, void *blk);
+int	  xr_jtail_ok(struct xr_journal *j, const void *blk);
+int	  xr_jcommit_ok(struct xr_journal *j, const void *blk);
+
+/* ----- jio.c: journal blocks, the log ring, the needs_recovery bit ----- */
+errcode_t xr_jread(struct xr_journal *j, __u32 jblk, void *buf);
+errcode_t xr_jwrite(struct xr_journal *j, __u32 jblk, const void *buf);
+__u32	  xr_jnext(const struct xr_journal *j, __u32 jblk);
+__u32	  xr_jlog_len(const struct xr_journal *j);
+__u32	  xr_jdist(const struct xr_journal *j, __u32 from, __u32 to);
+errcode_t xr_jset_recover(struct xr_journal *j, int on, int *wrote);
+
+/* ----- jwalk.c: xr_journal_walk, with nodata: copies not read (BLOCK
+ * records without data, csum_ok 1) ----- */
+errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
+		   void *priv);
+
+/* ----- jscan.c: the complete transactions of a dirty log ----- */
+struct xr_jscan {
+	__u32	end;		/* journal block after the last commit */
+	__u32	end_tid;	/* tid of the first incomplete transaction */
+	unsigned ntrans;	/* complete transactions */
+};
+errcode_t xr_jscan(struct xr_journal *j, struct xr_jscan *res);
+
+#endif /* XR_JOURNAL_INT_H */

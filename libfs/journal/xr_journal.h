@@ -1,0 +1,153 @@
+/*
+ * xr_journal.h --- the image's ext4 journal (jbd2): write transactions,
+ * checkpoint, replay, and walk the log (internal to the library and its
+ * tools; not installed).
+ *
+ * The journal is the internal one (inode s_journal_inum).  Its format is
+ * the kernel's jbd2 (extref_format.h, "The ext4 journal"), so that the
+ * kernel and stock e2fsck replay what this module writes, and this module
+ * replays what they write.  Every read and write of the journal, of the
+ * blocks replayed and of the primary superblock's needs_recovery bit goes
+ * through the io_channel given to xr_journal_open / xr_journal_recover:
+ * the caller passes the raw channel below any buffering of its own, with
+ * the filesystem's block size.  The journal inode's block map is read
+ * once, at open, through fs.
+ */
+#ifndef XR_JOURNAL_H
+#define XR_JOURNAL_H
+
+#include <errno.h>
+#include <ext2fs/ext2fs.h>
+
+struct xr_journal;			/* opaque */
+
+/*
+ * Map the journal inode's blocks, read and verify its superblock.  Errors:
+ * EXTREF_ERR_JNL_NONE (no journal), EXTREF_ERR_JNL_EXTERNAL,
+ * EXTREF_ERR_JNL_BAD_SUPER, EXTREF_ERR_JNL_UNSUPP (unknown incompat
+ * feature), EXTREF_ERR_JNL_FAST_COMMIT.  Writes nothing.
+ */
+errcode_t xr_journal_open(ext2_filsys fs, io_channel io,
+			  struct xr_journal **ret);
+void	  xr_journal_close(struct xr_journal *j);
+
+/* Filesystem blocks one transaction with nrevoke revoke records can log
+ * now (descriptor, revoke and commit blocks accounted for). */
+blk64_t   xr_journal_capacity(struct xr_journal *j, size_t nrevoke);
+
+/* Does the journal hold transactions to replay (s_start != 0)? */
+int	  xr_journal_dirty(struct xr_journal *j);
+
+/* A filesystem block to log: its number and fs->blocksize bytes. */
+struct xr_jblock {
+	blk64_t		blk;
+	const void	*data;
+};
+
+/*
+ * Write one transaction at the log's head and flush it: descriptor
+ * blocks and copies, revoke blocks, flush, commit block, flush.  Before
+ * the first transaction of an empty journal it also writes the journal
+ * superblock (s_start, s_sequence, features) and sets needs_recovery in
+ * the primary superblock, both flushed before the commit block.  A block
+ * may not be both logged and revoked.  EXTREF_ERR_JNL_FULL when the
+ * transaction does not fit (xr_journal_capacity); nothing is written then.
+ */
+errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
+			    size_t n, const blk64_t *revoke, size_t nrevoke);
+
+/*
+ * Everything committed is written in place and flushed: mark the journal
+ * empty (s_start 0, s_sequence the next tid), flush, clear needs_recovery,
+ * flush.
+ */
+errcode_t xr_journal_checkpoint_done(struct xr_journal *j);
+/* The same writes without the last flush (after needs_recovery is
+ * cleared), for a caller that flushes next: the last checkpoint before
+ * ext2fs_close, which writes the superblock again and flushes. */
+errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j);
+
+/*
+ * Set (on) or clear needs_recovery in the primary superblock on disk
+ * (read through the channel, checksum updated) and in fs->super, then
+ * flush.  Nothing is written when the disk already says so.
+ *
+ * A caller whose transactions log the superblock's block calls it with
+ * on=1 when a transaction begins, before that block is captured: then
+ * the copy in the journal and the one written in place both carry the
+ * bit, and needs_recovery is never clear on disk while the journal holds
+ * data (the kernel discards, unreplayed, a journal whose filesystem says
+ * it needs no recovery).  Commit sets it too, for callers that do not.
+ */
+errcode_t xr_journal_mark_recover(struct xr_journal *j, int on);
+
+/*
+ * Replay the journal as the kernel and e2fsck do: find the complete
+ * transactions, skip revoked blocks, write the rest home, flush, mark the
+ * journal empty, clear needs_recovery.  *ntrans gets the transactions
+ * replayed.  A journal whose superblock or committed records fail
+ * verification gives an error and nothing is written.  fs->super and any
+ * cached metadata are stale afterwards: reopen the image.
+ */
+errcode_t xr_journal_recover(ext2_filsys fs, io_channel io, unsigned *ntrans);
+
+/* ----- walking the log (logdump) ----- */
+
+enum xr_jrec_type {
+	XR_JREC_DESC,		/* a descriptor block */
+	XR_JREC_BLOCK,		/* a tag: fsblk logged at jblk */
+	XR_JREC_REVOKE_HDR,	/* a revoke block */
+	XR_JREC_REVOKE,		/* one of its records: fsblk */
+	XR_JREC_COMMIT,		/* a commit block */
+	XR_JREC_END		/* the walk ends; see end */
+};
+
+enum xr_jend {
+	XR_JEND_NO_MAGIC,	/* jblk holds no record */
+	XR_JEND_SEQ,		/* jblk's record has tid found, not tid */
+	XR_JEND_TYPE,		/* jblk's record has an unknown blocktype */
+	XR_JEND_BAD,		/* jblk's record is malformed */
+	XR_JEND_LOOPED,		/* the whole log was walked */
+	XR_JEND_EMPTY		/* the journal is empty (s_start 0) */
+};
+
+/* One record of the log, as xr_journal_walk meets it. */
+struct xr_jrec {
+	enum xr_jrec_type type;
+	__u32		jblk;		/* journal block of the record/copy */
+	__u32		tid;		/* transaction it belongs to */
+	unsigned	blocktype;	/* h_blocktype of header records */
+	blk64_t		fsblk;		/* BLOCK, REVOKE: filesystem block */
+	unsigned	flags;		/* BLOCK: tag flags (JBD2_FLAG_*) */
+	int		csum_ok;	/* DESC, BLOCK, REVOKE_HDR, COMMIT:
+					 * checksum verifies (1 without
+					 * checksums) */
+	const void	*data;		/* BLOCK: the copy, unescaped */
+	enum xr_jend	end;		/* END: why */
+	__u32		found;		/* END, XR_JEND_SEQ: tid found */
+};
+
+/* Stop the walk without an error (returned by a callback; the walk
+ * returns 0 then), as xfs's visitors use -ECANCELED. */
+#define XR_JWALK_STOP	((errcode_t)ECANCELED)
+
+typedef errcode_t (*xr_jwalk_fn)(const struct xr_jrec *r, void *priv);
+
+/*
+ * Call fn for every record of the log from s_start, in order, ending with
+ * one XR_JREC_END (also for an empty journal).  The walk follows the
+ * structure only (checksums are reported, not acted on).  fn returns 0 to
+ * go on, XR_JWALK_STOP to stop, or an error, which the walk returns.
+ */
+errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv);
+
+/* The journal superblock's fields, as the walk starts from them. */
+struct xr_jinfo {
+	__u32	start, sequence, first, maxlen, blocksize;
+	__u32	compat, incompat, ro_compat;
+	__u32	errnum;
+	const void *raw;	/* the 1024 bytes as on disk */
+};
+void	  xr_journal_info(struct xr_journal *j, struct xr_jinfo *info);
+
+#endif /* XR_JOURNAL_H */

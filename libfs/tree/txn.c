@@ -1,0 +1,612 @@
+/*
+ * txn.c --- operations as transactions of the image's ext4 journal.
+ *
+ * On an image with an internal journal, the holding channel (txio.c)
+ * keeps every write in memory.  A commit:
+ *   1. writes the reference-count tree and the quota usage that changed,
+ *      then the block and inode bitmaps of every group that changed, the
+ *      descriptor blocks that hold those groups and the primary
+ *      superblock (needs_recovery set) into the held blocks;
+ *   2. hands the held blocks and the revokes to the journal
+ *      (journal/commit.c): descriptors and copies, flush, commit block,
+ *      flush: the commit point;
+ *   3. writes the blocks in place, without a flush.
+ * The journal is emptied (its superblock says so, and the superblock's
+ * needs_recovery goes) when it has no room for the next transaction and
+ * at close, after a flush of what was written in place.  A crash before
+ * the commit block leaves the image as it was; after it, a replay (by the
+ * next extref tool, stock e2fsck or the kernel) gives the committed state.
+ *
+ * A rollback drops the held blocks and puts libext2fs's view back as it
+ * was at the last commit: the superblock and group descriptors from a copy,
+ * the bitmaps read again, the inode cache emptied, the tree and the quota
+ * usage loaded again.
+ *
+ * Which groups changed: the block allocation hooks of libext2fs name
+ * every block allocated or freed, xr_tx_note_inode every inode the
+ * library allocates or frees, and any group whose descriptor differs from
+ * the copy is taken too (inodes libext2fs allocates itself).
+ */
+#include <stddef.h>
+#include <string.h>
+#include "extref_int.h"
+#include "xr_txio.h"
+#include "../journal/xr_journal.h"
+#include "../quota/xr_quota.h"
+
+struct xr_tx {
+	extref_fs_t	xfs;
+	ext2_filsys	fs;
+	struct xr_txio	*io;
+	struct xr_journal *j;
+	int		depth;
+	int		atomic_depth;	/* depth of the outermost atomic begin */
+	struct ext2_super_block super;	/* as last committed */
+	void		*gd;		/* descriptors as last committed */
+	size_t		gd_size;
+	int		fsflags;
+	__u8		*dirty;		/* per group: 1 block, 2 inode bitmap */
+	blk64_t		max_blocks;	/* a transaction of an empty journal */
+	struct xr_txfree *freed;	/* freed since the commit (below) */
+	size_t		nfreed, cap_freed;
+	void		(*old_cb)(ext2_filsys, blk64_t, int);
+	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
+};
+
+/*
+ * Blocks freed since the last commit stay marked in use in the bitmap
+ * until the commit, as ext4 keeps them from reuse until its transaction
+ * commits: the committed state still maps them, and file data written
+ * straight to a block reused now would overwrite what a rollback or a
+ * crash brings back.  The commit unmarks them (the free counts were
+ * updated when they were freed).
+ */
+struct xr_txfree {
+	blk64_t		blk;
+	blk64_t		num;
+};
+
+#define DIRTY_BLOCKS	1
+#define DIRTY_INODES	2
+
+static struct xr_tx *tx_of(ext2_filsys fs)
+{
+	struct xr_txio *t = xr_txio_of(fs);
+
+	return t ? xr_txio_owner(t) : NULL;
+}
+
+static void note_blocks(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	dgrp_t g, last;
+
+	if (!num || blk >= ext2fs_blocks_count(tx->fs->super))
+		return;
+	g = ext2fs_group_of_blk2(tx->fs, blk);
+	last = ext2fs_group_of_blk2(tx->fs, blk + num - 1);
+	for (; g <= last && g < tx->fs->group_desc_count; g++)
+		tx->dirty[g] |= DIRTY_BLOCKS;
+}
+
+static void defer_free(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	if (!tx->fs->block_map ||
+	    xr_grow(&tx->freed, &tx->cap_freed, tx->nfreed,
+		    sizeof(*tx->freed)))
+		return;		/* no memory: the block may be reused */
+	ext2fs_mark_block_bitmap_range2(tx->fs->block_map, blk, num);
+	tx->freed[tx->nfreed].blk = blk;
+	tx->freed[tx->nfreed++].num = num;
+}
+
+/* At the commit: the blocks freed are free in the bitmap too. */
+static void release_freed(struct xr_tx *tx)
+{
+	size_t i;
+
+	for (i = 0; i < tx->nfreed; i++)
+		ext2fs_unmark_block_bitmap_range2(tx->fs->block_map,
+						  tx->freed[i].blk,
+						  tx->freed[i].num);
+	tx->nfreed = 0;
+}
+
+static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	if (tx) {
+		if (inuse < 0 && tx->depth)
+			defer_free(tx, blk, 1);
+		note_blocks(tx, blk, 1);
+		if (tx->old_cb)
+			tx->old_cb(fs, blk, inuse);
+	}
+}
+
+static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	if (tx) {
+		if (inuse < 0 && tx->depth)
+			defer_free(tx, blk, num);
+		note_blocks(tx, blk, num);
+		if (tx->old_range_cb)
+			tx->old_range_cb(fs, blk, num, inuse);
+	}
+}
+
+void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (tx)
+		note_blocks(tx, blk, 1);
+}
+
+void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	if (tx && ino && ino <= fs->super->s_inodes_count)
+		tx->dirty[ext2fs_group_of_ino(fs, ino)] |= DIRTY_INODES;
+}
+
+/* Remember libext2fs's view as committed, for a rollback. */
+static void snapshot(struct xr_tx *tx)
+{
+	memcpy(&tx->super, tx->fs->super, sizeof(tx->super));
+	memcpy(tx->gd, tx->fs->group_desc, tx->gd_size);
+	tx->fsflags = tx->fs->flags;
+	memset(tx->dirty, 0, tx->fs->group_desc_count);
+}
+
+/* Groups whose descriptor changed although no hook named them. */
+static void note_changed_descs(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+	size_t dsz = EXT2_DESC_SIZE(fs->super);
+	dgrp_t g;
+
+	for (g = 0; g < fs->group_desc_count; g++)
+		if (memcmp((char *)fs->group_desc + g * dsz,
+			   (char *)tx->gd + g * dsz, dsz))
+			tx->dirty[g] |= DIRTY_BLOCKS | DIRTY_INODES;
+}
+
+/* One group's block bitmap as ext2fs_write_bitmaps lays it out. */
+static errcode_t put_block_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
+{
+	int nbytes = EXT2_CLUSTERS_PER_GROUP(fs->super) / 8;
+	blk64_t start = EXT2FS_B2C(fs, fs->super->s_first_data_block) +
+			(blk64_t)g * EXT2_CLUSTERS_PER_GROUP(fs->super);
+	errcode_t err;
+
+	if (ext2fs_has_group_desc_csum(fs) &&
+	    ext2fs_bg_flags_test(fs, g, EXT2_BG_BLOCK_UNINIT))
+		return 0;
+	memset(buf, 0xff, fs->blocksize);
+	err = ext2fs_get_block_bitmap_range2(fs->block_map,
+					     EXT2FS_C2B(fs, start),
+					     nbytes * 8, buf);
+	if (!err && g == fs->group_desc_count - 1) {
+		/* the last group: the bits past the filesystem are set */
+		blk64_t nbits = EXT2FS_NUM_B2C(fs,
+			(ext2fs_blocks_count(fs->super) -
+			 fs->super->s_first_data_block) %
+			EXT2_BLOCKS_PER_GROUP(fs->super));
+		int j;
+
+		for (j = nbits ? (int)nbits : nbytes * 8; j < nbytes * 8; j++)
+			ext2fs_set_bit(j, buf);
+	}
+	if (err)
+		return err;
+	err = ext2fs_block_bitmap_csum_set(fs, g, buf, nbytes);
+	if (!err)
+		err = io_channel_write_blk64(fs->io,
+					     ext2fs_block_bitmap_loc(fs, g), 1,
+					     buf);
+	return err;
+}
+
+static errcode_t put_inode_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
+{
+	int nbytes = EXT2_INODES_PER_GROUP(fs->super) / 8;
+	errcode_t err;
+
+	if (ext2fs_has_group_desc_csum(fs) &&
+	    ext2fs_bg_flags_test(fs, g, EXT2_BG_INODE_UNINIT))
+		return 0;
+	memset(buf, 0xff, fs->blocksize);
+	err = ext2fs_get_inode_bitmap_range2(fs->inode_map,
+			(__u64)g * EXT2_INODES_PER_GROUP(fs->super) + 1,
+			nbytes * 8, buf);
+	if (!err)
+		err = ext2fs_inode_bitmap_csum_set(fs, g, buf, nbytes);
+	if (!err)
+		err = io_channel_write_blk64(fs->io,
+					     ext2fs_inode_bitmap_loc(fs, g), 1,
+					     buf);
+	return err;
+}
+
+/* The descriptor block that holds group g. */
+static errcode_t put_desc_block(ext2_filsys fs, dgrp_t g)
+{
+	dgrp_t per = EXT2_DESC_PER_BLOCK(fs->super);
+	dgrp_t i = g / per;
+	blk64_t loc = ext2fs_descriptor_block_loc2(fs,
+				fs->super->s_first_data_block, i);
+
+	return io_channel_write_blk64(fs->io, loc, 1,
+				      (char *)fs->group_desc +
+				      (size_t)i * fs->blocksize);
+}
+
+static errcode_t put_groups(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+	dgrp_t g, per = EXT2_DESC_PER_BLOCK(fs->super), last_desc = ~0U;
+	char *buf;
+	errcode_t err = ext2fs_get_mem(fs->blocksize, &buf);
+
+	if (err)
+		return err;
+	note_changed_descs(tx);
+	for (g = 0; !err && g < fs->group_desc_count; g++) {
+		if (!tx->dirty[g])
+			continue;
+		if (fs->block_map && (tx->dirty[g] & DIRTY_BLOCKS))
+			err = put_block_bitmap(fs, g, buf);
+		if (!err && fs->inode_map && (tx->dirty[g] & DIRTY_INODES))
+			err = put_inode_bitmap(fs, g, buf);
+		ext2fs_group_desc_csum_set(fs, g);
+	}
+	/* then the descriptor blocks, now that the checksums are set */
+	for (g = 0; !err && g < fs->group_desc_count; g++) {
+		if (!tx->dirty[g] || g / per == last_desc)
+			continue;
+		last_desc = g / per;
+		err = put_desc_block(fs, g);
+	}
+	ext2fs_free_mem(&buf);
+	return err;
+}
+
+/*
+ * The primary superblock, if it changed, with needs_recovery set: the
+ * journal is in use.  A change of the checksum alone is an expert's raw
+ * edit, already written as given.
+ */
+static errcode_t put_super(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+
+	if (!memcmp(fs->super, &tx->super,
+		    offsetof(struct ext2_super_block, s_checksum)))
+		return 0;
+	ext2fs_set_feature_journal_needs_recovery(fs->super);
+	ext2fs_superblock_csum_set(fs, fs->super);
+	return xr_txio_put_bytes(tx->io, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE,
+				 fs->super);
+}
+
+/*
+ * Empty the journal: what was written in place reaches the disk first,
+ * then the journal superblock marks the log empty, then needs_recovery
+ * is cleared.  At close (last) that last write goes without a flush of
+ * its own: ext2fs_close writes the superblock again (needs_recovery
+ * clear in fs->super too) and the holding channel flushes as it closes.
+ */
+static errcode_t checkpoint(struct xr_tx *tx, int last)
+{
+	errcode_t err = io_channel_flush(xr_txio_lower(tx->io));
+
+	if (!err)
+		err = last ? xr_journal_checkpoint_done_noflush(tx->j)
+			   : xr_journal_checkpoint_done(tx->j);
+	if (!err) {
+		xr_txio_forget_logged(tx->io);
+		ext2fs_clear_feature_journal_needs_recovery(tx->fs->super);
+		ext2fs_clear_feature_journal_needs_recovery(&tx->super);
+	}
+	return err;
+}
+
+static errcode_t to_journal(struct xr_tx *tx)
+{
+	struct xr_txblock *held;
+	struct xr_jblock *jb = NULL;
+	const blk64_t *rev;
+	size_t n, nrev, i;
+	errcode_t err;
+
+	rev = xr_txio_revokes(tx->io, &nrev);
+	err = xr_txio_held(tx->io, &held, &n);
+	if (err || (!n && !nrev))
+		goto out;
+	/* no room left in the log: empty it first; still none: too big */
+	if (n > xr_journal_capacity(tx->j, nrev) && xr_journal_dirty(tx->j)) {
+		err = checkpoint(tx, 0);
+		if (err)
+			goto out;
+	}
+	if (n > xr_journal_capacity(tx->j, nrev)) {
+		err = EXTREF_ERR_TXN_TOO_BIG;
+		goto out;
+	}
+	err = ext2fs_get_array(n ? n : 1, sizeof(*jb), &jb);
+	for (i = 0; !err && i < n; i++) {
+		jb[i].blk = held[i].blk;
+		jb[i].data = held[i].data;
+	}
+	if (!err)
+		err = xr_journal_commit(tx->j, jb, n, rev, nrev);
+	if (!err)
+		err = xr_txio_write_home(tx->io);
+	if (!err)
+		xr_txio_clear_revokes(tx->io);
+out:
+	ext2fs_free_mem(&jb);
+	ext2fs_free_mem(&held);
+	return err;
+}
+
+/* Commit everything written since the last commit. */
+static errcode_t commit(struct xr_tx *tx)
+{
+	extref_tree_t t = extref_fs_tree(tx->xfs);
+	errcode_t err = 0;
+
+	if (t && (t->flags & EXTREF_TREE_RW))
+		err = extref_tree_commit(t);
+	if (!err)
+		err = xr_quota_flush(tx->fs);
+	if (!err) {
+		release_freed(tx);
+		err = put_groups(tx);
+	}
+	if (!err)
+		err = put_super(tx);
+	if (!err)
+		err = to_journal(tx);
+	if (!err) {
+		/* the bitmaps on disk are those in memory now */
+		tx->fs->flags &= ~(EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY);
+		snapshot(tx);
+	}
+	return err;
+}
+
+/* Nothing written, allocated or changed in the tree since the commit. */
+static int untouched(struct xr_tx *tx)
+{
+	extref_tree_t t = extref_fs_tree(tx->xfs);
+	dgrp_t g;
+
+	if (xr_txio_nheld(tx->io) || (t && t->dirty) || tx->nfreed ||
+	    memcmp(&tx->super, tx->fs->super, sizeof(tx->super)) ||
+	    memcmp(tx->gd, tx->fs->group_desc, tx->gd_size))
+		return 0;
+	for (g = 0; g < tx->fs->group_desc_count; g++)
+		if (tx->dirty[g])
+			return 0;
+	return 1;
+}
+
+/* Back to the last commit. */
+static errcode_t rollback(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+	errcode_t err;
+
+	if (untouched(tx)) {	/* a refusal: only the caches may differ */
+		xr_txio_drop(tx->io);
+		ext2fs_flush_icache(fs);
+		return 0;
+	}
+	xr_txio_drop(tx->io);
+	memcpy(fs->super, &tx->super, sizeof(tx->super));
+	memcpy(fs->group_desc, tx->gd, tx->gd_size);
+	fs->flags = tx->fsflags;
+	ext2fs_flush_icache(fs);
+	if (fs->block_map)
+		ext2fs_free_block_bitmap(fs->block_map);
+	if (fs->inode_map)
+		ext2fs_free_inode_bitmap(fs->inode_map);
+	fs->block_map = NULL;
+	fs->inode_map = NULL;
+	err = ext2fs_read_bitmaps(fs);
+	if (!err)
+		err = xr_fs_reload_tree(tx->xfs);
+	if (!err) {
+		xr_quota_detach(fs);
+		err = xr_quota_attach(fs);
+	}
+	memset(tx->dirty, 0, fs->group_desc_count);
+	tx->nfreed = 0;
+	return err;
+}
+
+errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx)
+		return 0;
+	if (!tx->depth) {	/* the outermost: hold from now on */
+		/*
+		 * Bitmaps changed between operations (the tree's own API
+		 * allocates for inode 5) go to the disk first, as is: a
+		 * rollback reads the bitmaps back from there.
+		 */
+		if (tx->fs->flags & (EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY)) {
+			errcode_t err = ext2fs_write_bitmaps(tx->fs);
+
+			if (err)
+				return err;
+		}
+		snapshot(tx);
+		xr_txio_hold(tx->io, 1);
+	}
+	tx->depth++;
+	if (atomic && !tx->atomic_depth)
+		tx->atomic_depth = tx->depth;
+	return 0;
+}
+
+errcode_t xr_tx_begin(extref_fs_t xfs)
+{
+	return xr_tx_begin2(xfs, 0);
+}
+
+errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err2;
+
+	if (!tx)
+		return err;
+	if (tx->depth-- == tx->atomic_depth)
+		tx->atomic_depth = 0;
+	if (tx->depth > 0)
+		return err;
+	if (!err)
+		err = commit(tx);
+	err2 = err ? rollback(tx) : 0;
+	xr_txio_hold(tx->io, 0);	/* between operations: written as is */
+	/* a rollback that fails leaves a view that cannot be trusted */
+	return err2 ? err2 : err;
+}
+
+errcode_t xr_tx_split_point(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx || tx->atomic_depth ||
+	    xr_txio_nheld(tx->io) < tx->max_blocks / 2)
+		return 0;
+	return commit(tx);
+}
+
+static void tx_free(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+	void (*cb)(ext2_filsys, blk64_t, int);
+	void (*rcb)(ext2_filsys, blk64_t, blk_t, int);
+
+	ext2fs_set_block_alloc_stats_callback(fs, tx->old_cb, &cb);
+	ext2fs_set_block_alloc_stats_range_callback(fs, tx->old_range_cb,
+						    &rcb);
+	if (tx->io)
+		xr_txio_detach(fs, tx->io);
+	xr_journal_close(tx->j);
+	ext2fs_free_mem(&tx->gd);
+	ext2fs_free_mem(&tx->dirty);
+	ext2fs_free_mem(&tx->freed);
+	ext2fs_free_mem(&tx);
+}
+
+static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_tx *tx;
+	errcode_t err = ext2fs_get_memzero(sizeof(*tx), &tx);
+
+	if (err)
+		return err;
+	tx->xfs = xfs;
+	tx->fs = fs;
+	tx->gd_size = (size_t)fs->desc_blocks * fs->blocksize;
+	err = ext2fs_get_mem(tx->gd_size, &tx->gd);
+	if (!err)
+		err = ext2fs_get_memzero(fs->group_desc_count, &tx->dirty);
+	if (!err)
+		err = xr_journal_open(fs, fs->io, &tx->j);
+	if (!err && xr_journal_dirty(tx->j))
+		err = EXTREF_ERR_JNL_REPLAY_FIRST;	/* open replays first */
+	if (!err)
+		tx->max_blocks = xr_journal_capacity(tx->j, 0);
+	if (err) {
+		xr_journal_close(tx->j);
+		ext2fs_free_mem(&tx->gd);
+		ext2fs_free_mem(&tx->dirty);
+		ext2fs_free_mem(&tx);
+		return err;
+	}
+	*ret = tx;
+	return 0;
+}
+
+errcode_t xr_tx_attach(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_tx *tx = NULL;
+	errcode_t err;
+
+	if (!(fs->flags & EXT2_FLAG_RW) || !ext2fs_has_feature_journal(fs->super)
+	    || !fs->super->s_journal_inum || *xr_fs_txp(xfs))
+		return 0;
+	if (!fs->block_map || !fs->inode_map) {
+		err = ext2fs_read_bitmaps(fs);
+		if (err)
+			return err;
+	}
+	err = tx_new(xfs, &tx);
+	if (!err)
+		err = xr_txio_attach(fs, &tx->io);
+	if (err) {
+		if (tx) {
+			xr_journal_close(tx->j);
+			ext2fs_free_mem(&tx->gd);
+			ext2fs_free_mem(&tx->dirty);
+			ext2fs_free_mem(&tx);
+		}
+		return err;
+	}
+	xr_txio_set_owner(tx->io, tx);
+	ext2fs_set_block_alloc_stats_callback(fs, block_cb, &tx->old_cb);
+	ext2fs_set_block_alloc_stats_range_callback(fs, range_cb,
+						    &tx->old_range_cb);
+	snapshot(tx);
+	*xr_fs_txp(xfs) = tx;
+	return 0;
+}
+
+errcode_t xr_tx_detach(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err;
+
+	if (!tx)
+		return 0;
+	err = 0;
+	if (tx->depth) {	/* a batch left open: it commits */
+		tx->depth = 0;
+		err = commit(tx);
+		if (err)
+			(void)rollback(tx);
+	}
+	if (!err && xr_journal_dirty(tx->j))
+		err = checkpoint(tx, 1);
+	xr_txio_hold(tx->io, 0);
+	*xr_fs_txp(xfs) = NULL;
+	/* the channel stays, passing through, until ext2fs_close closes it */
+	xr_txio_set_owner(tx->io, NULL);
+	tx->io = NULL;
+	tx_free(tx);
+	return err;
+}
+
+void xr_tx_discard(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx)
+		return;
+	xr_txio_drop(tx->io);
+	*xr_fs_txp(xfs) = NULL;
+	tx_free(tx);
+}

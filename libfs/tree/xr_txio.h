@@ -1,0 +1,114 @@
+/*
+ * xr_txio.h --- the transaction layer's io channel (txio.c) and the
+ * transactions built on it (txn.c).
+ *
+ * On an image with a journal, every write an operation makes is held in
+ * memory, block by block (the last write of a block wins), and reads see
+ * the held blocks.  At the operation's end the held blocks are committed
+ * to the journal as one transaction and then written in place; if the
+ * operation fails they are dropped and the image is as it was.  File data
+ * written to blocks the operation allocated goes to the image at once
+ * (xr_tx_write_data): no path reaches those blocks before the commit, and
+ * the journal's first flush puts them on disk before the commit block
+ * (ordered mode).
+ */
+#ifndef XR_TXIO_H
+#define XR_TXIO_H
+
+#include "extref.h"
+
+struct xr_txio;
+
+/* One held block: its number and its fs->blocksize bytes. */
+struct xr_txblock {
+	blk64_t		blk;
+	unsigned char	*data;
+};
+
+/* Put a holding channel over fs->io (and fs->image_io); it passes every
+ * call through until xr_txio_hold(t, 1). */
+errcode_t xr_txio_attach(ext2_filsys fs, struct xr_txio **ret);
+/* Take it away again: fs->io is the channel it wrapped.  Held blocks are
+ * dropped. */
+void xr_txio_detach(ext2_filsys fs, struct xr_txio *t);
+/* The channel under the holding one (the journal writes through it). */
+io_channel xr_txio_lower(struct xr_txio *t);
+/* The holding channel of fs, or NULL. */
+struct xr_txio *xr_txio_of(ext2_filsys fs);
+
+void xr_txio_hold(struct xr_txio *t, int on);
+int xr_txio_holding(struct xr_txio *t);
+
+/* Write len bytes at byte offset off into the held blocks. */
+errcode_t xr_txio_put_bytes(struct xr_txio *t, __u64 off, size_t len,
+			    const void *data);
+
+/* The blocks held now, in block order (the array is the caller's to free
+ * with ext2fs_free_mem; the data stays the channel's). */
+errcode_t xr_txio_held(struct xr_txio *t, struct xr_txblock **ret,
+		       size_t *n);
+size_t xr_txio_nheld(struct xr_txio *t);
+/* Write every held block in place through the lower channel (no flush)
+ * and mark it as logged: a later data write to it needs a revoke. */
+errcode_t xr_txio_write_home(struct xr_txio *t);
+/* Drop the held blocks and the revokes gathered since the last commit. */
+void xr_txio_drop(struct xr_txio *t);
+/* The log was emptied (checkpoint): no block is logged any more. */
+void xr_txio_forget_logged(struct xr_txio *t);
+/* Blocks logged earlier and since written as data: the next transaction
+ * revokes them (xr_txio_clear_revokes after it commits). */
+const blk64_t *xr_txio_revokes(struct xr_txio *t, size_t *n);
+void xr_txio_clear_revokes(struct xr_txio *t);
+/* Flushes asked for while holding (they wait for the commit). */
+unsigned long xr_txio_held_flushes(struct xr_txio *t);
+
+/*
+ * Write count blocks of file data at blk, blocks the running operation
+ * allocated: straight to the image, dropping any held copy (and revoking
+ * a logged one).  Without a holding channel this is a plain write.
+ */
+errcode_t xr_tx_write_data(ext2_filsys fs, blk64_t blk, int count,
+			   const void *buf);
+
+/* Who the channel works for (txn.c's state): set once, read by hooks. */
+void xr_txio_set_owner(struct xr_txio *t, void *owner);
+void *xr_txio_owner(struct xr_txio *t);
+
+/* ---- transactions (txn.c) ---- */
+struct xr_tx;
+
+/* Start transactions on xfs's image if it has a journal (a no-op
+ * otherwise: such images keep the ordered, flushed path).  Called by the
+ * open, after the tree is loaded. */
+errcode_t xr_tx_attach(extref_fs_t xfs);
+/* Commit what is pending, empty the journal, take the channel away. */
+errcode_t xr_tx_detach(extref_fs_t xfs);
+/* Drop what is pending and take the channel away (extref_fs_abort). */
+void xr_tx_discard(extref_fs_t xfs);
+/*
+ * One operation: xr_tx_begin, the operation, then xr_tx_end with its
+ * result.  The outermost end commits (err 0) or rolls back (err set) and
+ * returns the result, or the commit's error.
+ */
+errcode_t xr_tx_begin(extref_fs_t xfs);
+errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err);
+/*
+ * Between two whole steps of a long run that leave a consistent image
+ * (two dedupes of the image builder, two entries of a recursive reflink):
+ * commit what is held once it fills half the journal, so that a run
+ * larger than the journal goes in several transactions.  Not inside an
+ * atomic begin (extref_tx_begin): that one stays whole or fails with
+ * EXTREF_ERR_TXN_TOO_BIG.
+ */
+errcode_t xr_tx_split_point(extref_fs_t xfs);
+/* xr_tx_begin, atomic: no split point commits before its end. */
+errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
+/* An inode allocated or freed (its group's bitmap goes in the commit). */
+void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
+
+/* fs.c: the transaction state slot of xfs, and a fresh tree after a
+ * rollback. */
+struct xr_tx **xr_fs_txp(extref_fs_t xfs);
+errcode_t xr_fs_reload_tree(extref_fs_t xfs);
+
+#endif /* XR_TXIO_H */
