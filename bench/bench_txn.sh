@@ -76,7 +76,10 @@ make_sides() {	# src, size
 	mount -o loop "$tmp/x.img" "$mnt"
 	cp -a "$src" "$mnt/t"
 	umount "$mnt"
-	"$mkfs" -q -b 4096 -d "$(dirname "$src")" "$tmp/e.img" "$size"
+	# inodes for the tree and its copy
+	local n; n=$(find "$src" | wc -l)
+	"$mkfs" -q -b 4096 -N $(( 2 * n + 1024 )) -d "$(dirname "$src")" \
+		"$tmp/e.img" "$size"
 }
 
 run_xfs() {

@@ -62,6 +62,30 @@ static int to_extref(const struct mkfs_opts *o)
 }
 
 /*
+ * --convert --dedup: the image opened (without its tree) becomes an extref
+ * image, the tree is loaded (verified: no block may be shared yet), and
+ * the sharing follows, all inside the caller's transaction.
+ */
+static errcode_t convert_open(const struct mkfs_opts *o, extref_fs_t xfs,
+			      struct extref_dedupe_stats *st)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err;
+
+	if (o->have_epoch)
+		fs->now = o->epoch;
+	err = extref_convert(fs);
+	if (err)
+		return err;
+	if (!o->quiet)
+		printf("%s: converted to an extref image\n", o->image);
+	progress_update("checking mappings", 0, 0);
+	err = extref_fs_load_tree(xfs);
+	return err ? err : extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL,
+					     st);
+}
+
+/*
  * The user's image, stopped by a signal between two writes, is as a
  * crash leaves it: consistent for fsck.extref to repair.  Say so.
  */
@@ -98,11 +122,10 @@ int dedupe_image(const struct mkfs_opts *o)
 	 * unfinished whatever was written.  A converted one goes through
 	 * its journal, in transactions as large as the journal holds.
 	 */
-	if (o->convert)
-		progress_update("checking mappings", 0, 0);
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ? 0 :
-			     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED |
-			     EXTREF_OPEN_NO_JOURNAL), &xfs, NULL);
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ?
+			     EXTREF_OPEN_NO_TREE : EXTREF_OPEN_NOSYNC |
+			     EXTREF_OPEN_TRUSTED | EXTREF_OPEN_NO_JOURNAL),
+			     &xfs, NULL);
 	if (!err && o->convert && !o->quiet && !extref_fs_journaled(xfs))
 		printf("%s: no journal: each deduplicated range is written "
 		       "with its own flushes (slower), and a crash can leave "
@@ -112,7 +135,13 @@ int dedupe_image(const struct mkfs_opts *o)
 		err = punch_snapshot(extref_fs_ext2(xfs), &before);
 	if (!err && o->convert)
 		set_interrupted_note(o);
-	if (!err)
+	/* converted and shared in the journal's transactions, the first
+	 * holding the conversion (split where the sharing outgrows it) */
+	if (!err && o->convert)
+		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
+	if (!err && o->convert)
+		err = extref_tx_end(xfs, convert_open(o, xfs, &st));
+	else if (!err)
 		err = extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL, &st);
 	if (!err) {
 		err = punch_plan(extref_fs_ext2(xfs), before, &pl);
@@ -151,11 +180,14 @@ int dedupe_image(const struct mkfs_opts *o)
 
 int convert_image(const struct mkfs_opts *o)
 {
+	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
+		if (dedupe_image(o))
+			return 1;
+		return o->quiet ? 0 : summary_print(o);
+	}
 	if (to_extref(o))
 		return 1;
 	if (!o->quiet)
 		printf("%s: converted to an extref image\n", o->image);
-	if (o->dedup != EXTREF_DEDUPE_NONE && dedupe_image(o))
-		return 1;
 	return o->quiet ? 0 : summary_print(o);
 }

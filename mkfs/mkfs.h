@@ -115,7 +115,9 @@ errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
 		     struct punch_list *l);
 /*
  * Once the frees are on disk (fs closed): punch l's runs out of the
- * image file, after an fsync.  *bytes counts what was punched.  A block
+ * image file, after an fsync, those blocks only that the image read back
+ * from the disk has free (none while its journal needs recovery).
+ * *bytes counts what was punched.  A block
  * device, or a filesystem that cannot punch, is left alone (0).
  */
 errcode_t punch_apply(const char *image, struct punch_list *l,

@@ -89,6 +89,50 @@ errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
 	return err;
 }
 
+/*
+ * Keep only the blocks the image, read back from the disk, has free: a
+ * block is punched out only when what is on disk says no file maps it
+ * (and nothing at all while the journal still needs recovery: the disk
+ * is not final then).
+ */
+static errcode_t keep_free_on_disk(const char *image, struct punch_list *l)
+{
+	struct punch_list kept = { .blocksize = l->blocksize };
+	ext2_filsys fs;
+	errcode_t err;
+	size_t i;
+
+	err = ext2fs_open2(image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, &fs);
+	if (err)
+		return err;
+	if (ext2fs_has_feature_journal_needs_recovery(fs->super))
+		l->n = 0;
+	err = l->n ? ext2fs_read_block_bitmap(fs) : 0;
+	for (i = 0; !err && i < l->n; i++) {
+		blk64_t b = l->v[i].start, end = b + l->v[i].len, s;
+
+		while (!err && b < end) {
+			for (; b < end && ext2fs_test_block_bitmap2(fs->block_map,
+								     b); b++)
+				;
+			for (s = b; b < end &&
+			     !ext2fs_test_block_bitmap2(fs->block_map, b); b++)
+				;
+			if (b > s)
+				err = add_run(&kept, s, b - s);
+		}
+	}
+	ext2fs_free(fs);
+	if (err) {
+		punch_free(&kept);
+		return err;
+	}
+	punch_free(l);
+	*l = kept;
+	return 0;
+}
+
 errcode_t punch_apply(const char *image, struct punch_list *l,
 		      uint64_t *bytes)
 {
@@ -110,6 +154,8 @@ errcode_t punch_apply(const char *image, struct punch_list *l,
 	}
 	if (fsync(fd) < 0)
 		err = errno;
+	if (!err)
+		err = keep_free_on_disk(image, l);
 	for (i = 0; !err && i < l->n; i++) {
 		off_t off = (off_t)l->v[i].start * l->blocksize;
 		off_t len = (off_t)l->v[i].len * l->blocksize;

@@ -73,6 +73,9 @@ errcode_t xr_fs_reload_tree(extref_fs_t xfs)
 		return 0;
 	extref_tree_free(xfs->tree);
 	xfs->tree = NULL;
+	/* a conversion rolled back: the image has no tree (again) */
+	if (!ext2fs_has_feature_shared_blocks(xfs->fs->super))
+		return 0;
 	return extref_tree_open(xfs->fs, (xfs->flags & EXTREF_OPEN_RW) ?
 				EXTREF_TREE_RW : 0, &xfs->tree);
 }
