@@ -321,6 +321,11 @@ errcode_t xr_extent_plan_build(ext2_filsys fs, ext2_ino_t ino,
 	 * only once the tree is whole */
 	if (!err)
 		err = ext2fs_iblk_add_blocks(fs, &in, p->data + p->nodes);
+	/* the nodes reach the disk before the inode that names them (a
+	 * power cut on an image without a journal; with one, the flush
+	 * waits for the commit) */
+	if (!err && p->depth)
+		err = io_channel_flush(fs->io);
 	if (!err) {
 		set_root(&in, &p->lv[p->depth], p->depth);
 		err = ext2fs_write_inode(fs, ino, &in);
