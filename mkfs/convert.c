@@ -89,13 +89,19 @@ static errcode_t convert_open(const struct mkfs_opts *o, extref_fs_t xfs,
  * The user's image, stopped by a signal between two writes, is as a
  * crash leaves it: consistent for fsck.extref to repair.  Say so.
  */
-static void set_interrupted_note(const struct mkfs_opts *o)
+static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 {
 	char text[2 * 4096 + 128];
 
-	snprintf(text, sizeof(text), "%s: %s: interrupted while deduplicating; "
-		 "run fsck.extref -fy %s to repair it", prog, o->image,
-		 o->image);
+	if (journaled)
+		snprintf(text, sizeof(text), "%s: %s: interrupted while "
+			 "deduplicating; its journal holds what was committed: "
+			 "run fsck.extref -fy %s (or e2fsck -p) to replay it",
+			 prog, o->image, o->image);
+	else
+		snprintf(text, sizeof(text), "%s: %s: interrupted while "
+			 "deduplicating; run fsck.extref -fy %s to repair it",
+			 prog, o->image, o->image);
 	cleanup_set_note(text);
 }
 
@@ -134,7 +140,7 @@ int dedupe_image(const struct mkfs_opts *o)
 	if (!err)
 		err = punch_snapshot(extref_fs_ext2(xfs), &before);
 	if (!err && o->convert)
-		set_interrupted_note(o);
+		set_interrupted_note(o, extref_fs_journaled(xfs));
 	/* converted and shared in the journal's transactions, the first
 	 * holding the conversion (split where the sharing outgrows it) */
 	if (!err && o->convert)
