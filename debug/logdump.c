@@ -13,6 +13,7 @@
 #include <e2p/e2p.h>
 #include "debugfs.h"
 #include "journal/xr_journal.h"
+#include "tree/xr_txio.h"
 
 struct ld_ctx {
 	int	all;		/* -a */
@@ -111,7 +112,8 @@ int impl_logdump(struct cmd_args *a)
 	struct xr_jinfo info;
 	errcode_t err;
 
-	err = xr_journal_open(sh.fs, sh.fs->io, &j);
+	/* the journal on disk, not as an in-memory replay shows it */
+	err = xr_journal_open(sh.fs, xr_disk_io(sh.fs->io), &j);
 	if (err)
 		return cmd_err(a, err, "while opening the journal");
 	xr_journal_info(j, &info);

@@ -133,16 +133,18 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	sh.tree_err = tree_err;
 	sh.cwd = EXT2_ROOT_INO;
 	shell_apply_identity(who);
-	if (extref_fs_replayed(xfs))
+	if (extref_fs_replayed(xfs) && rw)
 		fprintf(stderr, "%s: %s: recovered the journal (%u "
 			"transaction%s replayed)\n", who, image,
 			extref_fs_replayed(xfs),
 			extref_fs_replayed(xfs) == 1 ? "" : "s");
-	if (!rw && ext2fs_has_feature_journal_needs_recovery(sh.fs->super))
+	else if (extref_fs_replayed(xfs))
 		fprintf(stderr, "%s: warning: %s: the journal needs recovery; "
-			"showing the image as it is on disk, unreplayed (open "
-			"it with -w, or run fsck.extref, to replay it)\n",
-			who, image);
+			"showing the image as replaying it (%u transaction%s) "
+			"leaves it, in memory only: the file is not changed "
+			"(open it with -w, or run fsck.extref, to replay it)\n",
+			who, image, extref_fs_replayed(xfs),
+			extref_fs_replayed(xfs) == 1 ? "" : "s");
 	if (tree_err)
 		fprintf(stderr, "%s: warning: %s: reference-count tree not "
 			"loaded: %s; only ext4 inspection works\n",

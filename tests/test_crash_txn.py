@@ -390,3 +390,48 @@ def test_crash_during_convert_dedupe(tmp_path):
         if len(failures) >= 3:
             break
     assert not failures, f"W={total}:\n" + "\n".join(failures)
+
+
+def test_read_only_open_shows_the_replayed_state(base, tmp_path):
+    """debugfs.extref without -w on an image left with a committed
+    transaction in its journal: it says so, shows the files as the replay
+    leaves them (the same bytes stock e2fsck's replay gives), and does
+    not change the image file."""
+    img0 = base(1024)
+    cmds = ["pwrite -S 77 /keep 0 7000", "rm /dup2"]
+    done = tmp_path / "done.img"
+    crashlib.sparse_copy(img0, done)
+    assert run(done, ["begin"] + cmds + ["commit"]).returncode == 0
+    after = crashlib.dump_files(done, ["/keep", "/dup2"], tmp_path)
+    probe = tmp_path / "probe.img"
+    crashlib.sparse_copy(img0, probe)
+    total = count_writes(probe, ["begin"] + cmds + ["commit"], tmp_path)
+    img = tmp_path / "crash.img"
+    for n in range(1, total + 1):
+        crashlib.sparse_copy(img0, img)
+        run(img, ["begin"] + cmds + ["commit"], f"crash={n}")
+        if needs_recovery(img) and \
+                crashlib.dump_files(img, ["/keep"], tmp_path)["/keep"] \
+                != after["/keep"]:
+            trial = tmp_path / "trial.img"
+            crashlib.sparse_copy(img, trial)
+            replay(trial, "e2fsck")
+            if crashlib.dump_files(trial, ["/keep", "/dup2"],
+                                   tmp_path) == after:
+                break
+    else:
+        pytest.fail("no crash point leaves a committed transaction "
+                    "not yet written in place")
+    digest = helpers.sha256(img)
+    keep = tmp_path / "keep.out"
+    res = crashlib._run([crashlib.debugfs_extref(), "-R",
+                         f"dump /keep {keep}", str(img)])
+    assert res.returncode == 0, helpers.describe(res)
+    assert "journal needs recovery" in res.stderr
+    assert "in memory only" in res.stderr
+    assert keep.read_bytes() == after["/keep"]
+    res = crashlib._run([crashlib.debugfs_extref(), "-R", "ls /",
+                         str(img)])
+    assert "dup2" not in res.stdout.split()
+    assert helpers.sha256(img) == digest
+    assert needs_recovery(img)

@@ -54,11 +54,25 @@ io_channel xr_txio_lower(struct xr_txio *t)
 	return t->lower;
 }
 
+static errcode_t tx_read_blk64(io_channel ch, unsigned long long block,
+			       int count, void *data);
+
+/* Ours, also under a copy of our manager (fs.c's set_io_manager). */
+static int is_txio(io_channel io)
+{
+	return io && io->manager && io->manager->read_blk64 == tx_read_blk64;
+}
+
 struct xr_txio *xr_txio_of(ext2_filsys fs)
 {
-	if (!fs || !fs->io || fs->io->manager != &txio_manager)
-		return NULL;
-	return chan_txio(fs->io);
+	return fs && is_txio(fs->io) ? chan_txio(fs->io) : NULL;
+}
+
+io_channel xr_disk_io(io_channel io)
+{
+	while (is_txio(io))
+		io = chan_txio(io)->lower;
+	return io;
 }
 
 void xr_txio_set_owner(struct xr_txio *t, void *owner)

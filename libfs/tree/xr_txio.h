@@ -33,6 +33,9 @@ errcode_t xr_txio_attach(ext2_filsys fs, struct xr_txio **ret);
 void xr_txio_detach(ext2_filsys fs, struct xr_txio *t);
 /* The channel under the holding one (the journal writes through it). */
 io_channel xr_txio_lower(struct xr_txio *t);
+/* The channel that reads the image as it is on disk: io itself, or the
+ * one under a holding channel (logdump shows the journal as it is). */
+io_channel xr_disk_io(io_channel io);
 /* The holding channel of fs, or NULL. */
 struct xr_txio *xr_txio_of(ext2_filsys fs);
 
