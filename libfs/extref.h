@@ -65,7 +65,9 @@ struct extref_rec {
  * Write as on an image without a journal (the ordered, flushed path of
  * extref_ops.h) even if it has one.  Otherwise a read-write open of an
  * image with a journal makes every operation one transaction of it
- * (extref_tx_begin), and first replays a journal that needs recovery.
+ * (extref_tx_begin), and first replays a journal that needs recovery; a
+ * read-only open replays it in memory only (the image shows the replayed
+ * state; nothing is written).
  */
 #define EXTREF_OPEN_NO_JOURNAL	0x0020
 
