@@ -49,6 +49,7 @@ struct xr_tx {
 	blk64_t		max_blocks;	/* a transaction of an empty journal */
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
+	errcode_t	freed_err;	/* a free that could not be kept back */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -59,7 +60,10 @@ struct xr_tx {
  * commits: the committed state still maps them, and file data written
  * straight to a block reused now would overwrite what a rollback or a
  * crash brings back.  The commit unmarks them (the free counts were
- * updated when they were freed).
+ * updated when they were freed).  Allocations search the bitmap and so
+ * never take such a block; one allocated again by its number in the same
+ * transaction (an expert's set_block_bitmap -c in a batch) would be left
+ * free in the bitmap by the commit.
  */
 struct xr_txfree {
 	blk64_t		blk;
@@ -88,15 +92,25 @@ static void note_blocks(struct xr_tx *tx, blk64_t blk, blk64_t num)
 		tx->dirty[g] |= DIRTY_BLOCKS;
 }
 
-static void defer_free(struct xr_tx *tx, blk64_t blk, blk64_t num)
+static void push_freed(struct xr_tx *tx, blk64_t blk, blk64_t num)
 {
-	if (!tx->fs->block_map ||
-	    xr_grow(&tx->freed, &tx->cap_freed, tx->nfreed,
-		    sizeof(*tx->freed)))
-		return;		/* no memory: the block may be reused */
-	ext2fs_mark_block_bitmap_range2(tx->fs->block_map, blk, num);
+	errcode_t err = xr_grow(&tx->freed, &tx->cap_freed, tx->nfreed,
+				sizeof(*tx->freed));
+
+	if (err) {	/* the block may be reused: the operation must fail */
+		tx->freed_err = err;
+		return;
+	}
 	tx->freed[tx->nfreed].blk = blk;
 	tx->freed[tx->nfreed++].num = num;
+}
+
+static void defer_free(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	if (!tx->fs->block_map)
+		return;
+	ext2fs_mark_block_bitmap_range2(tx->fs->block_map, blk, num);
+	push_freed(tx, blk, num);
 }
 
 /* At the commit: the blocks freed are free in the bitmap too. */
@@ -358,9 +372,9 @@ out:
 static errcode_t commit(struct xr_tx *tx)
 {
 	extref_tree_t t = extref_fs_tree(tx->xfs);
-	errcode_t err = 0;
+	errcode_t err = tx->freed_err;
 
-	if (t && (t->flags & EXTREF_TREE_RW))
+	if (!err && t && (t->flags & EXTREF_TREE_RW))
 		err = extref_tree_commit(t);
 	if (!err)
 		err = xr_quota_flush(tx->fs);
@@ -387,6 +401,7 @@ static int untouched(struct xr_tx *tx)
 	dgrp_t g;
 
 	if (xr_txio_nheld(tx->io) || (t && t->dirty) || tx->nfreed ||
+	    tx->freed_err ||
 	    memcmp(&tx->super, tx->fs->super, sizeof(tx->super)) ||
 	    memcmp(tx->gd, tx->fs->group_desc, tx->gd_size))
 		return 0;
@@ -427,6 +442,7 @@ static errcode_t rollback(struct xr_tx *tx)
 	}
 	memset(tx->dirty, 0, fs->group_desc_count);
 	tx->nfreed = 0;
+	tx->freed_err = 0;
 	return err;
 }
 
