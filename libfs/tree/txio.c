@@ -184,9 +184,12 @@ static errcode_t held_block(struct xr_txio *t, blk64_t blk, int whole,
 	}
 	if (!e->data) {
 		err = ext2fs_get_mem(t->bs, &e->data);
+		/* in the units of the channel below, whose block size
+		 * libext2fs may have changed for a moment (the superblock) */
 		if (!err && !whole)
-			err = io_channel_read_blk64(t->lower, blk,
-						    -(int)t->bs, e->data);
+			err = io_channel_read_blk64(t->lower,
+				(blk * t->bs) / t->lower->block_size,
+				-(int)t->bs, e->data);
 		if (err) {
 			ext2fs_free_mem(&e->data);
 			return err;
