@@ -299,10 +299,13 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
 	return err;
 }
 
-errcode_t xr_journal_checkpoint_done(struct xr_journal *j)
+/* The log marked empty (flushed), then needs_recovery cleared, unflushed;
+ * *wrote says whether the superblock was written. */
+static errcode_t mark_empty(struct xr_journal *j, int *wrote)
 {
-	errcode_t err;
+	errcode_t err = 0;
 
+	*wrote = 0;
 	j->ntrans = 0;
 	if (j->sb.start) {
 		j->sb.start = 0;
@@ -310,23 +313,21 @@ errcode_t xr_journal_checkpoint_done(struct xr_journal *j)
 		err = xr_jsb_write(j);
 		if (!err)
 			err = io_channel_flush(j->io);
-		if (err)
-			return err;
 	}
-	return xr_journal_mark_recover(j, 0);
+	return err ? err : xr_jset_recover(j, 0, wrote);
+}
+
+errcode_t xr_journal_checkpoint_done(struct xr_journal *j)
+{
+	int wrote;
+	errcode_t err = mark_empty(j, &wrote);
+
+	return !err && wrote ? io_channel_flush(j->io) : err;
 }
 
 errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j)
 {
-	errcode_t err = 0;
 	int wrote;
 
-	if (j->sb.start) {
-		j->sb.start = 0;
-		j->sb.sequence = j->tid;
-		err = xr_jsb_write(j);
-		if (!err)
-			err = io_channel_flush(j->io);
-	}
-	return err ? err : xr_jset_recover(j, 0, &wrote);
+	return mark_empty(j, &wrote);
 }
