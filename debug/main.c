@@ -133,7 +133,12 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	sh.tree_err = tree_err;
 	sh.cwd = EXT2_ROOT_INO;
 	shell_apply_identity(who);
-	if (extref_fs_replayed(xfs) && rw)
+	if (extref_fs_replay_error(xfs))
+		fprintf(stderr, "%s: warning: %s: the journal needs recovery "
+			"and cannot be replayed (%s); showing the image as it "
+			"is on disk, unreplayed\n", who, image,
+			error_message(extref_fs_replay_error(xfs)));
+	else if (extref_fs_replayed(xfs) && rw)
 		fprintf(stderr, "%s: %s: recovered the journal (%u "
 			"transaction%s replayed)\n", who, image,
 			extref_fs_replayed(xfs),

@@ -154,6 +154,9 @@ void extref_tx_note_block(extref_fs_t fs, blk64_t blk);
 int extref_fs_journaled(extref_fs_t fs);
 /* Transactions the open replayed from the journal (0: none needed). */
 unsigned extref_fs_replayed(extref_fs_t fs);
+/* Why a read-only open could not replay a journal that needs recovery
+ * (the image is then shown as it is on disk), or 0. */
+errcode_t extref_fs_replay_error(extref_fs_t fs);
 /* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE (read-write:
  * verified as by extref_fs_open, EXTREF_ERR_UNTRUSTED). */
 errcode_t extref_fs_load_tree(extref_fs_t fs);

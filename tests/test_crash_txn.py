@@ -435,3 +435,29 @@ def test_read_only_open_shows_the_replayed_state(base, tmp_path):
     assert "dup2" not in res.stdout.split()
     assert helpers.sha256(img) == digest
     assert needs_recovery(img)
+
+
+def test_damaged_journal_is_refused_for_writing_shown_read_only(base,
+                                                               tmp_path):
+    """A committed transaction left in a journal whose superblock a stock
+    tool then damaged (dd over its magic): a write open refuses, naming
+    the journal, and changes nothing; a read-only open shows the image as
+    it is on disk and says the journal could not be replayed."""
+    img = tmp_path / "j.img"
+    crashlib.sparse_copy(base(1024), img)
+    run(img, ["reflink /src /src.copy"], "crash=12")
+    assert needs_recovery(img)
+    jsb = min(helpers.journal_blocks(img))
+    helpers.run(["dd", "if=/dev/zero", f"of={img}", "bs=1024",
+                 f"seek={jsb}", "count=1", "conv=notrunc"])
+    digest = helpers.sha256(img)
+    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
+                         str(img)])
+    assert res.returncode == 1
+    assert "Journal superblock is corrupt" in res.stderr, res.stderr
+    res = crashlib._run([crashlib.debugfs_extref(), "-R", "ls /",
+                         str(img)])
+    assert res.returncode == 0, helpers.describe(res)
+    assert "cannot be replayed" in res.stderr
+    assert "src" in res.stdout.split()
+    assert helpers.sha256(img) == digest

@@ -31,6 +31,7 @@ struct extref_fs {
 	int		perm_hold;	/* xr_perm_hold: inner steps unchecked */
 	struct xr_tx	*tx;		/* transactions (txn.c), journaled images */
 	unsigned	replayed;	/* transactions the open replayed */
+	errcode_t	replay_err;	/* why a read-only open could not */
 };
 
 errcode_t extref_tx_begin(extref_fs_t xfs)
@@ -58,6 +59,11 @@ int extref_fs_journaled(extref_fs_t xfs)
 unsigned extref_fs_replayed(extref_fs_t xfs)
 {
 	return xfs->replayed;
+}
+
+errcode_t extref_fs_replay_error(extref_fs_t xfs)
+{
+	return xfs->replay_err;
 }
 
 struct xr_tx **xr_fs_txp(extref_fs_t xfs)
@@ -302,8 +308,11 @@ static errcode_t replay_in_memory(ext2_filsys fs, unsigned *n)
 		return err;
 	xr_txio_hold(t, 1);		/* for good: nothing reaches the file */
 	err = xr_journal_recover(fs, fs->io, n);
-	if (!err)
-		err = ext2fs_get_mem(bs, &buf);
+	if (err) {			/* nothing replayed: as it is on disk */
+		xr_txio_detach(fs, t);
+		return err;
+	}
+	err = ext2fs_get_mem(bs, &buf);
 	if (err)
 		return err;		/* the channel goes with fs */
 	err = io_channel_read_blk64(fs->io, SUPERBLOCK_OFFSET / bs, 1, buf);
@@ -326,7 +335,7 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	int rw = flags & EXTREF_OPEN_RW;
 	extref_image_lock_t lock;
 	unsigned replayed = 0;
-	errcode_t err;
+	errcode_t err, replay_err = 0;
 #ifdef EXTREF_FAULT_INJECTION
 	/*
 	 * Tests only (configure --enable-fault-injection): EXTREF_FAULT
@@ -355,7 +364,9 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 		err = replay(name, eflags, iom, flags, &fs, &replayed);
 	else if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL) &&
 		 journal_to_replay(fs))
-		err = replay_in_memory(fs, &replayed);
+		replay_err = replay_in_memory(fs, &replayed);
+	/* a journal that cannot be replayed leaves the read-only view as it
+	 * is on disk (extref_fs_replay_error says why), as stock debugfs */
 	if (err && fs) {
 		ext2fs_free(fs);
 		fs = NULL;
@@ -365,8 +376,10 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	err = wrap_locked(fs, flags, lock, ret, tree_err);
 	if (err)
 		ext2fs_free(fs);
-	else
+	else {
 		(*ret)->replayed = replayed;
+		(*ret)->replay_err = replay_err;
+	}
 cleanup:
 	if (err)
 		extref_image_unlock(lock);
