@@ -461,3 +461,19 @@ def test_damaged_journal_is_refused_for_writing_shown_read_only(base,
     assert "cannot be replayed" in res.stderr
     assert "src" in res.stdout.split()
     assert helpers.sha256(img) == digest
+
+
+def test_journal_inode_not_a_file_is_refused(base, tmp_path):
+    """A journal inode a stock tool turned into a directory (debugfs -w
+    sif): as e2fsck, the journal is not trusted; a write open refuses
+    and changes nothing."""
+    img = tmp_path / "j.img"
+    crashlib.sparse_copy(base(1024), img)
+    run(img, ["reflink /src /src.copy"], "crash=12")
+    helpers.run(["debugfs", "-w", "-R", "sif <8> mode 040755", str(img)])
+    digest = helpers.sha256(img)
+    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
+                         str(img)])
+    assert res.returncode == 1
+    assert "journal inode is not a regular file" in res.stderr, res.stderr
+    assert helpers.sha256(img) == digest

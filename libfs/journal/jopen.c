@@ -71,6 +71,9 @@ static errcode_t journal_inode(ext2_filsys fs, ext2_ino_t *ino,
 	err = ext2fs_read_inode(fs, *ino, &inode);
 	if (err)
 		return err;
+	/* as e2fsck's check of the journal inode: a regular file in use */
+	if (!LINUX_S_ISREG(inode.i_mode) || !inode.i_links_count)
+		return EXTREF_ERR_JNL_BAD_INODE;
 	*nblocks = EXT2_I_SIZE(&inode) / fs->blocksize;
 	if (*nblocks > ext2fs_blocks_count(fs->super))
 		*nblocks = ext2fs_blocks_count(fs->super);
