@@ -250,6 +250,29 @@ def test_crash_in_a_session_that_wraps_the_journal(base, tmp_path):
     assert not failures, f"W={total}:\n" + "\n".join(failures)
 
 
+def crash_committed(img0, cmds, img, tmp_path, look, want,
+                    not_in_place=False):
+    """Crash a copy of img0 into img at the first write point where the
+    journal holds the committed result: img needs recovery, and look() of
+    a copy replayed by stock e2fsck is want (with not_in_place, look(img)
+    unreplayed is not: the result is in the journal only)."""
+    probe = tmp_path / "probe.img"
+    crashlib.sparse_copy(img0, probe)
+    total = count_writes(probe, cmds, tmp_path)
+    trial = tmp_path / "trial.img"
+    for n in range(1, total + 1):
+        crashlib.sparse_copy(img0, img)
+        run(img, cmds, f"crash={n}")
+        if not needs_recovery(img) or (not_in_place and look(img) == want):
+            continue
+        crashlib.sparse_copy(img, trial)
+        replay(trial, "e2fsck")
+        if look(trial) == want:
+            return
+    pytest.fail("no crash point leaves a committed transaction in the "
+                "journal")
+
+
 def test_kernel_replays_a_committed_transaction(base, tmp_path):
     """An image left with a committed transaction not yet written in place
     (the crash point right after the commit block): the kernel, given a
@@ -262,25 +285,9 @@ def test_kernel_replays_a_committed_transaction(base, tmp_path):
     crashlib.sparse_copy(img0, done)
     assert run(done, cmds).returncode == 0
     after = state(done, tmp_path)
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
     img = tmp_path / "crash.img"
-    # the first crash point whose replay (by stock e2fsck, on a copy)
-    # gives the committed state: the commit block is on disk
-    for n in range(1, total + 1):
-        crashlib.sparse_copy(img0, img)
-        run(img, cmds, f"crash={n}")
-        if not needs_recovery(img):
-            continue
-        trial = tmp_path / "trial.img"
-        crashlib.sparse_copy(img, trial)
-        replay(trial, "e2fsck")
-        if state(trial, tmp_path) == after:
-            break
-    else:
-        pytest.fail("no crash point leaves a committed transaction")
-    assert needs_recovery(img)
+    crash_committed(img0, cmds, img, tmp_path,
+                    lambda i: state(i, tmp_path), after)
     res = crashlib._run(["mount", "-o", "loop,ro", str(img),
                          str(tmp_path)])
     assert res.returncode != 0, "the kernel mounted an image needing recovery read-only"
@@ -403,25 +410,11 @@ def test_read_only_open_shows_the_replayed_state(base, tmp_path):
     crashlib.sparse_copy(img0, done)
     assert run(done, ["begin"] + cmds + ["commit"]).returncode == 0
     after = crashlib.dump_files(done, ["/keep", "/dup2"], tmp_path)
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, ["begin"] + cmds + ["commit"], tmp_path)
     img = tmp_path / "crash.img"
-    for n in range(1, total + 1):
-        crashlib.sparse_copy(img0, img)
-        run(img, ["begin"] + cmds + ["commit"], f"crash={n}")
-        if needs_recovery(img) and \
-                crashlib.dump_files(img, ["/keep"], tmp_path)["/keep"] \
-                != after["/keep"]:
-            trial = tmp_path / "trial.img"
-            crashlib.sparse_copy(img, trial)
-            replay(trial, "e2fsck")
-            if crashlib.dump_files(trial, ["/keep", "/dup2"],
-                                   tmp_path) == after:
-                break
-    else:
-        pytest.fail("no crash point leaves a committed transaction "
-                    "not yet written in place")
+    crash_committed(img0, ["begin"] + cmds + ["commit"], img, tmp_path,
+                    lambda i: crashlib.dump_files(i, ["/keep", "/dup2"],
+                                                  tmp_path),
+                    after, not_in_place=True)
     digest = helpers.sha256(img)
     keep = tmp_path / "keep.out"
     res = crashlib._run([crashlib.debugfs_extref(), "-R",

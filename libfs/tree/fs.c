@@ -258,23 +258,6 @@ errcode_t extref_fs_wrap(ext2_filsys fs, int flags, extref_fs_t *ret,
  * read-only open shows the image as it is, unreplayed (as stock debugfs
  * does); the tools say so.
  */
-/* needs_recovery, or a journal that holds transactions anyway (a crash
- * between the two writes of a checkpoint, txn.c). */
-static int journal_to_replay(ext2_filsys fs)
-{
-	struct xr_journal *j;
-	int dirty;
-
-	if (ext2fs_has_feature_journal_needs_recovery(fs->super))
-		return 1;
-	if (!ext2fs_has_feature_journal(fs->super) ||
-	    !fs->super->s_journal_inum || xr_journal_open(fs, fs->io, &j))
-		return 0;
-	dirty = xr_journal_dirty(j);
-	xr_journal_close(j);
-	return dirty;
-}
-
 static errcode_t replay(const char *name, int eflags, io_manager iom,
 			int flags, ext2_filsys *fsp, unsigned *n)
 {
@@ -360,10 +343,10 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	if (flags & EXTREF_OPEN_FORCE)
 		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, &fs);
-	if (!err && rw && journal_to_replay(fs))
+	if (!err && rw && ext2fs_has_feature_journal_needs_recovery(fs->super))
 		err = replay(name, eflags, iom, flags, &fs, &replayed);
 	else if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL) &&
-		 journal_to_replay(fs))
+		 ext2fs_has_feature_journal_needs_recovery(fs->super))
 		replay_err = replay_in_memory(fs, &replayed);
 	/* a journal that cannot be replayed leaves the read-only view as it
 	 * is on disk (extref_fs_replay_error says why), as stock debugfs */
