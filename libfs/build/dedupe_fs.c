@@ -208,7 +208,8 @@ static errcode_t plan(struct dd *d, struct act **ret, size_t *nret)
 	size_t i, j, n = 0, cap = 0;
 	errcode_t err = 0;
 
-	qsort(d->c, d->n, sizeof(*d->c), cmp_cand);
+	if (d->n)	/* no candidates: d->c may be NULL */
+		qsort(d->c, d->n, sizeof(*d->c), cmp_cand);
 	for (i = 0; !err && i < d->n; i = j) {
 		for (j = i + 1; j < d->n && d->c[j].hash == d->c[i].hash; j++) {
 			int same = 1;
@@ -230,7 +231,8 @@ static errcode_t plan(struct dd *d, struct act **ret, size_t *nret)
 			n++;
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_act);
+	if (n)		/* nothing to share: v is NULL */
+		qsort(v, n, sizeof(*v), cmp_act);
 	*ret = v;
 	*nret = n;
 	return err;
