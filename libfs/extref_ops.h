@@ -366,6 +366,15 @@ struct extref_populate {
 	 * written so far (total 0: the library does not know it) */
 	extref_progress_func progress;
 	void		*priv;
+	/*
+	 * EXTREF_DEDUPE_BLOCK: each distinct non-zero block is written
+	 * once, in the order met, every copy maps it (confirmed byte for
+	 * byte), and the tree gets the counts in one bulk load at the end.
+	 * dedupe_hint: distinct blocks expected (0: unknown), to size the
+	 * table.  Other modes write every block.
+	 */
+	int		dedupe;		/* enum extref_dedupe_mode */
+	__u64		dedupe_hint;
 	/* out */
 	__u64		inodes;		/* inodes made */
 	__u64		data_bytes;	/* bytes of file data written */

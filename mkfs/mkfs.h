@@ -44,6 +44,7 @@ struct mkfs_opts {
 	const char	*archive;	/* -d ARCHIVE, as given */
 	int		archive_fd;	/* and open (source.c) */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
+	uint64_t	source_distinct; /* distinct non-zero blocks (-d) */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
 	int		root_owner;	/* -E root_owner= given */

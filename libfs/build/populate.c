@@ -38,6 +38,8 @@ static errcode_t pop_init(extref_fs_t xfs, struct extref_populate *req,
 		err = ext2fs_get_mem(fs->blocksize, &p->blk);
 	if (!err)
 		err = ext2fs_get_memzero(fs->blocksize, &p->zero);
+	if (!err && req->dedupe == EXTREF_DEDUPE_BLOCK)
+		err = xr_pop_dd_init(p, req->dedupe_hint);
 	return err;
 }
 
@@ -47,6 +49,7 @@ static void pop_done(struct xr_pop *p)
 	ext2fs_free_mem(&p->stage);
 	ext2fs_free_mem(&p->blk);
 	ext2fs_free_mem(&p->zero);
+	xr_pop_dd_free(p);
 }
 
 errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
@@ -57,6 +60,8 @@ errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
 
 	if (!err)
 		err = xr_pop_walk_dir(&p, dir);
+	if (!err && p.dd)
+		err = xr_pop_dd_finish(&p);
 	pop_done(&p);
 	return err;
 }
@@ -69,6 +74,8 @@ errcode_t extref_populate_archive(extref_fs_t xfs, int fd,
 
 	if (!err)
 		err = xr_pop_read_archive(&p, fd);
+	if (!err && p.dd)
+		err = xr_pop_dd_finish(&p);
 	pop_done(&p);
 	return err;
 }

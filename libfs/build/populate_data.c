@@ -46,8 +46,8 @@ static errcode_t emit(struct xr_pop_data *d)
 	return err;
 }
 
-static errcode_t add_extent(struct xr_pop_data *d, blk64_t lblk,
-			    blk64_t pblk, blk64_t len)
+errcode_t xr_pop_data_map(struct xr_pop_data *d, blk64_t lblk, blk64_t pblk,
+			  blk64_t len)
 {
 	struct ext2fs_extent *c = &d->cur;
 	errcode_t err;
@@ -69,8 +69,7 @@ static errcode_t add_extent(struct xr_pop_data *d, blk64_t lblk,
 /*
  * Write this file's data: the staged run is allocated (next to the
  * previous run), written once and mapped.  The one place file data
- * reaches the image; a planned allocation (dedupe before allocating)
- * replaces this function.
+ * reaches the image; with block dedupe, populate_dedupe.c writes it.
  */
 static errcode_t write_run(struct xr_pop_data *d)
 {
@@ -78,6 +77,15 @@ static errcode_t write_run(struct xr_pop_data *d)
 	const char *src = d->p->stage;
 	blk64_t pblk, plen;
 	errcode_t err = 0;
+
+	if (d->p->dd && d->st_n) {
+		err = xr_pop_dd_write(d);
+		if (d->p->req->progress)
+			d->p->req->progress("copying files",
+					    d->p->req->data_bytes, 0,
+					    d->p->req->priv);
+		return err;
+	}
 
 	while (!err && d->st_n) {
 		err = ext2fs_new_range(fs, 0, d->goal, d->st_n, NULL, &pblk,
@@ -87,7 +95,7 @@ static errcode_t write_run(struct xr_pop_data *d)
 		ext2fs_block_alloc_stats_range(fs, pblk, plen, +1);
 		err = io_channel_write_blk64(fs->io, pblk, (int)plen, src);
 		if (!err)
-			err = add_extent(d, d->st_lblk, pblk, plen);
+			err = xr_pop_data_map(d, d->st_lblk, pblk, plen);
 		d->goal = pblk + plen;
 		d->st_lblk += plen;
 		d->st_n -= plen;

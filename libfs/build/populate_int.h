@@ -49,6 +49,7 @@ struct xr_pop {
 	char			*stage;		/* XR_POP_STAGE_BYTES */
 	char			*blk;		/* one block */
 	char			*zero;		/* one block of zeros */
+	struct xr_pop_dd	*dd;		/* NULL: every block written */
 };
 
 /* A regular file's data on its way into the image. */
@@ -76,6 +77,22 @@ errcode_t xr_pop_data_put(struct xr_pop_data *d, __u64 off, const void *buf,
 /* Everything put is in the image; the inode (in) is not written. */
 errcode_t xr_pop_data_end(struct xr_pop_data *d);
 void xr_pop_data_abort(struct xr_pop_data *d);
+/* Map lblk..+len of the file to pblk (the extent grows or is emitted). */
+errcode_t xr_pop_data_map(struct xr_pop_data *d, blk64_t lblk, blk64_t pblk,
+			  blk64_t len);
+
+/* blockhash.c: a block's 64-bit hash (candidates only, never trusted). */
+__u64 xr_block_hash(const void *buf, size_t len);
+
+/* populate_dedupe.c: block dedupe planned as the data goes in. */
+struct xr_pop_dd;
+/* A table for about hint distinct blocks (it grows past that). */
+errcode_t xr_pop_dd_init(struct xr_pop *p, __u64 hint);
+/* The staged run of d written, each distinct block once. */
+errcode_t xr_pop_dd_write(struct xr_pop_data *d);
+/* The shared blocks' counts bulk-loaded into the tree. */
+errcode_t xr_pop_dd_finish(struct xr_pop *p);
+void xr_pop_dd_free(struct xr_pop *p);
 
 /* populate_inode.c: one inode of each kind, linked as name in dir. */
 errcode_t xr_pop_mkdir(struct xr_pop *p, ext2_ino_t dir, const char *name,
