@@ -394,6 +394,24 @@ errcode_t extref_populate_archive(extref_fs_t fs, int fd,
 errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
 				 char **why);
 void extref_populate_free(struct extref_populate *p);
+/*
+ * What the host directory dir will take in an image of blocksize-byte
+ * blocks, read before the image is made: entries (inodes, the root
+ * too), the non-zero blocks of its regular files (each inode once, a
+ * partial last block zero-padded), how many are distinct (mode
+ * EXTREF_DEDUPE_BLOCK: counted by a 64-bit hash; other modes: all of
+ * them), and blocks of directories, long symlinks, extended attributes
+ * and extent trees (an estimate from above).  progress may be NULL.
+ */
+struct extref_source_size {
+	__u64	entries;
+	__u64	data_blocks;
+	__u64	distinct_blocks;
+	__u64	meta_blocks;
+};
+errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
+				int mode, extref_progress_func progress,
+				void *priv, struct extref_source_size *s);
 
 /*
  * Refuse what the toolkit cannot change safely: encrypted, verity and

@@ -68,7 +68,7 @@ static void usage(FILE *f)
 "  -d SOURCE      copy the directory SOURCE, or the tar or cpio archive\n"
 "                 SOURCE (a file or a pipe), into the image (SIZE then\n"
 "                 optional: the content plus --headroom)\n"
-"  --headroom=PCT with -d and no SIZE: room to spare, in percent (20)\n"
+"  --headroom=PCT with -d and no SIZE: room to spare, in percent (5)\n"
 "  --all-root     with -d: every file owned by root\n"
 "  --file-contexts=FILE  label every file the build creates from the\n"
 "                 SELinux file_contexts FILE (security.selinux)\n"
@@ -159,7 +159,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 	int c;
 
 	opterr = 0;
-	o->headroom = 20;
+	o->headroom = 5;
 	while ((c = getopt_long(argc, argv, "b:N:i:I:L:U:E:O:d:FqVh",
 				longopts, NULL)) != -1) {
 		switch (c) {

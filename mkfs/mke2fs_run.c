@@ -124,6 +124,11 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	OPT("-U", o->uuid);
 	OPT("-E", o->ext_opts);
 	OPT("-O", o->features);
+	OPT("-J", o->journal_opt);
+	if (o->reserved_zero) {
+		add(argv, &n, "-m");
+		add(argv, &n, "0");
+	}
 #undef OPT
 	add(argv, &n, o->image);
 	sprintf(sizebuf, "%lluk", (unsigned long long)(t->fs_bytes / 1024));

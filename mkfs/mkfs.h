@@ -45,6 +45,8 @@ struct mkfs_opts {
 	int		archive_fd;	/* and open (source.c) */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	uint64_t	source_distinct; /* distinct non-zero blocks (-d) */
+	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
+	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
 	int		root_owner;	/* -E root_owner= given */
@@ -128,6 +130,11 @@ void punch_free(struct punch_list *l);
 /* source.c */
 void source_check(struct mkfs_opts *o);
 int source_finish(const struct mkfs_opts *o);
+
+/* plan_size.c: without SIZE, size the image from what s says it holds
+ * (sets the size, the inode count unless -N, the journal, -m 0). */
+struct extref_source_size;
+void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 
 /* convert.c */
 int parse_dedup(const char *arg);

@@ -112,11 +112,41 @@ static void archive_check(struct mkfs_opts *o)
 	src_bytes = bytes;
 }
 
+/* Without SIZE: the directory read once to size the image from it. */
+static void dir_plan(struct mkfs_opts *o)
+{
+	struct extref_source_size s;
+	errcode_t err;
+
+	err = extref_source_measure(o->source, o->blocksize, o->dedup,
+				    progress_cb, NULL, &s);
+	progress_end();
+	if (err)
+		fatal("cannot read %s: %s", o->source, error_message(err));
+	src_entries = s.entries;
+	src_bytes = s.data_blocks * o->blocksize;
+	o->source_distinct = s.distinct_blocks;
+	plan_size(o, &s);
+	o->source_need = o->size_bytes;
+}
+
+/* Without SIZE, an archive: its entries, and its data as if distinct. */
+static void archive_plan(struct mkfs_opts *o)
+{
+	struct extref_source_size s;
+
+	memset(&s, 0, sizeof(s));
+	s.entries = src_entries + 1;
+	s.data_blocks = s.distinct_blocks =
+		(src_bytes + o->blocksize - 1) / o->blocksize;
+	plan_size(o, &s);
+	o->source_need = o->size_bytes;
+}
+
 /* The source must be a directory or an archive; without SIZE, size the
  * image from it. */
 void source_check(struct mkfs_opts *o)
 {
-	static char inodes[32];
 	struct stat st;
 	uint64_t bytes;
 
@@ -127,26 +157,21 @@ void source_check(struct mkfs_opts *o)
 		archive_check(o);
 	else if (!S_ISDIR(st.st_mode))
 		fatal("%s: neither a directory nor an archive", o->source);
+	else if (!o->size_arg)
+		dir_plan(o);
 	else if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (!src_entries && o->archive && o->size_arg)
+	if (!o->size_arg && o->archive)
+		archive_plan(o);
+	if (!o->size_arg)
+		return;
+	if (!src_entries && o->archive)
 		return;			/* a pipe, read once: not measured */
-	/* Content, inode tables at 256 bytes, and room for the journal and
-	 * group metadata; then the headroom. */
+	/* With SIZE, for the message when it is too small: content, inode
+	 * tables at 256 bytes, and room for the journal and group
+	 * metadata. */
 	bytes = src_bytes + src_entries * 256;
 	o->source_need = bytes + 32 * 1024 * 1024;
-	if (o->size_arg)
-		return;
-	bytes += bytes / 100 * o->headroom + 32 * 1024 * 1024;
-	o->size_bytes = bytes;
-	o->size_arg = "computed from SOURCE";
-	if (!o->inodes) {
-		snprintf(inodes, sizeof(inodes), "%llu",
-			 (unsigned long long)(src_entries +
-					      src_entries / 100 * o->headroom +
-					      1024));
-		o->inodes = inodes;
-	}
 }
 
 /* Is err the image running out of room? */

@@ -1,0 +1,110 @@
+/*
+ * plan_size.c --- mkfs.extref -d without SIZE: the image sized from
+ * what it will hold, computed, not guessed.
+ *
+ * The source is read first (extref_source_measure): its entries, its
+ * data blocks (with --dedup=block the distinct ones only: the build
+ * writes each once) and the blocks its directories, symlinks, extended
+ * attributes and extent trees need.  To that come the tree's nodes, the
+ * journal (4 MiB, or 1/1024 of the content above 4 GiB), and the group
+ * metadata of a filesystem of that many blocks and inodes, which
+ * libext2fs computes itself (ext2fs_initialize on nothing, with the
+ * features our mke2fs configuration gives); then --headroom, in blocks
+ * and inodes alike.  No blocks are reserved for root.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "extref_ops.h"
+#include "mkfs.h"
+
+#define JOURNAL_SMALL	(4ULL << 20)
+
+/* Blocks a filesystem of blocks and inodes keeps for its own metadata
+ * (superblocks, descriptors and their reserve, bitmaps, inode tables). */
+static blk64_t overhead(unsigned int bs, blk64_t blocks, __u32 inodes,
+			unsigned int isize)
+{
+	struct ext2_super_block sb;
+	ext2_filsys fs = NULL;
+	blk64_t over;
+
+	memset(&sb, 0, sizeof(sb));
+	ext2fs_blocks_count_set(&sb, blocks);
+	sb.s_log_block_size = (bs >> 11) ? (bs == 2048 ? 1 : 2) : 0;
+	sb.s_inodes_count = inodes;
+	sb.s_inode_size = (__u16)isize;
+	sb.s_rev_level = EXT2_DYNAMIC_REV;
+	sb.s_log_groups_per_flex = 4;
+	sb.s_feature_compat = EXT2_FEATURE_COMPAT_EXT_ATTR |
+		EXT2_FEATURE_COMPAT_RESIZE_INODE |
+		EXT2_FEATURE_COMPAT_DIR_INDEX;
+	sb.s_feature_incompat = EXT2_FEATURE_INCOMPAT_FILETYPE |
+		EXT3_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_FLEX_BG |
+		EXT4_FEATURE_INCOMPAT_64BIT;
+	sb.s_feature_ro_compat = EXT2_FEATURE_RO_COMPAT_SPARSE_SUPER |
+		EXT2_FEATURE_RO_COMPAT_LARGE_FILE |
+		EXT4_FEATURE_RO_COMPAT_HUGE_FILE |
+		EXT4_FEATURE_RO_COMPAT_DIR_NLINK |
+		EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE |
+		EXT4_FEATURE_RO_COMPAT_METADATA_CSUM;
+	if (ext2fs_initialize("/dev/null", EXT2_FLAG_64BITS, &sb,
+			      unix_io_manager, &fs))
+		return blocks / 20 + inodes / (bs / isize) + 64; /* a guess */
+	over = blocks - ext2fs_free_blocks_count(fs->super);
+	/* the inode tables too, if the free count left them in */
+	if (over < fs->inode_blocks_per_group * fs->group_desc_count)
+		over += fs->inode_blocks_per_group * fs->group_desc_count;
+	ext2fs_free(fs);
+	return over;
+}
+
+/* The journal's size in MiB for content bytes. */
+static unsigned int journal_mib(uint64_t content)
+{
+	uint64_t j = content > (4ULL << 30) ? content / 1024 : JOURNAL_SMALL;
+
+	if (j > (128ULL << 20))
+		j = 128ULL << 20;
+	return (unsigned int)(j >> 20);
+}
+
+void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
+{
+	static char inodes[32], journal[32];
+	unsigned int bs = o->blocksize, isize = 256;
+	uint64_t n_inodes, content, total, jblocks;
+	int i;
+
+	if (o->inode_size)
+		sscanf(o->inode_size, "%u", &isize);
+	n_inodes = s->entries + s->entries * o->headroom / 100 + 16;
+	if (n_inodes > 0xffffffffULL)
+		n_inodes = 0xffffffffULL;
+	/* data, metadata, lost+found (16 KiB), the root, the tree: at
+	 * most one record per shared block, 254 a node (4 KiB) */
+	content = s->distinct_blocks + s->meta_blocks + 16384 / bs + 1 +
+		  (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) + 2;
+	snprintf(journal, sizeof(journal), "size=%u",
+		 journal_mib(content * bs));
+	jblocks = ((uint64_t)journal_mib(content * bs) << 20) / bs;
+	total = content + jblocks;
+	for (i = 0; i < 4; i++)		/* more groups, more metadata */
+		total = content + jblocks +
+			overhead(bs, total, (__u32)n_inodes, isize);
+	total += total * o->headroom / 100;
+	/* mke2fs wants a journal under half the blocks: a small image is
+	 * that large (the unused part a hole in the file) */
+	if (total < 2 * jblocks + 64)
+		total = 2 * jblocks + 64;
+	o->size_bytes = total * bs;
+	o->size_arg = "computed from SOURCE";
+	o->journal_opt = journal;
+	o->reserved_zero = 1;
+	if (!o->inodes) {
+		snprintf(inodes, sizeof(inodes), "%llu",
+			 (unsigned long long)n_inodes);
+		o->inodes = inodes;
+	}
+}
