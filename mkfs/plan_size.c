@@ -94,10 +94,12 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 		total = content + jblocks +
 			overhead(bs, total, (__u32)n_inodes, isize);
 	total += total * o->headroom / 100;
-	/* mke2fs wants a journal under half the blocks: a small image is
-	 * that large (the unused part a hole in the file) */
-	if (total < 2 * jblocks + 64)
-		total = 2 * jblocks + 64;
+	/* mke2fs wants a journal under half the free blocks: a small
+	 * image is that large (the unused part a hole in the file) */
+	if (total < 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
+						 (__u32)n_inodes, isize))
+		total = 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
+						    (__u32)n_inodes, isize);
 	o->size_bytes = total * bs;
 	o->size_arg = "computed from SOURCE";
 	o->journal_opt = journal;

@@ -196,7 +196,7 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	else if (out_of_room(err))
 		error_line("%s: image too small for %s (%s)", o->image, src,
 			   error_message(err));
-	else if (o->archive)
+	else if (o->archive && err != EXT2_ET_NO_MEMORY)
 		error_line("%s: %s: %s%s%s", src, *where ? where : ".",
 			   error_message(err), p->why ? ": " : "",
 			   p->why ? p->why : "");

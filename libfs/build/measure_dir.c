@@ -47,8 +47,13 @@ static errcode_t errno_code(void)
 
 static errcode_t set_alloc(struct measure *m, size_t slots)
 {
-	errcode_t err = ext2fs_get_array(slots, sizeof(*m->set), &m->set);
+	errcode_t err;
 
+#ifdef EXTREF_FAULT_INJECTION
+	if (xr_fault_nomem())	/* a growth, as xr_grow's */
+		return EXT2_ET_NO_MEMORY;
+#endif
+	err = ext2fs_get_array(slots, sizeof(*m->set), &m->set);
 	if (!err) {
 		memset(m->set, 0, slots * sizeof(*m->set));
 		m->mask = slots - 1;

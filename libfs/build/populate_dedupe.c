@@ -39,8 +39,13 @@ struct xr_pop_dd {
 
 static errcode_t table_alloc(struct xr_pop_dd *dd, size_t slots)
 {
-	errcode_t err = ext2fs_get_array(slots, sizeof(*dd->v), &dd->v);
+	errcode_t err;
 
+#ifdef EXTREF_FAULT_INJECTION
+	if (xr_fault_nomem())	/* a growth, as xr_grow's */
+		return EXT2_ET_NO_MEMORY;
+#endif
+	err = ext2fs_get_array(slots, sizeof(*dd->v), &dd->v);
 	if (err)
 		return err;
 	memset(dd->v, 0, slots * sizeof(*dd->v));
