@@ -21,7 +21,7 @@
 #include "populate_int.h"
 #include "tree/extref_vec.h"
 
-#define READ_BYTES	(1024 * 1024)
+#define READ_BYTES	(256 * 1024)
 /* room for extended attributes inside a 256-byte inode */
 #define IN_INODE_XATTR	96
 /* extents an inode holds, and an extent block */

@@ -39,7 +39,7 @@ struct xr_pop_xattrs {
 };
 
 /* Data staged for one write: this many blocks at most. */
-#define XR_POP_STAGE_BYTES	(1024 * 1024)
+#define XR_POP_STAGE_BYTES	(256 * 1024)
 
 struct xr_pop {
 	ext2_filsys		fs;
