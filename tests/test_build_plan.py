@@ -281,3 +281,21 @@ def test_with_size_the_unused_part_is_a_hole(tmp_path):
     assert st.st_size == 512 * MiB
     # the data, the journal (mke2fs's for 512 MiB), the metadata
     assert st.st_blocks * 512 < 40 * MiB, st.st_blocks * 512
+
+
+def test_block_dedupe_leaves_symlink_blocks_alone(tmp_path):
+    """Only regular files share: two slow symlinks with one target, and a
+    file holding the same bytes, keep a block each."""
+    src = tmp_path / "src"
+    src.mkdir()
+    target = "t" * 100
+    os.symlink(target, src / "l1")
+    os.symlink(target, src / "l2")
+    (src / "f").write_bytes(target.encode())
+    img = tmp_path / "t.img"
+    mkfs_d(img, src, "--dedup=block")
+    check_clean(img)
+    blocks = [helpers.debugfs(img, f"blocks /{n}").stdout.split()
+              for n in ("l1", "l2", "f")]
+    assert all(len(b) == 1 for b in blocks), blocks
+    assert len({b[0] for b in blocks}) == 3, blocks

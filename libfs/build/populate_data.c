@@ -78,7 +78,8 @@ static errcode_t write_run(struct xr_pop_data *d)
 	blk64_t pblk, plen;
 	errcode_t err = 0;
 
-	if (d->p->dd && d->st_n) {
+	/* regular files only: a slow symlink's block stays its own */
+	if (d->p->dd && d->st_n && LINUX_S_ISREG(d->in->i_mode)) {
 		err = xr_pop_dd_write(d);
 		if (d->p->req->progress)
 			d->p->req->progress("copying files",
