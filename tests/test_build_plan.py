@@ -299,3 +299,29 @@ def test_block_dedupe_leaves_symlink_blocks_alone(tmp_path):
               for n in ("l1", "l2", "f")]
     assert all(len(b) == 1 for b in blocks), blocks
     assert len({b[0] for b in blocks}) == 3, blocks
+
+
+def test_block_dedupe_archive_replacing_a_shared_file(tmp_path, loop_mount):
+    """An archive names a file twice (tar -r): the later entry replaces
+    it; the blocks it shared with another file stay that file's, the
+    ones only it had are given back, and counts stay right."""
+    rnd = random.Random(4)
+    common, own = rnd.randbytes(4 * 4096), rnd.randbytes(3 * 4096)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "keep").write_bytes(common)
+    (src / "twice").write_bytes(common + own)
+    tar = tmp_path / "a.tar"
+    with tarfile.open(tar, "w") as tf:
+        tf.add(src / "keep", arcname="keep")
+        tf.add(src / "twice", arcname="twice")
+        (src / "twice").write_bytes(own[:5000])
+        tf.add(src / "twice", arcname="twice")
+    img = tmp_path / "t.img"
+    mkfs_d(img, tar, "--dedup=block")
+    check_clean(img)
+    distinct, _, per_file = floor(src, 4096)
+    maps = image_blocks(img, per_file)
+    assert len({b for v in maps.values() for b in v}) == distinct
+    mnt, _ = loop_mount(img)
+    same_files(mnt, src)

@@ -164,8 +164,8 @@ static errcode_t find(struct xr_pop *p, const struct pending *w, __u64 hash,
 	*ret = NULL;
 	for (j = hash & dd->mask; !err && dd->v[j].pblk;
 	     j = (j + 1) & dd->mask) {
-		if (dd->v[j].hash != hash)
-			continue;
+		if (dd->v[j].hash != hash || !dd->v[j].refs)
+			continue;	/* another block, or one given back */
 		err = same(p, w, dd->v[j].pblk, src, &eq);
 		if (!err && eq) {
 			*ret = &dd->v[j];
@@ -242,6 +242,61 @@ errcode_t xr_pop_dd_write(struct xr_pop_data *d)
 	p->req->data_bytes += d->st_n * bs;
 	d->st_lblk += d->st_n;
 	d->st_n = 0;
+	return err;
+}
+
+/* The slot of the block at pblk (its bytes hashed again), or NULL. */
+static errcode_t slot_of(struct xr_pop *p, blk64_t pblk,
+			 struct xr_dd_slot **ret)
+{
+	struct xr_pop_dd *dd = p->dd;
+	errcode_t err = io_channel_read_blk64(p->fs->io, pblk, 1, dd->cmp);
+	size_t j;
+
+	*ret = NULL;
+	if (err)
+		return err;
+	for (j = xr_block_hash(dd->cmp, p->fs->blocksize) & dd->mask;
+	     dd->v[j].pblk; j = (j + 1) & dd->mask)
+		if (dd->v[j].pblk == pblk && dd->v[j].refs) {
+			*ret = &dd->v[j];
+			break;
+		}
+	return 0;
+}
+
+/*
+ * A file the build made goes again (an archive names it twice): each of
+ * its blocks loses a mapping; those others still map are kept in use
+ * after ext2fs_punch gives back the whole file, and a block no one maps
+ * any more leaves the table (its slot stays, with no count, as a mark
+ * for the probes that pass it).
+ */
+errcode_t xr_pop_dd_punch(struct xr_pop *p, ext2_ino_t ino,
+			  struct ext2_inode *in)
+{
+	struct xr_map_vec maps = { 0 }, keep = { 0 };
+	struct xr_map one = { 0, 0, 1, 0 };
+	struct xr_dd_slot *s;
+	size_t i;
+	blk64_t k;
+	errcode_t err;
+
+	err = xr_get_mappings(p->fs, ino, in, 0, 1ULL << 32, &maps);
+	for (i = 0; !err && i < maps.n; i++)
+		for (k = 0; !err && k < maps.v[i].len; k++) {
+			err = slot_of(p, maps.v[i].pblk + k, &s);
+			if (err || !s || --s->refs == 0)
+				continue;
+			one.pblk = maps.v[i].pblk + k;
+			err = xr_map_push(&keep, &one);
+		}
+	if (!err)
+		err = ext2fs_punch(p->fs, ino, in, NULL, 0, ~0ULL);
+	for (i = 0; !err && i < keep.n; i++)
+		ext2fs_block_alloc_stats2(p->fs, keep.v[i].pblk, +1);
+	xr_map_vec_free(&maps);
+	xr_map_vec_free(&keep);
 	return err;
 }
 

@@ -90,6 +90,9 @@ struct xr_pop_dd;
 errcode_t xr_pop_dd_init(struct xr_pop *p, __u64 hint);
 /* The staged run of d written, each distinct block once. */
 errcode_t xr_pop_dd_write(struct xr_pop_data *d);
+/* ino (a regular file, going) gives back its blocks no one else maps. */
+errcode_t xr_pop_dd_punch(struct xr_pop *p, ext2_ino_t ino,
+			  struct ext2_inode *in);
 /* The shared blocks' counts bulk-loaded into the tree. */
 errcode_t xr_pop_dd_finish(struct xr_pop *p);
 void xr_pop_dd_free(struct xr_pop *p);

@@ -2,20 +2,25 @@
  * populate_replace.c --- an archive names a non-directory again (tar -r
  * appends, tar -u updates): the later entry replaces it, as unpacking
  * the archive would.  The name is unlinked; its inode loses a link and,
- * with its last one, its blocks, its attribute block and itself (the
- * image is new: no block is shared yet).  Other names of the inode, hard
+ * with its last one, its blocks (with block dedupe, those no other file
+ * maps), its attribute block and itself.  Other names of the inode, hard
  * links made earlier, keep it.
  */
 #include "populate_int.h"
 
-static errcode_t free_inode(ext2_filsys fs, ext2_ino_t ino,
+static errcode_t free_inode(struct xr_pop *p, ext2_ino_t ino,
 			    struct ext2_inode *in)
 {
+	ext2_filsys fs = p->fs;
 	errcode_t err = 0;
 
 	in->i_links_count = 0;
 	in->i_dtime = xr_now(fs);
-	if (!ext2fs_is_fast_symlink(in) &&
+	/* with block dedupe, a block another file maps stays */
+	if (p->dd && LINUX_S_ISREG(in->i_mode) &&
+	    !(in->i_flags & EXT4_INLINE_DATA_FL))
+		err = xr_pop_dd_punch(p, ino, in);
+	else if (!ext2fs_is_fast_symlink(in) &&
 	    !(in->i_flags & EXT4_INLINE_DATA_FL) &&
 	    ext2fs_inode_has_valid_blocks2(fs, in))
 		err = ext2fs_punch(fs, ino, in, NULL, 0, ~0ULL);
@@ -45,5 +50,5 @@ errcode_t xr_pop_remove(struct xr_pop *p, ext2_ino_t dir, const char *name,
 		return ext2fs_write_inode(p->fs, ino, &in);
 	}
 	p->req->inodes--;
-	return free_inode(p->fs, ino, &in);
+	return free_inode(p, ino, &in);
 }
