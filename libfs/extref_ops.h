@@ -371,7 +371,8 @@ struct extref_populate {
 	 * once, in the order met, every copy maps it (confirmed byte for
 	 * byte), and the tree gets the counts in one bulk load at the end.
 	 * dedupe_hint: distinct blocks expected (0: unknown), to size the
-	 * table.  Other modes write every block.
+	 * table.  The image's tree must be empty (a new image:
+	 * EXTREF_ERR_INO5_BUSY otherwise).  Other modes write every block.
 	 */
 	int		dedupe;		/* enum extref_dedupe_mode */
 	__u64		dedupe_hint;

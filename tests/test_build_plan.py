@@ -325,3 +325,21 @@ def test_block_dedupe_archive_replacing_a_shared_file(tmp_path, loop_mount):
     assert len({b for v in maps.values() for b in v}) == distinct
     mnt, _ = loop_mount(img)
     same_files(mnt, src)
+
+
+def test_block_dedupe_populate_refuses_an_image_with_counts(tmp_path):
+    """The library's populate with block dedupe bulk-loads the tree at
+    the end: on an image whose tree already holds counts it is refused
+    before anything changes (tests/unit/populate_dedupe_api)."""
+    src = dup_source(tmp_path / "src")
+    img = tmp_path / "t.img"
+    mkfs_d(img, src, "--dedup=block")
+    recs = helpers.run([helpers.binary("debugfs.extref"), "-R",
+                        "refcount", str(img)]).stdout.split("\n")
+    assert len([r for r in recs if r.strip()]) > 0      # counts there
+    before = helpers.sha256(img)
+    res = helpers.run([helpers.binary("tests/unit/populate_dedupe_api"),
+                       str(img), str(src)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert helpers.sha256(img) == before
+    check_clean(img)

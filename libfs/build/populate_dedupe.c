@@ -53,6 +53,21 @@ static errcode_t table_alloc(struct xr_pop_dd *dd, size_t slots)
 	return 0;
 }
 
+/* The tree of a new image: empty (the bulk load at the end replaces
+ * it, so an image with counts already is refused). */
+static errcode_t tree_is_empty(ext2_filsys fs)
+{
+	extref_tree_t t;
+	errcode_t err = extref_tree_open(fs, 0, &t);
+
+	if (err)
+		return err;
+	if (t->nrecords || t->root)
+		err = EXTREF_ERR_INO5_BUSY;
+	extref_tree_free(t);
+	return err;
+}
+
 errcode_t xr_pop_dd_init(struct xr_pop *p, __u64 hint)
 {
 	struct xr_pop_dd *dd = NULL;
@@ -64,7 +79,9 @@ errcode_t xr_pop_dd_init(struct xr_pop *p, __u64 hint)
 		return EFBIG;
 	while (slots / 4 * 3 <= hint && slots < (1UL << 30))
 		slots *= 2;
-	err = ext2fs_get_memzero(sizeof(*dd), &dd);
+	err = tree_is_empty(p->fs);
+	if (!err)
+		err = ext2fs_get_memzero(sizeof(*dd), &dd);
 	if (!err)
 		err = ext2fs_get_mem(p->fs->blocksize, &dd->cmp);
 	if (!err)
