@@ -230,12 +230,11 @@ static int populate(const struct mkfs_opts *o)
 		p.flags |= EXTREF_POP_EPOCH;
 		p.epoch = o->epoch;
 	}
-	/* block dedupe is planned as the data goes in: each distinct
-	 * block written once; file dedupe shares after the copy */
-	if (o->dedup == EXTREF_DEDUPE_BLOCK) {
-		p.dedupe = EXTREF_DEDUPE_BLOCK;
+	/* dedupe is done as the data goes in: each distinct block (or
+	 * file) written once, the tree bulk-loaded at the end */
+	p.dedupe = o->dedup;
+	if (o->dedup == EXTREF_DEDUPE_BLOCK)
 		p.dedupe_hint = o->source_distinct;
-	}
 	/* the ext4 part only: the tree is the dedupe's, after this; a new
 	 * image needs no journal transactions (interrupted, it is unfinished) */
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE |
@@ -267,5 +266,5 @@ int source_finish(const struct mkfs_opts *o)
 		return 1;
 	/* no e2fsck -fp afterwards: a directory is indexed as its first
 	 * block fills (xr_link), as the kernel does, not left linear */
-	return o->dedup == EXTREF_DEDUPE_FILE ? dedupe_image(o) : 0;
+	return 0;
 }

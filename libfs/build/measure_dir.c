@@ -35,6 +35,7 @@ struct measure {
 	char		*zero;
 	__u64		*set;		/* hashes (0: empty slot) */
 	size_t		mask, n;
+	__u64		fsig;		/* file dedupe: this file's */
 	struct xr_pop_table links;	/* (dev, ino) of files seen */
 	extref_progress_func progress;
 	void		*priv;
@@ -100,8 +101,8 @@ static errcode_t set_add(struct measure *m, __u64 h)
 }
 
 /* The bytes [off, off + len) of a file, block-aligned at off. */
-static errcode_t blocks(struct measure *m, const char *p, size_t len,
-			__u64 *nblocks)
+static errcode_t blocks(struct measure *m, const char *p, __u64 off,
+			size_t len, __u64 *nblocks)
 {
 	errcode_t err = 0;
 	size_t i;
@@ -117,6 +118,9 @@ static errcode_t blocks(struct measure *m, const char *p, size_t len,
 		m->s->data_blocks++;
 		if (m->mode == EXTREF_DEDUPE_BLOCK)
 			err = set_add(m, xr_block_hash(p + i, m->bs));
+		else if (m->mode == EXTREF_DEDUPE_FILE)
+			m->fsig = xr_pop_fdd_mix(m->fsig, (off + i) / m->bs,
+						 p + i, m->bs);
 	}
 	return err;
 }
@@ -127,6 +131,7 @@ static errcode_t file_data(struct measure *m, int fd, __u64 size)
 	__u64 nblocks = 0;
 	errcode_t err = 0;
 
+	m->fsig = 0;
 	while (!err && (__u64)off < size) {
 		data = lseek(fd, off, SEEK_DATA);
 		if (data < 0)
@@ -142,10 +147,19 @@ static errcode_t file_data(struct measure *m, int fd, __u64 size)
 
 			if (r <= 0)
 				return r < 0 ? errno_code() : 0;
-			err = blocks(m, m->buf, (size_t)r, &nblocks);
+			err = blocks(m, m->buf, (__u64)off, (size_t)r,
+				     &nblocks);
 			off += r;
 		}
 		off = (hole + m->bs - 1) / m->bs * m->bs;
+	}
+	/* file dedupe: a file's blocks count once per distinct content */
+	if (!err && m->mode == EXTREF_DEDUPE_FILE && nblocks) {
+		__u64 before = m->s->distinct_blocks;
+
+		err = set_add(m, m->fsig ^ (size * 0x9E3779B185EBCA87ULL));
+		if (m->s->distinct_blocks > before)
+			m->s->distinct_blocks += nblocks - 1;
 	}
 	if (nblocks > IN_INODE_EXTENTS)	/* extents, at worst one a block */
 		m->s->meta_blocks += (nblocks + 339) / 340;
@@ -280,7 +294,7 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 	err = ext2fs_get_mem(READ_BYTES + blocksize, &m.buf);
 	if (!err)
 		err = ext2fs_get_memzero(blocksize, &m.zero);
-	if (!err && mode == EXTREF_DEDUPE_BLOCK)
+	if (!err && mode != EXTREF_DEDUPE_NONE)
 		err = set_alloc(&m, 4096);
 	fd = err ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (!err && fd < 0)
@@ -291,7 +305,7 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 	}
 	if (fd >= 0)
 		close(fd);
-	if (mode != EXTREF_DEDUPE_BLOCK)
+	if (mode == EXTREF_DEDUPE_NONE)
 		s->distinct_blocks = s->data_blocks;
 	xr_pop_table_free(&m.links);
 	ext2fs_free_mem(&m.set);

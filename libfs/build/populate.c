@@ -40,6 +40,8 @@ static errcode_t pop_init(extref_fs_t xfs, struct extref_populate *req,
 		err = ext2fs_get_memzero(fs->blocksize, &p->zero);
 	if (!err && req->dedupe == EXTREF_DEDUPE_BLOCK)
 		err = xr_pop_dd_init(p, req->dedupe_hint);
+	if (!err && req->dedupe == EXTREF_DEDUPE_FILE)
+		err = xr_pop_fdd_init(p);
 	return err;
 }
 
@@ -50,6 +52,7 @@ static void pop_done(struct xr_pop *p)
 	ext2fs_free_mem(&p->blk);
 	ext2fs_free_mem(&p->zero);
 	xr_pop_dd_free(p);
+	xr_pop_fdd_free(p);
 }
 
 errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
@@ -62,6 +65,8 @@ errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
 		err = xr_pop_walk_dir(&p, dir);
 	if (!err && p.dd)
 		err = xr_pop_dd_finish(&p);
+	if (!err && p.fdd)
+		err = xr_pop_fdd_finish(&p);
 	pop_done(&p);
 	return err;
 }
@@ -76,6 +81,8 @@ errcode_t extref_populate_archive(extref_fs_t xfs, int fd,
 		err = xr_pop_read_archive(&p, fd);
 	if (!err && p.dd)
 		err = xr_pop_dd_finish(&p);
+	if (!err && p.fdd)
+		err = xr_pop_fdd_finish(&p);
 	pop_done(&p);
 	return err;
 }

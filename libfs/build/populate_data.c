@@ -119,6 +119,10 @@ static errcode_t push_block(struct xr_pop_data *d, blk64_t lblk,
 
 	if (!memcmp(src, d->p->zero, bs))
 		return 0;
+	if (d->p->fdd) {
+		d->fsig = xr_pop_fdd_mix(d->fsig, lblk, src, bs);
+		d->fblocks++;
+	}
 	if (d->st_n && (d->st_lblk + d->st_n != lblk ||
 			d->st_n * bs >= XR_POP_STAGE_BYTES)) {
 		err = write_run(d);

@@ -55,7 +55,7 @@ static errcode_t table_alloc(struct xr_pop_dd *dd, size_t slots)
 
 /* The tree of a new image: empty (the bulk load at the end replaces
  * it, so an image with counts already is refused). */
-static errcode_t tree_is_empty(ext2_filsys fs)
+errcode_t xr_pop_tree_is_empty(ext2_filsys fs)
 {
 	extref_tree_t t;
 	errcode_t err = extref_tree_open(fs, 0, &t);
@@ -79,7 +79,7 @@ errcode_t xr_pop_dd_init(struct xr_pop *p, __u64 hint)
 		return EFBIG;
 	while (slots / 4 * 3 <= hint && slots < (1UL << 30))
 		slots *= 2;
-	err = tree_is_empty(p->fs);
+	err = xr_pop_tree_is_empty(p->fs);
 	if (!err)
 		err = ext2fs_get_memzero(sizeof(*dd), &dd);
 	if (!err)
@@ -357,26 +357,47 @@ static errcode_t clear_ino5(ext2_filsys fs)
 	return err;
 }
 
-static errcode_t load(xr_stage_t st, const struct xr_dd_slot *v, size_t n)
+/* Records in order; touching ones with one count are merged. */
+static errcode_t load(xr_stage_t st, const struct extref_rec *v, size_t n)
 {
 	struct extref_rec r = { 0, 0, 0 };
 	size_t i;
 	errcode_t err = 0;
 
 	for (i = 0; !err && i < n; i++) {
-		if (r.len && v[i].pblk == r.start + r.len &&
-		    v[i].refs == r.count) {
-			r.len++;
+		if (r.len && v[i].start == r.start + r.len &&
+		    v[i].count == r.count &&
+		    r.len + v[i].len <= EXTREF_MAX_REC_LEN) {
+			r.len += v[i].len;
 			continue;
 		}
 		if (r.len)
 			err = xr_stage_add(st, &r);
-		r.start = v[i].pblk;
-		r.len = 1;
-		r.count = v[i].refs;
+		r = v[i];
 	}
 	if (!err && r.len)
 		err = xr_stage_add(st, &r);
+	return err;
+}
+
+errcode_t xr_pop_tree_load(ext2_filsys fs, const struct extref_rec *r,
+			   size_t n)
+{
+	xr_stage_t st;
+	errcode_t err;
+
+	if (!n)
+		return 0;
+	err = clear_ino5(fs);
+	if (!err)
+		err = xr_stage_begin(fs, &st);
+	if (err)
+		return err;
+	err = load(st, r, n);
+	if (!err)
+		err = xr_stage_commit(st);
+	else
+		xr_stage_abort(st);
 	return err;
 }
 
@@ -386,21 +407,23 @@ static errcode_t load(xr_stage_t st, const struct xr_dd_slot *v, size_t n)
  */
 errcode_t xr_pop_dd_finish(struct xr_pop *p)
 {
-	size_t n = shared_sorted(p->dd);
-	xr_stage_t st;
+	size_t n = shared_sorted(p->dd), i;
+	struct extref_rec *r = NULL;
 	errcode_t err;
 
 	if (!n)
 		return 0;
-	err = clear_ino5(p->fs);
-	if (!err)
-		err = xr_stage_begin(p->fs, &st);
-	if (err)
-		return err;
-	err = load(st, p->dd->v, n);
-	if (!err)
-		err = xr_stage_commit(st);
-	else
-		xr_stage_abort(st);
+	err = ext2fs_get_array(n, sizeof(*r), &r);
+	for (i = 0; !err && i < n; i++) {
+		r[i].start = p->dd->v[i].pblk;
+		r[i].len = 1;
+		r[i].count = p->dd->v[i].refs;
+	}
+	if (!err) {
+		ext2fs_free_mem(&p->dd->v);	/* used up */
+		p->dd->mask = 0;
+		err = xr_pop_tree_load(p->fs, r, n);
+	}
+	ext2fs_free_mem(&r);
 	return err;
 }

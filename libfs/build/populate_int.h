@@ -50,6 +50,7 @@ struct xr_pop {
 	char			*blk;		/* one block */
 	char			*zero;		/* one block of zeros */
 	struct xr_pop_dd	*dd;		/* NULL: every block written */
+	struct xr_pop_fdd	*fdd;		/* file dedupe, or NULL */
 };
 
 /* A regular file's data on its way into the image. */
@@ -65,6 +66,8 @@ struct xr_pop_data {
 	blk64_t			part_lblk;	/* the block in p->blk */
 	int			part;		/* p->blk holds part_lblk */
 	__u64			size;		/* end of the data put */
+	__u64			fsig;		/* file dedupe: the signature */
+	blk64_t			fblocks;	/* and its non-zero blocks */
 };
 
 /* populate_data.c */
@@ -96,6 +99,25 @@ errcode_t xr_pop_dd_punch(struct xr_pop *p, ext2_ino_t ino,
 /* The shared blocks' counts bulk-loaded into the tree. */
 errcode_t xr_pop_dd_finish(struct xr_pop *p);
 void xr_pop_dd_free(struct xr_pop *p);
+/* 0 when the image's tree holds no record, else EXTREF_ERR_INO5_BUSY. */
+errcode_t xr_pop_tree_is_empty(ext2_filsys fs);
+/* The empty tree of a new image replaced by r (sorted, not overlapping;
+ * touching records with one count are merged), in one bulk load. */
+errcode_t xr_pop_tree_load(ext2_filsys fs, const struct extref_rec *r,
+			   size_t n);
+
+/* populate_fdedupe.c: file dedupe as the files go in. */
+struct xr_pop_fdd;
+errcode_t xr_pop_fdd_init(struct xr_pop *p);
+/* A file's signature with one more non-zero block. */
+__u64 xr_pop_fdd_mix(__u64 sig, blk64_t lblk, const void *block,
+		     unsigned int bs);
+/* d's data all in (the inode not yet written): a copy maps the first. */
+errcode_t xr_pop_fdd_end(struct xr_pop_data *d);
+errcode_t xr_pop_fdd_punch(struct xr_pop *p, ext2_ino_t ino,
+			   struct ext2_inode *in);
+errcode_t xr_pop_fdd_finish(struct xr_pop *p);
+void xr_pop_fdd_free(struct xr_pop *p);
 
 /* populate_inode.c: one inode of each kind, linked as name in dir. */
 errcode_t xr_pop_mkdir(struct xr_pop *p, ext2_ino_t dir, const char *name,

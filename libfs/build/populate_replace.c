@@ -2,7 +2,7 @@
  * populate_replace.c --- an archive names a non-directory again (tar -r
  * appends, tar -u updates): the later entry replaces it, as unpacking
  * the archive would.  The name is unlinked; its inode loses a link and,
- * with its last one, its blocks (with block dedupe, those no other file
+ * with its last one, its blocks (with dedupe, those no other file
  * maps), its attribute block and itself.  Other names of the inode, hard
  * links made earlier, keep it.
  */
@@ -20,6 +20,9 @@ static errcode_t free_inode(struct xr_pop *p, ext2_ino_t ino,
 	if (p->dd && LINUX_S_ISREG(in->i_mode) &&
 	    !(in->i_flags & EXT4_INLINE_DATA_FL))
 		err = xr_pop_dd_punch(p, ino, in);
+	else if (p->fdd && LINUX_S_ISREG(in->i_mode) &&
+		 !(in->i_flags & EXT4_INLINE_DATA_FL))
+		err = xr_pop_fdd_punch(p, ino, in);
 	else if (!ext2fs_is_fast_symlink(in) &&
 	    !(in->i_flags & EXT4_INLINE_DATA_FL) &&
 	    ext2fs_inode_has_valid_blocks2(fs, in))
