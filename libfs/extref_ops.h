@@ -369,10 +369,12 @@ struct extref_populate {
 	/*
 	 * EXTREF_DEDUPE_BLOCK: each distinct non-zero block is written
 	 * once, in the order met, every copy maps it (confirmed byte for
-	 * byte), and the tree gets the counts in one bulk load at the end.
-	 * dedupe_hint: distinct blocks expected (0: unknown), to size the
-	 * table.  The image's tree must be empty (a new image:
-	 * EXTREF_ERR_INO5_BUSY otherwise).  Other modes write every block.
+	 * byte); EXTREF_DEDUPE_FILE: a file identical to an earlier one
+	 * (compared block by block) maps its blocks.  The tree gets the
+	 * counts in one bulk load at the end.  dedupe_hint: distinct
+	 * blocks expected (0: unknown), to size the table.  The image's
+	 * tree must be empty (a new image: EXTREF_ERR_INO5_BUSY
+	 * otherwise).  EXTREF_DEDUPE_NONE writes every block.
 	 */
 	int		dedupe;		/* enum extref_dedupe_mode */
 	__u64		dedupe_hint;
@@ -399,10 +401,13 @@ void extref_populate_free(struct extref_populate *p);
  * What the host directory dir will take in an image of blocksize-byte
  * blocks, read before the image is made: entries (inodes, the root
  * too), the non-zero blocks of its regular files (each inode once, a
- * partial last block zero-padded), how many are distinct (mode
- * EXTREF_DEDUPE_BLOCK: counted by a 64-bit hash; other modes: all of
- * them), and blocks of directories, long symlinks, extended attributes
- * and extent trees (an estimate from above).  progress may be NULL.
+ * partial last block zero-padded; mode EXTREF_DEDUPE_NONE counts the
+ * blocks the host has data in, without reading them), how many are
+ * distinct (EXTREF_DEDUPE_BLOCK: by a 64-bit hash of each block;
+ * EXTREF_DEDUPE_FILE: the blocks of one file of each content, by a hash
+ * of the file; NONE: all of them), and blocks of directories, long
+ * symlinks, extended attributes and extent trees (an estimate from
+ * above).  progress may be NULL.
  */
 struct extref_source_size {
 	__u64	entries;

@@ -343,3 +343,75 @@ def test_block_dedupe_populate_refuses_an_image_with_counts(tmp_path):
     assert res.returncode == 0, helpers.describe(res)
     assert helpers.sha256(img) == before
     check_clean(img)
+
+
+def file_floor(root, bs):
+    """Non-zero blocks of one file of each distinct content (and size);
+    the paths (first name of each inode) grouped by content."""
+    groups, inodes = {}, set()
+    for d, _, files in os.walk(root):
+        for name in sorted(files):
+            p = os.path.join(d, name)
+            st = os.lstat(p)
+            if (st.st_dev, st.st_ino) in inodes:
+                continue
+            inodes.add((st.st_dev, st.st_ino))
+            data = open(p, "rb").read()
+            groups.setdefault(hashlib.sha256(data).digest(), []).append(
+                os.path.relpath(p, root))
+    return groups
+
+
+@pytest.mark.parametrize("source", ["dir", "tar"])
+def test_file_dedupe_stores_each_distinct_file_once(tmp_path, loop_mount,
+                                                    source):
+    src = dup_source(tmp_path / "src")
+    groups = file_floor(src, 4096)
+    _, _, per_file = floor(src, 4096)
+    assert any(len(g) > 1 for g in groups.values())
+    arg = src
+    if source == "tar":
+        arg = tmp_path / "src.tar"
+        with tarfile.open(arg, "w") as tf:
+            tf.add(src, arcname=".")
+    img = tmp_path / "t.img"
+    mkfs_d(img, arg, "--dedup=file")
+    check_clean(img)
+    maps = image_blocks(img, per_file)
+    want = 0
+    for paths in groups.values():
+        assert all(len(maps[p]) == per_file[p] for p in paths)
+        # every copy maps the first one's blocks, as they are
+        assert all(maps[p] == maps[paths[0]] for p in paths), paths
+        want += per_file[paths[0]]
+    assert len({b for v in maps.values() for b in v}) == want
+    mnt, _ = loop_mount(img)
+    same_files(mnt, src)
+
+
+def test_file_dedupe_archive_replacing_the_first_copy(tmp_path,
+                                                      loop_mount):
+    """An archive names a file again after a copy of it came: the copy
+    keeps the blocks, the new content gets its own, counts stay right."""
+    rnd = random.Random(6)
+    first, later = rnd.randbytes(5 * 4096 + 10), rnd.randbytes(9000)
+    src = tmp_path / "src"
+    src.mkdir()
+    tar = tmp_path / "a.tar"
+    (src / "a").write_bytes(first)
+    (src / "b").write_bytes(first)
+    with tarfile.open(tar, "w") as tf:
+        tf.add(src / "a", arcname="a")
+        tf.add(src / "b", arcname="b")
+        (src / "a").write_bytes(later)
+        tf.add(src / "a", arcname="a")
+        tf.add(src / "b", arcname="c")       # a third copy of first
+    (src / "c").write_bytes(first)
+    img = tmp_path / "t.img"
+    mkfs_d(img, tar, "--dedup=file")
+    check_clean(img)
+    maps = image_blocks(img, ["a", "b", "c"])
+    assert maps["b"] == maps["c"] and len(maps["b"]) == 6
+    assert not set(maps["a"]) & set(maps["b"]) and len(maps["a"]) == 3
+    mnt, _ = loop_mount(img)
+    same_files(mnt, src)

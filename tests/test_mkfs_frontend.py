@@ -250,13 +250,13 @@ def tmpdir_env(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("mode,phase", [("file", "hashing files"),
+@pytest.mark.parametrize("mode,phase", [("file", "copying files"),
                                         ("block", "copying files")])
 def test_signal_during_dedupe_removes_what_the_run_made(tmp_path, sig,
                                                         mode, phase):
     """From an archive: the signal ends the run with its own status,
-    and neither the image nor anything in TMPDIR stays (file dedupe
-    shares after the copy; block dedupe as the data is copied)."""
+    and neither the image nor anything in TMPDIR stays (both modes share
+    as the data is copied)."""
     src = dup_tree(tmp_path / "src", 1500)
     tar = tmp_path / "src.tar"
     with tarfile.open(tar, "w") as tf:
@@ -376,7 +376,7 @@ def test_convert_punches_the_blocks_it_frees(tmp_path, loop_mount):
                     reason=helpers.fault_injection_skip_reason() or "")
 @pytest.mark.parametrize("nomem,mode,step",
                          [("1+", "block", "Memory allocation failed"),
-                          ("10+", "file", "while deduplicating")])
+                          ("10+", "file", "while copying")])
 def test_error_in_a_phase_removes_what_the_run_made(tmp_path, nomem, mode,
                                                     step):
     """An allocation made to fail (EXTREF_FAULT_NOMEM) in one phase: one

@@ -52,3 +52,8 @@ __u64 xr_block_hash(const void *buf, size_t len)
 	h *= P3;
 	return h ^ (h >> 32);
 }
+
+errcode_t xr_pop_read_block(ext2_filsys fs, blk64_t blk, void *buf)
+{
+	return io_channel_read_blk64(fs->io, blk, -(int)fs->blocksize, buf);
+}

@@ -164,7 +164,7 @@ static errcode_t same(struct xr_pop *p, const struct pending *w,
 		*eq = !memcmp(w->buf + (pblk - w->pblk) * bs, src, bs);
 		return 0;
 	}
-	err = io_channel_read_blk64(p->fs->io, pblk, 1, p->dd->cmp);
+	err = xr_pop_read_block(p->fs, pblk, p->dd->cmp);
 	*eq = !err && !memcmp(p->dd->cmp, src, bs);
 	return err;
 }
@@ -267,7 +267,7 @@ static errcode_t slot_of(struct xr_pop *p, blk64_t pblk,
 			 struct xr_dd_slot **ret)
 {
 	struct xr_pop_dd *dd = p->dd;
-	errcode_t err = io_channel_read_blk64(p->fs->io, pblk, 1, dd->cmp);
+	errcode_t err = xr_pop_read_block(p->fs, pblk, dd->cmp);
 	size_t j;
 
 	*ret = NULL;

@@ -148,10 +148,9 @@ static errcode_t same_data(struct xr_pop *p, const struct xr_map_vec *x,
 			*eq = 0;
 			break;
 		}
-		err = io_channel_read_blk64(p->fs->io, a->pblk + xi, 1, f->a);
+		err = xr_pop_read_block(p->fs, a->pblk + xi, f->a);
 		if (!err)
-			err = io_channel_read_blk64(p->fs->io, b->pblk + yj, 1,
-						    f->b);
+			err = xr_pop_read_block(p->fs, b->pblk + yj, f->b);
 		if (!err && memcmp(f->a, f->b, p->fs->blocksize))
 			*eq = 0;
 		if (++xi == a->len)
@@ -216,7 +215,7 @@ static errcode_t adopt(struct xr_pop_data *d, const struct xr_map_vec *mine,
 
 /*
  * d's file is all in the image (its inode not yet written): if a file
- * before it is the same, it maps that file's blocks; else it is
+ * before it is the same, it maps that file's blocks; either way it is
  * remembered for the files after it.
  */
 errcode_t xr_pop_fdd_end(struct xr_pop_data *d)
@@ -244,7 +243,8 @@ errcode_t xr_pop_fdd_end(struct xr_pop_data *d)
 	}
 	if (!err && eq)
 		err = adopt(d, &mine, &theirs);
-	else if (!err)
+	/* a copy goes in too: it stands for the first if that one goes */
+	if (!err)
 		err = table_put(f, key, d->ino);
 	xr_map_vec_free(&mine);
 	xr_map_vec_free(&theirs);

@@ -84,6 +84,14 @@ void xr_pop_data_abort(struct xr_pop_data *d);
 errcode_t xr_pop_data_map(struct xr_pop_data *d, blk64_t lblk, blk64_t pblk,
 			  blk64_t len);
 
+/*
+ * One block read past libext2fs's block cache (a byte count, which unix
+ * io reads straight from the file after writing out dirty cached
+ * blocks): a block read through the cache can stay there, clean and
+ * stale, after a write of more than a few blocks goes around it.
+ */
+errcode_t xr_pop_read_block(ext2_filsys fs, blk64_t blk, void *buf);
+
 /* blockhash.c: a block's 64-bit hash (candidates only, never trusted). */
 __u64 xr_block_hash(const void *buf, size_t len);
 
