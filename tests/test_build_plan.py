@@ -415,3 +415,34 @@ def test_file_dedupe_archive_replacing_the_first_copy(tmp_path,
     assert not set(maps["a"]) & set(maps["b"]) and len(maps["a"]) == 3
     mnt, _ = loop_mount(img)
     same_files(mnt, src)
+
+
+@pytest.mark.parametrize("mode", ["none", "file", "block"])
+def test_size_with_no_headroom_still_fits(tmp_path, mode):
+    """--headroom=0 on what costs metadata: a large (indexed) directory,
+    empty directories, slow symlinks, attributes too large for the
+    inode, files whose shared blocks make many extents."""
+    src = tmp_path / "src"
+    src.mkdir()
+    rnd = random.Random(8)
+    big = src / "big"
+    big.mkdir()
+    for i in range(1500):
+        (big / f"a_rather_long_file_name_{i:05d}").write_bytes(b"%d" % i)
+    for i in range(200):
+        (src / f"empty{i}").mkdir()
+    for i in range(100):
+        os.symlink("x" * 200 + str(i), src / f"link{i}")
+    for i in range(100):
+        f = src / f"attr{i}"
+        f.write_bytes(b"a")
+        os.setxattr(f, "user.big", rnd.randbytes(600))
+    shared = [rnd.randbytes(4096) for _ in range(8)]
+    for i in range(10):
+        parts = []
+        for k in range(300):
+            parts.append(shared[k % 8] if k % 2 else rnd.randbytes(4096))
+        (src / f"frag{i}").write_bytes(b"".join(parts))
+    img = tmp_path / "t.img"
+    mkfs_d(img, src, f"--dedup={mode}", "--headroom=0")
+    check_clean(img)

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +40,7 @@ struct measure {
 	size_t		mask, n;
 	__u64		fsig;		/* file dedupe: this file's */
 	struct xr_pop_table links;	/* (dev, ino) of files seen */
+	char		path[PATH_MAX];	/* the entry, for its xattrs */
 	extref_progress_func progress;
 	void		*priv;
 };
@@ -201,27 +203,22 @@ static errcode_t measure_file(struct measure *m, int dfd, const char *name,
 	return err;
 }
 
-/* Extended attributes past what the inode holds: a block. */
-static void xattrs(struct measure *m, int dfd, const char *name)
+/* Extended attributes of m->path past what the inode holds: a block. */
+static void xattrs(struct measure *m)
 {
-	char path[64], list[4096];
-	ssize_t len, i, vl, total = 0;
-	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	char list[4096];
+	ssize_t len = llistxattr(m->path, list, sizeof(list)), i, vl;
+	size_t total = 0;
 
-	if (fd < 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	len = llistxattr(path, list, sizeof(list));
+	if (len < 0 && errno == ERANGE)
+		total = IN_INODE_XATTR + 1;
 	for (i = 0; i < len; i += strlen(list + i) + 1) {
-		vl = lgetxattr(path, list + i, NULL, 0);
+		vl = lgetxattr(m->path, list + i, NULL, 0);
 		if (vl >= 0)
 			total += 16 + strlen(list + i) + vl;
 	}
-	if (len == (ssize_t)-1 && errno == ERANGE)
-		total = IN_INODE_XATTR + 1;
 	if (total > IN_INODE_XATTR)
 		m->s->meta_blocks++;
-	close(fd);
 }
 
 static errcode_t walk(struct measure *m, int dfd);
@@ -238,15 +235,20 @@ static void dir_blocks(struct measure *m, __u64 bytes)
 static errcode_t entry(struct measure *m, int dfd, const char *name,
 		       __u64 *bytes)
 {
+	size_t plen = strlen(m->path), nl = strlen(name);
 	struct stat st;
 	errcode_t err = 0;
 	int sub;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno_code();
+	if (plen + nl + 2 > sizeof(m->path))
+		return ENAMETOOLONG;
+	m->path[plen] = '/';
+	memcpy(m->path + plen + 1, name, nl + 1);
 	m->s->entries++;
-	*bytes += (8 + strlen(name) + 3) & ~3UL;
-	xattrs(m, dfd, name);
+	*bytes += (8 + nl + 3) & ~3UL;
+	xattrs(m);
 	if (S_ISREG(st.st_mode))
 		err = measure_file(m, dfd, name, &st);
 	else if (S_ISLNK(st.st_mode) && st.st_size >= 60)
@@ -259,6 +261,7 @@ static errcode_t entry(struct measure *m, int dfd, const char *name,
 		err = walk(m, sub);
 		close(sub);
 	}
+	m->path[plen] = 0;
 	return err;
 }
 
@@ -305,6 +308,10 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 		err = ext2fs_get_memzero(blocksize, &m.zero);
 	if (!err && mode != EXTREF_DEDUPE_NONE)
 		err = set_alloc(&m, 4096);
+	if (!err && strlen(dir) >= sizeof(m.path))
+		err = ENAMETOOLONG;
+	if (!err)
+		strcpy(m.path, dir);
 	fd = err ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (!err && fd < 0)
 		err = errno_code();
