@@ -446,3 +446,33 @@ def test_size_with_no_headroom_still_fits(tmp_path, mode):
     img = tmp_path / "t.img"
     mkfs_d(img, src, f"--dedup={mode}", "--headroom=0")
     check_clean(img)
+
+
+def journal_bytes(img):
+    return helpers.run(["debugfs", "-R", "cat <8>", str(img)],
+                       text=False).stdout
+
+
+def test_journal_of_a_new_file_is_a_hole_of_zeros(tmp_path):
+    """A build into a file it creates leaves the journal unwritten (a
+    hole: the same zeros, 4 MiB less on the host)."""
+    src = dup_source(tmp_path / "src")
+    img = tmp_path / "t.img"
+    mkfs_d(img, src, "--dedup=block")
+    check_clean(img)
+    j = journal_bytes(img)
+    assert len(j) == 4 * MiB
+    assert any(j[:4096]) and not any(j[4096:])    # its superblock only
+    assert os.stat(img).st_blocks * 512 < 2 * MiB
+
+
+def test_journal_over_old_bytes_kept_by_nodiscard_is_zeroed(tmp_path):
+    """A file given with old bytes in it and -E nodiscard (nothing
+    punched): the journal is written with zeros as mke2fs writes it."""
+    src = dup_source(tmp_path / "src")
+    img = tmp_path / "given.img"
+    img.write_bytes(b"\xa5" * (16 * MiB))
+    mkfs_d(img, src, "-E", "nodiscard", "--dedup=block")
+    check_clean(img)
+    j = journal_bytes(img)
+    assert any(j[:4096]) and not any(j[4096:])
