@@ -27,18 +27,11 @@
 #define READ_BYTES	(256 * 1024)
 /* room for extended attributes inside a 256-byte inode */
 #define IN_INODE_XATTR	96
-/* extents an inode holds, and an extent block */
-#define IN_INODE_EXTENTS 4
 
 struct measure {
+	struct xr_measure core;
 	struct extref_source_size *s;
-	unsigned int	bs;
-	int		mode;
-	char		*buf;
-	char		*zero;
-	__u64		*set;		/* hashes (0: empty slot) */
-	size_t		mask, n;
-	__u64		fsig;		/* file dedupe: this file's */
+	char		*buf;		/* READ_BYTES and a block */
 	struct xr_pop_table links;	/* (dev, ino) of files seen */
 	char		path[PATH_MAX];	/* the entry, for its xattrs */
 	extref_progress_func progress;
@@ -50,104 +43,25 @@ static errcode_t errno_code(void)
 	return errno ? (errcode_t)errno : EXT2_ET_SHORT_READ;
 }
 
-static errcode_t set_alloc(struct measure *m, size_t slots)
-{
-	errcode_t err;
-
-#ifdef EXTREF_FAULT_INJECTION
-	if (xr_fault_nomem())	/* a growth, as xr_grow's */
-		return EXT2_ET_NO_MEMORY;
-#endif
-	err = ext2fs_get_array(slots, sizeof(*m->set), &m->set);
-	if (!err) {
-		memset(m->set, 0, slots * sizeof(*m->set));
-		m->mask = slots - 1;
-	}
-	return err;
-}
-
-static void set_place(struct measure *m, __u64 h)
-{
-	size_t j;
-
-	for (j = h & m->mask; m->set[j]; j = (j + 1) & m->mask)
-		if (m->set[j] == h)
-			return;
-	m->set[j] = h;
-	m->n++;
-	m->s->distinct_blocks++;
-}
-
-/* Count h once; the set doubles at 3/4. */
-static errcode_t set_add(struct measure *m, __u64 h)
-{
-	__u64 *old = m->set;
-	size_t i, oslots = m->mask + 1;
-	errcode_t err;
-
-	h |= 1;				/* 0 marks an empty slot */
-	if ((m->n + 1) * 4 > oslots * 3) {
-		err = set_alloc(m, oslots * 2);
-		if (err) {
-			m->set = old;
-			return err;
-		}
-		m->n = 0;
-		for (i = 0; i < oslots; i++)
-			if (old[i]) {
-				m->s->distinct_blocks--;
-				set_place(m, old[i]);
-			}
-		ext2fs_free_mem(&old);
-	}
-	set_place(m, h);
-	return 0;
-}
-
-/* The bytes [off, off + len) of a file, block-aligned at off. */
-static errcode_t blocks(struct measure *m, const char *p, __u64 off,
-			size_t len, __u64 *nblocks)
-{
-	errcode_t err = 0;
-	size_t i;
-
-	for (i = 0; !err && i < len; i += m->bs) {
-		size_t n = len - i < m->bs ? len - i : m->bs;
-
-		if (n < m->bs)		/* the last block: zero-padded */
-			memset((char *)p + i + n, 0, m->bs - n);
-		if (!memcmp(p + i, m->zero, m->bs))
-			continue;
-		(*nblocks)++;
-		m->s->data_blocks++;
-		if (m->mode == EXTREF_DEDUPE_BLOCK)
-			err = set_add(m, xr_block_hash(p + i, m->bs));
-		else if (m->mode == EXTREF_DEDUPE_FILE)
-			m->fsig = xr_pop_fdd_mix(m->fsig, (off + i) / m->bs,
-						 p + i, m->bs);
-	}
-	return err;
-}
-
 static errcode_t file_data(struct measure *m, int fd, __u64 size)
 {
+	unsigned int bs = m->core.bs;
 	off_t off = 0, data, hole;
-	__u64 nblocks = 0;
 	errcode_t err = 0;
 
-	m->fsig = 0;
+	xr_measure_file_begin(&m->core);
 	while (!err && (__u64)off < size) {
 		data = lseek(fd, off, SEEK_DATA);
 		if (data < 0)
 			break;
-		data -= data % m->bs;
+		data -= data % bs;
 		hole = lseek(fd, data, SEEK_HOLE);
 		if (hole < 0 || (__u64)hole > size)
 			hole = (off_t)size;
-		if (m->mode == EXTREF_DEDUPE_NONE) {	/* no need to read */
-			__u64 n = ((__u64)hole - data + m->bs - 1) / m->bs;
+		if (m->core.mode == EXTREF_DEDUPE_NONE) { /* no need to read */
+			__u64 n = ((__u64)hole - data + bs - 1) / bs;
 
-			nblocks += n;
+			m->core.nblocks += n;
 			m->s->data_blocks += n;
 			off = hole;
 		}
@@ -158,22 +72,14 @@ static errcode_t file_data(struct measure *m, int fd, __u64 size)
 
 			if (r <= 0)
 				return r < 0 ? errno_code() : 0;
-			err = blocks(m, m->buf, (__u64)off, (size_t)r,
-				     &nblocks);
+			err = xr_measure_blocks(&m->core, (__u64)off, m->buf,
+						(size_t)r);
 			off += r;
 		}
-		off = (hole + m->bs - 1) / m->bs * m->bs;
+		off = (hole + bs - 1) / bs * bs;
 	}
-	/* file dedupe: a file's blocks count once per distinct content */
-	if (!err && m->mode == EXTREF_DEDUPE_FILE && nblocks) {
-		__u64 before = m->s->distinct_blocks;
-
-		err = set_add(m, m->fsig ^ (size * 0x9E3779B185EBCA87ULL));
-		if (m->s->distinct_blocks > before)
-			m->s->distinct_blocks += nblocks - 1;
-	}
-	if (nblocks > IN_INODE_EXTENTS)	/* extents, at worst one a block */
-		m->s->meta_blocks += (nblocks + 339) / 340;
+	if (!err)
+		err = xr_measure_file_end(&m->core, size);
 	if (m->progress)
 		m->progress("reading the source", m->s->data_blocks, 0,
 			    m->priv);
@@ -227,7 +133,7 @@ static errcode_t walk(struct measure *m, int dfd);
  * hashed one (more than a block) half full after its splits. */
 static void dir_blocks(struct measure *m, __u64 bytes)
 {
-	__u64 room = m->bs - 12, n = (bytes + room - 1) / room;
+	__u64 room = m->core.bs - 12, n = (bytes + room - 1) / room;
 
 	m->s->meta_blocks += n > 1 ? n * 3 / 2 + 1 : 1;
 }
@@ -294,38 +200,29 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 				int mode, extref_progress_func progress,
 				void *priv, struct extref_source_size *s)
 {
-	struct measure m = { .s = s, .bs = blocksize, .mode = mode,
-			     .progress = progress, .priv = priv };
+	struct measure m = { .s = s, .progress = progress, .priv = priv };
 	errcode_t err;
-	int fd;
+	int fd = -1;
 
-	memset(s, 0, sizeof(*s));
-	if (blocksize < 1024 || blocksize > READ_BYTES ||
-	    (blocksize & (blocksize - 1)))
-		return EXT2_ET_INVALID_ARGUMENT;
-	err = ext2fs_get_mem(READ_BYTES + blocksize, &m.buf);
+	err = xr_measure_begin(&m.core, s, blocksize, mode);
 	if (!err)
-		err = ext2fs_get_memzero(blocksize, &m.zero);
-	if (!err && mode != EXTREF_DEDUPE_NONE)
-		err = set_alloc(&m, 4096);
+		err = ext2fs_get_mem(READ_BYTES + blocksize, &m.buf);
 	if (!err && strlen(dir) >= sizeof(m.path))
 		err = ENAMETOOLONG;
-	if (!err)
+	if (!err) {
 		strcpy(m.path, dir);
-	fd = err ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!err && fd < 0)
-		err = errno_code();
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			err = errno_code();
+	}
 	if (!err) {
 		s->entries = 1;		/* the root */
 		err = walk(&m, fd);
 	}
 	if (fd >= 0)
 		close(fd);
-	if (mode == EXTREF_DEDUPE_NONE)
-		s->distinct_blocks = s->data_blocks;
+	xr_measure_end(&m.core);
 	xr_pop_table_free(&m.links);
-	ext2fs_free_mem(&m.set);
 	ext2fs_free_mem(&m.buf);
-	ext2fs_free_mem(&m.zero);
 	return err;
 }

@@ -176,6 +176,33 @@ struct archive_entry;
 errcode_t xr_pop_archive_acl(struct archive_entry *e, int type,
 			     void **buf, size_t *len);
 
+/* measure.c: what a source's files take, before the image is made. */
+struct xr_measure {
+	struct extref_source_size *s;
+	unsigned int	bs;
+	int		mode;		/* enum extref_dedupe_mode */
+	char		*zero, *blk;	/* one block each */
+	__u64		*set;		/* hashes seen (0: an empty slot) */
+	size_t		mask, n;
+	__u64		fsig;		/* this file's signature */
+	blk64_t		nblocks;	/* and its non-zero blocks */
+	blk64_t		part_lblk;	/* the block in blk */
+	int		part;
+};
+errcode_t xr_measure_begin(struct xr_measure *m, struct extref_source_size *s,
+			   unsigned int bs, int mode);
+void xr_measure_file_begin(struct xr_measure *m);
+/* Whole blocks from off (a block boundary); a short last one is padded
+ * in p, which has room for it. */
+errcode_t xr_measure_blocks(struct xr_measure *m, __u64 off, char *p,
+			    size_t len);
+/* Bytes at increasing offsets, in pieces of any size. */
+errcode_t xr_measure_put(struct xr_measure *m, __u64 off, const void *buf,
+			 size_t len);
+errcode_t xr_measure_file_end(struct xr_measure *m, __u64 size);
+/* Sets s->distinct_blocks for mode NONE; frees m. */
+void xr_measure_end(struct xr_measure *m);
+
 /* populate_dir.c, populate_archive.c */
 errcode_t xr_pop_walk_dir(struct xr_pop *p, const char *dir);
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
