@@ -418,6 +418,14 @@ struct extref_source_size {
 errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 				int mode, extref_progress_func progress,
 				void *priv, struct extref_source_size *s);
+/*
+ * The same for the archive on fd (read to its end, data included unless
+ * mode is EXTREF_DEDUPE_NONE); on error *why (malloc'd, may be NULL) is
+ * the reader's message.
+ */
+errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
+				  extref_progress_func progress, void *priv,
+				  struct extref_source_size *s, char **why);
 
 /*
  * Refuse what the toolkit cannot change safely: encrypted, verity and

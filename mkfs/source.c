@@ -82,6 +82,35 @@ static int spool(const char *name, int fd)
 	return t;
 }
 
+/* Without SIZE: the archive read once (data and all) to size the image
+ * from it, then rewound for the build. */
+static void archive_plan(struct mkfs_opts *o, int fd)
+{
+	struct extref_source_size s;
+	char *why = NULL;
+	errcode_t err;
+
+	err = extref_archive_measure2(fd, o->blocksize, o->dedup, progress_cb,
+				      NULL, &s, &why);
+	progress_end();
+	if (err == EXT2_ET_NO_MEMORY)	/* not the archive's fault */
+		fatal("%s: %s while reading %s", o->image, error_message(err),
+		      o->archive);
+	if (err) {
+		error_line("%s: %s", o->archive, why ? why :
+			   error_message(err));
+		free(why);
+		exit(1);
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		fatal("%s: %s", o->archive, strerror(errno));
+	src_entries = s.entries;
+	src_bytes = s.data_blocks * o->blocksize;
+	o->source_distinct = s.distinct_blocks;
+	plan_size(o, &s);
+	o->source_need = o->size_bytes;
+}
+
 /* The archive: opened, and measured when the size is ours to find. */
 static void archive_check(struct mkfs_opts *o)
 {
@@ -98,6 +127,10 @@ static void archive_check(struct mkfs_opts *o)
 		if (o->size_arg)
 			return;
 		o->archive_fd = fd = spool(o->archive, fd);
+	}
+	if (!o->size_arg) {
+		archive_plan(o, fd);
+		return;
 	}
 	err = extref_archive_measure(fd, &entries, &bytes, &why);
 	if (err) {
@@ -121,6 +154,9 @@ static void dir_plan(struct mkfs_opts *o)
 	err = extref_source_measure(o->source, o->blocksize, o->dedup,
 				    progress_cb, NULL, &s);
 	progress_end();
+	if (err == EXT2_ET_NO_MEMORY)	/* not the source's fault */
+		fatal("%s: %s while reading %s", o->image, error_message(err),
+		      o->source);
 	if (err)
 		fatal("cannot read %s: %s", o->source, error_message(err));
 	src_entries = s.entries;
@@ -130,23 +166,11 @@ static void dir_plan(struct mkfs_opts *o)
 	o->source_need = o->size_bytes;
 }
 
-/* Without SIZE, an archive: its entries, and its data as if distinct. */
-static void archive_plan(struct mkfs_opts *o)
-{
-	struct extref_source_size s;
-
-	memset(&s, 0, sizeof(s));
-	s.entries = src_entries + 1;
-	s.data_blocks = s.distinct_blocks =
-		(src_bytes + o->blocksize - 1) / o->blocksize;
-	plan_size(o, &s);
-	o->source_need = o->size_bytes;
-}
-
 /* The source must be a directory or an archive; without SIZE, size the
  * image from it. */
 void source_check(struct mkfs_opts *o)
 {
+	int ours = !o->size_arg;	/* the size is ours to find */
 	struct stat st;
 	uint64_t bytes;
 
@@ -161,10 +185,8 @@ void source_check(struct mkfs_opts *o)
 		dir_plan(o);
 	else if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (!o->size_arg && o->archive)
-		archive_plan(o);
-	if (!o->size_arg)
-		return;
+	if (ours)
+		return;			/* sized from the measure */
 	if (!src_entries && o->archive)
 		return;			/* a pipe, read once: not measured */
 	/* With SIZE, for the message when it is too small: content, inode

@@ -250,9 +250,11 @@ def test_size_without_size_is_content_and_headroom(tmp_path):
     assert n50["Inode count"] >= 1.4 * entries
 
 
-def test_size_follows_the_distinct_data(tmp_path):
+@pytest.mark.parametrize("source", ["dir", "tar"])
+def test_size_follows_the_distinct_data(tmp_path, source):
     """The deduplicated build is smaller than the plain one by about
-    what it saves: its size comes from the distinct blocks."""
+    what it saves: its size comes from the distinct blocks (of a
+    directory, or of an archive read before the build)."""
     src = tmp_path / "src"
     src.mkdir()
     rnd = random.Random(2)
@@ -260,10 +262,15 @@ def test_size_follows_the_distinct_data(tmp_path):
     for i in range(200):
         (src / f"f{i}").write_bytes(block * 20 + rnd.randbytes(15 * 4096))
     distinct, nonzero, _ = floor(src, 4096)
+    arg = src
+    if source == "tar":
+        arg = tmp_path / "src.tar"
+        with tarfile.open(arg, "w") as tf:
+            tf.add(src, arcname=".")
     n = {}
     for mode in ("none", "block"):
         img = tmp_path / f"{mode}.img"
-        mkfs_d(img, src, f"--dedup={mode}", "--headroom=0")
+        mkfs_d(img, arg, f"--dedup={mode}", "--headroom=0")
         check_clean(img)
         n[mode] = fs_numbers(img)["Block count"]
     saved = nonzero - distinct

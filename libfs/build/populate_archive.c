@@ -523,3 +523,103 @@ errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
 		uselocale(prev);
 	return err;
 }
+
+/* A regular entry's data into the measure (its holes skipped). */
+static errcode_t measure_data(struct archive *a, struct archive_entry *e,
+			      struct xr_measure *m)
+{
+	__u64 size = archive_entry_size_is_set(e) ?
+		(__u64)archive_entry_size(e) : 0;
+	const void *buf;
+	size_t len;
+	la_int64_t off;
+	errcode_t err = 0;
+	int ar;
+
+	xr_measure_file_begin(m);
+	if (m->mode == EXTREF_DEDUPE_NONE) {	/* no need to read */
+		m->nblocks = (size + m->bs - 1) / m->bs;
+		m->s->data_blocks += m->nblocks;
+		return xr_measure_file_end(m, size);
+	}
+	while (!err && (ar = archive_read_data_block(a, &buf, &len, &off)) ==
+	       ARCHIVE_OK)
+		err = xr_measure_put(m, (__u64)off, buf, len);
+	if (!err && ar != ARCHIVE_EOF)
+		err = EXTREF_ERR_ARCHIVE;
+	if (!err)
+		err = xr_measure_file_end(m, size);
+	return err;
+}
+
+/* What an entry other than a file's data costs: its name in its
+ * directory, a directory's block, a slow symlink's, an xattr block. */
+static void measure_meta(struct archive_entry *e, struct xr_measure *m,
+			 __u64 *dirent_bytes)
+{
+	const char *path = archive_entry_pathname(e), *base, *sl;
+	const char *name;
+	const void *value;
+	size_t vlen, xa = 0;
+
+	base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path ? path : "";
+	*dirent_bytes += (8 + strlen(base) + 3) & ~3UL;
+	if (archive_entry_filetype(e) == AE_IFDIR)
+		m->s->meta_blocks++;
+	sl = archive_entry_symlink(e);
+	if (archive_entry_filetype(e) == AE_IFLNK && sl && strlen(sl) >= 60)
+		m->s->meta_blocks++;
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &name, &value, &vlen) ==
+	       ARCHIVE_OK)
+		xa += 16 + strlen(name) + vlen;
+	if (xa > 96)
+		m->s->meta_blocks++;
+}
+
+errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
+				  extref_progress_func progress, void *priv,
+				  struct extref_source_size *s, char **why)
+{
+	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
+	struct archive *a = open_reader();
+	struct archive_entry *e;
+	struct xr_measure m;
+	__u64 dirent_bytes = 24;
+	errcode_t err;
+	int ar = ARCHIVE_FATAL;
+
+	*why = NULL;
+	err = xr_measure_begin(&m, s, blocksize, mode);
+	if (!err && !a)
+		err = EXT2_ET_NO_MEMORY;
+	if (!err && utf8)
+		prev = uselocale(utf8);
+	if (!err && archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK)
+		while (!err &&
+		       ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
+			ar == ARCHIVE_WARN)) {
+			s->entries++;
+			measure_meta(e, &m, &dirent_bytes);
+			if (archive_entry_filetype(e) == AE_IFREG &&
+			    !archive_entry_hardlink(e))
+				err = measure_data(a, e, &m);
+			if (progress)
+				progress("reading the source", s->data_blocks,
+					 0, priv);
+		}
+	if (!err && ar != ARCHIVE_EOF)
+		err = EXTREF_ERR_ARCHIVE;
+	if (err == EXTREF_ERR_ARCHIVE && archive_error_string(a))
+		*why = strdup(archive_error_string(a));
+	/* the directories' entries, half full once hashed */
+	s->meta_blocks += dirent_bytes / (blocksize - 12) * 3 / 2;
+	s->entries++;			/* the root */
+	xr_measure_end(&m);
+	if (a)
+		archive_read_free(a);
+	if (utf8 && prev)
+		uselocale(prev);
+	return err;
+}
