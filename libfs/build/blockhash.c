@@ -6,6 +6,7 @@
  * core of xxHash64), then an avalanche; any length, the bytes past the
  * last whole stripe folded in one by one.  Nothing hashed here reaches
  * the image, so the value may differ between hosts without changing it.
+ * And the read that confirms a match, past libext2fs's block cache.
  */
 #include <string.h>
 #include "populate_int.h"
