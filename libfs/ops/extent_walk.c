@@ -24,10 +24,45 @@ errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
 			 struct ext2_inode *inode, int flags,
 			 xr_extent_func func, void *priv)
 {
+	return xr_extent_walk_from(fs, ino, inode, flags, 0, func, priv);
+}
+
+/*
+ * Where a walk from lblk starts: the leaf extent that holds lblk, or the
+ * last one before it, or the first one after it (lblk before the first
+ * extent of the leaf the index leads to), as ext2fs_extent_goto leaves
+ * the handle; only the nodes on the path to it are read.  Extents before
+ * it all end at or before lblk in a sound tree (each leaf's extents lie
+ * at or after its index key).  *op: what the walk gets first.
+ */
+static errcode_t walk_start(ext2_extent_handle_t h, blk64_t lblk, int *op)
+{
+	errcode_t err;
+
+	*op = EXT2_EXTENT_ROOT;
+	if (!lblk)
+		return 0;
+	err = ext2fs_extent_goto(h, lblk);
+	if (!err || err == EXT2_ET_EXTENT_NOT_FOUND) {
+		*op = EXT2_EXTENT_CURRENT;
+		return 0;
+	}
+	/* an empty tree, or an index with no entries: walk from the root,
+	 * which ends as before */
+	if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_EXTENT_NO_DOWN ||
+	    err == EXT2_ET_NO_CURRENT_NODE)
+		return 0;
+	return err;
+}
+
+errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode, int flags,
+			      blk64_t lblk, xr_extent_func func, void *priv)
+{
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	errcode_t err;
-	int op = EXT2_EXTENT_ROOT;
+	int op;
 	int next = (flags & XR_WALK_INDEX) ? EXT2_EXTENT_NEXT :
 		   EXT2_EXTENT_NEXT_LEAF;
 
@@ -36,7 +71,8 @@ errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
 	err = ext2fs_extent_open2(fs, ino, inode, &h);
 	if (err)
 		return err;
-	while (!(err = ext2fs_extent_get(h, op, &e))) {
+	err = walk_start(h, (flags & XR_WALK_INDEX) ? 0 : lblk, &op);
+	while (!err && !(err = ext2fs_extent_get(h, op, &e))) {
 		op = next;
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
 			continue;

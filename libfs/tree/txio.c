@@ -39,6 +39,7 @@ struct xr_txio {
 	blk64_t		*rev;
 	size_t		nrev, cap_rev;
 	unsigned long	held_flushes;
+	unsigned long	passed;		/* writes passed through, not held */
 	void		*owner;
 };
 
@@ -103,6 +104,11 @@ size_t xr_txio_nheld(struct xr_txio *t)
 unsigned long xr_txio_held_flushes(struct xr_txio *t)
 {
 	return t->held_flushes;
+}
+
+unsigned long xr_txio_passed_writes(struct xr_txio *t)
+{
+	return t->passed;
 }
 
 /* ---- the table ---- */
@@ -417,8 +423,10 @@ static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
 	__u64 off;
 	size_t len;
 
-	if (!t->holding)
+	if (!t->holding) {
+		t->passed++;
 		return io_channel_write_blk64(t->lower, block, count, data);
+	}
 	span(ch, block, count, &off, &len);
 	return xr_txio_put_bytes(t, off, len, data);
 }
@@ -479,6 +487,7 @@ static errcode_t tx_discard(io_channel ch, unsigned long long block,
 
 	if (t->holding || !t->lower->manager->discard)
 		return EXT2_ET_UNIMPLEMENTED;
+	t->passed++;
 	return t->lower->manager->discard(t->lower, block, count);
 }
 
@@ -489,6 +498,7 @@ static errcode_t tx_zeroout(io_channel ch, unsigned long long block,
 
 	if (t->holding || !t->lower->manager->zeroout)
 		return EXT2_ET_UNIMPLEMENTED;
+	t->passed++;
 	return t->lower->manager->zeroout(t->lower, block, count);
 }
 

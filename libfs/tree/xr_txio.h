@@ -64,6 +64,9 @@ const blk64_t *xr_txio_revokes(struct xr_txio *t, size_t *n);
 void xr_txio_clear_revokes(struct xr_txio *t);
 /* Flushes asked for while holding (they wait for the commit). */
 unsigned long xr_txio_held_flushes(struct xr_txio *t);
+/* Writes (discards, zeroouts) passed through while not holding: writes
+ * made outside the transactions, such as an expert's raw edits. */
+unsigned long xr_txio_passed_writes(struct xr_txio *t);
 
 /*
  * Write count blocks of file data at blk, blocks the running operation
