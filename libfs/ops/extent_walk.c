@@ -34,22 +34,30 @@ errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
  * the handle; only the nodes on the path to it are read.  Extents before
  * it all end at or before lblk in a sound tree (each leaf's extents lie
  * at or after its index key).  *op: what the walk gets first.
+ *
+ * The goto leaves an index entry it reached going forward marked as not
+ * yet descended: the walk, coming up to it, goes down into the same
+ * child again and meets extents it has passed (seen_end, below).
  */
 static errcode_t walk_start(ext2_extent_handle_t h, blk64_t lblk, int *op)
 {
+	struct ext2fs_extent e;
 	errcode_t err;
 
 	*op = EXT2_EXTENT_ROOT;
 	if (!lblk)
 		return 0;
 	err = ext2fs_extent_goto(h, lblk);
-	if (!err || err == EXT2_ET_EXTENT_NOT_FOUND) {
+	/* no extent to stand on (an empty tree or leaf): walk from the
+	 * root, which ends as it always did */
+	if ((!err || err == EXT2_ET_EXTENT_NOT_FOUND) &&
+	    !ext2fs_extent_get(h, EXT2_EXTENT_CURRENT, &e) &&
+	    (e.e_flags & EXT2_EXTENT_FLAGS_LEAF)) {
 		*op = EXT2_EXTENT_CURRENT;
 		return 0;
 	}
-	/* an empty tree, or an index with no entries: walk from the root,
-	 * which ends as before */
-	if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_EXTENT_NO_DOWN ||
+	if (!err || err == EXT2_ET_EXTENT_NOT_FOUND ||
+	    err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_EXTENT_NO_DOWN ||
 	    err == EXT2_ET_NO_CURRENT_NODE)
 		return 0;
 	return err;
@@ -62,9 +70,10 @@ errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	errcode_t err;
-	int op;
+	int op, seek;
 	int next = (flags & XR_WALK_INDEX) ? EXT2_EXTENT_NEXT :
 		   EXT2_EXTENT_NEXT_LEAF;
+	blk64_t seen_end = 0;	/* a seek's walk: end of the last extent */
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
@@ -72,6 +81,7 @@ errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
 	if (err)
 		return err;
 	err = walk_start(h, (flags & XR_WALK_INDEX) ? 0 : lblk, &op);
+	seek = op == EXT2_EXTENT_CURRENT;
 	while (!err && !(err = ext2fs_extent_get(h, op, &e))) {
 		op = next;
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
@@ -79,6 +89,11 @@ errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
 		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF) &&
 		    !(flags & XR_WALK_INDEX))
 			continue;
+		if (seek) {
+			if (seen_end && e.e_lblk < seen_end)
+				continue;	/* met again (walk_start) */
+			seen_end = e.e_lblk + e.e_len;
+		}
 		err = func(&e, priv);
 		if (err)
 			break;
