@@ -39,7 +39,8 @@ struct xr_txio {
 	blk64_t		*rev;
 	size_t		nrev, cap_rev;
 	unsigned long	held_flushes;
-	unsigned long	passed;		/* writes passed through, not held */
+	int		in_op;		/* the library's own operation writes */
+	unsigned long	raw;		/* writes from outside its operations */
 	void		*owner;
 };
 
@@ -106,9 +107,14 @@ unsigned long xr_txio_held_flushes(struct xr_txio *t)
 	return t->held_flushes;
 }
 
-unsigned long xr_txio_passed_writes(struct xr_txio *t)
+void xr_txio_op(struct xr_txio *t, int delta)
 {
-	return t->passed;
+	t->in_op += delta;
+}
+
+unsigned long xr_txio_raw_writes(struct xr_txio *t)
+{
+	return t->raw;
 }
 
 /* ---- the table ---- */
@@ -423,10 +429,10 @@ static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
 	__u64 off;
 	size_t len;
 
-	if (!t->holding) {
-		t->passed++;
+	if (!t->in_op)
+		t->raw++;
+	if (!t->holding)
 		return io_channel_write_blk64(t->lower, block, count, data);
-	}
 	span(ch, block, count, &off, &len);
 	return xr_txio_put_bytes(t, off, len, data);
 }
@@ -485,9 +491,10 @@ static errcode_t tx_discard(io_channel ch, unsigned long long block,
 {
 	struct xr_txio *t = chan_txio(ch);
 
+	if (!t->in_op)
+		t->raw++;
 	if (t->holding || !t->lower->manager->discard)
 		return EXT2_ET_UNIMPLEMENTED;
-	t->passed++;
 	return t->lower->manager->discard(t->lower, block, count);
 }
 
@@ -496,9 +503,10 @@ static errcode_t tx_zeroout(io_channel ch, unsigned long long block,
 {
 	struct xr_txio *t = chan_txio(ch);
 
+	if (!t->in_op)
+		t->raw++;
 	if (t->holding || !t->lower->manager->zeroout)
 		return EXT2_ET_UNIMPLEMENTED;
-	t->passed++;
 	return t->lower->manager->zeroout(t->lower, block, count);
 }
 
