@@ -13,7 +13,9 @@ file's first extent.
     through a read-only loop mount are the model's, both checkers clean;
   - an expert's raw edit in the same session (a write that passed the
     transactions) puts the whole checks back: a damaged tree node is
-    refused before anything is written, as before.
+    refused before anything is written, as before;
+  - the crc32c the library computes for the tree and the journal with the
+    CPU's instruction is libext2fs's (tests/unit/crc32c_test).
 """
 
 import random
@@ -147,3 +149,13 @@ def test_raw_edit_in_session_brings_whole_checks_back(tmp_path):
         helpers.describe(res)
     assert helpers.sha256(img) == helpers.sha256(edited), \
         "the refused pwrite changed the image"
+
+
+def test_crc32c_matches_libext2fs():
+    """The crc32c of the tree's blocks and the journal's records
+    (tree/crc32c.c, the CPU's instruction where it has one) is libext2fs's
+    ext2fs_crc32c_le, for every length, alignment and seed tried."""
+    res = helpers.run([helpers.binary("tests/unit/crc32c_test")],
+                      check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert re.match(r"ok \d+", res.stdout), res.stdout
