@@ -211,7 +211,50 @@ static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
 	return FSCK_NONDESTRUCT;
 }
 
-static int check_counts(struct fsck_opts *o)
+/*
+ * To repair: the library's open (replaying a journal that needs it, as
+ * e2fsck would have), so that on an image with a journal the repair is
+ * the journal's transactions.  It takes the image's lock itself: the
+ * caller's is given up first (flock locks of one process on two
+ * descriptors exclude each other).
+ */
+static int open_repair(const struct fsck_opts *o, extref_image_lock_t *lock,
+		       extref_fs_t *xfs)
+{
+	int flags = EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE;
+	errcode_t err;
+
+	/* e2fsck has just verified every metadata checksum: skip them. */
+	if (o->e2fsck_clean)
+		flags |= EXTREF_OPEN_FORCE;
+	extref_image_unlock(*lock);
+	*lock = NULL;
+	err = extref_fs_open(o->image, flags, xfs, NULL);
+	if (err) {
+		com_err(prog, err, "while opening %s", o->image);
+		return FSCK_ERROR;
+	}
+	if (extref_fs_replayed(*xfs))
+		printf("%s: recovering journal (%u transaction%s replayed)\n",
+		       o->image, extref_fs_replayed(*xfs),
+		       extref_fs_replayed(*xfs) == 1 ? "" : "s");
+	return 0;
+}
+
+/* Close what check_counts opened: an error leaves the image as the last
+ * commit left it. */
+static errcode_t close_checked(ext2_filsys *fs, extref_fs_t xfs, errcode_t err)
+{
+	if (!xfs)
+		return ext2fs_close_free(fs);
+	if (err) {
+		extref_fs_abort(xfs);
+		return 0;
+	}
+	return extref_fs_close(xfs);
+}
+
+static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 {
 	struct extref_fsck_opts eo = {
 		.mode = o->mode, .unshare = o->unshare, .verbose = o->verbose,
@@ -222,15 +265,20 @@ static int check_counts(struct fsck_opts *o)
 		.ask = ask_problem,
 	};
 	struct extref_fsck_result res;
+	extref_fs_t xfs = NULL;
 	ext2_filsys fs;
 	errcode_t err, cerr;
 	int st;
 
-	if ((st = open_fs(o, o->mode != EXTREF_FSCK_NO, &fs)))
+	if (o->mode == EXTREF_FSCK_NO)
+		st = open_fs(o, 0, &fs);
+	else if ((st = open_repair(o, lock, &xfs)) == 0)
+		fs = extref_fs_ext2(xfs);
+	if (st)
 		return st;
 	err = extref_fsck(fs, &eo, &res);
 	progress_done(o);
-	cerr = ext2fs_close_free(&fs);
+	cerr = close_checked(&fs, xfs, err);
 	if (err || cerr) {
 		com_err(prog, err ? err : cerr, "while checking %s", o->image);
 		return FSCK_ERROR;
@@ -319,7 +367,7 @@ int main(int argc, char **argv)
 		       "tree in inode 5, no shared blocks): e2fsck's check "
 		       "is the whole check\n", o.image);
 	else
-		status |= check_counts(&o);
+		status |= check_counts(&o, &lock);
 out:
 	extref_image_unlock(lock);
 	return status;

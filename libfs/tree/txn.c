@@ -507,6 +507,29 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 	return commit(tx);
 }
 
+/* The extref_fs whose transactions fs's writes go into, or NULL. */
+extref_fs_t xr_tx_fs_of(ext2_filsys fs)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	return tx ? tx->xfs : NULL;
+}
+
+/*
+ * Blocks the running transaction may still gather and fit an empty
+ * journal at its commit (~0: no transactions on xfs).
+ */
+blk64_t xr_tx_room(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	size_t held;
+
+	if (!tx)
+		return ~(blk64_t)0;
+	held = xr_txio_nheld(tx->io);
+	return held < tx->max_blocks ? tx->max_blocks - held : 0;
+}
+
 static void tx_free(struct xr_tx *tx)
 {
 	ext2_filsys fs = tx->fs;
