@@ -212,41 +212,50 @@ static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
 }
 
 /*
- * To repair: the library's open (replaying a journal that needs it, as
- * e2fsck would have), so that on an image with a journal the repair is
- * the journal's transactions.  It takes the image's lock itself: the
- * caller's is given up first (flock locks of one process on two
- * descriptors exclude each other).
+ * The image opened by the library: a journal that needs recovery is
+ * replayed first, as e2fsck would have (-n: in memory only, the check
+ * sees the replayed image and nothing is written), and on an image with
+ * a journal a repair is the journal's transactions.  The library takes
+ * the image's lock itself: to write, the caller's is given up first
+ * (flock locks of one process on two descriptors exclude each other).
  */
-static int open_repair(const struct fsck_opts *o, extref_image_lock_t *lock,
-		       extref_fs_t *xfs)
+static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
+			extref_fs_t *xfs)
 {
-	int flags = EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE;
+	int rw = o->mode != EXTREF_FSCK_NO;
+	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0);
 	errcode_t err;
+	unsigned n;
 
 	/* e2fsck has just verified every metadata checksum: skip them. */
 	if (o->e2fsck_clean)
 		flags |= EXTREF_OPEN_FORCE;
-	extref_image_unlock(*lock);
-	*lock = NULL;
+	if (rw) {
+		extref_image_unlock(*lock);
+		*lock = NULL;
+	}
 	err = extref_fs_open(o->image, flags, xfs, NULL);
 	if (err) {
 		com_err(prog, err, "while opening %s", o->image);
 		return FSCK_ERROR;
 	}
-	if (extref_fs_replayed(*xfs))
-		printf("%s: recovering journal (%u transaction%s replayed)\n",
-		       o->image, extref_fs_replayed(*xfs),
-		       extref_fs_replayed(*xfs) == 1 ? "" : "s");
+	n = extref_fs_replayed(*xfs);
+	if (n)
+		printf("%s: journal %s (%u transaction%s)\n", o->image,
+		       rw ? "recovered" : "needs recovery: checked as its "
+		       "replay leaves it, nothing written", n,
+		       n == 1 ? "" : "s");
+	if (extref_fs_replay_error(*xfs))
+		printf("%s: journal needs recovery but cannot be replayed "
+		       "(%s): checked as it is on disk\n", o->image,
+		       error_message(extref_fs_replay_error(*xfs)));
 	return 0;
 }
 
-/* Close what check_counts opened: an error leaves the image as the last
- * commit left it. */
-static errcode_t close_checked(ext2_filsys *fs, extref_fs_t xfs, errcode_t err)
+/* Close what check_counts opened: after an error the image stays as
+ * the last commit left it. */
+static errcode_t close_checked(extref_fs_t xfs, errcode_t err)
 {
-	if (!xfs)
-		return ext2fs_close_free(fs);
 	if (err) {
 		extref_fs_abort(xfs);
 		return 0;
@@ -265,20 +274,15 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 		.ask = ask_problem,
 	};
 	struct extref_fsck_result res;
-	extref_fs_t xfs = NULL;
-	ext2_filsys fs;
+	extref_fs_t xfs;
 	errcode_t err, cerr;
 	int st;
 
-	if (o->mode == EXTREF_FSCK_NO)
-		st = open_fs(o, 0, &fs);
-	else if ((st = open_repair(o, lock, &xfs)) == 0)
-		fs = extref_fs_ext2(xfs);
-	if (st)
+	if ((st = open_checked(o, lock, &xfs)))
 		return st;
-	err = extref_fsck(fs, &eo, &res);
+	err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
 	progress_done(o);
-	cerr = close_checked(&fs, xfs, err);
+	cerr = close_checked(xfs, err);
 	if (err || cerr) {
 		com_err(prog, err ? err : cerr, "while checking %s", o->image);
 		return FSCK_ERROR;
