@@ -41,6 +41,9 @@ struct xr_txio {
 	unsigned long	held_flushes;
 	void		*owner;
 	ext2_filsys	fs;		/* whose channel it is (tx_get_stats) */
+	__u64		data;		/* file data written since the mark */
+	__u64		uncounted;	/* written for what was dropped since */
+	struct struct_io_stats stats;	/* what tx_get_stats gives */
 };
 
 static struct struct_io_manager txio_manager;
@@ -86,8 +89,17 @@ void *xr_txio_owner(struct xr_txio *t)
 	return t->owner;
 }
 
+/*
+ * What an operation rolled back wrote (file data to blocks it had
+ * allocated, the only bytes that reach the channel below while holding)
+ * is not counted in s_kbytes_written: the image is as before it,
+ * superblock included.  The count starts when holding starts and after
+ * each commit; a drop uncounts it.
+ */
 void xr_txio_hold(struct xr_txio *t, int on)
 {
+	if (on && !t->holding)
+		t->data = 0;
 	t->holding = on;
 }
 
@@ -300,6 +312,7 @@ errcode_t xr_txio_write_home(struct xr_txio *t)
 			t->ent[i].logged = 1;
 			unhold(t, &t->ent[i]);
 		}
+	t->data = 0;		/* committed: counted */
 	return 0;
 }
 
@@ -327,6 +340,8 @@ static void compact(struct xr_txio *t, int drop_held)
 
 void xr_txio_drop(struct xr_txio *t)
 {
+	t->uncounted += t->data;
+	t->data = 0;
 	compact(t, 1);
 	t->nrev = 0;
 	t->held_flushes = 0;
@@ -377,6 +392,7 @@ errcode_t xr_tx_write_data(ext2_filsys fs, blk64_t blk, int count,
 			e->logged = 0;
 		}
 	}
+	t->data += (__u64)count * t->bs;
 	return io_channel_write_blk64(t->lower, blk, count, buf);
 }
 
@@ -489,11 +505,20 @@ static int raw_super_edit(struct xr_txio *t)
 static errcode_t tx_get_stats(io_channel ch, io_stats *stats)
 {
 	struct xr_txio *t = chan_txio(ch);
+	io_stats st = NULL;
+	errcode_t err;
 
 	*stats = NULL;
 	if (!t->lower->manager->get_stats || raw_super_edit(t))
 		return 0;
-	return t->lower->manager->get_stats(t->lower, stats);
+	err = t->lower->manager->get_stats(t->lower, &st);
+	if (err || !st)
+		return err;
+	t->stats = *st;
+	t->stats.bytes_written = st->bytes_written > t->uncounted ?
+				 st->bytes_written - t->uncounted : 0;
+	*stats = &t->stats;
+	return 0;
 }
 
 static errcode_t tx_discard(io_channel ch, unsigned long long block,
