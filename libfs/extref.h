@@ -150,6 +150,9 @@ errcode_t extref_tx_begin2(extref_fs_t fs, int flags);
  * call.
  */
 void extref_tx_note_block(extref_fs_t fs, blk64_t blk);
+/* 1 inside extref_tx_begin ... extref_tx_end when an end with an error
+ * would have something to undo (a refusal found before any change: 0). */
+int extref_tx_pending(extref_fs_t fs);
 /* 1 if operations on fs are journal transactions. */
 int extref_fs_journaled(extref_fs_t fs);
 /* Transactions the open replayed from the journal (0: none needed). */

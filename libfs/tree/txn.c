@@ -70,6 +70,8 @@ struct xr_txfree {
 	blk64_t		num;
 };
 
+static int untouched(struct xr_tx *tx);
+
 #define DIRTY_BLOCKS	1
 #define DIRTY_INODES	2
 
@@ -157,6 +159,13 @@ void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)
 
 	if (tx)
 		note_blocks(tx, blk, 1);
+}
+
+int extref_tx_pending(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->depth && !untouched(tx);
 }
 
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
