@@ -51,8 +51,9 @@ static int check_dir_block(ext2_filsys fs, blk64_t *blocknr,
 	(void)fs; (void)ref; (void)off;
 	if (bcnt < 0)
 		return 0;
-	if (ext2fs_read_dir_block4(b->fs, *blocknr, b->buf, 0, b->ino) ==
-	    EXT2_ET_DIR_CSUM_INVALID) {
+	if (!io_channel_read_blk64(b->fs->io, *blocknr, 1, b->buf) &&
+	    !ext2fs_dir_block_csum_verify(b->fs, b->ino,
+					  (struct ext2_dir_entry *)b->buf)) {
 		b->blk = *blocknr;
 		return BLOCK_ABORT;
 	}
