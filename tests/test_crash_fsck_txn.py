@@ -240,3 +240,42 @@ def test_rebuild_larger_than_the_journal_takes_the_ordered_path(
         helpers.e2fsck_fn(img)
         assert files_of(img, tmp_path) == files
     assert flushes["1"] > flushes[""], flushes
+
+
+def test_kernel_replays_a_crashed_repair(built, tmp_path):
+    """A repair crashed after its commit block (the first write point
+    whose replay is repaired: nothing of it is in place yet): the kernel,
+    given a writable loop device, replays the journal at mount; the image
+    is then repaired for both checkers, the files as they were."""
+    helpers.require_loop()
+    img0 = built("f_0301_count_too_low")
+    files = files_of(img0, tmp_path)
+    out = tmp_path / "count.out"
+    probe = tmp_path / "probe.img"
+    crashlib.sparse_copy(img0, probe)
+    fsck_fy(probe, [], "count", out)
+    total = int(out.read_text().split()[0].split("=")[1])
+    img = tmp_path / "crash.img"
+    for n in range(1, total + 1):
+        crashlib.sparse_copy(img0, img)
+        fsck_fy(img, [], f"crash={n}")
+        if needs_recovery(img) and problems(img)[0] == []:
+            break
+    else:
+        pytest.fail("no crash point leaves a committed repair to replay")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    dev = crashlib._run(["losetup", "-f", "--show", str(img)]).stdout.strip()
+    assert dev.startswith("/dev/loop"), dev
+    try:
+        res = crashlib._run(["mount", "-o", "ro", dev, str(mnt)])
+        assert res.returncode == 0, helpers.describe(res)
+        crashlib._run(["umount", str(mnt)])
+    finally:
+        if helpers.mount_entry(mnt) is not None:
+            crashlib._run(["umount", "-l", str(mnt)])
+        crashlib._run(["losetup", "-d", dev])
+    assert not needs_recovery(img)
+    assert problems(img) == ([], 0)
+    helpers.e2fsck_fn(img)
+    assert files_of(img, tmp_path) == files
