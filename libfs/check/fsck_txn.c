@@ -64,7 +64,7 @@ errcode_t xr_fsck_tx_end(struct xr_fsck *c, errcode_t err)
 {
 	extref_fs_t xfs = tx_fs(c);
 
-	return xfs ? xr_tx_end(xfs, err) : err;
+	return xfs ? xr_tx_end2(xfs, err) : err;
 }
 
 errcode_t xr_fsck_tx_split(struct xr_fsck *c)
