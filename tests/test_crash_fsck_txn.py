@@ -15,9 +15,9 @@ opens it for writing (alternately), and:
   - every file reads (stock debugfs) as before the repair;
   - `fsck.extref -fy` then leaves both checkers clean, files unchanged.
 
-A run without a fault is checked the same way, and shown to go through
-the journal: its writes include the journal's blocks, and its flushes
-are few.
+A run without a fault is checked the same way.  Forcing the repair off
+the journal (EXTREF_OPEN_NO_JOURNAL in fsck.extref's open) makes these
+tests fail: crashes then leave a missing or unreadable tree.
 """
 
 import re
