@@ -56,6 +56,7 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 {
 	ext2_filsys fs = NULL;
 	struct summary s;
+	struct lean lean;
 	errcode_t err;
 
 	(void)t;
@@ -70,7 +71,13 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 	/* A new filesystem's bitmaps are a few runs: extents, not a flat
 	 * bit array of every block (32 MiB at 1 TiB, most of the time). */
 	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
+	/* Only the bitmap the tree's block comes from (lean.c); declined,
+	 * extref_format reads them all. */
+	lean_begin(fs, &lean);
 	err = extref_format(fs);
+	if (!err)
+		err = lean_end(fs, &lean);
+	lean_free(&lean);
 	if (err) {
 		com_err(prog, err, "while creating the reference-count tree "
 			"on %s", o->image);

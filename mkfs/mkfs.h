@@ -188,4 +188,17 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* Open the new filesystem, add the tree, close; 0 or -1 (error printed). */
 int format_image(const struct mkfs_opts *o, const struct mkfs_target *t);
 
+/* lean.c: the tree's block without reading every bitmap (see there). */
+struct lean {
+	int		active;		/* lean_begin() took over the bitmap */
+	dgrp_t		group;		/* the group whose bitmap is loaded */
+	char		*buf;		/* one block */
+	void		*gd;		/* the descriptors as opened */
+};
+/* 0: fs->block_map is the partial bitmap; -1: declined (nothing done). */
+int lean_begin(ext2_filsys fs, struct lean *l);
+/* Write what changed; the close then writes only the superblocks. */
+errcode_t lean_end(ext2_filsys fs, struct lean *l);
+void lean_free(struct lean *l);
+
 #endif /* MKFS_EXTREF_H */
