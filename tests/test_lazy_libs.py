@@ -1,12 +1,13 @@
-"""libarchive is opened when an archive is read, not linked into every tool.
+"""libarchive and libselinux are opened when used, not linked into every tool.
 
-Linked, it maps some twenty libraries (libxml2, ICU, libstdc++, the
-compressors) into each process at start, a few milliseconds of every
+Linked, libarchive maps some twenty libraries (libxml2, ICU, libstdc++,
+the compressors) into each process at start, a few milliseconds of every
 mkfs.extref, fsck.extref and debugfs.extref run and of every program that
-loads libextref.so.  Checked:
+loads libextref.so; libselinux maps libpcre2 and looks for selinuxfs,
+half a millisecond more.  Checked:
 
-- no tool and not libextref.so names libarchive among its NEEDED
-  libraries (readelf -d), and a run of mkfs.extref maps no libarchive
+- no tool and not libextref.so names libarchive or libselinux among its
+  NEEDED libraries (readelf -d), and a run of mkfs.extref maps neither
   (its /proc/PID/maps, read while mke2fs, its child, is stopped);
 - with libarchive.so.13 made unloadable (a private mount namespace with
   /dev/null bound over the library file), mkfs.extref -d ARCHIVE fails
@@ -15,7 +16,13 @@ loads libextref.so.  Checked:
   when it is measured) or a pipe with SIZE (refused by the build); the same
   archive builds once libarchive is back (stock e2fsck -fn, content read
   back with stock debugfs); an empty mkfs and -d DIRECTORY do not need
-  libarchive at all.
+  libarchive at all;
+- with libselinux.so.1 made unloadable, mkfs.extref --file-contexts FILE
+  is refused before the image is touched (one line naming FILE and the
+  library, the image's bytes unchanged), and a copy-mode reflink with
+  -Z CONTEXT still labels (the context checked by its syntax, as on a
+  host without SELinux: stock debugfs reads the label back) and still
+  refuses a malformed context, the image unchanged.
 """
 import ctypes.util
 import io
@@ -29,7 +36,7 @@ import time
 import pytest
 
 from helpers import (BUILD_DIR, binary, debugfs_cat, describe, e2fsck_fn,
-                     run)
+                     run, sha256)
 
 TOOLS = ["mkfs/mkfs.extref", "fsck/fsck.extref", "debug/debugfs.extref",
          "libextref.so"]
@@ -47,17 +54,22 @@ def test_no_libarchive_needed(tool):
     assert path.exists(), f"{path} not built"
     libs = needed(path)
     assert "libext2fs.so.2" in libs, libs      # readelf read the file
-    assert not [lib for lib in libs if "archive" in lib], libs
+    assert not [lib for lib in libs
+                if "archive" in lib or "selinux" in lib], libs
+
+
+def _lib_file(soname):
+    """The file the dynamic loader opens for soname."""
+    res = run(["ldconfig", "-p"])
+    for line in res.stdout.splitlines():
+        if line.strip().startswith(soname + " ") and "x86-64" in line:
+            return os.path.realpath(line.rsplit("=>", 1)[1].strip())
+    name = ctypes.util.find_library(soname.split(".")[0][3:])
+    pytest.skip(f"{soname} not found by ldconfig ({name})")
 
 
 def _libarchive_file():
-    """The file the dynamic loader opens for libarchive.so.13."""
-    res = run(["ldconfig", "-p"])
-    for line in res.stdout.splitlines():
-        if line.strip().startswith("libarchive.so.13 ") and "x86-64" in line:
-            return os.path.realpath(line.rsplit("=>", 1)[1].strip())
-    name = ctypes.util.find_library("archive")
-    pytest.skip(f"libarchive.so.13 not found by ldconfig ({name})")
+    return _lib_file("libarchive.so.13")
 
 
 def _tar(path):
@@ -73,7 +85,7 @@ def _tar(path):
     path.write_bytes(buf.getvalue())
 
 
-def _without_libarchive(cmd, lib, input=None):
+def _without_lib(cmd, lib, input=None):
     """cmd run in a mount namespace where lib reads as an empty file;
     input (bytes) comes through a pipe on its standard input."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
@@ -94,7 +106,7 @@ def test_missing_libarchive_refused_cleanly(tmp_path):
     mkfs = binary("mkfs.extref")
     img = tmp_path / "a.img"
 
-    res = _without_libarchive([mkfs, "-q", "-d", tar, img], lib)
+    res = _without_lib([mkfs, "-q", "-d", tar, img], lib)
     assert res.returncode != 99, "cannot hide libarchive:\n" + describe(res)
     assert res.returncode == 1, describe(res)
     lines = res.stderr.strip().splitlines()
@@ -104,7 +116,7 @@ def test_missing_libarchive_refused_cleanly(tmp_path):
 
     # a pipe with SIZE is not measured first: the build itself refuses
     # (after mke2fs), and the new image is removed
-    res = _without_libarchive([mkfs, "-q", "-d", "/dev/stdin", img, "64M"],
+    res = _without_lib([mkfs, "-q", "-d", "/dev/stdin", img, "64M"],
                               lib, input=tar.read_bytes())
     assert res.returncode == 1, describe(res)
     lines = res.stderr.strip().splitlines()
@@ -114,14 +126,14 @@ def test_missing_libarchive_refused_cleanly(tmp_path):
     assert not img.exists()
 
     # neither an empty image nor a directory needs libarchive
-    res = _without_libarchive([mkfs, "-q", img, "64M"], lib)
+    res = _without_lib([mkfs, "-q", img, "64M"], lib)
     assert res.returncode == 0, describe(res)
     e2fsck_fn(img)
     src = tmp_path / "dir"
     (src / "etc").mkdir(parents=True)
     (src / "etc" / "motd").write_bytes(b"from a directory\n")
     dimg = tmp_path / "d.img"
-    res = _without_libarchive([mkfs, "-q", "-d", src, dimg], lib)
+    res = _without_lib([mkfs, "-q", "-d", src, dimg], lib)
     assert res.returncode == 0, describe(res)
     e2fsck_fn(dimg)
     assert debugfs_cat(dimg, "/etc/motd") == b"from a directory\n"
@@ -162,9 +174,52 @@ def test_running_mkfs_maps_no_libarchive(tmp_path):
             p.wait()
     assert maps is not None, "mke2fs never stopped"
     assert "libext2fs" in maps                 # the maps were read
-    assert "libarchive" not in maps
+    assert "libarchive" not in maps and "libselinux" not in maps
     assert p.returncode == 0, err
     e2fsck_fn(img)
+
+
+CTX = "system_u:object_r:copied_t:s0"
+
+
+def test_missing_libselinux(tmp_path):
+    lib = _lib_file("libselinux.so.1")
+    mkfs, shell = binary("mkfs.extref"), binary("debugfs.extref")
+    fc = tmp_path / "file_contexts"
+    fc.write_text("/.*  system_u:object_r:default_t:s0\n")
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "f").write_bytes(os.urandom(9000))
+
+    # --file-contexts: refused at option time, nothing touched
+    img = tmp_path / "a.img"
+    with open(img, "wb") as f:
+        f.write(os.urandom(4096))
+        f.truncate(32 << 20)
+    before = sha256(img)
+    res = _without_lib([mkfs, "-q", "-F", "-d", src,
+                               "--file-contexts", fc, img], lib)
+    assert res.returncode != 99, "cannot hide libselinux:\n" + describe(res)
+    assert res.returncode == 1, describe(res)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, describe(res)
+    assert str(fc) in lines[0] and "libselinux" in lines[0], describe(res)
+    assert sha256(img) == before
+
+    # a label by syntax: written, and read back by stock debugfs
+    run([mkfs, "-q", "-F", "-d", src, img, "32M"])
+    res = _without_lib([shell, "-w", img, "-R",
+                               f"reflink -Z {CTX} /d/f /lab"], lib)
+    assert res.returncode == 0, describe(res)
+    e2fsck_fn(img)
+    res = run(["debugfs", "-R", "ea_get /lab security.selinux", str(img)])
+    assert CTX in res.stdout, describe(res)
+    assert debugfs_cat(img, "/lab") == (src / "d" / "f").read_bytes()
+    before = sha256(img)
+    res = _without_lib([shell, "-w", img, "-R",
+                               "reflink -Z a:b:c /d/f /x"], lib)
+    assert res.returncode != 0 and "-Z" in res.stderr, describe(res)
+    assert sha256(img) == before
 
 
 def _children(pid):
