@@ -60,12 +60,15 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 	errcode_t err;
 
 	(void)t;
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
-			   0, 0, unix_io_manager, &fs);
+	/* no cache, no flush until the end (nosync.c) */
+	err = ext2fs_open2(o->image, "cache=off",
+			   EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, &fs);
 	if (err) {
 		com_err(prog, err, "while opening %s", o->image);
 		return -1;
 	}
+	nosync_attach(fs);
 	if (o->have_epoch)
 		fs->now = (time_t)o->epoch;
 	/* A new filesystem's bitmaps are a few runs: extents, not a flat
@@ -86,6 +89,8 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 	}
 	collect(fs, &s);
 	err = ext2fs_close_free(&fs);
+	if (!err)
+		err = sync_image(o->image);
 	if (err) {
 		com_err(prog, err, "while writing %s", o->image);
 		return -1;

@@ -201,4 +201,9 @@ int lean_begin(ext2_filsys fs, struct lean *l);
 errcode_t lean_end(ext2_filsys fs, struct lean *l);
 void lean_free(struct lean *l);
 
+/* nosync.c: the channel of a new image flushes nothing (its cache must
+ * be off: open it with "cache=off"); sync_image() is the one fsync. */
+void nosync_attach(ext2_filsys fs);
+errcode_t sync_image(const char *path);
+
 #endif /* MKFS_EXTREF_H */

@@ -16,7 +16,9 @@ before, it read and wrote every bitmap and every copy of the descriptors
   metadata_csum, 1 TiB; stock e2fsck -fn passes on both;
 - at 1 TiB (8192 groups) mkfs.extref itself, after mke2fs, reads and
   writes a few dozen blocks (strace of the process), not the hundreds of
-  bitmaps and 10 MiB of descriptor copies of the full path.
+  bitmaps and 10 MiB of descriptor copies of the full path, and calls
+  fsync once the image is complete, after its last write (mkfs/nosync.c),
+  not between the steps (plus the one libext2fs makes as it opens).
 """
 import os
 import re
@@ -140,7 +142,8 @@ def test_1t_reads_few_blocks(tmp_path):
         pytest.skip("strace not installed")
     img = tmp_path / "a.img"
     prefix = tmp_path / "tr"
-    res = run(["strace", "-ff", "-e", "trace=execve,pread64,pwrite64",
+    res = run(["strace", "-ff", "-e",
+               "trace=execve,pread64,pwrite64,write,fsync",
                "-o", prefix, binary("mkfs.extref"), "-q", img, "1T"],
               check=False)
     assert res.returncode == 0, describe(res)
@@ -155,4 +158,13 @@ def test_1t_reads_few_blocks(tmp_path):
     assert len(reads) <= 40, f"{len(reads)} reads"
     assert sum(map(int, writes)) <= 1 << 20, \
         f"{sum(map(int, writes))} bytes written in {len(writes)} writes"
+    # one fsync when the image is complete, after the last write (and
+    # the one libext2fs makes as it opens the file), not one per step
+    calls = re.findall(r"^(fsync|pwrite64|write)\((\d+)", text, re.M)
+    img_fd = [fd for name, fd in calls if name == "pwrite64"][-1]
+    syncs = [i for i, (name, _) in enumerate(calls) if name == "fsync"]
+    last_write = max(i for i, (name, fd) in enumerate(calls)
+                     if name != "fsync" and fd == img_fd)
+    assert 1 <= len(syncs) <= 2, calls
+    assert syncs[-1] > last_write, calls
     e2fsck_fn(img)
