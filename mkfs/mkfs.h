@@ -66,7 +66,7 @@ int labels_apply(const struct mkfs_opts *o);
 void cleanup_init(void);
 void cleanup_block(sigset_t *old);
 void cleanup_unblock(const sigset_t *old);
-void cleanup_child_reset(const sigset_t *old);
+void cleanup_child_sigdefault(sigset_t *set);
 int cleanup_add_tree(const char *path);
 int cleanup_add_conf(const char *path);
 void cleanup_drop_conf(void);
@@ -183,6 +183,13 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* mke2fs_run.c */
 /* Run mke2fs; 0 on success, else prints one error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
+
+/* spawn.c: start mke2fs (argv) with its output on out, MKE2FS_CONFIG=conf
+ * (conf_fd, or -1, kept open for it) and the signal mask mask; 0 or an
+ * errno value. */
+int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
+		 const char *conf, int conf_fd, int out, const sigset_t *mask,
+		 pid_t *pid);
 
 /* format.c */
 /* Open the new filesystem, add the tree, close; 0 or -1 (error printed). */
