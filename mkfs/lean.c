@@ -85,6 +85,19 @@ static errcode_t load_group(ext2_filsys fs, dgrp_t g, char *buf)
 					      group_len(fs, g), buf);
 }
 
+/* Blocks [start, start + len) in use, in pieces the call can count. */
+static void mark_range(ext2fs_block_bitmap map, blk64_t start, blk64_t len)
+{
+	while (len) {
+		unsigned int n = len > 0x40000000U ? 0x40000000U :
+			(unsigned int)len;
+
+		ext2fs_mark_block_bitmap_range2(map, start, n);
+		start += n;
+		len -= n;
+	}
+}
+
 /* Every block in use but those of group g, which are as on disk. */
 static errcode_t partial_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
 {
@@ -98,12 +111,8 @@ static errcode_t partial_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
 					   &fs->block_map);
 	if (err)
 		return err;
-	if (gs > first)
-		ext2fs_mark_block_bitmap_range2(fs->block_map, first,
-						(unsigned int)(gs - first));
-	if (ge < end)
-		ext2fs_mark_block_bitmap_range2(fs->block_map, ge,
-						(unsigned int)(end - ge));
+	mark_range(fs->block_map, first, gs - first);
+	mark_range(fs->block_map, ge, end - ge);
 	err = load_group(fs, g, buf);
 	if (err) {
 		ext2fs_free_block_bitmap(fs->block_map);
