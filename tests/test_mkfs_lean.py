@@ -13,7 +13,7 @@ before, it read and wrote every bitmap and every copy of the descriptors
   the superblocks' count of bytes ever written (s_kbytes_written: fewer
   bytes were written) and their checksums; over geometries with one and
   many groups, 1 KiB and 4 KiB blocks, flex_bg or not, meta_bg, no
-  metadata_csum, 1 TiB; stock e2fsck -fn passes on both;
+  metadata_csum, 1 TiB; stock e2fsck -fn passes on the image;
 - at 1 TiB (8192 groups) mkfs.extref itself, after mke2fs, reads and
   writes a few dozen blocks (strace of the process), not the hundreds of
   bitmaps and 10 MiB of descriptor copies of the full path, and calls
@@ -100,7 +100,7 @@ GEOMETRIES = [
     pytest.param("2G", ["-b", "1024"], id="2G-1k"),
     pytest.param("1G", ["-O", "^flex_bg"], id="no-flex_bg"),
     pytest.param("1G", ["-O", "meta_bg,^resize_inode"], id="meta_bg"),
-    pytest.param("8G", ["-O", "^metadata_csum,^has_journal"],
+    pytest.param("2G", ["-O", "^metadata_csum,^has_journal"],
                  id="no-csum"),
     pytest.param("1T", [], id="1T"),
 ]
@@ -123,7 +123,6 @@ def test_same_image_as_full_path(tmp_path, size, opts):
                          capture_output=True, text=True)
     assert res.returncode == 0, describe(res)
     e2fsck_fn(img)
-    e2fsck_fn(snap)
 
     sbs = _superblock_offsets(img)
     allowed = {sb + r for sb in sbs for r in (*KBYTES_WRITTEN, *CHECKSUM)}
@@ -167,4 +166,3 @@ def test_1t_reads_few_blocks(tmp_path):
                      if name != "fsync" and fd == img_fd)
     assert 1 <= len(syncs) <= 2, calls
     assert syncs[-1] > last_write, calls
-    e2fsck_fn(img)
