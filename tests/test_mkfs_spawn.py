@@ -29,10 +29,13 @@ def _wrapper(tmp_path):
     rec = tmp_path / "rec"
     rec.mkdir()
     w = tmp_path / "mke2fs-rec"
+    # the mask first, with builtins only: the shell blocks every signal
+    # for a moment around each fork, which a child reading it would see
     w.write_text(f"""#!/bin/sh
+while read -r k v; do case $k in SigBlk:|SigIgn:) echo "$k$v";; esac
+done < /proc/$$/status > {rec}/sig
 env > {rec}/env
 readlink /proc/$$/fd/0 > {rec}/stdin
-grep -E '^Sig(Blk|Ign)' /proc/$$/status > {rec}/sig
 cat "$MKE2FS_CONFIG" > {rec}/conf
 readlink "$MKE2FS_CONFIG" > {rec}/conf_link
 ls -A "$TMPDIR" > {rec}/tmpdir
