@@ -25,6 +25,13 @@ struct xr_mapping {
 };
 #define XR_MAP_MAX_LEN	32768	/* an ext4 extent's largest length */
 
+/*
+ * The probe's mapping (fsck_lean.c): 8 bytes, block << 31 | (len - 1) << 16
+ * | count, without the inode, which only a problem's message needs.
+ */
+#define XR_LEAN_PBLK_SHIFT	31
+#define XR_LEAN_MAX_BLOCKS	(1ULL << 33)	/* blocks it can number */
+
 /* A metadata range (never shared). */
 struct xr_meta {
 	blk64_t		pblk;
@@ -74,6 +81,9 @@ struct xr_fsck {
 
 	struct xr_mapping	*map;		/* data mappings */
 	size_t			nmap, capmap;
+	__u64			*lean;		/* or, in the probe, these */
+	size_t			caplean;
+	ext2_ino_t		lean_ino;	/* inode of lean[nmap - 1] */
 	struct xr_meta		*meta;
 	size_t			nmeta, capmeta;
 	struct xr_node_ref	*nodes;		/* extent blocks still to read */
@@ -100,8 +110,36 @@ struct xr_fsck {
 	int			preen_stop;	/* a problem -p may not fix */
 	int			no_fix;		/* report only, whatever the mode */
 	int			extents_bad;	/* a file's extent tree failed */
+	int			probe;		/* silent first look (lean) */
+	int			probe_dirty;	/* it met a problem */
+	unsigned		progress_calls;	/* progress reports made */
+	unsigned		progress_skip;	/* ... the probe made already */
 	errcode_t		err;		/* first operational error */
 };
+
+/*
+ * The i-th data mapping, whichever form the mappings take (in the
+ * probe, the inode is not kept: 0).
+ */
+static inline blk64_t xr_map_pblk(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? c->lean[i] >> XR_LEAN_PBLK_SHIFT : c->map[i].pblk;
+}
+
+static inline blk64_t xr_map_len(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? ((c->lean[i] >> 16) & 0x7fff) + 1 : c->map[i].len;
+}
+
+static inline unsigned xr_map_count(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? (unsigned)(c->lean[i] & 0xffff) : c->map[i].count;
+}
+
+static inline ext2_ino_t xr_map_ino(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? 0 : c->map[i].ino;
+}
 
 /* problem.c */
 const struct xr_problem *xr_problem_find(int code);
@@ -111,6 +149,14 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int xr_problems_flush(struct xr_fsck *c);
 
+/* fsck.c */
+void xr_fsck_progress(struct xr_fsck *c, int pass, __u64 done, __u64 total);
+/* fsck_lean.c (the probe's mappings) */
+int xr_fsck_lean_fits(const struct xr_fsck *c);
+errcode_t xr_fsck_lean_add(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			   ext2_ino_t ino);
+void xr_fsck_lean_sort(struct xr_fsck *c);
+size_t xr_fsck_lean_first(const struct xr_fsck *c, blk64_t b);
 /* fsck_scan.c (pass 1) */
 errcode_t xr_fsck_scan(struct xr_fsck *c);
 errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
@@ -136,6 +182,7 @@ void xr_sort_mappings(struct xr_mapping *v, size_t n);
 void xr_sort_meta(struct xr_meta *v, size_t n);
 void xr_sort_nodes(struct xr_node_ref *v, size_t n);
 void xr_sort_parents(struct xr_parent *v, size_t n);
+void xr_sort_keys(__u64 *v, size_t n, int min_shift);
 
 /* fsck_sweep.c */
 typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);

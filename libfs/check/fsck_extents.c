@@ -204,8 +204,8 @@ static void progress(struct xr_fsck *c, __u64 base, size_t done, size_t n,
 	__u64 g = c->fs->group_desc_count;
 	__u64 at = base + (2 * g - base) / 2 * done / (n ? n : 1);
 
-	if (c->opts->progress && at != *last)
-		c->opts->progress(1, at, 2 * g, c->opts->priv);
+	if (at != *last)
+		xr_fsck_progress(c, 1, at, 2 * g);
 	*last = at;
 }
 

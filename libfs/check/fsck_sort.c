@@ -11,6 +11,7 @@
  * bucket then sorted on the next byte), which leaves buckets short
  * enough for the quicksort to finish cheaply.
  */
+#include <string.h>
 #include "extref_fsck_int.h"
 
 #define DEFINE_SORT(NAME, T, LT)					\
@@ -113,46 +114,83 @@ DEFINE_SORT(xr_sort_parents, struct xr_parent, PARENT_LT)
 #define RADIX_BITS	8
 #define RADIX_SMALL	64	/* shorter buckets go to the quicksort */
 
-static unsigned digit(const struct xr_mapping *m, int shift)
-{
-	return (m->pblk >> shift) & ((1U << RADIX_BITS) - 1);
+/*
+ * NAME(v, n, shift, min_shift): v[0, n) share the key bits above
+ * shift + RADIX_BITS; sort them by the byte at shift, then each bucket
+ * on the next byte down, handing buckets to QSORT once short or once
+ * shift is below min_shift.  DIGIT(x, shift) is that byte of *x.
+ */
+#define DEFINE_RADIX(NAME, T, DIGIT, QSORT)				\
+static void NAME(T *v, size_t n, int shift, int min_shift)		\
+{									\
+	size_t count[1U << RADIX_BITS];					\
+	size_t head[1U << RADIX_BITS], end[1U << RADIX_BITS];		\
+	size_t i, at = 0;						\
+	unsigned b, d;							\
+	if (n <= RADIX_SMALL || shift < min_shift) {			\
+		QSORT(v, n);						\
+		return;							\
+	}								\
+	/* cleared only here: most calls are for short buckets */	\
+	memset(count, 0, sizeof(count));				\
+	for (i = 0; i < n; i++)						\
+		count[DIGIT(&v[i], shift)]++;				\
+	for (b = 0; b < (1U << RADIX_BITS); b++) {			\
+		head[b] = at;						\
+		at += count[b];						\
+		end[b] = at;						\
+	}								\
+	/* put each element into its bucket, following cycles of swaps */ \
+	for (b = 0; b < (1U << RADIX_BITS); b++) {			\
+		while (head[b] < end[b]) {				\
+			T x = v[head[b]], t;				\
+			while ((d = DIGIT(&x, shift)) != b) {		\
+				t = v[head[d]];				\
+				v[head[d]++] = x;			\
+				x = t;					\
+			}						\
+			v[head[b]++] = x;				\
+		}							\
+	}								\
+	for (b = 0, at = 0; b < (1U << RADIX_BITS); at += count[b], b++) \
+		if (count[b] > 1)					\
+			NAME(v + at, count[b], shift - RADIX_BITS,	\
+			     min_shift);				\
 }
 
-/* v[0, n) share the bits of pblk above shift + RADIX_BITS. */
-static void radix_mappings(struct xr_mapping *v, size_t n, int shift)
+#define MAP_DIGIT(m, shift) \
+	((unsigned)((m)->pblk >> (shift)) & ((1U << RADIX_BITS) - 1))
+#define KEY_DIGIT(k, shift) \
+	((unsigned)(*(k) >> (shift)) & ((1U << RADIX_BITS) - 1))
+#define KEY_LT(a, b) (*(a) < *(b))
+
+DEFINE_SORT(xr_qsort_keys, __u64, KEY_LT)
+DEFINE_RADIX(radix_mappings, struct xr_mapping, MAP_DIGIT, xr_qsort_mappings)
+DEFINE_RADIX(radix_keys, __u64, KEY_DIGIT, xr_qsort_keys)
+
+/* The shift of the highest byte in which a key below max has a bit set. */
+static int top_shift(__u64 max)
 {
-	size_t count[1U << RADIX_BITS] = { 0 };
-	size_t head[1U << RADIX_BITS], end[1U << RADIX_BITS];
-	size_t i, at = 0;
-	unsigned b, d;
+	int bits = 0;
 
-	if (n <= RADIX_SMALL || shift < 0) {
-		xr_qsort_mappings(v, n);
-		return;
-	}
+	while (bits < 64 && (max >> bits))
+		bits++;
+	return bits > RADIX_BITS ? (bits - 1) / RADIX_BITS * RADIX_BITS : 0;
+}
+
+/*
+ * 64-bit keys in order of their bits from min_shift up (what is below
+ * is left to the quicksort, which orders whole keys).
+ */
+void xr_sort_keys(__u64 *v, size_t n, int min_shift)
+{
+	__u64 max = 0;
+	size_t i;
+
 	for (i = 0; i < n; i++)
-		count[digit(&v[i], shift)]++;
-	for (b = 0; b < (1U << RADIX_BITS); b++) {
-		head[b] = at;
-		at += count[b];
-		end[b] = at;
-	}
-	/* put each element into its bucket, following cycles of swaps */
-	for (b = 0; b < (1U << RADIX_BITS); b++) {
-		while (head[b] < end[b]) {
-			struct xr_mapping x = v[head[b]], t;
-
-			while ((d = digit(&x, shift)) != b) {
-				t = v[head[d]];
-				v[head[d]++] = x;
-				x = t;
-			}
-			v[head[b]++] = x;
-		}
-	}
-	for (b = 0, at = 0; b < (1U << RADIX_BITS); at += count[b], b++)
-		if (count[b] > 1)
-			radix_mappings(v + at, count[b], shift - RADIX_BITS);
+		if (v[i] > max)
+			max = v[i];
+	radix_keys(v, n, top_shift(max), min_shift);
 }
 
 /* By block, then inode. */
@@ -160,14 +198,10 @@ void xr_sort_mappings(struct xr_mapping *v, size_t n)
 {
 	blk64_t max = 0;
 	size_t i;
-	int bits = 0;
 
 	for (i = 0; i < n; i++)
 		if (v[i].pblk > max)
 			max = v[i].pblk;
-	while (bits < 64 && (max >> bits))
-		bits++;
 	/* the first byte is the highest one with a bit set */
-	radix_mappings(v, n, bits > RADIX_BITS ?
-			     (bits - 1) / RADIX_BITS * RADIX_BITS : 0);
+	radix_mappings(v, n, top_shift(max), 0);
 }

@@ -14,7 +14,10 @@
 /* Sort the mappings and metadata in place. */
 void xr_fsck_sort(struct xr_fsck *c)
 {
-	xr_sort_mappings(c->map, c->nmap);
+	if (c->probe)
+		xr_fsck_lean_sort(c);
+	else
+		xr_sort_mappings(c->map, c->nmap);
 	xr_sort_meta(c->meta, c->nmeta);
 }
 
@@ -26,6 +29,8 @@ size_t xr_fsck_first_map(const struct xr_fsck *c, blk64_t b)
 {
 	blk64_t from = b > XR_MAP_MAX_LEN ? b - XR_MAP_MAX_LEN : 0;
 
+	if (c->probe)
+		return xr_fsck_lean_first(c, b);
 	return XR_LOWER_BOUND(c->map, c->nmap, pblk, from);
 }
 
@@ -124,8 +129,8 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 	while (!p.err && (i < n || h.n)) {
 		blk64_t next = h.n ? h.v[0] >> 16 : ~0ULL;
 
-		if (i < n && c->map[i].pblk < next)
-			next = c->map[i].pblk;
+		if (i < n && xr_map_pblk(c, i) < next)
+			next = xr_map_pblk(c, i);
 		if (active)
 			segment(&p, pos, next, active);
 		pos = next;
@@ -133,12 +138,13 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 			active -= h.v[0] & 0xffff;
 			ends_pop(&h);
 		}
-		while (!p.err && i < n && c->map[i].pblk == pos) {
-			const struct xr_mapping *m = &c->map[i++];
+		while (!p.err && i < n && xr_map_pblk(c, i) == pos) {
+			unsigned count = xr_map_count(c, i);
 
-			active += m->count;
-			p.err = ends_push(&h, ((m->pblk + m->len) << 16) |
-					      m->count);
+			active += count;
+			p.err = ends_push(&h, ((pos + xr_map_len(c, i)) << 16) |
+					      count);
+			i++;
 		}
 	}
 	flush(&p);
@@ -163,24 +169,23 @@ void xr_fsck_check_metadata(struct xr_fsck *c)
 	size_t i, j = 0, k;
 
 	for (i = 0; i < c->nmap; i++) {
-		const struct xr_mapping *m = &c->map[i];
-		blk64_t e = m->pblk + m->len;
+		blk64_t mp = xr_map_pblk(c, i), e = mp + xr_map_len(c, i);
 
 		while (j < c->nmeta &&
-		       c->meta[j].pblk + c->meta[j].len <= m->pblk)
+		       c->meta[j].pblk + c->meta[j].len <= mp)
 			j++;
 		for (k = j; k < c->nmeta && c->meta[k].pblk < e; k++) {
 			const struct xr_meta *md = &c->meta[k];
-			blk64_t s = md->pblk > m->pblk ? md->pblk : m->pblk;
+			blk64_t s = md->pblk > mp ? md->pblk : mp;
 
 			/* Inode 5's blocks: fsck_treeblocks.c (the tree
 			 * gives them up, the data stays). */
-			if (md->pblk + md->len <= m->pblk ||
+			if (md->pblk + md->len <= mp ||
 			    md->ino == EXTREF_INO)
 				continue;
 			xr_problem(c, PR_X_DATA_IS_METADATA,
 				   "inode %s maps block %llu, which is %s%s",
-				   xr_fsck_ino_name(c, m->ino, who,
+				   xr_fsck_ino_name(c, xr_map_ino(c, i), who,
 						    sizeof(who)),
 				   (unsigned long long)s,
 				   meta_kind(md->kind),
@@ -227,8 +232,8 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 	if ((err = xr_fsck_read_bitmaps(c, 1)))
 		return err;
 	for (i = 0; i < c->nmap; i++) {
-		s = c->map[i].pblk;
-		e = s + c->map[i].len;
+		s = xr_map_pblk(c, i);
+		e = s + xr_map_len(c, i);
 		if (s >= used_from && e <= used_to)
 			continue;
 		while (s < e) {
@@ -248,8 +253,8 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 			if (xr_problem(c, PR_X_MAPPED_BLOCK_FREE,
 				       "%s, mapped by inode %s",
 				       xr_fsck_range(f, n, what, sizeof(what)),
-				       xr_fsck_ino_name(c, c->map[i].ino, who,
-							sizeof(who)))) {
+				       xr_fsck_ino_name(c, xr_map_ino(c, i),
+							who, sizeof(who)))) {
 				ext2fs_block_alloc_stats_range(fs, f, n - f, +1);
 				c->res->changed = 1;
 			}
