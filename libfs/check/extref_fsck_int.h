@@ -141,6 +141,36 @@ static inline ext2_ino_t xr_map_ino(const struct xr_fsck *c, size_t i)
 	return c->lean ? 0 : c->map[i].ino;
 }
 
+static inline __u64 xr_lean_key(blk64_t pblk, unsigned len)
+{
+	return ((__u64)pblk << XR_LEAN_PBLK_SHIFT) |
+	       ((__u64)(len - 1) << 16) | 1;
+}
+
+errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			      ext2_ino_t ino);
+
+/*
+ * Record a mapping (xr_fsck_add_mapping), the probe's common case
+ * inline: one piece, room for it, not the same as the last.
+ */
+static inline errcode_t xr_fsck_map(struct xr_fsck *c, blk64_t pblk,
+				    blk64_t len, ext2_ino_t ino)
+{
+	__u64 key;
+
+	if (!c->probe || len > XR_MAP_MAX_LEN || c->nmap >= c->caplean)
+		return xr_fsck_add_mapping(c, pblk, len, ino);
+	key = xr_lean_key(pblk, len);
+	if (c->nmap && c->lean_ino == ino &&
+	    (c->lean[c->nmap - 1] | 0xffff) == (key | 0xffff))
+		return xr_fsck_add_mapping(c, pblk, len, ino);
+	c->res->mappings++;
+	c->lean[c->nmap++] = key;
+	c->lean_ino = ino;
+	return 0;
+}
+
 /* problem.c */
 const struct xr_problem *xr_problem_find(int code);
 int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
@@ -159,8 +189,6 @@ void xr_fsck_lean_sort(struct xr_fsck *c);
 size_t xr_fsck_lean_first(const struct xr_fsck *c, blk64_t b);
 /* fsck_scan.c (pass 1) */
 errcode_t xr_fsck_scan(struct xr_fsck *c);
-errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
-			      ext2_ino_t ino);
 errcode_t xr_fsck_add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			   ext2_ino_t ino, int kind);
 /* fsck_extents.c (pass 1, extent trees) */

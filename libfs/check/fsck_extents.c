@@ -76,7 +76,7 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 				*bad = EXT2_ET_EXTENT_LEAF_BAD;
 				break;
 			}
-			err = xr_fsck_add_mapping(c, p, len, ino);
+			err = xr_fsck_map(c, p, len, ino);
 		}
 	} else {
 		const struct ext3_extent_idx *ix = (const void *)(eh + 1);

@@ -15,19 +15,12 @@
  */
 #include "extref_fsck_int.h"
 
-#define LEAN_LEN_SHIFT	16
 #define LEAN_COUNT_MAX	0xffffU
 
 /* Whether the probe can number every block of the filesystem. */
 int xr_fsck_lean_fits(const struct xr_fsck *c)
 {
 	return c->nblocks <= XR_LEAN_MAX_BLOCKS;
-}
-
-static __u64 lean_key(blk64_t pblk, unsigned len)
-{
-	return ((__u64)pblk << XR_LEAN_PBLK_SHIFT) |
-	       ((__u64)(len - 1) << LEAN_LEN_SHIFT) | 1;
 }
 
 /*
@@ -42,7 +35,7 @@ errcode_t xr_fsck_lean_add(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 
 	while (len) {
 		unsigned part = len > XR_MAP_MAX_LEN ? XR_MAP_MAX_LEN : len;
-		__u64 key = lean_key(pblk, part);
+		__u64 key = xr_lean_key(pblk, part);
 
 		if (c->nmap && c->lean_ino == ino &&
 		    (c->lean[c->nmap - 1] & ~(__u64)LEAN_COUNT_MAX) ==

@@ -11,6 +11,7 @@
  * bucket then sorted on the next byte), which leaves buckets short
  * enough for the quicksort to finish cheaply.
  */
+#include <stdint.h>
 #include <string.h>
 #include "extref_fsck_int.h"
 
@@ -110,6 +111,8 @@ DEFINE_SORT(xr_qsort_mappings, struct xr_mapping, MAP_LT)
 DEFINE_SORT(xr_sort_meta, struct xr_meta, META_LT)
 DEFINE_SORT(xr_sort_nodes, struct xr_node_ref, NODE_LT)
 DEFINE_SORT(xr_sort_parents, struct xr_parent, PARENT_LT)
+#define KEY_LT(a, b) (*(a) < *(b))
+DEFINE_SORT(xr_qsort_keys, __u64, KEY_LT)
 
 #define RADIX_BITS	8
 #define RADIX_SMALL	64	/* shorter buckets go to the quicksort */
@@ -160,13 +163,7 @@ static void NAME(T *v, size_t n, int shift, int min_shift)		\
 
 #define MAP_DIGIT(m, shift) \
 	((unsigned)((m)->pblk >> (shift)) & ((1U << RADIX_BITS) - 1))
-#define KEY_DIGIT(k, shift) \
-	((unsigned)(*(k) >> (shift)) & ((1U << RADIX_BITS) - 1))
-#define KEY_LT(a, b) (*(a) < *(b))
-
-DEFINE_SORT(xr_qsort_keys, __u64, KEY_LT)
 DEFINE_RADIX(radix_mappings, struct xr_mapping, MAP_DIGIT, xr_qsort_mappings)
-DEFINE_RADIX(radix_keys, __u64, KEY_DIGIT, xr_qsort_keys)
 
 /* The shift of the highest byte in which a key below max has a bit set. */
 static int top_shift(__u64 max)
@@ -178,19 +175,95 @@ static int top_shift(__u64 max)
 	return bits > RADIX_BITS ? (bits - 1) / RADIX_BITS * RADIX_BITS : 0;
 }
 
-/*
- * 64-bit keys in order of their bits from min_shift up (what is below
- * is left to the quicksort, which orders whole keys).
- */
-void xr_sort_keys(__u64 *v, size_t n, int min_shift)
+#define KEY_RADIX_MAX	11	/* widest digit of the keys' sort */
+
+static void insertion_keys(__u64 *v, size_t n)
 {
-	__u64 max = 0;
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		__u64 x = v[i];
+
+		for (j = i; j > 0 && x < v[j - 1]; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+static int bit_length(__u64 x)
+{
+	return x ? 64 - __builtin_clzll(x) : 0;
+}
+
+/*
+ * v[0, n) agree on the bits from top up; put them in order of the bits
+ * from low to top (below low, order does not matter).  Each level takes
+ * a digit as wide as its bucket is long calls for (a few elements a
+ * bucket), so that long arrays take few passes and short buckets do not
+ * pay for thousands of empty ones.
+ */
+static void radix_keys(__u64 *v, size_t n, int top, int low)
+{
+	__u32 start[(1U << KEY_RADIX_MAX) + 1], head[1U << KEY_RADIX_MAX];
+	unsigned b, d, nb, mask;
+	int w, shift;
 	size_t i;
 
+	if (top <= low || n < 2)
+		return;
+	if (n <= RADIX_SMALL) {
+		insertion_keys(v, n);
+		return;
+	}
+	w = bit_length(n) - 3;
+	w = w > KEY_RADIX_MAX ? KEY_RADIX_MAX : w;
+	w = w > top - low ? top - low : w;
+	shift = top - w;
+	nb = 1U << w;
+	mask = nb - 1;
+	memset(start, 0, (nb + 1) * sizeof(*start));
 	for (i = 0; i < n; i++)
-		if (v[i] > max)
-			max = v[i];
-	radix_keys(v, n, top_shift(max), min_shift);
+		start[((v[i] >> shift) & mask) + 1]++;
+	for (b = 0; b < nb; b++) {
+		start[b + 1] += start[b];
+		head[b] = start[b];
+	}
+	/* put each element into its bucket, following cycles of swaps */
+	for (b = 0; b < nb; b++) {
+		while (head[b] < start[b + 1]) {
+			__u64 x = v[head[b]], t;
+
+			while ((d = (x >> shift) & mask) != b) {
+				t = v[head[d]];
+				v[head[d]++] = x;
+				x = t;
+			}
+			v[head[b]++] = x;
+		}
+	}
+	for (b = 0; b < nb; b++)
+		radix_keys(v + start[b], start[b + 1] - start[b], shift, low);
+}
+
+/*
+ * 64-bit keys in order of their bits from low up (the order of keys
+ * equal there is left as it comes).
+ */
+void xr_sort_keys(__u64 *v, size_t n, int low)
+{
+	__u64 lo = ~0ULL, hi = 0;
+	size_t i;
+
+	if (n > UINT32_MAX) {	/* past the radix's indices */
+		xr_qsort_keys(v, n);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	/* bits above the highest where lo and hi differ are all equal */
+	radix_keys(v, n, bit_length(lo ^ hi), low);
 }
 
 /* By block, then inode. */

@@ -87,9 +87,10 @@ struct ends {
 static errcode_t ends_push(struct ends *h, __u64 x)
 {
 	size_t i, up;
-	errcode_t err = xr_big_grow(&h->v, &h->cap, h->n, sizeof(*h->v));
+	errcode_t err;
 
-	if (err)
+	if (h->n == h->cap &&
+	    (err = xr_big_grow(&h->v, &h->cap, h->n, sizeof(*h->v))))
 		return err;
 	for (i = h->n++; i > 0 && h->v[up = (i - 1) / 2] > x; i = up)
 		h->v[i] = h->v[up];
@@ -115,22 +116,27 @@ static void ends_pop(struct ends *h)
 }
 
 /*
- * Hand every expected record (runs of equal count >= 2, merged, in
- * order) to sink.  The mappings must be sorted (xr_fsck_sort).
+ * The sweep over either form of the mappings; lean is a constant in each
+ * caller, so that each gets a loop of its own without the test.
  */
-errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
+static inline __attribute__((always_inline))
+errcode_t sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv,
+		const int lean)
 {
 	struct pending p = { .sink = sink, .priv = priv };
 	struct ends h = { 0 };
+	const __u64 *k = c->lean;
+	const struct xr_mapping *m = c->map;
 	blk64_t pos = 0;
 	size_t i = 0, n = c->nmap;
 	__u64 active = 0;
 
+#define PBLK(i)	(lean ? k[i] >> XR_LEAN_PBLK_SHIFT : m[i].pblk)
 	while (!p.err && (i < n || h.n)) {
 		blk64_t next = h.n ? h.v[0] >> 16 : ~0ULL;
 
-		if (i < n && xr_map_pblk(c, i) < next)
-			next = xr_map_pblk(c, i);
+		if (i < n && PBLK(i) < next)
+			next = PBLK(i);
 		if (active)
 			segment(&p, pos, next, active);
 		pos = next;
@@ -138,18 +144,31 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 			active -= h.v[0] & 0xffff;
 			ends_pop(&h);
 		}
-		while (!p.err && i < n && xr_map_pblk(c, i) == pos) {
-			unsigned count = xr_map_count(c, i);
+		while (!p.err && i < n && PBLK(i) == pos) {
+			unsigned count = lean ? k[i] & 0xffff : m[i].count;
+			blk64_t len = lean ? ((k[i] >> 16) & 0x7fff) + 1 :
+				      m[i].len;
 
 			active += count;
-			p.err = ends_push(&h, ((pos + xr_map_len(c, i)) << 16) |
-					      count);
+			p.err = ends_push(&h, ((pos + len) << 16) | count);
 			i++;
 		}
 	}
+#undef PBLK
 	flush(&p);
 	xr_big_free(&h.v, &h.cap, sizeof(*h.v));
 	return p.err;
+}
+
+/*
+ * Hand every expected record (runs of equal count >= 2, merged, in
+ * order) to sink.  The mappings must be sorted (xr_fsck_sort).
+ */
+errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
+{
+	if (c->lean)
+		return sweep(c, sink, priv, 1);
+	return sweep(c, sink, priv, 0);
 }
 
 static const char *meta_kind(int kind)
@@ -179,9 +198,10 @@ void xr_fsck_check_metadata(struct xr_fsck *c)
 			blk64_t s = md->pblk > mp ? md->pblk : mp;
 
 			/* Inode 5's blocks: fsck_treeblocks.c (the tree
-			 * gives them up, the data stays). */
+			 * gives them up, the data stays); the probe, which
+			 * only looks for a problem, stops at them here. */
 			if (md->pblk + md->len <= mp ||
-			    md->ino == EXTREF_INO)
+			    (md->ino == EXTREF_INO && !c->probe))
 				continue;
 			xr_problem(c, PR_X_DATA_IS_METADATA,
 				   "inode %s maps block %llu, which is %s%s",
