@@ -246,6 +246,146 @@ static void radix_keys(__u64 *v, size_t n, int top, int low)
 }
 
 /*
+ * Keys that come in a few ascending runs (files written in order, their
+ * extent blocks read in order) are merged rather than sorted, in
+ * rounds of pairs, each merge with room for the shorter run only.
+ */
+#define RUNS_MAX	16
+
+/*
+ * Galloping searches (steps of 1, 2, 4, ... then a binary search), so
+ * that finely interleaved runs cost a step a key and long stretches a
+ * logarithm.  Before i: the first index of the keys above x that end at
+ * i.  From j: the first index in [j, end) of a key above x.
+ */
+static size_t gallop_back(const __u64 *v, size_t i, __u64 x)
+{
+	size_t gt, lo, step = 1;
+
+	if (!i || v[i - 1] <= x)
+		return i;
+	gt = i - 1;			/* v[gt] > x */
+	for (;;) {
+		if (step > gt) {
+			lo = 0;
+			break;
+		}
+		if (v[gt - step] <= x) {
+			lo = gt - step + 1;
+			break;
+		}
+		gt -= step;
+		step *= 2;
+	}
+	return lo + XR_PARTITION_POINT(gt - lo, k, v[lo + k] <= x);
+}
+
+static size_t gallop_front(const __u64 *v, size_t j, size_t end, __u64 x)
+{
+	size_t le, hi, step = 1;
+
+	if (j == end || v[j] > x)
+		return j;
+	le = j;				/* v[le] <= x */
+	for (;;) {
+		if (step >= end - le) {
+			hi = end;
+			break;
+		}
+		if (v[le + step] > x) {
+			hi = le + step;
+			break;
+		}
+		le += step;
+		step *= 2;
+	}
+	return le + 1 + XR_PARTITION_POINT(hi - le - 1, k, v[le + 1 + k] <= x);
+}
+
+/* Merge ascending v[0, na) and v[na, na + nb), nb <= na, from the back. */
+static void merge_back(__u64 *v, size_t na, size_t nb, __u64 *buf)
+{
+	size_t i = na, j = nb, k = na + nb, p;
+
+	memcpy(buf, v + na, nb * sizeof(*v));
+	while (j) {
+		__u64 x = buf[--j];
+
+		p = gallop_back(v, i, x);	/* A's keys above x move up */
+		memmove(v + k - (i - p), v + p, (i - p) * sizeof(*v));
+		k -= i - p;
+		i = p;
+		v[--k] = x;
+	}
+}
+
+/* The same with na < nb: A saved, merged from the front. */
+static void merge_front(__u64 *v, size_t na, size_t nb, __u64 *buf)
+{
+	size_t i = 0, j = na, k = 0, q, end = na + nb;
+
+	memcpy(buf, v, na * sizeof(*v));
+	while (i < na) {
+		__u64 x = buf[i++];
+
+		q = gallop_front(v, j, end, x);	/* B's keys up to x move down */
+		memmove(v + k, v + j, (q - j) * sizeof(*v));
+		k += q - j;
+		j = q;
+		v[k++] = x;
+	}
+}
+
+/*
+ * Merge the runs starting at run[0, nrun) (run[nrun] == n) in rounds of
+ * pairs.  Returns 0, or EXT2_ET_NO_MEMORY with v as it was.
+ */
+static errcode_t merge_runs(__u64 *v, size_t *run, size_t nrun)
+{
+	__u64 *buf = NULL;
+	size_t r, out, a, b;
+
+	/* room for the shorter side of any merge (only what a merge
+	 * uses is ever touched) */
+	if (ext2fs_get_array(run[nrun] / 2 + 1, sizeof(*buf), &buf))
+		return EXT2_ET_NO_MEMORY;
+	while (nrun > 1) {
+		for (r = 0, out = 0; r < nrun; r += 2, out++) {
+			run[out] = run[r];
+			if (r + 1 == nrun)
+				continue;
+			a = run[r + 1] - run[r];
+			b = run[r + 2] - run[r + 1];
+			if (b <= a)
+				merge_back(v + run[r], a, b, buf);
+			else
+				merge_front(v + run[r], a, b, buf);
+		}
+		run[out] = run[nrun];
+		nrun = out;
+	}
+	ext2fs_free_mem(&buf);
+	return 0;
+}
+
+/* Sorted by merging its few runs; 0 when there are too many. */
+static int sort_runs(__u64 *v, size_t n)
+{
+	size_t run[RUNS_MAX + 1], nrun = 1, i;
+
+	run[0] = 0;
+	for (i = 1; i < n; i++) {
+		if (v[i] >= v[i - 1])
+			continue;
+		if (nrun == RUNS_MAX)
+			return 0;
+		run[nrun++] = i;
+	}
+	run[nrun] = n;
+	return nrun == 1 || !merge_runs(v, run, nrun);
+}
+
+/*
  * 64-bit keys in order of their bits from low up (the order of keys
  * equal there is left as it comes).
  */
@@ -254,6 +394,8 @@ void xr_sort_keys(__u64 *v, size_t n, int low)
 	__u64 lo = ~0ULL, hi = 0;
 	size_t i;
 
+	if (sort_runs(v, n))
+		return;
 	if (n > UINT32_MAX) {	/* past the radix's indices */
 		xr_qsort_keys(v, n);
 		return;

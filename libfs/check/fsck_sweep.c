@@ -61,7 +61,8 @@ static void flush(struct pending *p)
 	p->have = 0;
 }
 
-static void segment(struct pending *p, blk64_t s, blk64_t e, __u64 count)
+static inline void segment(struct pending *p, blk64_t s, blk64_t e,
+			   __u64 count)
 {
 	if (s >= e || count < 2)
 		return;
@@ -146,12 +147,20 @@ errcode_t sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv,
 		}
 		while (!p.err && i < n && PBLK(i) == pos) {
 			unsigned count = lean ? k[i] & 0xffff : m[i].count;
-			blk64_t len = lean ? ((k[i] >> 16) & 0x7fff) + 1 :
-				      m[i].len;
+			blk64_t end = pos + (lean ? ((k[i] >> 16) & 0x7fff) + 1 :
+					     m[i].len);
 
-			active += count;
-			p.err = ends_push(&h, ((pos + len) << 16) | count);
 			i++;
+			/* nothing else starts or ends before it ends: no
+			 * need of the heap (most mappings) */
+			if ((i == n || PBLK(i) >= end) &&
+			    (!h.n || (h.v[0] >> 16) >= end)) {
+				segment(&p, pos, end, active + count);
+				pos = end;
+				break;
+			}
+			active += count;
+			p.err = ends_push(&h, (end << 16) | count);
 		}
 	}
 #undef PBLK
