@@ -86,16 +86,15 @@ static errcode_t against_data(struct xr_fsck *c, const struct xr_meta *m)
 	size_t j;
 
 	for (j = xr_fsck_first_map(c, s);
-	     !err && j < c->nmap && xr_map_pblk(c, j) < e; j++) {
-		blk64_t dp = xr_map_pblk(c, j), de = dp + xr_map_len(c, j);
-		blk64_t os = dp > s ? dp : s;
-		blk64_t oe = de < e ? de : e;
+	     !err && j < c->nmap && c->map[j].pblk < e; j++) {
+		const struct xr_mapping *d = &c->map[j];
+		blk64_t os = d->pblk > s ? d->pblk : s;
+		blk64_t oe = d->pblk + d->len < e ? d->pblk + d->len : e;
 
 		if (os >= oe)
 			continue;
 		snprintf(who, sizeof(who), "data of inode %s",
-			 xr_fsck_ino_name(c, xr_map_ino(c, j), name,
-					  sizeof(name)));
+			 xr_fsck_ino_name(c, d->ino, name, sizeof(name)));
 		err = report(c, PR_X_TREE_BLOCK_SHARED, os, oe, who);
 	}
 	return err;
