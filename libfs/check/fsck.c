@@ -192,8 +192,10 @@ static int probe_wanted(void)
 
 /*
  * The probe first (fsck_lean.c): when it meets no problem, its result is
- * the check's; otherwise (or when it fails) the passes run again in
- * full, which report and repair.
+ * the check's; when it meets one, the passes run again in full, which
+ * report and repair.  An error of the probe before any problem is the
+ * check's error: the full passes make the same calls in the same order
+ * up to there (the same allocations too), and would fail alike.
  */
 errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 		      struct extref_fsck_result *res)
@@ -210,7 +212,7 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	if (probe_wanted())
 		err = run(fs, opts, res, 1, &calls, &dirty);
-	if (err || dirty)
+	if (dirty)
 		err = run(fs, opts, res, 0, &calls, &dirty);
 	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	return err;
