@@ -83,7 +83,9 @@ struct xr_fsck {
 	size_t			nmap, capmap;
 	__u64			*lean;		/* or, in the probe, these */
 	size_t			caplean;
-	ext2_ino_t		lean_ino;	/* inode of lean[nmap - 1] */
+	__u32			*lean_hash;	/* recent keys (fsck_lean.c) */
+	size_t			lean_tries, lean_hits;
+	int			lean_hash_tried;
 	struct xr_meta		*meta;
 	size_t			nmeta, capmeta;
 	struct xr_node_ref	*nodes;		/* extent blocks still to read */
@@ -149,26 +151,36 @@ static inline __u64 xr_lean_key(blk64_t pblk, unsigned len)
 
 errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			      ext2_ino_t ino);
+errcode_t xr_fsck_lean_add_key(struct xr_fsck *c, __u64 key);
 
 /*
- * Record a mapping (xr_fsck_add_mapping), the probe's common case
- * inline: one piece, room for it, not the same as the last.
+ * The probe's record of one piece of a mapping: the same blocks as the
+ * last key (any inode's: the probe keeps no inode) count on it, below
+ * the count's limit; else fsck_lean.c looks further or appends.
  */
+static inline errcode_t xr_fsck_lean_put(struct xr_fsck *c, __u64 key)
+{
+	__u64 *last = c->nmap ? &c->lean[c->nmap - 1] : NULL;
+
+	if (last && (*last | 0xffff) == (key | 0xffff) &&
+	    (*last & 0xffff) != 0xffff) {
+		(*last)++;
+		return 0;
+	}
+	if (c->lean_hash || !c->lean_hash_tried || c->nmap >= c->caplean)
+		return xr_fsck_lean_add_key(c, key);
+	c->lean[c->nmap++] = key;
+	return 0;
+}
+
+/* Record a mapping (xr_fsck_add_mapping), the probe's common case inline. */
 static inline errcode_t xr_fsck_map(struct xr_fsck *c, blk64_t pblk,
 				    blk64_t len, ext2_ino_t ino)
 {
-	__u64 key;
-
-	if (!c->probe || len > XR_MAP_MAX_LEN || c->nmap >= c->caplean)
-		return xr_fsck_add_mapping(c, pblk, len, ino);
-	key = xr_lean_key(pblk, len);
-	if (c->nmap && c->lean_ino == ino &&
-	    (c->lean[c->nmap - 1] | 0xffff) == (key | 0xffff))
+	if (!c->probe || len > XR_MAP_MAX_LEN)
 		return xr_fsck_add_mapping(c, pblk, len, ino);
 	c->res->mappings++;
-	c->lean[c->nmap++] = key;
-	c->lean_ino = ino;
-	return 0;
+	return xr_fsck_lean_put(c, xr_lean_key(pblk, len));
 }
 
 /* problem.c */

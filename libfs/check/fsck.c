@@ -163,6 +163,7 @@ static errcode_t run(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	ext2fs_free_mem(&c.pend);
 	xr_big_free(&c.map, &c.capmap, sizeof(*c.map));
 	xr_big_free(&c.lean, &c.caplean, sizeof(*c.lean));
+	ext2fs_free_mem(&c.lean_hash);
 	ext2fs_free_mem(&c.meta);
 	ext2fs_free_mem(&c.nodes);
 	ext2fs_free_mem(&c.bad);
@@ -195,7 +196,7 @@ static int probe_wanted(void)
  * the check's; when it meets one, the passes run again in full, which
  * report and repair.  An error of the probe before any problem is the
  * check's error: the full passes make the same calls in the same order
- * up to there (the same allocations too), and would fail alike.
+ * up to there, and would fail alike.
  */
 errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 		      struct extref_fsck_result *res)
