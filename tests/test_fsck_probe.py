@@ -4,7 +4,8 @@
 On every image the output of `fsck.extref -n -f -E no_e2fsck -v -C 1`
 (problems, counts, progress lines) is compared with that of the full
 passes alone (EXTREF_FSCK_FULL=1, honoured by builds with configure
---enable-fault-injection): on the images of bench/fsck_bench's three
+--enable-fault-injection; =probe runs the probe alone, which must answer
+the sound images by itself and fail on the damaged ones): on the images of bench/fsck_bench's three
 shapes, clean (stock e2fsck -fn passes them too) and damaged with stock
 debugfs, and on every damaged image of tests/fsck.  The sort the probe
 uses is checked against qsort by tests/unit/fsck_sort.
@@ -27,10 +28,12 @@ def needs_full_switch():
 
 
 def fsck_out(img, full, *extra):
+    """full: True (the full passes only), "probe" (the probe alone,
+    failing on a problem), False (as shipped)."""
     env = dict(os.environ)
     env.pop("EXTREF_FSCK_FULL", None)
     if full:
-        env["EXTREF_FSCK_FULL"] = "1"
+        env["EXTREF_FSCK_FULL"] = "1" if full is True else full
     res = subprocess.run([helpers.binary("fsck/fsck.extref"), "-n", "-f",
                           "-E", "no_e2fsck", "-v", "-C", "1", *extra,
                           str(img)],
@@ -56,17 +59,19 @@ def test_sort_keys():
 def build_shape(tmp_path, kind, files, per, src):
     img = tmp_path / f"{kind}.img"
     helpers.run([helpers.binary("mkfs.extref"), "-q", "-b", "4096",
-                 str(img), "256M"])
+                 str(img), "512M"])
     helpers.run([helpers.binary("bench/fsck_bench"), "build", str(img),
                  kind, str(files), str(per), str(src)])
     return img
 
 
 # (kind, files, clones per file, source blocks): many runs of mappings
-# (spread: random, past what the probe's merge takes), one block shared
-# by all (hot), every clone a block of its own (distinct: long runs)
-SHAPES = [("spread", 300, 20, 3000), ("hot", 40, 50, 1),
-          ("distinct", 60, 100, 6000)]
+# (spread: random, past what the probe's merge takes; past the 16,384
+# keys from which the probe hashes recent blocks, which then hits), one
+# block shared by all (hot), every clone a block of its own (distinct:
+# long runs; past a round of the hash, which misses and is dropped)
+SHAPES = [("spread", 1000, 30, 3000), ("hot", 40, 50, 1),
+          ("distinct", 100, 900, 90000)]
 
 
 @pytest.mark.parametrize("kind,files,per,src", SHAPES,
@@ -77,6 +82,8 @@ def test_probe_clean_shapes(tmp_path, kind, files, per, src):
     out, status = assert_same(img)
     assert status == 0, out
     assert " 0 problems" in out, out
+    # ... and it was the probe's own answer (it met no problem)
+    assert fsck_out(img, "probe") == (out, status)
     mappings = int(re.search(r"(\d+) extent mappings", out).group(1))
     assert mappings > files * per, out   # the clones and /src's
     res = subprocess.run(["e2fsck", "-fn", str(img)], capture_output=True,
@@ -107,6 +114,9 @@ def test_probe_damaged_shapes(tmp_path, kind, files, per, src):
         assert res.returncode == 0, helpers.describe(res)
     out, status = assert_same(img)
     assert status == 4, out
+    # the probe alone meets a problem and says so
+    alone, astatus = fsck_out(img, "probe")
+    assert astatus == 8 and "0x0" not in alone, alone
     codes = test_fsck.codes_in(out)
     assert 0x0103 in codes, out          # mapped block free
     assert codes & {0x0302, 0x0303}, out  # count too high / unshared
@@ -119,6 +129,8 @@ def test_probe_damaged_cases(tmp_path, case):
     before = img.read_bytes()
     out, status = assert_same(img)
     assert status == 4, out
+    alone, astatus = fsck_out(img, "probe")
+    assert astatus == 8 and "0x0" not in alone, alone
     assert img.read_bytes() == before
 
 
@@ -130,3 +142,4 @@ def test_probe_clean_default(tmp_path):
     out, status = assert_same(img)
     assert status == 0, out
     assert " 0 problems" in out, out
+    assert fsck_out(img, "probe") == (out, status)

@@ -152,6 +152,7 @@ static inline __u64 xr_lean_key(blk64_t pblk, unsigned len)
 errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			      ext2_ino_t ino);
 errcode_t xr_fsck_lean_add_key(struct xr_fsck *c, __u64 key);
+#define XR_LEAN_HASH_FROM	16384	/* keys before the hash is tried */
 
 /*
  * The probe's record of one piece of a mapping: the same blocks as the
@@ -167,7 +168,8 @@ static inline errcode_t xr_fsck_lean_put(struct xr_fsck *c, __u64 key)
 		(*last)++;
 		return 0;
 	}
-	if (c->lean_hash || !c->lean_hash_tried || c->nmap >= c->caplean)
+	if (c->lean_hash || c->nmap >= c->caplean ||
+	    (!c->lean_hash_tried && c->nmap >= XR_LEAN_HASH_FROM))
 		return xr_fsck_lean_add_key(c, key);
 	c->lean[c->nmap++] = key;
 	return 0;

@@ -178,17 +178,25 @@ static errcode_t run(ext2_filsys fs, const struct extref_fsck_opts *opts,
 
 /*
  * Test builds: EXTREF_FSCK_FULL=1 runs the full passes only, so that
- * tests can compare the probe's answers with theirs.
+ * tests can compare the probe's answers with theirs; =probe the probe
+ * only, a problem it meets then failing the check with
+ * EXT2_ET_OP_NOT_SUPPORTED, so that tests can see it answer alone.
  */
+#define PROBE_NO	0
+#define PROBE_FIRST	1
+#define PROBE_ONLY	2
+
 static int probe_wanted(void)
 {
 #ifdef EXTREF_FAULT_INJECTION
 	const char *full = getenv("EXTREF_FSCK_FULL");
 
-	return !(full && !strcmp(full, "1"));
-#else
-	return 1;
+	if (full && !strcmp(full, "1"))
+		return PROBE_NO;
+	if (full && !strcmp(full, "probe"))
+		return PROBE_ONLY;
 #endif
+	return PROBE_FIRST;
 }
 
 /*
@@ -202,7 +210,7 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 		      struct extref_fsck_result *res)
 {
 	unsigned calls = 0;
-	int saved_flags, dirty = 1;
+	int saved_flags, dirty = 1, want = probe_wanted();
 	errcode_t err = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -211,9 +219,11 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	/* Inode and extent-block checksums are e2fsck's to check and fix. */
 	saved_flags = fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
-	if (probe_wanted())
+	if (want != PROBE_NO)
 		err = run(fs, opts, res, 1, &calls, &dirty);
-	if (dirty)
+	if (dirty && want == PROBE_ONLY)
+		err = err ? err : EXT2_ET_OP_NOT_SUPPORTED;
+	else if (dirty)
 		err = run(fs, opts, res, 0, &calls, &dirty);
 	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	return err;

@@ -32,8 +32,9 @@ int xr_fsck_lean_fits(const struct xr_fsck *c)
  * Keys met before, by a small hash of their blocks: many inodes that map
  * the same blocks (a block cloned into many files) then take one key,
  * whose count says how many.  The hash is a cache (a slot holds the last
- * key that fell in it); it is dropped when it stops paying (few hits
- * among the first keys of each round).
+ * key that fell in it), tried once there are XR_LEAN_HASH_FROM keys (a
+ * small image does not pay for its table), dropped when it stops paying
+ * (few hits among the keys of a round).
  */
 #define HASH_BITS	18
 #define HASH_ROUND	65536	/* keys between two looks at the hits */
@@ -87,7 +88,7 @@ errcode_t xr_fsck_lean_add_key(struct xr_fsck *c, __u64 key)
 	size_t slot = slot_of(key);
 	errcode_t err;
 
-	if (!c->lean_hash_tried)
+	if (!c->lean_hash_tried && c->nmap >= XR_LEAN_HASH_FROM)
 		hash_start(c);
 	if (c->lean_hash && hash_hit(c, key, slot)) {
 		hash_review(c);
