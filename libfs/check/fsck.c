@@ -75,6 +75,16 @@ static errcode_t rescan(struct xr_fsck *c)
 	return err;
 }
 
+/* The rebuild: one transaction, whole or not at all (fsck_txn.c). */
+static errcode_t rebuild_atomic(struct xr_fsck *c)
+{
+	errcode_t err = xr_fsck_tx_begin(c, 1);
+
+	if (err)
+		return err;
+	return xr_fsck_tx_end(c, xr_fsck_rebuild(c));
+}
+
 static errcode_t run_passes(struct xr_fsck *c)
 {
 	errcode_t err;
@@ -124,7 +134,9 @@ static errcode_t run_passes(struct xr_fsck *c)
 		if (c->nuns && (err = xr_fsck_unshare(c)) == 0)
 			err = rescan(c);
 		if (!err)
-			err = xr_fsck_rebuild(c);
+			err = xr_fsck_tx_before_rebuild(c);
+		if (!err)
+			err = rebuild_atomic(c);
 	}
 	return err;
 }
@@ -142,6 +154,7 @@ static errcode_t run(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	struct xr_fsck c;
 	errcode_t err;
 	size_t i;
+	int saved_flags;
 
 	memset(res, 0, sizeof(*res));
 	memset(&c, 0, sizeof(c));
@@ -150,14 +163,29 @@ static errcode_t run(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	c.nblocks = ext2fs_blocks_count(fs->super);
 	c.opts = opts;
 	c.res = res;
+	if (probe && !xr_fsck_lean_fits(&c)) {
+		*calls = 0;
+		*dirty = 1;
+		return 0;
+	}
 	c.probe = probe;
-	if (probe)
-		c.probe_dirty = !xr_fsck_lean_fits(&c);
-	else
+	if (!probe)
 		c.progress_skip = *calls;
-	err = c.probe_dirty ? 0 : run_passes(&c);
+	/* Inode and extent-block checksums are e2fsck's to check and fix. */
+	saved_flags = fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	/* a repair is one transaction of the journal (fsck_txn.c); the
+	 * probe changes nothing */
+	if (!probe && (err = xr_fsck_tx_begin(&c, 0)))
+		return err;
+	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	err = run_passes(&c);
+	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	if (!c.had_feature)
 		ext2fs_clear_feature_shared_blocks(fs->super);
+	if (!probe)
+		err = xr_fsck_tx_end(&c, err);
+	/* a rollback puts back the flags of the last commit */
+	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	for (i = 0; i < c.npend; i++)
 		ext2fs_free_mem(&c.pend[i].detail);
 	ext2fs_free_mem(&c.pend);
@@ -210,21 +238,17 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 		      struct extref_fsck_result *res)
 {
 	unsigned calls = 0;
-	int saved_flags, dirty = 1, want = probe_wanted();
+	int dirty = 1, want = probe_wanted();
 	errcode_t err = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (opts->mode != EXTREF_FSCK_NO && !(fs->flags & EXT2_FLAG_RW))
 		return EXT2_ET_RO_FILSYS;
-	/* Inode and extent-block checksums are e2fsck's to check and fix. */
-	saved_flags = fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS;
-	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	if (want != PROBE_NO)
 		err = run(fs, opts, res, 1, &calls, &dirty);
 	if (dirty && want == PROBE_ONLY)
 		err = err ? err : EXT2_ET_OP_NOT_SUPPORTED;
 	else if (dirty)
 		err = run(fs, opts, res, 0, &calls, &dirty);
-	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	return err;
 }
