@@ -50,6 +50,7 @@ struct xr_tx {
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
 	errcode_t	freed_err;	/* a free that could not be kept back */
+	struct xr_fresh	*fresh;		/* blocks written early (txn_split.c) */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -132,6 +133,8 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 	if (tx) {
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, 1);
+		if (inuse > 0 && tx->depth)
+			xr_fresh_note(tx->fresh, blk, 1);
 		note_blocks(tx, blk, 1);
 		if (tx->old_cb)
 			tx->old_cb(fs, blk, inuse);
@@ -145,6 +148,8 @@ static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 	if (tx) {
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, num);
+		if (inuse > 0 && tx->depth)
+			xr_fresh_note(tx->fresh, blk, num);
 		note_blocks(tx, blk, num);
 		if (tx->old_range_cb)
 			tx->old_range_cb(fs, blk, num, inuse);
@@ -174,6 +179,7 @@ static void snapshot(struct xr_tx *tx)
 	memcpy(tx->gd, tx->fs->group_desc, tx->gd_size);
 	tx->fsflags = tx->fs->flags;
 	memset(tx->dirty, 0, tx->fs->group_desc_count);
+	xr_fresh_reset(tx->fresh, 0);	/* committed: reachable now */
 }
 
 /* Groups whose descriptor changed although no hook named them. */
@@ -384,6 +390,8 @@ static errcode_t commit(struct xr_tx *tx)
 	}
 	if (!err)
 		err = put_super(tx);
+	if (!err)	/* new blocks in place, before the journal's flush */
+		err = xr_fresh_spill(tx->fresh, tx->io);
 	if (!err)
 		err = to_journal(tx);
 	if (!err) {
@@ -443,6 +451,7 @@ static errcode_t rollback(struct xr_tx *tx)
 	memset(tx->dirty, 0, fs->group_desc_count);
 	tx->nfreed = 0;
 	tx->freed_err = 0;
+	xr_fresh_reset(tx->fresh, 1);
 	return err;
 }
 
@@ -492,6 +501,7 @@ errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
 	if (!err)
 		err = commit(tx);
 	err2 = err ? rollback(tx) : 0;
+	xr_fresh_reset(tx->fresh, 1);
 	xr_txio_hold(tx->io, 0);	/* between operations: written as is */
 	/* a rollback that fails leaves a view that cannot be trusted */
 	return err2 ? err2 : err;
@@ -501,10 +511,26 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
+	if (tx && xr_fresh_active(tx->fresh))	/* one commit, at the end */
+		return xr_fresh_split_point(tx->fresh, tx->io, tx->max_blocks);
 	if (!tx || tx->atomic_depth ||
 	    xr_txio_nheld(tx->io) < tx->max_blocks / 2)
 		return 0;
 	return commit(tx);
+}
+
+errcode_t xr_tx_spill_on(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->depth ? xr_fresh_on(tx->fs, &tx->fresh) : 0;
+}
+
+errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && blocks > tx->max_blocks ? EXTREF_ERR_TXN_TOO_BIG : 0;
 }
 
 static void tx_free(struct xr_tx *tx)
@@ -522,6 +548,7 @@ static void tx_free(struct xr_tx *tx)
 	ext2fs_free_mem(&tx->gd);
 	ext2fs_free_mem(&tx->dirty);
 	ext2fs_free_mem(&tx->freed);
+	xr_fresh_free(&tx->fresh);
 	ext2fs_free_mem(&tx);
 }
 
