@@ -51,6 +51,7 @@ struct xr_tx {
 	size_t		nfreed, cap_freed;
 	errcode_t	freed_err;	/* a free that could not be kept back */
 	struct xr_fresh	*fresh;		/* blocks written early (txn_split.c) */
+	int		in_range;	/* in xr_block_alloc_stats_range */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -141,18 +142,45 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 	}
 }
 
+static void range_note(struct xr_tx *tx, blk64_t blk, blk64_t num,
+		       int inuse)
+{
+	if (inuse < 0 && tx->depth)
+		defer_free(tx, blk, num);
+	if (inuse > 0 && tx->depth)
+		xr_fresh_note(tx->fresh, blk, num);
+	note_blocks(tx, blk, num);
+}
+
+/*
+ * libext2fs 1.47.0 calls this with the end of the range and a count of 0
+ * (the values its loop leaves; later versions pass the range): the
+ * library's own range changes go through xr_block_alloc_stats_range,
+ * which names the range itself.
+ */
 static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 {
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
-		if (inuse < 0 && tx->depth)
-			defer_free(tx, blk, num);
-		if (inuse > 0 && tx->depth)
-			xr_fresh_note(tx->fresh, blk, num);
-		note_blocks(tx, blk, num);
+		if (!tx->in_range)
+			range_note(tx, blk, num, inuse);
 		if (tx->old_range_cb)
 			tx->old_range_cb(fs, blk, num, inuse);
+	}
+}
+
+void xr_block_alloc_stats_range(ext2_filsys fs, blk64_t blk, blk_t num,
+				int inuse)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	if (tx)
+		tx->in_range++;
+	ext2fs_block_alloc_stats_range(fs, blk, num, inuse);
+	if (tx) {
+		tx->in_range--;
+		range_note(tx, blk, num, inuse);
 	}
 }
 

@@ -137,6 +137,14 @@ errcode_t xr_fresh_split_point(struct xr_fresh *f, struct xr_txio *io,
 			       blk64_t max_blocks);
 /* xr_tx_begin, atomic: no split point commits before its end. */
 errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
+/*
+ * ext2fs_block_alloc_stats_range for the library's own range changes:
+ * the transaction learns the range from here (libext2fs 1.47.0 gives its
+ * range callback the end of the range and a count of 0), so a range
+ * freed stays unusable until the commit, as a single block does.
+ */
+void xr_block_alloc_stats_range(ext2_filsys fs, blk64_t blk, blk_t num,
+				int inuse);
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
 
