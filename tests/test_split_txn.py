@@ -249,6 +249,54 @@ def test_kernel_shows_no_partial_copy(base, tmp_path):
     assert crashlib.fsck_run(img, "-fn").returncode == 0
 
 
+def _growths(img0, cmds, workdir):
+    """How many array growths (EXTREF_FAULT_NOMEM's unit) the run makes:
+    the smallest N whose failure the run does not meet, less one."""
+    lo, hi = 1, 1 << 20
+    img = Path(workdir) / "g.img"
+    while lo < hi:
+        mid = (lo + hi) // 2
+        crashlib.sparse_copy(img0, img)
+        res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R",
+                             cmds[0], str(img)],
+                            env={"EXTREF_FAULT_NOMEM": str(mid)})
+        if "growth" in res.stderr:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
+def test_late_failure_rolls_back_the_whole_copy(base, tmp_path):
+    """A recursive reflink made to fail late (an allocation of memory,
+    EXTREF_FAULT_NOMEM, near the end of the run, after blocks were
+    written in place early: the image file differs) says so, naming the
+    path, and leaves every block in use and the free-block map exactly as
+    before; both checkers are clean and there is no copy."""
+    from test_txn_rollback import used_digest
+    img0 = base["img"]
+    cmds = ["reflink -r /t /t.copy"]
+    total = _growths(img0, cmds, tmp_path)
+    assert total > 100
+    before = used_digest(img0)
+    img = tmp_path / "fail.img"
+    for n in (total - total // 10, total - total // 4, total - total // 2):
+        crashlib.sparse_copy(img0, img)
+        res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R",
+                             cmds[0], str(img)],
+                            env={"EXTREF_FAULT_NOMEM": str(n)})
+        assert res.returncode != 0, helpers.describe(res)
+        assert "/t.copy" in res.stderr, res.stderr
+        if helpers.sha256(img) != helpers.sha256(img0):
+            break
+    else:
+        pytest.fail("no failure came after a block was written early")
+    assert used_digest(img) == before
+    assert "t.copy" not in (crashlib.ls_dir(img, "/") or {})
+    helpers.e2fsck_fn(img)
+    assert crashlib.fsck_run(img, "-fn").returncode == 0
+
+
 def test_too_big_is_refused_up_front(tmp_path):
     """1 KiB inodes on 1 KiB blocks: the inode table blocks of 1100 new
     inodes alone outgrow the 1024-block journal.  The copy is refused
