@@ -111,7 +111,9 @@ errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err);
  * commit what is held once it fills half the journal, so that a run
  * larger than the journal goes in several transactions.  Not inside an
  * atomic begin (extref_tx_begin): that one stays whole or fails with
- * EXTREF_ERR_TXN_TOO_BIG.
+ * EXTREF_ERR_TXN_TOO_BIG.  In a transaction that writes its new blocks
+ * early (xr_tx_spill_on: a recursive reflink) a split point commits
+ * nothing: it writes those blocks in place (txn_split.c).
  */
 errcode_t xr_tx_split_point(extref_fs_t xfs);
 /*
