@@ -433,3 +433,37 @@ def test_single_file_bigger_than_the_journal(tmp_path):
     assert "frag.copy" not in (crashlib.ls_dir(crash, "/") or {})
     helpers.e2fsck_fn(crash)
     assert crashlib.fsck_run(crash, "-fn").returncode == 0
+
+
+def test_write_open_replays_a_log_whose_flag_was_lost(tmp_path):
+    """A power cut before a commit's first flush can keep the journal
+    superblock's start and lose the superblock's needs_recovery (both
+    are written before it).  Made with stock debugfs (jo/jw/jc, then
+    feature ^needs_recovery): a write open replays the log, as e2fsck -y
+    does, instead of refusing to take new transactions; the block the
+    log holds is home and both checkers are clean."""
+    img = tmp_path / "j.img"
+    helpers.mkfs(img, "16M", "-q", "-b", "1024")
+    out = helpers.run(["dumpe2fs", str(img)]).stdout
+    last = [ln for ln in out.splitlines()
+            if ln.strip().startswith("Free blocks: ")][-1]
+    blk = int(last.split(":")[1].split(",")[0].split("-")[0])
+    pat = tmp_path / "pat"
+    pat.write_bytes(random.Random(9).randbytes(1024))
+    helpers.run(["debugfs", "-w", "-f", "-", str(img)],
+                input=f"jo\njw -b {blk} {pat}\njc\n")
+    helpers.run(["debugfs", "-w", "-R", "feature ^needs_recovery",
+                 str(img)])
+    hdr = helpers.dumpe2fs_header(img)
+    assert "needs_recovery" not in hdr["Filesystem features"]
+    assert hdr["Journal start"] != "0"
+    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
+                         str(img)])
+    assert res.returncode == 0, helpers.describe(res)
+    assert "recovered the journal" in res.stderr, res.stderr
+    with open(img, "rb") as f:
+        f.seek(blk * 1024)
+        assert f.read(1024) == pat.read_bytes()
+    assert helpers.dumpe2fs_header(img)["Journal start"] == "0"
+    helpers.e2fsck_fn(img)
+    assert crashlib.fsck_run(img, "-fn").returncode == 0
