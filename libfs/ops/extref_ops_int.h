@@ -30,6 +30,10 @@ struct xr_map_vec {
 	size_t		n, cap;
 };
 
+/* damage.c: a checksum error met reading ino names ino and its block
+ * (extref_damage_where), unless a deeper step named its own. */
+void xr_note_damage(extref_fs_t xfs, ext2_ino_t ino, errcode_t err);
+
 /* vec.c */
 /* extref_lookup and extref_dir_list on the ext2_filsys itself. */
 errcode_t xr_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,
@@ -52,6 +56,12 @@ typedef errcode_t (*xr_extent_func)(const struct ext2fs_extent *e,
 errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
 			 struct ext2_inode *inode, int flags,
 			 xr_extent_func func, void *priv);
+/* The same from the leaf extent at or before lblk (or the first after
+ * it), reading only the path there; lblk 0, or XR_WALK_INDEX: the whole
+ * walk. */
+errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode, int flags,
+			      blk64_t lblk, xr_extent_func func, void *priv);
 
 /* extent_map.c: mappings of an extent-mapped inode. */
 errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,

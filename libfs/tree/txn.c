@@ -49,6 +49,8 @@ struct xr_tx {
 	blk64_t		max_blocks;	/* a transaction of an empty journal */
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
+	ext2fs_block_bitmap pending;	/* the blocks of freed, or NULL */
+	int		revived;	/* one of them allocated again */
 	errcode_t	freed_err;	/* a free that could not be kept back */
 	struct xr_fresh	*fresh;		/* blocks written early (txn_split.c) */
 	int		in_range;	/* in xr_block_alloc_stats_range */
@@ -64,13 +66,15 @@ struct xr_tx {
  * crash brings back.  The commit unmarks them (the free counts were
  * updated when they were freed).  Allocations search the bitmap and so
  * never take such a block; one allocated again by its number in the same
- * transaction (an expert's set_block_bitmap -c in a batch) would be left
- * free in the bitmap by the commit.
+ * transaction (an expert's set_block_bitmap in a batch) leaves the
+ * pending set, and the commit leaves it in use.
  */
 struct xr_txfree {
 	blk64_t		blk;
 	blk64_t		num;
 };
+
+static int untouched(struct xr_tx *tx);
 
 #define DIRTY_BLOCKS	1
 #define DIRTY_INODES	2
@@ -107,24 +111,107 @@ static void push_freed(struct xr_tx *tx, blk64_t blk, blk64_t num)
 	tx->freed[tx->nfreed++].num = num;
 }
 
+/* The pending set: a tree of ranges, small whatever the image's size. */
+static errcode_t new_pending(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+	int type = fs->default_bitmap_type;
+	errcode_t err;
+
+	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
+	err = ext2fs_allocate_block_bitmap(fs, "freed in a transaction",
+					   &tx->pending);
+	fs->default_bitmap_type = type;
+	if (err)
+		tx->pending = NULL;
+	return err;
+}
+
 static void defer_free(struct xr_tx *tx, blk64_t blk, blk64_t num)
 {
 	if (!tx->fs->block_map)
 		return;
+	if (!tx->pending && new_pending(tx)) {
+		tx->freed_err = EXT2_ET_NO_MEMORY;
+		return;
+	}
 	ext2fs_mark_block_bitmap_range2(tx->fs->block_map, blk, num);
+	ext2fs_mark_block_bitmap_range2(tx->pending, blk, num);
 	push_freed(tx, blk, num);
+}
+
+/* Blocks freed in the transaction and allocated again by number: in use
+ * after all. */
+static void revive(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	blk64_t b, end = blk + num;
+
+	if (!tx->pending || !tx->nfreed)
+		return;
+	while (blk < end && !ext2fs_find_first_set_block_bitmap2(tx->pending,
+							blk, end - 1, &b)) {
+		ext2fs_unmark_block_bitmap2(tx->pending, b);
+		tx->revived = 1;
+		blk = b + 1;
+	}
+}
+
+static void forget_freed(struct xr_tx *tx)
+{
+	if (tx->pending)
+		ext2fs_clear_block_bitmap(tx->pending);
+	tx->nfreed = 0;
+	tx->revived = 0;
 }
 
 /* At the commit: the blocks freed are free in the bitmap too. */
 static void release_freed(struct xr_tx *tx)
 {
 	size_t i;
+	blk64_t b;
 
-	for (i = 0; i < tx->nfreed; i++)
-		ext2fs_unmark_block_bitmap_range2(tx->fs->block_map,
-						  tx->freed[i].blk,
-						  tx->freed[i].num);
-	tx->nfreed = 0;
+	for (i = 0; i < tx->nfreed; i++) {
+		const struct xr_txfree *f = &tx->freed[i];
+
+		if (!tx->revived) {
+			ext2fs_unmark_block_bitmap_range2(tx->fs->block_map,
+							  f->blk, f->num);
+			continue;
+		}
+		for (b = f->blk; b < f->blk + f->num &&
+		     !ext2fs_find_first_set_block_bitmap2(tx->pending, b,
+				f->blk + f->num - 1, &b); b++)
+			ext2fs_unmark_block_bitmap2(tx->fs->block_map, b);
+	}
+	forget_freed(tx);
+}
+
+int extref_tx_freed(extref_fs_t xfs, blk64_t blk)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->pending && tx->nfreed &&
+	       ext2fs_test_block_bitmap2(tx->pending, blk);
+}
+
+/*
+ * Blocks allocated: new ones no committed path reaches (written early in
+ * a transaction that asks for it, txn_split.c), but for one freed in
+ * this transaction and allocated again by its number, which the
+ * committed state still maps (revive).
+ */
+static void alloc_note(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	blk64_t b, end = blk + num;
+
+	if (tx->depth && xr_fresh_active(tx->fresh)) {
+		xr_fresh_note(tx->fresh, blk, num);
+		for (b = blk; tx->pending && tx->nfreed && b < end &&
+		     !ext2fs_find_first_set_block_bitmap2(tx->pending, b,
+							  end - 1, &b); b++)
+			xr_fresh_forget(tx->fresh, b);
+	}
+	revive(tx, blk, num);
 }
 
 static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
@@ -134,8 +221,8 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 	if (tx) {
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, 1);
-		if (inuse > 0 && tx->depth)
-			xr_fresh_note(tx->fresh, blk, 1);
+		else if (inuse > 0)
+			alloc_note(tx, blk, 1);
 		note_blocks(tx, blk, 1);
 		if (tx->old_cb)
 			tx->old_cb(fs, blk, inuse);
@@ -147,8 +234,8 @@ static void range_note(struct xr_tx *tx, blk64_t blk, blk64_t num,
 {
 	if (inuse < 0 && tx->depth)
 		defer_free(tx, blk, num);
-	if (inuse > 0 && tx->depth)
-		xr_fresh_note(tx->fresh, blk, num);
+	else if (inuse > 0)
+		alloc_note(tx, blk, num);
 	note_blocks(tx, blk, num);
 }
 
@@ -188,8 +275,20 @@ void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
-	if (tx)
-		note_blocks(tx, blk, 1);
+	if (!tx)
+		return;
+	/* marked in use by hand: a pending free of it is off */
+	if (tx->fs->block_map && ext2fs_test_block_bitmap2(tx->fs->block_map,
+							   blk))
+		revive(tx, blk, 1);
+	note_blocks(tx, blk, 1);
+}
+
+int extref_tx_pending(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->depth && !untouched(tx);
 }
 
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
@@ -402,8 +501,21 @@ out:
 	return err;
 }
 
-/* Commit everything written since the last commit. */
+static errcode_t commit_writes(struct xr_tx *tx);
+
+/* Commit everything written since the last commit: the library's own
+ * writes (xr_txio_raw_writes). */
 static errcode_t commit(struct xr_tx *tx)
+{
+	errcode_t err;
+
+	xr_txio_op(tx->io, 1);
+	err = commit_writes(tx);
+	xr_txio_op(tx->io, -1);
+	return err;
+}
+
+static errcode_t commit_writes(struct xr_tx *tx)
 {
 	extref_tree_t t = extref_fs_tree(tx->xfs);
 	errcode_t err = tx->freed_err;
@@ -477,7 +589,7 @@ static errcode_t rollback(struct xr_tx *tx)
 		err = xr_quota_attach(fs);
 	}
 	memset(tx->dirty, 0, fs->group_desc_count);
-	tx->nfreed = 0;
+	forget_freed(tx);
 	tx->freed_err = 0;
 	xr_fresh_reset(tx->fresh, 1);
 	return err;
@@ -510,12 +622,27 @@ errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 	return 0;
 }
 
+/* The library's own operation: its writes are not raw (xr_txio_op). */
 errcode_t xr_tx_begin(extref_fs_t xfs)
 {
-	return xr_tx_begin2(xfs, 0);
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err = xr_tx_begin2(xfs, 0);
+
+	if (!err && tx)
+		xr_txio_op(tx->io, 1);
+	return err;
 }
 
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (tx && tx->depth)
+		xr_txio_op(tx->io, -1);
+	return xr_tx_end2(xfs, err);
+}
+
+errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 	errcode_t err2;
@@ -561,6 +688,29 @@ errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks)
 	return tx && blocks > tx->max_blocks ? EXTREF_ERR_TXN_TOO_BIG : 0;
 }
 
+/* The extref_fs whose transactions fs's writes go into, or NULL. */
+extref_fs_t xr_tx_fs_of(ext2_filsys fs)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	return tx ? tx->xfs : NULL;
+}
+
+/*
+ * Blocks the running transaction may still gather and fit an empty
+ * journal at its commit (~0: no transactions on xfs).
+ */
+blk64_t xr_tx_room(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	size_t held;
+
+	if (!tx)
+		return ~(blk64_t)0;
+	held = xr_txio_nheld(tx->io);
+	return held < tx->max_blocks ? tx->max_blocks - held : 0;
+}
+
 static void tx_free(struct xr_tx *tx)
 {
 	ext2_filsys fs = tx->fs;
@@ -577,6 +727,8 @@ static void tx_free(struct xr_tx *tx)
 	ext2fs_free_mem(&tx->dirty);
 	ext2fs_free_mem(&tx->freed);
 	xr_fresh_free(&tx->fresh);
+	if (tx->pending)
+		ext2fs_free_block_bitmap(tx->pending);
 	ext2fs_free_mem(&tx);
 }
 

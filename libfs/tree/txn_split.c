@@ -77,6 +77,14 @@ void xr_fresh_note(struct xr_fresh *f, blk64_t blk, blk64_t num)
 	f->any = 1;
 }
 
+/* A block the committed state maps after all (freed and taken again in
+ * the same transaction). */
+void xr_fresh_forget(struct xr_fresh *f, blk64_t blk)
+{
+	if (f && f->on && blk < ext2fs_blocks_count(f->fs->super))
+		ext2fs_unmark_block_bitmap2(f->map, blk);
+}
+
 /* After a commit or a rollback: nothing is fresh; off with off. */
 void xr_fresh_reset(struct xr_fresh *f, int off)
 {

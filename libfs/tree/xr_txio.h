@@ -74,6 +74,14 @@ const blk64_t *xr_txio_revokes(struct xr_txio *t, size_t *n);
 void xr_txio_clear_revokes(struct xr_txio *t);
 /* Flushes asked for while holding (they wait for the commit). */
 unsigned long xr_txio_held_flushes(struct xr_txio *t);
+/*
+ * Writes (discards, zeroouts) made outside the library's own operations
+ * and commits (txn.c marks those with xr_txio_op(t, +1) ... (t, -1)),
+ * held or not: an expert's raw edits, a library user's own libext2fs
+ * writes.
+ */
+void xr_txio_op(struct xr_txio *t, int delta);
+unsigned long xr_txio_raw_writes(struct xr_txio *t);
 
 /*
  * Write count blocks of file data at blk, blocks the running operation
@@ -105,6 +113,9 @@ void xr_tx_discard(extref_fs_t xfs);
  */
 errcode_t xr_tx_begin(extref_fs_t xfs);
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err);
+/* The end of a begin that is not the library's own operation
+ * (extref_tx_begin's, paired with extref_tx_end). */
+errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
 /*
  * Between two whole steps of a long run that leave a consistent image
  * (two dedupes of the image builder, two entries of a recursive reflink):
@@ -132,11 +143,18 @@ struct xr_fresh;
 errcode_t xr_fresh_on(ext2_filsys fs, struct xr_fresh **f);
 int xr_fresh_active(const struct xr_fresh *f);
 void xr_fresh_note(struct xr_fresh *f, blk64_t blk, blk64_t num);
+void xr_fresh_forget(struct xr_fresh *f, blk64_t blk);
 void xr_fresh_reset(struct xr_fresh *f, int off);
 void xr_fresh_free(struct xr_fresh **f);
 errcode_t xr_fresh_spill(struct xr_fresh *f, struct xr_txio *io);
 errcode_t xr_fresh_split_point(struct xr_fresh *f, struct xr_txio *io,
 			       blk64_t max_blocks);
+/* The extref_fs of fs's transactions, NULL if it has none (the checker,
+ * which works on an ext2_filsys, finds them so). */
+extref_fs_t xr_tx_fs_of(ext2_filsys fs);
+/* Blocks the running transaction may still gather and fit an empty
+ * journal at its commit; ~0 without transactions. */
+blk64_t xr_tx_room(extref_fs_t xfs);
 /* xr_tx_begin, atomic: no split point commits before its end. */
 errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
 /*
