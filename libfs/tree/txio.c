@@ -93,7 +93,8 @@ void *xr_txio_owner(struct xr_txio *t)
 
 /*
  * What an operation rolled back wrote (file data to blocks it had
- * allocated, the only bytes that reach the channel below while holding)
+ * allocated, and blocks it allocated written early, xr_txio_spill: the
+ * only bytes that reach the channel below while holding)
  * is not counted in s_kbytes_written: the image is as before it,
  * superblock included.  The count starts when holding starts and after
  * each commit; a drop uncounts it.
@@ -420,6 +421,7 @@ errcode_t xr_txio_spill(struct xr_txio *t,
 						     e->data);
 		if (!err) {
 			unhold(t, e);
+			t->data += t->bs;	/* uncounted if dropped, as data */
 			n++;
 		}
 	}
