@@ -387,6 +387,42 @@ errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
 void extref_populate_free(struct extref_populate *p);
 
 /*
+ * Update an existing image from a host directory: DIR's tree is written
+ * into the image at the directory at (NULL: "/").  New names are added;
+ * a name in both is replaced by DIR's version (a directory stays and is
+ * updated in turn; a directory in the image where DIR has another kind
+ * is refused, EXTREF_ERR_IS_DIR); names only in the image stay.  File
+ * data is shared with the image wherever it is equal: a file equal to
+ * one in the image is a reflink of it (a whole-file hash, confirmed byte
+ * for byte), a changed file shares every block equal to one the image
+ * holds (block hashes, confirmed) and only new blocks are written.  An
+ * unchanged regular file, symlink or device keeps its inode (its
+ * metadata is set again).  Metadata as extref_populate_dir gives it
+ * (flags EXTREF_POP_ALL_ROOT, EXTREF_POP_EPOCH).  The image is opened
+ * read-write with its tree; the whole is one transaction unless it
+ * outgrows the journal, then several, committed between two entries
+ * (FORMAT.md section 8).  On error, where names the entry.
+ */
+struct extref_update {
+	unsigned int	flags;		/* EXTREF_POP_ALL_ROOT, _EPOCH */
+	long long	epoch;		/* with EXTREF_POP_EPOCH */
+	const char	*at;		/* a directory of the image, or NULL */
+	extref_progress_func progress;	/* or NULL */
+	void		*priv;
+	/* out */
+	__u64		entries;	/* entries of DIR written */
+	__u64		files_kept;	/* regular files kept as they were */
+	__u64		files_linked;	/* made reflinks of an image file */
+	__u64		blocks_shared;	/* blocks shared with the image */
+	__u64		blocks_written;	/* new blocks written */
+	char		*where;
+	char		*why;
+};
+errcode_t extref_update_dir(extref_fs_t fs, const char *dir,
+			    struct extref_update *u);
+void extref_update_free(struct extref_update *u);
+
+/*
  * Refuse what the toolkit cannot change safely: encrypted, verity and
  * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED).  Every modifying
  * operation calls it.

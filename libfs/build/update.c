@@ -1,0 +1,123 @@
+/*
+ * update.c --- extref_update_dir: a host directory into an existing
+ * image, sharing the data the image already holds (update_int.h).
+ *
+ * The whole update is one transaction of the image's journal opened
+ * with EXTREF_TX_SPLIT: it is committed whole at the end, or, when it
+ * holds more than half the journal, also between two entries of the
+ * source (update_walk.c), where the image is consistent; an error rolls
+ * back what was not committed yet.  Quota usage, where the image keeps
+ * quotas, is counted again at the end, inside the transaction.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "update_int.h"
+
+static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
+			 struct xr_upd *up)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_pop *p = &up->p;
+	errcode_t err;
+
+	up->xfs = xfs;
+	up->fs = fs;
+	up->u = u;
+	up->preq.flags = u->flags & (EXTREF_POP_ALL_ROOT | EXTREF_POP_EPOCH);
+	up->preq.epoch = u->epoch;
+	p->fs = fs;
+	p->req = &up->preq;
+	p->isz = EXT2_INODE_SIZE(fs->super);
+	err = xr_op_begin(xfs);		/* read-write, a tree, bitmaps */
+	if (!err)
+		err = ext2fs_get_memzero(p->isz, &p->in);
+	if (!err)
+		err = ext2fs_get_mem(fs->blocksize, &p->blk);
+	if (!err)
+		err = ext2fs_get_memzero(fs->blocksize, &p->zero);
+	if (!err)
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &up->a);
+	if (!err)
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &up->b);
+	if (!err)
+		err = xr_upd_index_init(up);
+	return err;
+}
+
+static void up_done(struct xr_upd *up)
+{
+	ext2fs_free_mem(&up->p.in);
+	ext2fs_free_mem(&up->p.blk);
+	ext2fs_free_mem(&up->p.zero);
+	ext2fs_free_mem(&up->a);
+	ext2fs_free_mem(&up->b);
+	ext2fs_free_mem(&up->bh);
+	xr_upd_index_free(&up->ix);
+	xr_pop_table_free(&up->links);
+	ext2fs_free_mem(&up->xa.v);
+	ext2fs_free_mem(&up->xa.store);
+}
+
+/* The directory the source goes into. */
+static errcode_t target_dir(struct xr_upd *up, const char *at,
+			    ext2_ino_t *ino)
+{
+	struct ext2_inode inode;
+	errcode_t err = extref_namei(up->xfs, EXT2_ROOT_INO, EXT2_ROOT_INO,
+				     at, EXTREF_NAMEI_FOLLOW, ino);
+
+	if (!err)
+		err = ext2fs_read_inode(up->fs, *ino, &inode);
+	if (!err && !LINUX_S_ISDIR(inode.i_mode))
+		err = EXTREF_ERR_NOT_DIR;
+	return err;
+}
+
+static errcode_t update_op(struct xr_upd *up, const char *dir,
+			   ext2_ino_t at)
+{
+	errcode_t err = xr_upd_index_image(up);
+
+	if (!err)
+		err = xr_upd_walk(up, dir, at);
+	if (!err)
+		err = extref_quota_recompute(up->xfs);
+	return err;
+}
+
+errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
+			    struct extref_update *u)
+{
+	struct xr_upd *up;
+	ext2_ino_t at = 0;
+	errcode_t err;
+
+	u->entries = u->files_kept = u->files_linked = 0;
+	u->blocks_shared = u->blocks_written = 0;
+	u->where = u->why = NULL;
+	err = ext2fs_get_memzero(sizeof(*up), &up);
+	if (err)
+		return err;
+	err = up_init(xfs, u, up);
+	if (!err) {
+		err = target_dir(up, u->at ? u->at : "/", &at);
+		if (err)
+			xr_pop_fail(&up->p, u->at ? u->at : "/", NULL);
+	}
+	if (!err)
+		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
+	if (!err)
+		err = extref_tx_end(xfs, update_op(up, dir, at));
+	u->where = up->preq.where;
+	u->why = up->preq.why;
+	up_done(up);
+	ext2fs_free_mem(&up);
+	return err;
+}
+
+void extref_update_free(struct extref_update *u)
+{
+	free(u->where);
+	free(u->why);
+	u->where = u->why = NULL;
+}
