@@ -34,8 +34,9 @@ static void usage_lines(FILE *f)
 "       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
-"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n",
-		prog, prog, prog);
+"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
+"       %s --update -d SOURCE [--at PATH] [--all-root] [-q] IMAGE\n",
+		prog, prog, prog, prog);
 }
 
 static void usage(FILE *f)
@@ -75,7 +76,12 @@ static void usage(FILE *f)
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
 "                 block (every identical block)\n"
-"With SOURCE_DATE_EPOCH set, -d clamps every timestamp to it.\n");
+"  --update       write the directory SOURCE (-d) into the existing extref\n"
+"                 image IMAGE: new files added, files in both replaced,\n"
+"                 files only in the image kept; data equal to what the\n"
+"                 image holds is shared, only new blocks are written\n"
+"  --at PATH      with --update: the image's directory to write into (/)\n"
+"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
 }
 
 /* A bad call: the usage lines and where the rest is, as mke2fs does. */
@@ -153,6 +159,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "headroom", required_argument, NULL, OPT_HEADROOM },
 		{ "all-root", no_argument, NULL, OPT_ALL_ROOT },
 		{ "file-contexts", required_argument, NULL, OPT_FILE_CONTEXTS },
+		{ "update", no_argument, NULL, OPT_UPDATE },
+		{ "at", required_argument, NULL, OPT_AT },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -232,6 +240,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			labels_check(optarg);
 			o->file_contexts = optarg;
 			break;
+		case OPT_UPDATE:
+			o->update = 1;
+			break;
+		case OPT_AT:
+			o->at = optarg;
+			break;
 		default:
 			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -252,6 +266,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		o->size_arg = argv[optind + 1];
 	if (!o->image[0])
 		fatal("empty IMAGE name");
+	if (o->at && !o->update)
+		fatal("--at needs --update");
+	if (o->update) {
+		update_check(o);
+		return;
+	}
 	if (o->dedup && !o->convert && !o->source)
 		fatal("--dedup needs -d SOURCE or --convert");
 	if (o->convert && o->source)
@@ -280,6 +300,8 @@ int main(int argc, char **argv)
 	progress_init(!o.quiet && isatty(1));
 	if (o.convert)
 		return convert_image(&o);
+	if (o.update)
+		return update_image(&o);
 	if (o.size_arg &&
 	    parse_size(o.size_arg, o.blocksize ? o.blocksize : 1024,
 		       &o.size_bytes))
