@@ -78,9 +78,9 @@ static void print_summary(const struct mkfs_opts *o,
 static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_update *u)
 {
-	if (u->where)
-		error_line("%s: %s while updating from %s", o->image,
-			   error_message(err), u->where);
+	if (u->where)	/* the source's entry, or the image's --at */
+		error_line("%s: %s: %s", o->image, u->where,
+			   error_message(err));
 	else
 		error_line("%s: %s", o->image, error_message(err));
 }

@@ -105,6 +105,8 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 			xr_pop_fail(&up->p, u->at ? u->at : "/", NULL);
 	}
 	if (!err)
+		err = xr_upd_check(up, dir, at);
+	if (!err)
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
 	if (!err)
 		err = extref_tx_end(xfs, update_op(up, dir, at));

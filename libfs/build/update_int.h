@@ -9,7 +9,8 @@
  * populate path's makers (populate_inode.c); update_file.c writes one
  * regular file, sharing what the tables find (confirmed byte for byte)
  * and writing the rest; update_xattr.c makes an inode's extended
- * attributes equal the source's.
+ * attributes equal the source's; update_check.c finds what would
+ * stop the walk before anything changes.
  */
 #ifndef EXTREF_UPDATE_INT_H
 #define EXTREF_UPDATE_INT_H
@@ -93,6 +94,10 @@ errcode_t xr_upd_same_data(struct xr_upd *up, int fd, __u64 size,
 /* update_xattr.c: ino's attributes become exactly x. */
 errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
 			     const struct xr_pop_xattrs *x);
+
+/* update_check.c: refuse, before any change, what the walk would
+ * refuse midway (EXTREF_ERR_UPDATE_DIR). */
+errcode_t xr_upd_check(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 
 /* update_walk.c: the source directory dir into the image's dir ino. */
 errcode_t xr_upd_walk(struct xr_upd *up, const char *dir, ext2_ino_t ino);
