@@ -50,6 +50,7 @@ struct xr_tx {
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
 	errcode_t	freed_err;	/* a free that could not be kept back */
+	int		range_seen;	/* the range hook had the range */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -143,12 +144,34 @@ static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
+		if (num)
+			tx->range_seen = 1;
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, num);
 		note_blocks(tx, blk, num);
 		if (tx->old_range_cb)
 			tx->old_range_cb(fs, blk, num, inuse);
 	}
+}
+
+/*
+ * ext2fs_block_alloc_stats_range of libext2fs up to 1.47.0 calls the
+ * range hook with the end of the range and a count of 0, so the hook
+ * cannot keep a freed range from reuse: the library's frees go through
+ * here, which does the hook's work itself when the hook was not told.
+ */
+void xr_block_stats_range(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	if (tx)
+		tx->range_seen = 0;
+	ext2fs_block_alloc_stats_range(fs, blk, num, inuse);
+	if (!tx || tx->range_seen || !num)
+		return;
+	if (inuse < 0 && tx->depth)
+		defer_free(tx, blk, num);
+	note_blocks(tx, blk, num);
 }
 
 void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)

@@ -108,6 +108,9 @@ errcode_t xr_tx_split_point(extref_fs_t xfs);
 errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
+/* ext2fs_block_alloc_stats_range, its range kept from reuse until the
+ * commit when freed inside a transaction (whatever libext2fs's hook says). */
+void xr_block_stats_range(ext2_filsys fs, blk64_t blk, blk_t num, int inuse);
 
 /* fs.c: the transaction state slot of xfs, and a fresh tree after a
  * rollback. */
