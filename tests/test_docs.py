@@ -30,7 +30,8 @@ def test_man_pages_one_date_scheme():
 def test_mkfs_usage_lists_every_form():
     out = helpers.run([helpers.binary("mkfs.extref"), "--help"]).stdout
     head = out.split("\n\n")[0]
-    for form in ("IMAGE [SIZE]", "-d SOURCE|ARCHIVE", "--convert"):
+    for form in ("IMAGE [SIZE]", "-d SOURCE|ARCHIVE", "--convert",
+                 "--update -d SOURCE"):
         assert form in head, head
 
 

@@ -374,3 +374,19 @@ def _state_of(img, out):
     out.mkdir()
     helpers.run(["debugfs", "-R", f"rdump / {out}", str(img)])
     return _state(out)
+
+
+@pytest.mark.parametrize("feature", ["quota", "^has_journal"])
+def test_update_quota_and_no_journal(tmp_path, feature):
+    """Quota usage stays what e2fsck counts; without a journal the
+    update runs on the ordered path and leaves the same files."""
+    v1 = build_v1(tmp_path / "v1")
+    v2 = make_v2(v1, tmp_path / "v2")
+    img = tmp_path / "t.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-O", feature, "-d",
+                 str(v1), str(img)])
+    update(img, v2)
+    checkers_clean(img)
+    for rel in ["dir0/f05", "dir1/f06", "dir3/new", "dir4/f08_moved"]:
+        assert helpers.debugfs_cat(img, "/" + rel) == \
+            (v2 / rel).read_bytes(), rel
