@@ -401,10 +401,16 @@ void extref_populate_free(struct extref_populate *p);
  * (flags EXTREF_POP_ALL_ROOT, EXTREF_POP_EPOCH).  The image is opened
  * read-write with its tree; the whole is one transaction unless it
  * outgrows the journal, then several, committed between two entries
- * (FORMAT.md section 8).  On error, where names the entry.
+ * (FORMAT.md section 8).  On error, where names the entry.  With
+ * EXTREF_UPDATE_DELETE, as rsync --delete, the names the source lacks
+ * in a directory it has leave the image (directories with all below
+ * them; the root's lost+found stays), and a directory in the image
+ * where the source has another kind is removed and replaced.
  */
+#define EXTREF_UPDATE_DELETE	0x0100
 struct extref_update {
-	unsigned int	flags;		/* EXTREF_POP_ALL_ROOT, _EPOCH */
+	unsigned int	flags;		/* EXTREF_POP_ALL_ROOT, _EPOCH,
+					   EXTREF_UPDATE_DELETE */
 	long long	epoch;		/* with EXTREF_POP_EPOCH */
 	const char	*at;		/* a directory of the image, or NULL */
 	extref_progress_func progress;	/* or NULL */
@@ -415,6 +421,7 @@ struct extref_update {
 	__u64		files_linked;	/* made reflinks of an image file */
 	__u64		blocks_shared;	/* blocks shared with the image */
 	__u64		blocks_written;	/* new blocks written */
+	__u64		removed;	/* names removed (EXTREF_UPDATE_DELETE) */
 	char		*where;
 	char		*why;
 };

@@ -35,7 +35,8 @@ static void usage_lines(FILE *f)
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
-"       %s --update -d SOURCE [--at PATH] [--all-root] [-q] IMAGE\n",
+"       %s --update -d SOURCE [--at PATH] [--delete] [--all-root] [-q]\n"
+"                   IMAGE\n",
 		prog, prog, prog, prog);
 }
 
@@ -81,6 +82,7 @@ static void usage(FILE *f)
 "                 files only in the image kept; data equal to what the\n"
 "                 image holds is shared, only new blocks are written\n"
 "  --at PATH      with --update: the image's directory to write into (/)\n"
+"  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
 "With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
 }
 
@@ -161,6 +163,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "file-contexts", required_argument, NULL, OPT_FILE_CONTEXTS },
 		{ "update", no_argument, NULL, OPT_UPDATE },
 		{ "at", required_argument, NULL, OPT_AT },
+		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -246,6 +249,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_AT:
 			o->at = optarg;
 			break;
+		case OPT_DELETE:
+			o->delete = 1;
+			break;
 		default:
 			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -268,6 +274,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("empty IMAGE name");
 	if (o->at && !o->update)
 		fatal("--at needs --update");
+	if (o->delete && !o->update)
+		fatal("--delete needs --update");
 	if (o->update) {
 		update_check(o);
 		return;

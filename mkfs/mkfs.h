@@ -50,6 +50,7 @@ struct mkfs_opts {
 	const char	*file_contexts;	/* --file-contexts FILE */
 	int		update;		/* --update */
 	const char	*at;		/* --at PATH */
+	int		delete;		/* --delete */
 };
 
 #define OPT_CONVERT	1000
@@ -59,6 +60,7 @@ struct mkfs_opts {
 #define OPT_FILE_CONTEXTS 1004
 #define OPT_UPDATE	1005
 #define OPT_AT		1006
+#define OPT_DELETE	1007
 
 /* labels.c */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */

@@ -28,8 +28,9 @@ void update_check(const struct mkfs_opts *o)
 	if (!o->source)
 		fatal("--update needs -d SOURCE");
 	if (o->convert || o->dedup || o->size_arg || o->file_contexts)
-		fatal("--update takes only -d SOURCE, --at PATH, --all-root "
-		      "and -q (it always shares what the image holds)");
+		fatal("--update takes only -d SOURCE, --at PATH, --delete, "
+		      "--all-root and -q (it always shares what the image "
+		      "holds)");
 	if (stat(o->source, &st) < 0)
 		fatal("%s: %s", o->source, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
@@ -66,6 +67,9 @@ static void print_summary(const struct mkfs_opts *o,
 	       o->at ? o->at : "/", (unsigned long long)u->entries,
 	       (unsigned long long)u->files_kept,
 	       (unsigned long long)u->files_linked);
+	if (o->delete)
+		printf("  names removed      %10llu\n",
+		       (unsigned long long)u->removed);
 	printf("  new data written   %10.1f MiB\n",
 	       u->blocks_written * (double)bs / MIB);
 	printf("  shared with image  %10.1f MiB\n",
@@ -98,6 +102,8 @@ int update_image(const struct mkfs_opts *o)
 	u.progress = progress_cb;
 	if (o->all_root)
 		u.flags |= EXTREF_POP_ALL_ROOT;
+	if (o->delete)
+		u.flags |= EXTREF_UPDATE_DELETE;
 	if (o->have_epoch) {
 		u.flags |= EXTREF_POP_EPOCH;
 		u.epoch = o->epoch;

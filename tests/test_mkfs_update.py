@@ -390,3 +390,23 @@ def test_update_quota_and_no_journal(tmp_path, feature):
     for rel in ["dir0/f05", "dir1/f06", "dir3/new", "dir4/f08_moved"]:
         assert helpers.debugfs_cat(img, "/" + rel) == \
             (v2 / rel).read_bytes(), rel
+
+
+def test_update_delete(tmp_path):
+    """--delete, as rsync's: the image then holds v2 exactly; a directory
+    where v2 has a file goes with everything below it."""
+    v1 = build_v1(tmp_path / "v1")
+    v2 = make_v2(v1, tmp_path / "v2")
+    shutil.rmtree(v2 / "dir4")
+    (v2 / "dir4").write_bytes(b"now a file")
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    before = used_blocks(img)
+    res = update(img, v2, "--delete")
+    m = re.search(r"names removed +(\d+)", res.stdout)
+    assert m and int(m.group(1)) == 2 + 20, res.stdout   # f07, dir4 + 20
+    checkers_clean(img)
+    with helpers.loop_mount(img, tmp_path / "mnt"):
+        got = describe_tree(tmp_path / "mnt")
+    assert got == describe_tree(v2)
+    assert used_blocks(img) < before        # dir4's 20 files went

@@ -93,7 +93,7 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	errcode_t err;
 
 	u->entries = u->files_kept = u->files_linked = 0;
-	u->blocks_shared = u->blocks_written = 0;
+	u->blocks_shared = u->blocks_written = u->removed = 0;
 	u->where = u->why = NULL;
 	err = ext2fs_get_memzero(sizeof(*up), &up);
 	if (err)

@@ -44,8 +44,9 @@ static errcode_t check_name(struct xr_upd *up, int dfd, ext2_ino_t dir,
 		return 0;
 	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &st) < 0)
 		return errno_code();
-	if (!S_ISDIR(st.stx_mode))
-		return EXTREF_ERR_UPDATE_DIR;
+	if (!S_ISDIR(st.stx_mode))	/* --delete removes the directory */
+		return (up->u->flags & EXTREF_UPDATE_DELETE) ? 0 :
+			EXTREF_ERR_UPDATE_DIR;
 	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		     O_CLOEXEC);
 	if (sub < 0)

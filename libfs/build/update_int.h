@@ -99,6 +99,14 @@ errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
  * refuse midway (EXTREF_ERR_UPDATE_DIR). */
 errcode_t xr_upd_check(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 
+/* update_delete.c: EXTREF_UPDATE_DELETE.  Remove name (ino) from dir,
+ * a directory with everything below it; remove every name of dir that
+ * names (n, sorted by strcmp) lacks. */
+errcode_t xr_upd_remove_tree(struct xr_upd *up, ext2_ino_t dir,
+			     const char *name, ext2_ino_t ino);
+errcode_t xr_upd_delete_extra(struct xr_upd *up, ext2_ino_t dir,
+			      char **names, size_t n);
+
 /* update_walk.c: the source directory dir into the image's dir ino. */
 errcode_t xr_upd_walk(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 

@@ -9,7 +9,8 @@
  * kept; anything else is made anew with the populate path's makers and
  * takes the name, the image's old entry unlinked afterwards through
  * extref_unlink (its shared blocks are counted down, not freed).  Names
- * the image has and the source lacks stay.  Each entry then gets the
+ * the image has and the source lacks stay, unless EXTREF_UPDATE_DELETE
+ * (update_delete.c).  Each entry then gets the
  * source's owner, mode, times and exactly its extended attributes; a
  * directory gets them after its entries (linking into it stamps its
  * times).  Between two entries the update may be committed
@@ -48,6 +49,9 @@ static errcode_t drop_old(struct xr_upd *up, struct ent *e)
 {
 	if (!e->old)
 		return 0;
+	if (LINUX_S_ISDIR(e->oi.i_mode) &&
+	    (up->u->flags & EXTREF_UPDATE_DELETE))
+		return xr_upd_remove_tree(up, e->dir, e->name, e->old);
 	if (LINUX_S_ISDIR(e->oi.i_mode))
 		return EXTREF_ERR_UPDATE_DIR;
 	return extref_unlink(up->xfs, e->dir, e->name, 0);
@@ -273,6 +277,8 @@ static errcode_t walk_dir(struct xr_upd *up, int dfd, ext2_ino_t dir,
 		if (!err)
 			err = xr_tx_split_point(up->xfs);
 	}
+	if (!err && (up->u->flags & EXTREF_UPDATE_DELETE))
+		err = xr_upd_delete_extra(up, dir, names, n);
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	ext2fs_free_mem(&names);
