@@ -35,8 +35,7 @@ static void usage_lines(FILE *f)
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
-"       %s --update -d SOURCE [--at PATH] [--delete] [--all-root] [-q]\n"
-"                   IMAGE\n",
+"       %s --update -d SOURCE [--at PATH] [--delete] [-q] IMAGE\n",
 		prog, prog, prog, prog);
 }
 
@@ -71,7 +70,7 @@ static void usage(FILE *f)
 "                 SOURCE (a file or a pipe), into the image (SIZE then\n"
 "                 optional: the content plus --headroom)\n"
 "  --headroom=PCT with -d and no SIZE: room to spare, in percent (20)\n"
-"  --all-root     with -d: every file owned by root\n"
+"  --all-root     with -d or --update: every file owned by root\n"
 "  --file-contexts=FILE  label every file the build creates from the\n"
 "                 SELinux file_contexts FILE (security.selinux)\n"
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"

@@ -42,5 +42,5 @@ def test_mkfs_bad_option_short_usage():
     lines = res.stderr.strip().splitlines()
     assert "invalid option" in lines[0]
     assert lines[-1] == "Try 'mkfs.extref --help' for more information."
-    assert len(lines) <= 8, res.stderr
+    assert len(lines) <= 9, res.stderr
     assert "-d SOURCE|ARCHIVE" in res.stderr
