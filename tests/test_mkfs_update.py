@@ -54,6 +54,7 @@ def build_v1(root, seed=7):
     os.link(root / "dir1" / "f01", root / "dir1" / "f01_hard")
     os.setxattr(root / "dir2" / "f02", "user.note", b"v1 note")
     os.setxattr(root / "dir2", "user.dirnote", b"dir")
+    os.setxattr(root / "dir3", "user.keep", b"kept")
     os.mkfifo(root / "fifo")
     os.mknod(root / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     os.chmod(root / "dir3" / "f03", 0o4755)
@@ -77,6 +78,7 @@ def make_v2(v1, root):
     (root / "dir3" / "new").write_bytes(_data(rnd, 5 * BS + 7))   # new
     os.rename(root / "dir4" / "f08", root / "dir4" / "f08_moved")  # renamed
     os.setxattr(root / "dir2" / "f02", "user.note", b"v2 note")
+    os.removexattr(root / "dir2", "user.dirnote")   # gone from the image
     return root
 
 
@@ -260,6 +262,9 @@ def test_update_at_path(tmp_path):
     assert helpers.debugfs_cat(img, "/dir3/f03") == \
         (v1 / "dir3" / "f03").read_bytes()
     assert used_blocks(img) - before <= 2      # "own", maybe a dir block
+    # the target directory keeps the attribute the source's root lacks
+    assert 'user.keep (4) = "kept"' in helpers.debugfs(
+        img, "ea_list /dir3").stdout
 
 
 def _refused(img, res, needle):

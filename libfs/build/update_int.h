@@ -91,9 +91,9 @@ errcode_t xr_upd_file(struct xr_upd *up, int fd, ext2_ino_t dir,
 errcode_t xr_upd_same_data(struct xr_upd *up, int fd, __u64 size,
 			   ext2_ino_t ino, int *same);
 
-/* update_xattr.c: ino's attributes become exactly x. */
+/* update_xattr.c: ino gets x's attributes (exact: and no others). */
 errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
-			     const struct xr_pop_xattrs *x);
+			     const struct xr_pop_xattrs *x, int exact);
 
 /* update_check.c: refuse, before any change, what the walk would
  * refuse midway (EXTREF_ERR_UPDATE_DIR). */

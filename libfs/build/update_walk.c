@@ -154,14 +154,18 @@ static errcode_t do_special(struct xr_upd *up, struct ent *e,
 					  ino);
 }
 
-/* Owner, mode, times and attributes of the source entry. */
+/*
+ * Owner, mode, times and exactly the attributes of the source entry;
+ * the target directory (not owner_mode) keeps its owner, mode and the
+ * attributes the source's root lacks (its label, say).
+ */
 static errcode_t set_meta(struct xr_upd *up, ext2_ino_t ino,
 			  const struct xr_pop_meta *m, int owner_mode)
 {
 	errcode_t err = xr_pop_read_xattrs(up->path, &up->xa);
 
 	if (!err)
-		err = xr_upd_sync_xattrs(up, ino, &up->xa);
+		err = xr_upd_sync_xattrs(up, ino, &up->xa, owner_mode);
 	if (!err)
 		err = xr_pop_set_meta(&up->p, ino, m, owner_mode, owner_mode);
 	return err;

@@ -1,7 +1,7 @@
 /*
- * update_xattr.c --- an inode's extended attributes made exactly the
- * source's: the ones the source lacks are removed, the ones that differ
- * or are missing are set, and an inode that already has them is not
+ * update_xattr.c --- an inode's extended attributes made the source's:
+ * the ones that differ or are missing are set, and (exact) the ones the
+ * source lacks are removed; an inode that already has them is not
  * written at all (an update with unchanged input changes nothing).
  */
 #include <stdlib.h>
@@ -58,10 +58,10 @@ static int has_value(struct ext2_xattr_handle *h, const char *name,
 }
 
 static errcode_t sync_open(struct ext2_xattr_handle *h,
-			   const struct xr_pop_xattrs *x)
+			   const struct xr_pop_xattrs *x, int exact)
 {
 	struct extra e = { .x = x };
-	errcode_t err = ext2fs_xattrs_iterate(h, note_extra, &e);
+	errcode_t err = exact ? ext2fs_xattrs_iterate(h, note_extra, &e) : 0;
 	size_t i;
 
 	if (!err)
@@ -79,7 +79,7 @@ static errcode_t sync_open(struct ext2_xattr_handle *h,
 }
 
 errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
-			     const struct xr_pop_xattrs *x)
+			     const struct xr_pop_xattrs *x, int exact)
 {
 	struct ext2_xattr_handle *h = NULL;
 	errcode_t err, e2;
@@ -91,7 +91,7 @@ errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
 		return err;
 	err = ext2fs_xattrs_read(h);
 	if (!err)
-		err = sync_open(h, x);
+		err = sync_open(h, x, exact);
 	e2 = ext2fs_xattrs_close(&h);
 	return err ? err : e2;
 }
