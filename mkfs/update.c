@@ -9,7 +9,9 @@
  * failure rolls back what was not committed.  The summary says what was
  * written, what was shared, and how many blocks the image uses now.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +22,27 @@
 #include "extref_ops.h"
 
 #define MIB	(1024.0 * 1024.0)
+
+/* The bytes of the source's regular files: the update's bar's end. */
+static uint64_t src_total;
+
+static int count_file(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)path; (void)ftw;
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		src_total += (uint64_t)st->st_size;
+	return 0;
+}
+
+static void update_progress(const char *phase, __u64 done, __u64 total,
+			    void *priv)
+{
+	(void)priv;
+	if (!total && !strcmp(phase, "updating"))
+		total = src_total > done ? src_total : done;
+	progress_update(phase, done, total);
+}
 
 void update_check(const struct mkfs_opts *o)
 {
@@ -99,7 +122,9 @@ int update_image(const struct mkfs_opts *o)
 
 	memset(&u, 0, sizeof(u));
 	u.at = o->at;
-	u.progress = progress_cb;
+	u.progress = update_progress;
+	if (!o->quiet)
+		nftw(o->source, count_file, 64, FTW_PHYS);
 	if (o->all_root)
 		u.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->delete)

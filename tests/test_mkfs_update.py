@@ -475,3 +475,24 @@ def test_update_crash_split(tmp_path):
             assert got.get(rel) in (old.get(rel), new.get(rel)), (n, rel)
         partial += old != got != new
     assert partial, "no crash point fell between two commits"
+
+
+def test_update_progress_on_a_terminal(tmp_path):
+    """Two phases, each drawn forward and ending full, a few redraws a
+    second; then the update's summary and the build's."""
+    from test_mkfs_frontend import bars, run_pty
+    v1 = build_v1(tmp_path / "v1")
+    v2 = make_v2(v1, tmp_path / "v2")
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    status, out, secs = run_pty([helpers.binary("mkfs.extref"), "--update",
+                                 "-d", str(v2), str(img)])
+    assert status == 0, out
+    got = bars(out)
+    phases = list(dict.fromkeys(ph for ph, _ in got))
+    assert phases == ["reading the image", "updating"], out
+    for phase in phases:
+        pcts = [p for ph, p in got if ph == phase]
+        assert pcts == sorted(pcts) and pcts[-1] == 100, (phase, pcts)
+    assert len(got) <= 5 * secs + 2 * len(phases) + 2, (len(got), secs)
+    assert "shared with image" in out and "stored data" in out, out

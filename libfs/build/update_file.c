@@ -269,8 +269,9 @@ static errcode_t put_blocks(struct ufile *f, int fd)
 			       (i + n) * (__u64)bs - f->size);
 		for (k = 0; !err && k < n; k++)
 			err = put_block(f, i + k, up->a + k * bs);
+		up->done += (i + n) * (__u64)bs > f->size ?
+			f->size - (__u64)i * bs : (__u64)n * bs;
 		i += n;
-		up->done += (__u64)n * bs;
 		if (up->u->progress)
 			up->u->progress("updating", up->done, 0, up->u->priv);
 	}
