@@ -2,8 +2,9 @@
  * update_file.c --- one regular file of the source into the image,
  * written only where the image does not already hold its data.
  *
- * The source file is read once to hash its blocks (zeros past EOF in
- * the last one) and the whole file.  Then, in this order:
+ * The source file is read once to hash the whole file (from the hashes
+ * of its blocks, zeros past EOF in the last one), and again as it is
+ * put.  Then, in this order:
  *   1. the image's own file at that name holds the same bytes (compared)
  *      and may be kept: it is kept (the caller sets its metadata again);
  *   2. a file of the image with the same hash and size holds the same
@@ -38,6 +39,8 @@ struct ufile {
 	__u64		size;
 	size_t		nb;
 	struct run	clone, wr;	/* wr's bytes are in up->b */
+	__u64		*wh;		/* wr's block hashes */
+	__u64		h;		/* the hash of the block being put */
 	char		*cmp;		/* one block */
 };
 
@@ -64,14 +67,17 @@ static errcode_t read_src(int fd, __u64 off, char *buf, size_t len)
 	return 0;
 }
 
-/* The source's block hashes into up->bh; its file hash. */
+/* The source's file hash (its block hashes are not kept: a file of any
+ * size is read in XR_POP_STAGE_BYTES at a time). */
 static errcode_t hash_source(struct xr_upd *up, int fd, __u64 size,
 			     __u64 *fh)
 {
 	unsigned int bs = up->fs->blocksize;
 	size_t nb = xr_size_blocks(up->fs, size), i = 0, k, n;
-	errcode_t err = xr_upd_bh_room(up, nb ? nb : 1);
+	struct xr_upd_fh h;
+	errcode_t err = 0;
 
+	xr_upd_fh_start(&h);
 	while (!err && i < nb) {
 		n = nb - i < XR_POP_STAGE_BYTES / bs ? nb - i :
 			XR_POP_STAGE_BYTES / bs;
@@ -80,10 +86,10 @@ static errcode_t hash_source(struct xr_upd *up, int fd, __u64 size,
 			memset(up->a + (size - (__u64)i * bs), 0,
 			       (i + n) * (__u64)bs - size);
 		for (k = 0; !err && k < n; k++)
-			up->bh[i + k] = xr_upd_hash(up->a + k * bs, bs);
+			xr_upd_fh_add(&h, xr_upd_hash(up->a + k * bs, bs));
 		i += n;
 	}
-	*fh = err ? 0 : xr_upd_file_hash(up->bh, nb, size);
+	*fh = err ? 0 : xr_upd_fh_end(&h, size);
 	return err;
 }
 
@@ -162,8 +168,8 @@ static errcode_t flush_write(struct ufile *f)
 	/* written whole blocks: later files may share them */
 	for (k = 0; !err && k < w->n; k++)
 		if ((w->lblk + k + 1) * (__u64)bs <= f->size)
-			err = xr_upd_add_blk(&f->up->ix, f->up->bh[w->lblk + k],
-					     f->ino, (__u32)(w->lblk + k));
+			err = xr_upd_add_blk(&f->up->ix, f->wh[k], f->ino,
+					     (__u32)(w->lblk + k));
 	if (!err)
 		f->up->u->blocks_written += w->n;
 	w->n = 0;
@@ -187,7 +193,7 @@ static const struct xr_upd_blk *find_block(struct ufile *f, blk64_t i,
 {
 	const struct xr_upd_index *ix = &f->up->ix;
 	const struct xr_upd_blk *e;
-	__u64 h = f->up->bh[i];
+	__u64 h = f->h;
 	struct run *c = &f->clone;
 	size_t pos = 0;
 	int tries = 0;
@@ -222,8 +228,8 @@ static errcode_t put_block(struct ufile *f, blk64_t i, const char *blk)
 	int whole = (i + 1) * (__u64)bs <= f->size;
 	errcode_t err = 0;
 
-	if (f->up->bh[i] == f->up->ix.zero_hash && !memcmp(blk,
-							  f->up->p.zero, bs))
+	f->h = xr_upd_hash(blk, bs);
+	if (f->h == f->up->ix.zero_hash && !memcmp(blk, f->up->p.zero, bs))
 		return hole(f);
 	if (whole)
 		e = find_block(f, i, blk);
@@ -250,7 +256,7 @@ static errcode_t put_block(struct ufile *f, blk64_t i, const char *blk)
 	if (!w->n)
 		w->lblk = i;
 	memcpy(f->up->b + w->n * bs, blk, bs);
-	w->n++;
+	f->wh[w->n++] = f->h;
 	return 0;
 }
 
@@ -345,11 +351,15 @@ errcode_t xr_upd_file(struct xr_upd *up, int fd, ext2_ino_t dir,
 	f.nb = xr_size_blocks(up->fs, size);
 	err = ext2fs_get_mem(up->fs->blocksize, &f.cmp);
 	if (!err)
+		err = ext2fs_get_array(XR_POP_STAGE_BYTES / up->fs->blocksize,
+				       sizeof(*f.wh), &f.wh);
+	if (!err)
 		err = new_file(up, dir, m, &f.ino);
 	if (!err) {
 		*ino = f.ino;
 		err = fill_file(up, fd, fh, &f);
 	}
 	ext2fs_free_mem(&f.cmp);
+	ext2fs_free_mem(&f.wh);
 	return err;
 }

@@ -17,18 +17,48 @@
 /* A file of more blocks than this gets no whole-file hash (its blocks
  * are still indexed). */
 #define MAX_FILE_BLOCKS	(1ULL << 24)
+/* Inodes no operation may touch (extref_check_modifiable): encrypted,
+ * verity, casefolded; never a source to clone from. */
+#define UNSUPPORTED_FL	(EXT4_ENCRYPT_FL | 0x00100000 | 0x40000000)
+
+#define SEED	0x5eedU
 
 __u64 xr_upd_hash(const void *buf, size_t len)
 {
-	return ((__u64)ext2fs_crc32c_le(0x5eed, buf, len) << 32) |
-	       ext2fs_crc32c_le(~0x5eedU, buf, len);
+	return ((__u64)ext2fs_crc32c_le(SEED, buf, len) << 32) |
+	       ext2fs_crc32c_le(~SEED, buf, len);
+}
+
+/* crc32c runs on: the hash of the block hashes, one at a time, is the
+ * hash of all of them at once. */
+void xr_upd_fh_start(struct xr_upd_fh *fh)
+{
+	fh->a = SEED;
+	fh->b = ~SEED;
+}
+
+void xr_upd_fh_add(struct xr_upd_fh *fh, __u64 block_hash)
+{
+	fh->a = ext2fs_crc32c_le(fh->a, (const void *)&block_hash,
+				 sizeof(block_hash));
+	fh->b = ext2fs_crc32c_le(fh->b, (const void *)&block_hash,
+				 sizeof(block_hash));
+}
+
+__u64 xr_upd_fh_end(const struct xr_upd_fh *fh, __u64 size)
+{
+	return ((__u64)fh->a << 32 | fh->b) ^ (size * 0x9e3779b97f4a7c15ULL);
 }
 
 __u64 xr_upd_file_hash(const __u64 *bh, size_t n, __u64 size)
 {
-	__u64 h = xr_upd_hash(bh, n * sizeof(*bh));
+	struct xr_upd_fh fh;
+	size_t i;
 
-	return h ^ (size * 0x9e3779b97f4a7c15ULL);
+	xr_upd_fh_start(&fh);
+	for (i = 0; i < n; i++)
+		xr_upd_fh_add(&fh, bh[i]);
+	return xr_upd_fh_end(&fh, size);
 }
 
 static size_t slot_of(__u64 h, size_t cap)
@@ -248,7 +278,7 @@ static int indexable(ext2_filsys fs, ext2_ino_t ino,
 	return ino >= EXT2_FIRST_INO(fs->super) &&
 	       LINUX_S_ISREG(inode->i_mode) && inode->i_links_count &&
 	       !inode->i_dtime && (inode->i_flags & EXT4_EXTENTS_FL) &&
-	       !(inode->i_flags & EXT4_INLINE_DATA_FL) &&
+	       !(inode->i_flags & (EXT4_INLINE_DATA_FL | UNSUPPORTED_FL)) &&
 	       ino != fs->super->s_usr_quota_inum &&
 	       ino != fs->super->s_grp_quota_inum &&
 	       ino != fs->super->s_prj_quota_inum;

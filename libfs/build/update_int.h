@@ -60,6 +60,13 @@ struct xr_upd {
 __u64 xr_upd_hash(const void *buf, size_t len);
 /* The hash of a file from its block hashes (n of them) and size. */
 __u64 xr_upd_file_hash(const __u64 *bh, size_t n, __u64 size);
+/* The same, one block hash at a time: start, add each, end. */
+struct xr_upd_fh {
+	__u32	a, b;
+};
+void xr_upd_fh_start(struct xr_upd_fh *fh);
+void xr_upd_fh_add(struct xr_upd_fh *fh, __u64 block_hash);
+__u64 xr_upd_fh_end(const struct xr_upd_fh *fh, __u64 size);
 /* Room for n block hashes in up->bh. */
 errcode_t xr_upd_bh_room(struct xr_upd *up, size_t n);
 errcode_t xr_upd_index_init(struct xr_upd *up);
