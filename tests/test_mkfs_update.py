@@ -511,3 +511,21 @@ def test_update_progress_on_a_terminal(tmp_path):
         assert pcts == sorted(pcts) and pcts[-1] == 100, (phase, pcts)
     assert len(got) <= 5 * secs + 2 * len(phases) + 2, (len(got), secs)
     assert "shared with image" in out and "stored data" in out, out
+
+
+def test_update_shares_within_a_file(tmp_path):
+    """A block repeated in a new file is written once, as --dedup=block
+    writes it."""
+    v1 = build_v1(tmp_path / "v1")
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    blk = random.Random(5).randbytes(BS)
+    (rep / "r").write_bytes(blk * 8 + b"tail")
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    before = used_blocks(img)
+    update(img, rep, "--at", "/dir0")
+    checkers_clean(img)
+    assert helpers.debugfs_cat(img, "/dir0/r") == blk * 8 + b"tail"
+    # one block for the 8 copies, the tail, at most an extent block
+    assert used_blocks(img) - before <= 3

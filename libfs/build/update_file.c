@@ -207,9 +207,22 @@ static const struct xr_upd_blk *find_block(struct ufile *f, blk64_t i,
 		pos = 0;
 	}
 	while ((e = xr_upd_blk_next(ix, h, &pos)) && tries++ < MAX_TRIES)
-		if (e->ino != f->ino && confirm(f, e->ino, e->lblk, blk))
+		if (confirm(f, e->ino, e->lblk, blk))	/* own: written */
 			return e;
 	return NULL;
+}
+
+/* Does the write run, not yet written, hold blk's bytes? */
+static int in_write_run(struct ufile *f, const char *blk)
+{
+	unsigned int bs = f->up->fs->blocksize;
+	blk64_t k;
+
+	for (k = 0; k < f->wr.n; k++)
+		if (f->wh[k] == f->h && (f->wr.lblk + k + 1) * (__u64)bs <=
+		    f->size && !memcmp(f->up->b + k * bs, blk, bs))
+			return 1;
+	return 0;
 }
 
 /* A block of zeros: the runs before it end. */
@@ -233,6 +246,12 @@ static errcode_t put_block(struct ufile *f, blk64_t i, const char *blk)
 		return hole(f);
 	if (whole)
 		e = find_block(f, i, blk);
+	if (whole && !e && in_write_run(f, blk)) {	/* once written: shared */
+		err = flush_write(f);
+		if (err)
+			return err;
+		e = find_block(f, i, blk);
+	}
 	if (e) {
 		err = flush_write(f);
 		if (!err && c->n && (c->sino != e->ino ||
