@@ -97,6 +97,9 @@ static void print_summary(const struct mkfs_opts *o,
 	       u->blocks_written * (double)bs / MIB);
 	printf("  shared with image  %10.1f MiB\n",
 	       u->blocks_shared * (double)bs / MIB);
+	/* data and metadata; a replaced file's own old blocks went */
+	printf("  image grew by      %10.1f MiB\n",
+	       ((double)after - (double)before) * bs / MIB);
 	printf("  blocks in use      %llu before, %llu after (%+lld)\n",
 	       (unsigned long long)before, (unsigned long long)after,
 	       (long long)(after - before));
