@@ -535,3 +535,26 @@ def test_update_shares_within_a_file(tmp_path):
     pblks = {int(p) for lb, p in re.findall(r"\((\d+)\):(\d+)", ext)
              if int(lb) < 8}
     assert len(pblks) == 1, ext           # the 8 copies: one block
+
+
+def test_update_out_of_room_rolls_back(tmp_path):
+    """A failure met half-way (no room for the data) rolls the whole
+    update back: the filesystem is as it was (blocks that were free may
+    hold bytes, still free), clean for both checkers."""
+    v1 = build_v1(tmp_path / "v1")
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    hdr = helpers.dumpe2fs_header(img)
+    free = int(hdr["Free blocks"])
+    big = tmp_path / "big"
+    shutil.copytree(v1 / "dir0", big / "aa_first")      # written first
+    (big / "zz_huge").write_bytes(
+        random.Random(3).randbytes((free + 16) * BS))
+    listing = helpers.debugfs(img, "ls -l /").stdout
+    used = used_blocks(img)
+    res = update(img, big, check=False)
+    assert res.returncode != 0, helpers.describe(res)
+    assert str(img) in res.stderr and "zz_huge" in res.stderr, res.stderr
+    checkers_clean(img)
+    assert used_blocks(img) == used
+    assert helpers.debugfs(img, "ls -l /").stdout == listing
