@@ -388,7 +388,9 @@ void extref_populate_free(struct extref_populate *p);
 
 /*
  * Update an existing image from a host directory: DIR's tree is written
- * into the image at the directory at (NULL: "/").  New names are added;
+ * into the image at the directory at (NULL: "/"; a missing last
+ * component is made, with DIR's owner, mode and times).  New names are
+ * added;
  * a name in both is replaced by DIR's version (a directory stays and is
  * updated in turn; a directory in the image where DIR has another kind
  * is refused, EXTREF_ERR_IS_DIR); names only in the image stay.  File

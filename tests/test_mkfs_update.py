@@ -288,7 +288,7 @@ def test_update_refused_leaves_image(tmp_path, what):
     if what == "at_file":
         opts, needle = ["--at", "/dir0/f00"], "/dir0/f00"
     elif what == "at_missing":
-        opts, needle = ["--at", "/nope"], "/nope"
+        opts, needle = ["--at", "/nope/deeper"], "/nope/deeper"
     elif what == "dir_in_image":
         # v2 has a file where the image has the directory dir4
         shutil.rmtree(v2 / "dir4")
@@ -558,3 +558,25 @@ def test_update_out_of_room_rolls_back(tmp_path):
     checkers_clean(img)
     assert used_blocks(img) == used
     assert helpers.debugfs(img, "ls -l /").stdout == listing
+
+
+def test_update_at_a_new_directory(tmp_path, loop_mount):
+    """--at naming a missing directory in one that exists makes it, with
+    the source root's owner, mode and times, as rsync makes its
+    destination; a unchanged file there is a reflink of the image's."""
+    v1 = build_v1(tmp_path / "v1")
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    (layer / "app").write_bytes((v1 / "dir1" / "f03").read_bytes())
+    os.chmod(layer, 0o750)
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    res = update(img, layer, "--at", "/dir2/opt/")
+    assert ", 1 reflinked" in res.stdout, res.stdout
+    checkers_clean(img)
+    mnt, _ = loop_mount(img)
+    st, src = os.lstat(mnt / "dir2" / "opt"), os.lstat(layer)
+    assert (st.st_mode, st.st_uid, st.st_mtime_ns) == \
+        (src.st_mode, src.st_uid, src.st_mtime_ns)
+    assert (mnt / "dir2" / "opt" / "app").read_bytes() == \
+        (layer / "app").read_bytes()

@@ -9,8 +9,12 @@
  * back what was not committed yet.  Quota usage, where the image keeps
  * quotas, is counted again at the end, inside the transaction.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "update_int.h"
 
 static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
@@ -58,13 +62,12 @@ static void up_done(struct xr_upd *up)
 	ext2fs_free_mem(&up->xa.store);
 }
 
-/* The directory the source goes into. */
-static errcode_t target_dir(struct xr_upd *up, const char *at,
-			    ext2_ino_t *ino)
+static errcode_t is_dir(struct xr_upd *up, const char *path,
+			 ext2_ino_t *ino)
 {
 	struct ext2_inode inode;
 	errcode_t err = extref_namei(up->xfs, EXT2_ROOT_INO, EXT2_ROOT_INO,
-				     at, EXTREF_NAMEI_FOLLOW, ino);
+				     path, EXTREF_NAMEI_FOLLOW, ino);
 
 	if (!err)
 		err = ext2fs_read_inode(up->fs, *ino, &inode);
@@ -73,11 +76,56 @@ static errcode_t target_dir(struct xr_upd *up, const char *at,
 	return err;
 }
 
+/*
+ * The directory the source goes into: *ino, or 0 when its last
+ * component is missing in a directory that exists (up->at_dir,
+ * up->at_name): the update makes it, as rsync makes its destination.
+ */
+static errcode_t target_dir(struct xr_upd *up, const char *at,
+			    ext2_ino_t *ino)
+{
+	char parent[4096];
+	size_t len = strlen(at), cut;
+	errcode_t err = is_dir(up, at, ino);
+
+	if (err != EXT2_ET_FILE_NOT_FOUND)
+		return err;
+	while (len > 1 && at[len - 1] == '/')
+		len--;
+	for (cut = len; cut && at[cut - 1] != '/'; cut--)
+		;
+	if (len - cut > EXT2_NAME_LEN || cut >= sizeof(parent) ||
+	    (len - cut == 1 && at[cut] == '.') ||
+	    (len - cut == 2 && !strncmp(at + cut, "..", 2)))
+		return err;
+	memcpy(parent, at, cut);
+	parent[cut ? cut : 0] = 0;
+	memcpy(up->at_name, at + cut, len - cut);
+	up->at_name[len - cut] = 0;
+	*ino = 0;
+	return is_dir(up, cut ? parent : ".", &up->at_dir);
+}
+
+/* A missing --at: made with the source root's owner, mode and times. */
+static errcode_t make_target(struct xr_upd *up, const char *dir,
+			     ext2_ino_t *ino)
+{
+	struct xr_pop_meta m;
+	struct statx st;
+
+	if (statx(AT_FDCWD, dir, 0, STATX_BASIC_STATS | STATX_BTIME, &st) < 0)
+		return errno ? (errcode_t)errno : EXT2_ET_FILE_NOT_FOUND;
+	xr_pop_meta_of(&st, &m);
+	return xr_pop_mkdir(&up->p, up->at_dir, up->at_name, &m, ino);
+}
+
 static errcode_t update_op(struct xr_upd *up, const char *dir,
 			   ext2_ino_t at)
 {
 	errcode_t err = xr_upd_index_image(up);
 
+	if (!err && !at)
+		err = make_target(up, dir, &at);
 	if (!err)
 		err = xr_upd_walk(up, dir, at);
 	if (!err)
@@ -104,7 +152,7 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 		if (err)
 			xr_pop_fail(&up->p, u->at ? u->at : "/", NULL);
 	}
-	if (!err)
+	if (!err && at)		/* a new target has nothing in the way */
 		err = xr_upd_check(up, dir, at);
 	if (!err)
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);

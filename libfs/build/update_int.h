@@ -53,6 +53,8 @@ struct xr_upd {
 	__u64			*bh;		/* a source file's block hashes */
 	size_t			bh_cap;
 	__u64			done;		/* source bytes handled */
+	ext2_ino_t		at_dir;		/* where a missing --at goes */
+	char			at_name[EXT2_NAME_LEN + 1];
 	char			path[4096];	/* the source entry */
 };
 
