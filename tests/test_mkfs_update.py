@@ -568,6 +568,8 @@ def test_update_at_a_new_directory(tmp_path, loop_mount):
     layer = tmp_path / "layer"
     layer.mkdir()
     (layer / "app").write_bytes((v1 / "dir1" / "f03").read_bytes())
+    os.symlink("y" * 100, layer / "slow")      # a new slow symlink
+    os.symlink("app", layer / "fast")
     os.chmod(layer, 0o750)
     img = tmp_path / "t.img"
     mkfs_d(img, v1)
@@ -580,3 +582,5 @@ def test_update_at_a_new_directory(tmp_path, loop_mount):
         (src.st_mode, src.st_uid, src.st_mtime_ns)
     assert (mnt / "dir2" / "opt" / "app").read_bytes() == \
         (layer / "app").read_bytes()
+    assert os.readlink(mnt / "dir2" / "opt" / "slow") == "y" * 100
+    assert os.readlink(mnt / "dir2" / "opt" / "fast") == "app"

@@ -35,6 +35,8 @@ static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
 	err = xr_op_begin(xfs);		/* read-write, a tree, bitmaps */
 	if (!err)
 		err = ext2fs_get_memzero(p->isz, &p->in);
+	if (!err)	/* a slow symlink's target is staged there */
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &p->stage);
 	if (!err)
 		err = ext2fs_get_mem(fs->blocksize, &p->blk);
 	if (!err)
@@ -51,6 +53,7 @@ static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
 static void up_done(struct xr_upd *up)
 {
 	ext2fs_free_mem(&up->p.in);
+	ext2fs_free_mem(&up->p.stage);
 	ext2fs_free_mem(&up->p.blk);
 	ext2fs_free_mem(&up->p.zero);
 	ext2fs_free_mem(&up->a);
