@@ -37,6 +37,7 @@
 # (its bench/reflink_bench built from this reflink_bench.c, for the
 # medians of case 2: copy the file there and make bench/reflink_bench)
 #     CACHE=/some/dir bash bench/bench_reflink.sh  # keep the source images
+#     CASES=3 EXTENTS=10000 REPS=9 bash bench/bench_reflink.sh  # case 3 only
 # (making the 100,000-extent file takes extref ~5 minutes: CACHE keeps
 # the images as made, before any reflink, for the next run.)
 set -euo pipefail
@@ -50,6 +51,8 @@ REPS=${REPS:-3}
 N=${N:-1000}
 EXTENTS=${EXTENTS:-"1000 10000 100000"}
 CACHE=${CACHE:-}
+CASES=${CASES:-"1 2 3"}		# which of the cases below to run
+want() { [[ " $CASES " == *" $1 "* ]]; }
 [ "$N" -ge 200 ] || { echo "N must be at least 200" >&2; exit 2; }
 [ "$REPS" -ge 3 ] || { echo "REPS must be at least 3" >&2; exit 2; }
 
@@ -129,7 +132,9 @@ fi
 sync
 
 # ----- case 1: one reflink, interleaved -----
+: >>"$tmp/percall"; : >>"$tmp/pershell"
 for e in $EXTENTS; do
+	want 1 || continue
 	echo "# case 1: reflink of the $e-extent file" >&2
 	img=$tmp/x$e.img
 	: >"$tmp/xc"; : >"$tmp/kc"; : >"$tmp/xs"; : >"$tmp/ks"
@@ -165,12 +170,13 @@ growth() {
 }
 big=$(for e in $EXTENTS; do echo "$e"; done | sort -n | tail -1)
 read -r gx gk < <(growth "$tmp/percall")
-row "1|per-extent cost, $big over 10000: call|-|$gx|-|$gk|-|-|-|-"
+want 1 && row "1|per-extent cost, $big over 10000: call|-|$gx|-|$gk|-|-|-|-"
 read -r gx gk < <(growth "$tmp/pershell")
-row "1|per-extent cost, $big over 10000: shell|-|$gx|-|$gk|-|-|-|-"
+want 1 && row "1|per-extent cost, $big over 10000: shell|-|$gx|-|$gk|-|-|-|-"
 
 # ----- case 2: N successive reflinks of the 10,000-extent file -----
 if [ -e "$tmp/x10000.img" ]; then
+    if want 2; then
 	echo "# case 2: $N successive reflinks" >&2
 	cp --sparse=always "$tmp/x10000.img" "$tmp/y.img"
 	sync
@@ -192,9 +198,15 @@ if [ -e "$tmp/x10000.img" ]; then
 	row "2|$N reflinks, tmpfs image: last/first, medians|-|$(field ratio_med "$lx")|-|-|-|-|-|-"
 	e2fsck -fn "$tmp/y.img" >/dev/null 2>&1 || echo "WARNING: e2fsck -fn y.img failed" | tee -a "$log"
 	rm -f "$tmp/y.img"
+    fi
 
 	# ----- case 3: 4 KiB copy-on-write into a shared file -----
+    if want 3; then
 	echo "# case 3: 4 KiB copy-on-write" >&2
+	if ! want 1; then	# the first copies, as case 1 makes them
+		"$B" "$tmp/x10000.img" reflink g c.1 >/dev/null
+		"$B" --posix reflink "$mnt/g10000" "$mnt/g10000.c.1" >/dev/null
+	fi
 	: >"$tmp/xw"; : >"$tmp/kw"
 	for r in $(seq "$REPS"); do
 		off=$(( (512 + 8 * r) * 1048576 ))
@@ -208,6 +220,7 @@ if [ -e "$tmp/x10000.img" ]; then
 	read -r xmin xmed < <(minmed "$tmp/xw")
 	read -r kmin kmed < <(minmed "$tmp/kw")
 	row "3|4K CoW in shared 10000 ext: call / pwrite+fsync|$xmin|$xmed|$kmin|$kmed|$(ratio "$xmin" "$kmin")|$(ratio "$xmed" "$kmed")|-|-"
+    fi
 fi
 
 cat <<EOF

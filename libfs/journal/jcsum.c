@@ -8,6 +8,7 @@
 #include <string.h>
 #include <stddef.h>
 #include "journal_int.h"
+#include "../tree/xr_crc32c.h"
 
 /* Bytes of one descriptor tag (without the UUID that may follow it). */
 unsigned xr_jtag_bytes(__u32 incompat)
@@ -66,9 +67,9 @@ __u32 xr_jblock_csum(__u32 seed, const void *blk, unsigned bs,
 	const unsigned char *p = blk;
 	__u32 c;
 
-	c = ext2fs_crc32c_le(seed, p, csum_off);
-	c = ext2fs_crc32c_le(c, zero, 4);
-	return ext2fs_crc32c_le(c, p + csum_off + 4, bs - csum_off - 4);
+	c = xr_crc32c(seed, p, csum_off);
+	c = xr_crc32c(c, zero, 4);
+	return xr_crc32c(c, p + csum_off + 4, bs - csum_off - 4);
 }
 
 /* A tag's checksum: over the tid (big-endian), then the copy as logged. */
@@ -77,7 +78,7 @@ __u32 xr_jtag_csum(__u32 seed, __u32 tid, const void *copy, unsigned bs)
 	unsigned char seq[4];
 
 	xr_put_be32(seq, tid);
-	return ext2fs_crc32c_le(ext2fs_crc32c_le(seed, seq, 4), copy, bs);
+	return xr_crc32c(xr_crc32c(seed, seq, 4), copy, bs);
 }
 
 /* Descriptor and revoke blocks end in a tail with checksum v2/v3. */

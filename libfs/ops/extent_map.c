@@ -46,7 +46,7 @@ errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,
 	struct clip c = { .lstart = lstart, .lend = lend, .out = out };
 	errcode_t err;
 
-	err = xr_extent_walk(fs, ino, inode, 0, clip_extent, &c);
+	err = xr_extent_walk_from(fs, ino, inode, 0, lstart, clip_extent, &c);
 	return err == EXT2_ET_EXTENT_NO_DOWN ? 0 : err;
 }
 

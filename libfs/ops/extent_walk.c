@@ -24,25 +24,76 @@ errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
 			 struct ext2_inode *inode, int flags,
 			 xr_extent_func func, void *priv)
 {
+	return xr_extent_walk_from(fs, ino, inode, flags, 0, func, priv);
+}
+
+/*
+ * Where a walk from lblk starts: the leaf extent that holds lblk, or the
+ * last one before it, or the first one after it (lblk before the first
+ * extent of the leaf the index leads to), as ext2fs_extent_goto leaves
+ * the handle; only the nodes on the path to it are read.  Extents before
+ * it all end at or before lblk in a sound tree (each leaf's extents lie
+ * at or after its index key).  *op: what the walk gets first.
+ *
+ * The goto leaves an index entry it reached going forward marked as not
+ * yet descended: the walk, coming up to it, goes down into the same
+ * child again and meets extents it has passed (seen_end, below).
+ */
+static errcode_t walk_start(ext2_extent_handle_t h, blk64_t lblk, int *op)
+{
+	struct ext2fs_extent e;
+	errcode_t err;
+
+	*op = EXT2_EXTENT_ROOT;
+	if (!lblk)
+		return 0;
+	err = ext2fs_extent_goto(h, lblk);
+	/* no extent to stand on (an empty tree or leaf): walk from the
+	 * root, which ends as it always did */
+	if ((!err || err == EXT2_ET_EXTENT_NOT_FOUND) &&
+	    !ext2fs_extent_get(h, EXT2_EXTENT_CURRENT, &e) &&
+	    (e.e_flags & EXT2_EXTENT_FLAGS_LEAF)) {
+		*op = EXT2_EXTENT_CURRENT;
+		return 0;
+	}
+	if (!err || err == EXT2_ET_EXTENT_NOT_FOUND ||
+	    err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_EXTENT_NO_DOWN ||
+	    err == EXT2_ET_NO_CURRENT_NODE)
+		return 0;
+	return err;
+}
+
+errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode, int flags,
+			      blk64_t lblk, xr_extent_func func, void *priv)
+{
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	errcode_t err;
-	int op = EXT2_EXTENT_ROOT;
+	int op, seek;
 	int next = (flags & XR_WALK_INDEX) ? EXT2_EXTENT_NEXT :
 		   EXT2_EXTENT_NEXT_LEAF;
+	blk64_t seen_end = 0;	/* a seek's walk: end of the last extent */
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
 	err = ext2fs_extent_open2(fs, ino, inode, &h);
 	if (err)
 		return err;
-	while (!(err = ext2fs_extent_get(h, op, &e))) {
+	err = walk_start(h, (flags & XR_WALK_INDEX) ? 0 : lblk, &op);
+	seek = op == EXT2_EXTENT_CURRENT;
+	while (!err && !(err = ext2fs_extent_get(h, op, &e))) {
 		op = next;
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
 			continue;
 		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF) &&
 		    !(flags & XR_WALK_INDEX))
 			continue;
+		if (seek) {
+			if (seen_end && e.e_lblk < seen_end)
+				continue;	/* met again (walk_start) */
+			seen_end = e.e_lblk + e.e_len;
+		}
 		err = func(&e, priv);
 		if (err)
 			break;

@@ -52,6 +52,12 @@ typedef errcode_t (*xr_extent_func)(const struct ext2fs_extent *e,
 errcode_t xr_extent_walk(ext2_filsys fs, ext2_ino_t ino,
 			 struct ext2_inode *inode, int flags,
 			 xr_extent_func func, void *priv);
+/* The same from the leaf extent at or before lblk (or the first after
+ * it), reading only the path there; lblk 0, or XR_WALK_INDEX: the whole
+ * walk. */
+errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode, int flags,
+			      blk64_t lblk, xr_extent_func func, void *priv);
 
 /* extent_map.c: mappings of an extent-mapped inode. */
 errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,

@@ -22,7 +22,8 @@
  * by quota/charge.c).  Every
  * node of the tree is read and checked now, before the operation's
  * first write: a count change that met a corrupt node half-way would
- * stop after the files were already changed.
+ * stop after the files were already changed.  Not when the open's
+ * verification still holds (xr_fs_verified): it read every node.
  */
 errcode_t xr_op_begin(extref_fs_t xfs)
 {
@@ -33,7 +34,8 @@ errcode_t xr_op_begin(extref_fs_t xfs)
 		return EXT2_ET_RO_FILSYS;
 	if (!extref_fs_tree(xfs))
 		return EXTREF_ERR_NO_TREE;
-	err = xr_tree_read_all(extref_fs_tree(xfs));
+	err = xr_fs_verified(xfs) ? extref_fs_tree(xfs)->broken :
+				    xr_tree_read_all(extref_fs_tree(xfs));
 	if (!err && !fs->block_map)
 		err = ext2fs_read_bitmaps(fs);
 	if (!err)
@@ -82,7 +84,8 @@ errcode_t xr_check_reg(extref_fs_t xfs, ext2_ino_t ino,
 
 /*
  * A regular, extent-mapped file that may be changed, its extent tree
- * checked whole (extent_node.c) before the caller writes anything.  An
+ * checked whole (extent_node.c) before the caller writes anything, unless
+ * the open's check of every extent tree still holds (xr_fs_verified).  An
  * inline-data file becomes extent-mapped here (a write): callers make
  * their refusals first, after xr_check_reg.
  */
@@ -99,6 +102,8 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		return err;
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
+	if (xr_fs_verified(xfs))
+		return 0;
 	return xr_extent_tree_verify(extref_fs_ext2(xfs), ino, inode, NULL);
 }
 

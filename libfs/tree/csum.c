@@ -2,6 +2,7 @@
  * csum.c --- checksums of the tree's blocks.
  */
 #include "extref_int.h"
+#include "xr_crc32c.h"
 
 /*
  * The seed: the filesystem's checksum seed when it stores one
@@ -24,15 +25,15 @@ __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
 	const unsigned char *p = block;
 	__u32 crc;
 
-	crc = ext2fs_crc32c_le(seed, p, csum_off);
-	crc = ext2fs_crc32c_le(crc, zero, sizeof(zero));
-	return ext2fs_crc32c_le(crc, p + csum_off + 4, bs - csum_off - 4);
+	crc = xr_crc32c(seed, p, csum_off);
+	crc = xr_crc32c(crc, zero, sizeof(zero));
+	return xr_crc32c(crc, p + csum_off + 4, bs - csum_off - 4);
 }
 
 /* The header's: its bytes before the checksum field. */
 __u32 xr_header_csum(__u32 seed, const void *block)
 {
-	return ext2fs_crc32c_le(seed, block, EXTREF_HDR_CSUM_OFFSET);
+	return xr_crc32c(seed, block, EXTREF_HDR_CSUM_OFFSET);
 }
 
 __u32 extref_header_csum(ext2_filsys fs, const void *block)

@@ -170,6 +170,12 @@ errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
  */
 void xr_perm_hold(extref_fs_t xfs, int delta);
 int xr_perm_held(extref_fs_t xfs);
+/*
+ * fs.c: nothing changed on disk since the read-write open verified the
+ * tree and every extent tree, but through this library's transactions:
+ * an operation may skip reading them all again before its first write.
+ */
+int xr_fs_verified(extref_fs_t xfs);
 
 /* tree_open.c */
 errcode_t xr_tree_init(ext2_filsys fs, int flags, struct extref_tree **ret);

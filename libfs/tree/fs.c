@@ -30,6 +30,8 @@ struct extref_fs {
 	int		have_ident;
 	int		perm_hold;	/* xr_perm_hold: inner steps unchecked */
 	struct xr_tx	*tx;		/* transactions (txn.c), journaled images */
+	int		verified;	/* the open's verification passed */
+	unsigned long	verified_at;	/* raw writes (txio.c) then */
 	unsigned	replayed;	/* transactions the open replayed */
 	errcode_t	replay_err;	/* why a read-only open could not */
 };
@@ -48,7 +50,7 @@ errcode_t extref_tx_begin2(extref_fs_t xfs, int flags)
 
 errcode_t extref_tx_end(extref_fs_t xfs, errcode_t err)
 {
-	return xr_tx_end(xfs, err);
+	return xr_tx_end2(xfs, err);
 }
 
 int extref_fs_journaled(extref_fs_t xfs)
@@ -188,8 +190,27 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 	if (err) {
 		extref_tree_free(xfs->tree);
 		xfs->tree = NULL;
+		return err;
 	}
-	return err;
+	xfs->verified = 1;
+	xfs->verified_at = xr_txio_of(xfs->fs) ?
+			   xr_txio_raw_writes(xr_txio_of(xfs->fs)) : 0;
+	return 0;
+}
+
+/*
+ * The open's verification still holds: it read and checked every node of
+ * the tree and of every extent tree, and since then only this library's
+ * operations wrote to the image (the lock keeps other writers out; any
+ * other write through the channel, such as an expert's raw edit, says
+ * no).  An image without a journal has no such count: no.
+ */
+int xr_fs_verified(extref_fs_t xfs)
+{
+	struct xr_txio *t = xr_txio_of(xfs->fs);
+
+	return xfs->verified && xfs->tx && t &&
+	       xr_txio_raw_writes(t) == xfs->verified_at;
 }
 
 /* The wrap proper; on success the extref_fs owns fs and lock. */

@@ -39,6 +39,8 @@ struct xr_txio {
 	blk64_t		*rev;
 	size_t		nrev, cap_rev;
 	unsigned long	held_flushes;
+	int		in_op;		/* the library's own operation writes */
+	unsigned long	raw;		/* writes from outside its operations */
 	void		*owner;
 };
 
@@ -103,6 +105,16 @@ size_t xr_txio_nheld(struct xr_txio *t)
 unsigned long xr_txio_held_flushes(struct xr_txio *t)
 {
 	return t->held_flushes;
+}
+
+void xr_txio_op(struct xr_txio *t, int delta)
+{
+	t->in_op += delta;
+}
+
+unsigned long xr_txio_raw_writes(struct xr_txio *t)
+{
+	return t->raw;
 }
 
 /* ---- the table ---- */
@@ -417,6 +429,8 @@ static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
 	__u64 off;
 	size_t len;
 
+	if (!t->in_op)
+		t->raw++;
 	if (!t->holding)
 		return io_channel_write_blk64(t->lower, block, count, data);
 	span(ch, block, count, &off, &len);
@@ -477,6 +491,8 @@ static errcode_t tx_discard(io_channel ch, unsigned long long block,
 {
 	struct xr_txio *t = chan_txio(ch);
 
+	if (!t->in_op)
+		t->raw++;
 	if (t->holding || !t->lower->manager->discard)
 		return EXT2_ET_UNIMPLEMENTED;
 	return t->lower->manager->discard(t->lower, block, count);
@@ -487,6 +503,8 @@ static errcode_t tx_zeroout(io_channel ch, unsigned long long block,
 {
 	struct xr_txio *t = chan_txio(ch);
 
+	if (!t->in_op)
+		t->raw++;
 	if (t->holding || !t->lower->manager->zeroout)
 		return EXT2_ET_UNIMPLEMENTED;
 	return t->lower->manager->zeroout(t->lower, block, count);

@@ -391,8 +391,21 @@ out:
 	return err;
 }
 
-/* Commit everything written since the last commit. */
+static errcode_t commit_writes(struct xr_tx *tx);
+
+/* Commit everything written since the last commit: the library's own
+ * writes (xr_txio_raw_writes). */
 static errcode_t commit(struct xr_tx *tx)
+{
+	errcode_t err;
+
+	xr_txio_op(tx->io, 1);
+	err = commit_writes(tx);
+	xr_txio_op(tx->io, -1);
+	return err;
+}
+
+static errcode_t commit_writes(struct xr_tx *tx)
 {
 	extref_tree_t t = extref_fs_tree(tx->xfs);
 	errcode_t err = tx->freed_err;
@@ -496,12 +509,27 @@ errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 	return 0;
 }
 
+/* The library's own operation: its writes are not raw (xr_txio_op). */
 errcode_t xr_tx_begin(extref_fs_t xfs)
 {
-	return xr_tx_begin2(xfs, 0);
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err = xr_tx_begin2(xfs, 0);
+
+	if (!err && tx)
+		xr_txio_op(tx->io, 1);
+	return err;
 }
 
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (tx && tx->depth)
+		xr_txio_op(tx->io, -1);
+	return xr_tx_end2(xfs, err);
+}
+
+errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 	errcode_t err2;

@@ -64,6 +64,14 @@ const blk64_t *xr_txio_revokes(struct xr_txio *t, size_t *n);
 void xr_txio_clear_revokes(struct xr_txio *t);
 /* Flushes asked for while holding (they wait for the commit). */
 unsigned long xr_txio_held_flushes(struct xr_txio *t);
+/*
+ * Writes (discards, zeroouts) made outside the library's own operations
+ * and commits (txn.c marks those with xr_txio_op(t, +1) ... (t, -1)),
+ * held or not: an expert's raw edits, a library user's own libext2fs
+ * writes.
+ */
+void xr_txio_op(struct xr_txio *t, int delta);
+unsigned long xr_txio_raw_writes(struct xr_txio *t);
 
 /*
  * Write count blocks of file data at blk, blocks the running operation
@@ -95,6 +103,9 @@ void xr_tx_discard(extref_fs_t xfs);
  */
 errcode_t xr_tx_begin(extref_fs_t xfs);
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err);
+/* The end of a begin that is not the library's own operation
+ * (extref_tx_begin's, paired with extref_tx_end). */
+errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
 /*
  * Between two whole steps of a long run that leave a consistent image
  * (two dedupes of the image builder, two entries of a recursive reflink):
