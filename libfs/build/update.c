@@ -6,8 +6,10 @@
  * with EXTREF_TX_SPLIT: it is committed whole at the end, or, when it
  * holds more than half the journal, also between two entries of the
  * source (update_walk.c), where the image is consistent; an error rolls
- * back what was not committed yet.  Quota usage, where the image keeps
- * quotas, is counted again at the end, inside the transaction.
+ * back what was not committed yet.  Inside it the update is the
+ * library's own operation (xr_tx_begin): its writes keep the open's
+ * verification standing (xr_fs_verified).  Quota usage, where the image
+ * keeps quotas, is counted again at the end, inside the transaction.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "update_int.h"
+#include "tree/xr_txio.h"
 
 static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
 			 struct xr_upd *up)
@@ -136,6 +139,15 @@ static errcode_t update_op(struct xr_upd *up, const char *dir,
 	return err;
 }
 
+/* Inside the split transaction, the library's own operation: its
+ * writes (the populate makers') are not an outsider's raw edits. */
+static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
+{
+	errcode_t err = xr_tx_begin(up->xfs);
+
+	return err ? err : xr_tx_end(up->xfs, update_op(up, dir, at));
+}
+
 errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 			    struct extref_update *u)
 {
@@ -160,7 +172,7 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	if (!err)
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
 	if (!err)
-		err = extref_tx_end(xfs, update_op(up, dir, at));
+		err = extref_tx_end(xfs, own_op(up, dir, at));
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
