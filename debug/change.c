@@ -257,6 +257,23 @@ static int reflink_label(struct cmd_args *a, struct extref_reflink_opts *ro)
 	return 0;
 }
 
+/* A reflink's error; a checksum met on the way names its inode and block. */
+static void reflink_err(struct cmd_args *a, errcode_t err, const char *src,
+			const char *dst)
+{
+	ext2_ino_t ino;
+	blk64_t blk;
+
+	extref_damage_where(sh.xfs, &ino, &blk);
+	if (ino && blk)
+		cmd_err(a, err, "%s -> %s: inode %u, block %llu", src, dst,
+			ino, (unsigned long long)blk);
+	else if (ino)
+		cmd_err(a, err, "%s -> %s: inode %u", src, dst, ino);
+	else
+		cmd_err(a, err, "%s -> %s", src, dst);
+}
+
 int impl_reflink(struct cmd_args *a)
 {
 	const char *src = a->argv[0], *dst = a->argv[1];
@@ -288,7 +305,7 @@ int impl_reflink(struct cmd_args *a)
 		goto out;
 	err = extref_reflink2(sh.xfs, sino, dir, name, &ro, &nino);
 	if (err) {
-		cmd_err(a, err, "%s -> %s", src, dst);
+		reflink_err(a, err, src, dst);
 		goto out;
 	}
 	size = EXT2_I_SIZE(&inode);

@@ -234,18 +234,23 @@ static int run_in_transaction(const struct cmd_spec *spec,
 			      struct cmd_args *a)
 {
 	errcode_t err = extref_tx_begin2(sh.xfs, EXTREF_TX_SPLIT);
-	int ret;
+	int ret, undo;
 
 	if (err) {
 		com_err(a->name, err, "while starting a transaction");
 		return 1;
 	}
 	ret = spec->impl(a);
+	undo = ret && !sh.batch && extref_tx_pending(sh.xfs);
 	err = extref_tx_end(sh.xfs, ret ? EXTREF_ERR_ROLLED_BACK : 0);
 	if (!ret && err) {
 		com_err(a->name, err, "while committing");
 		ret = 1;
 	}
+	/* failed half-way: what it had changed is undone; say so */
+	if (undo && err == EXTREF_ERR_ROLLED_BACK)
+		fprintf(stderr, "%s: rolled back: the image is as it was "
+			"before the command\n", a->name);
 	if (ret && sh.batch)
 		shell_batch_failed(a->name);
 	return ret;

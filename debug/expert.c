@@ -331,7 +331,9 @@ int impl_set_block_bitmap(struct cmd_args *a)
 				(unsigned long long)blk);
 	if (need_bitmaps(a))
 		return 1;
-	cur = !!ext2fs_test_block_bitmap2(sh.fs->block_map, blk);
+	/* freed in the open batch: free, though kept marked until commit */
+	cur = ext2fs_test_block_bitmap2(sh.fs->block_map, blk) &&
+	      !extref_tx_freed(sh.xfs, blk);
 	if (cur == (int)v) {
 		printf("block %llu: already %d\n", (unsigned long long)blk, cur);
 		return 0;

@@ -211,7 +211,59 @@ static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
 	return FSCK_NONDESTRUCT;
 }
 
-static int check_counts(struct fsck_opts *o)
+/*
+ * The image opened by the library: a journal that needs recovery is
+ * replayed first, as e2fsck would have (-n: in memory only, the check
+ * sees the replayed image and nothing is written), and on an image with
+ * a journal a repair is the journal's transactions.  The library takes
+ * the image's lock itself: to write, the caller's is given up first
+ * (flock locks of one process on two descriptors exclude each other).
+ */
+static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
+			extref_fs_t *xfs)
+{
+	int rw = o->mode != EXTREF_FSCK_NO;
+	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0);
+	errcode_t err;
+	unsigned n;
+
+	/* e2fsck has just verified every metadata checksum: skip them. */
+	if (o->e2fsck_clean)
+		flags |= EXTREF_OPEN_FORCE;
+	if (rw) {
+		extref_image_unlock(*lock);
+		*lock = NULL;
+	}
+	err = extref_fs_open(o->image, flags, xfs, NULL);
+	if (err) {
+		com_err(prog, err, "while opening %s", o->image);
+		return FSCK_ERROR;
+	}
+	n = extref_fs_replayed(*xfs);
+	if (n)
+		printf("%s: journal %s (%u transaction%s)\n", o->image,
+		       rw ? "recovered" : "needs recovery: checked as its "
+		       "replay leaves it, nothing written", n,
+		       n == 1 ? "" : "s");
+	if (extref_fs_replay_error(*xfs))
+		printf("%s: journal needs recovery but cannot be replayed "
+		       "(%s): checked as it is on disk\n", o->image,
+		       error_message(extref_fs_replay_error(*xfs)));
+	return 0;
+}
+
+/* Close what check_counts opened: after an error the image stays as
+ * the last commit left it. */
+static errcode_t close_checked(extref_fs_t xfs, errcode_t err)
+{
+	if (err) {
+		extref_fs_abort(xfs);
+		return 0;
+	}
+	return extref_fs_close(xfs);
+}
+
+static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 {
 	struct extref_fsck_opts eo = {
 		.mode = o->mode, .unshare = o->unshare, .verbose = o->verbose,
@@ -222,15 +274,15 @@ static int check_counts(struct fsck_opts *o)
 		.ask = ask_problem,
 	};
 	struct extref_fsck_result res;
-	ext2_filsys fs;
+	extref_fs_t xfs;
 	errcode_t err, cerr;
 	int st;
 
-	if ((st = open_fs(o, o->mode != EXTREF_FSCK_NO, &fs)))
+	if ((st = open_checked(o, lock, &xfs)))
 		return st;
-	err = extref_fsck(fs, &eo, &res);
+	err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
 	progress_done(o);
-	cerr = ext2fs_close_free(&fs);
+	cerr = close_checked(xfs, err);
 	if (err || cerr) {
 		com_err(prog, err ? err : cerr, "while checking %s", o->image);
 		return FSCK_ERROR;
@@ -319,7 +371,7 @@ int main(int argc, char **argv)
 		       "tree in inode 5, no shared blocks): e2fsck's check "
 		       "is the whole check\n", o.image);
 	else
-		status |= check_counts(&o);
+		status |= check_counts(&o, &lock);
 out:
 	extref_image_unlock(lock);
 	return status;

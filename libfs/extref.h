@@ -150,6 +150,16 @@ errcode_t extref_tx_begin2(extref_fs_t fs, int flags);
  * call.
  */
 void extref_tx_note_block(extref_fs_t fs, blk64_t blk);
+/*
+ * 1 if blk was freed in the running transaction: it stays marked in use
+ * in the bitmap until the commit (no allocation takes it before), but is
+ * free for the commit.  Marking it in use again (ext2fs_block_alloc_stats2,
+ * or by hand and extref_tx_note_block) keeps it in use.
+ */
+int extref_tx_freed(extref_fs_t fs, blk64_t blk);
+/* 1 inside extref_tx_begin ... extref_tx_end when an end with an error
+ * would have something to undo (a refusal found before any change: 0). */
+int extref_tx_pending(extref_fs_t fs);
 /* 1 if operations on fs are journal transactions. */
 int extref_fs_journaled(extref_fs_t fs);
 /* Transactions the open replayed from the journal (0: none needed). */

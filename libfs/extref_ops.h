@@ -437,6 +437,13 @@ void extref_update_free(struct extref_update *u);
  * operation calls it.
  */
 errcode_t extref_check_modifiable(extref_fs_t fs, ext2_ino_t ino);
+/*
+ * Where the damage lies that failed the last extref_reflink2 on fs with a
+ * checksum error (an extent block or a directory block met half-way):
+ * the inode whose block failed and that block; 0 for what is not known.
+ * Cleared when extref_reflink2 starts.
+ */
+void extref_damage_where(extref_fs_t fs, ext2_ino_t *ino, blk64_t *blk);
 
 /* One extent mapping of a file, with its reference count (0: no record). */
 struct extref_mapping {

@@ -225,8 +225,12 @@ def test_tree_never_grows_into_foreign_block(tmp_path, kind, code):
     assert_files(img, want)
 
     assert_repaired(img, want, code)
-    # The other owner kept its block; the tree has new ones.
-    assert read_block(img, blk, bs) == raw
+    # The other owner kept its block; the tree has new ones.  (A block
+    # bitmap records them: on an image with a journal the rebuilt tree
+    # takes new blocks, the old ones staying in use until its commit, so
+    # that bitmap changes; e2fsck -fn above found it right.)
+    if kind != "block_bitmap":
+        assert read_block(img, blk, bs) == raw
     assert blk not in ino5_blocks(img)
     # A reflink now works and leaves both checkers clean.
     xdebugfs(img, "reflink /a /c", write=True, check=0)

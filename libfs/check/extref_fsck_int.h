@@ -158,5 +158,10 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c);
 
 /* fsck_repair.c */
 errcode_t xr_fsck_rebuild(struct xr_fsck *c);
+/* fsck_txn.c: a repair as the journal's transactions (no-ops without) */
+errcode_t xr_fsck_tx_begin(struct xr_fsck *c, int atomic);
+errcode_t xr_fsck_tx_end(struct xr_fsck *c, errcode_t err);
+errcode_t xr_fsck_tx_split(struct xr_fsck *c);
+errcode_t xr_fsck_tx_before_rebuild(struct xr_fsck *c);
 
 #endif /* EXTREF_FSCK_INT_H */

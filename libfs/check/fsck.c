@@ -58,6 +58,16 @@ static errcode_t rescan(struct xr_fsck *c)
 	return err;
 }
 
+/* The rebuild: one transaction, whole or not at all (fsck_txn.c). */
+static errcode_t rebuild_atomic(struct xr_fsck *c)
+{
+	errcode_t err = xr_fsck_tx_begin(c, 1);
+
+	if (err)
+		return err;
+	return xr_fsck_tx_end(c, xr_fsck_rebuild(c));
+}
+
 static errcode_t run_passes(struct xr_fsck *c)
 {
 	errcode_t err;
@@ -103,7 +113,9 @@ static errcode_t run_passes(struct xr_fsck *c)
 		if (c->nuns && (err = xr_fsck_unshare(c)) == 0)
 			err = rescan(c);
 		if (!err)
-			err = xr_fsck_rebuild(c);
+			err = xr_fsck_tx_before_rebuild(c);
+		if (!err)
+			err = rebuild_atomic(c);
 	}
 	return err;
 }
@@ -127,11 +139,18 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 		return EXT2_ET_RO_FILSYS;
 	/* Inode and extent-block checksums are e2fsck's to check and fix. */
 	saved_flags = fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	/* a repair is one transaction of the journal (fsck_txn.c) */
+	err = xr_fsck_tx_begin(&c, 0);
+	if (err)
+		return err;
 	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = run_passes(&c);
 	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	if (!c.had_feature)
 		ext2fs_clear_feature_shared_blocks(fs->super);
+	err = xr_fsck_tx_end(&c, err);
+	/* a rollback puts back the flags of the last commit */
+	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	for (i = 0; i < c.npend; i++)
 		ext2fs_free_mem(&c.pend[i].detail);
 	ext2fs_free_mem(&c.pend);

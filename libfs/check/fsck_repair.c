@@ -39,21 +39,30 @@ static errcode_t clear_ino5(struct xr_fsck *c)
 {
 	ext2_filsys fs = c->fs;
 	struct ext2_inode inode;
-	blk64_t meta_max = 1, b;
+	blk64_t meta_max = 1, b, freed_to = 0;
 	size_t i;
 
 	for (i = 0; i < c->nmeta; i++)
 		if (c->meta[i].len > meta_max)
 			meta_max = c->meta[i].len;
+	/*
+	 * A block inode 5 maps twice is freed once: in a transaction a
+	 * freed block stays marked in use until the commit, so the bitmap
+	 * cannot tell.  The ranges are sorted by start: a block below the
+	 * furthest end so far lies in an earlier range.
+	 */
 	for (i = 0; i < c->nmeta; i++) {
 		const struct xr_meta *m = &c->meta[i];
 
 		if (m->ino != EXTREF_INO)
 			continue;
-		for (b = m->pblk; b < m->pblk + m->len; b++)
+		for (b = m->pblk > freed_to ? m->pblk : freed_to;
+		     b < m->pblk + m->len; b++)
 			if (ext2fs_test_block_bitmap2(fs->block_map, b) &&
 			    !used_elsewhere(c, b, meta_max))
 				ext2fs_block_alloc_stats2(fs, b, -1);
+		if (m->pblk + m->len > freed_to)
+			freed_to = m->pblk + m->len;
 	}
 	memset(&inode, 0, sizeof(inode));
 	return ext2fs_write_inode(fs, EXTREF_INO, &inode);

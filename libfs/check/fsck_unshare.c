@@ -7,6 +7,7 @@
 #include <string.h>
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
+#include "tree/xr_txio.h"
 
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
 {
@@ -39,8 +40,9 @@ static errcode_t copy_range(ext2_filsys fs, ext2_ino_t ino,
 		ext2fs_block_alloc_stats2(fs, nb, +1);
 		one.pblk = nb;
 		err = io_channel_read_blk64(fs->io, m->pblk + i, 1, buf);
+		/* file data in a new block: not journaled (ordered) */
 		if (!err)
-			err = io_channel_write_blk64(fs->io, nb, 1, buf);
+			err = xr_tx_write_data(fs, nb, 1, buf);
 		if (!err)
 			err = xr_unmap(fs, ino, &inode, one.lblk, one.lblk + 1,
 				       &removed);
@@ -114,6 +116,9 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c)
 		}
 		for (i = 0; !err && i < n; i++)
 			err = unshare_inode(c, inos[i], s, e, i == 0, buf);
+		/* the range copied for all: a commit may go here */
+		if (!err)
+			err = xr_fsck_tx_split(c);
 	}
 	ext2fs_free_mem(&buf);
 	c->res->changed = 1;

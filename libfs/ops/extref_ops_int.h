@@ -30,6 +30,10 @@ struct xr_map_vec {
 	size_t		n, cap;
 };
 
+/* damage.c: a checksum error met reading ino names ino and its block
+ * (extref_damage_where), unless a deeper step named its own. */
+void xr_note_damage(extref_fs_t xfs, ext2_ino_t ino, errcode_t err);
+
 /* vec.c */
 /* extref_lookup and extref_dir_list on the ext2_filsys itself. */
 errcode_t xr_lookup(ext2_filsys fs, ext2_ino_t dir, const char *name,

@@ -441,8 +441,8 @@ static errcode_t remember_link(struct rl *r, ext2_ino_t src, ext2_ino_t dst)
 	return 0;
 }
 
-static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
-			     const char *name, ext2_ino_t *ret)
+static errcode_t reflink_entry(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
+			       const char *name, ext2_ino_t *ret)
 {
 	struct ext2_inode s;
 	ext2_ino_t ino = 0;
@@ -476,6 +476,18 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 	return err;
 }
 
+/* One entry copied; a checksum that fails names its inode and block
+ * (the deepest entry first: those above it keep its name). */
+static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
+			     const char *name, ext2_ino_t *ret)
+{
+	errcode_t err = reflink_entry(r, src, dir, name, ret);
+
+	if (err)
+		xr_note_damage(r->xfs, src, err);
+	return err;
+}
+
 struct scan_item {
 	ext2_ino_t	ino;
 	unsigned	depth;		/* levels below the source */
@@ -483,16 +495,19 @@ struct scan_item {
 
 /* Push DIR's subdirectories (by their inodes' mode, not the entries'
  * file types) onto the walk's stack; one reached before is a loop. */
-static errcode_t scan_dir(ext2_filsys fs, struct scan_item it,
+static errcode_t scan_dir(extref_fs_t xfs, struct scan_item it,
 			  ext2fs_inode_bitmap seen, struct scan_item **stack,
 			  size_t *n, size_t *cap)
 {
+	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct extref_dirlist e = { 0 };
 	struct ext2_inode in;
 	size_t i;
 	errcode_t err;
 
 	err = xr_dir_list(fs, it.ino, 0, &e);
+	if (err)
+		xr_note_damage(xfs, it.ino, err);
 	for (i = 0; !err && i < e.n; i++) {
 		err = ext2fs_read_inode(fs, e.v[i].ino, &in);
 		if (err || !LINUX_S_ISDIR(in.i_mode))
@@ -548,8 +563,10 @@ static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
 			err = EXT2_ET_INODE_NOT_EXTENT;
 		if (!err)
 			err = xr_extent_tree_verify(r->fs, src, &s, &own);
-		if (err)
+		if (err) {
+			xr_note_damage(r->xfs, src, err);
 			return err;
+		}
 		nd->blocks += 2 * own;
 	} else {
 		nd->blocks += own;	/* a directory, a slow symlink: copied */
@@ -571,8 +588,9 @@ static errcode_t count_tree(struct rl *r, ext2_ino_t src, int depth,
  * on the heap: DEST (the new name's directory) inside it, a directory
  * reached twice or more than RL_MAX_DEPTH levels are refused.
  */
-static errcode_t scan_tree(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dest)
+static errcode_t scan_tree(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dest)
 {
+	ext2_filsys fs = extref_fs_ext2(xfs);
 	ext2fs_inode_bitmap seen = NULL;
 	struct scan_item *stack = NULL, it;
 	size_t n = 0, cap = 0;
@@ -590,7 +608,7 @@ static errcode_t scan_tree(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dest)
 		if (it.ino == dest)
 			err = EXTREF_ERR_INTO_ITSELF;
 		else
-			err = scan_dir(fs, it, seen, &stack, &n, &cap);
+			err = scan_dir(xfs, it, seen, &stack, &n, &cap);
 	}
 cleanup:
 	ext2fs_free_mem(&stack);
@@ -693,6 +711,7 @@ static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	int flags;
 	errcode_t err;
 
+	xr_fs_set_damage(xfs, 0, 0);
 	r.flags = flags = opts ? opts->flags : 0;
 	r.label = opts ? opts->label : NULL;
 	err = check_opts(opts);
@@ -726,7 +745,7 @@ static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	if (!LINUX_S_ISDIR(s.i_mode) && !LINUX_S_ISREG(s.i_mode))
 		return EXTREF_ERR_NOT_REG;
 	if (LINUX_S_ISDIR(s.i_mode))
-		err = scan_tree(r.fs, src, dir);
+		err = scan_tree(xfs, src, dir);
 	if (!err && LINUX_S_ISDIR(s.i_mode))
 		err = tree_room(&r, src);
 	if (!err && preserve(&r))

@@ -170,6 +170,8 @@ errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
  */
 void xr_perm_hold(extref_fs_t xfs, int delta);
 int xr_perm_held(extref_fs_t xfs);
+/* fs.c: where a checksum failed an operation (extref_damage_where). */
+void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk);
 /*
  * fs.c: nothing changed on disk since the read-write open verified the
  * tree and every extent tree, but through this library's transactions:

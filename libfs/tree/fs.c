@@ -34,6 +34,8 @@ struct extref_fs {
 	unsigned long	verified_at;	/* raw writes (txio.c) then */
 	unsigned	replayed;	/* transactions the open replayed */
 	errcode_t	replay_err;	/* why a read-only open could not */
+	ext2_ino_t	damage_ino;	/* where a checksum failed an */
+	blk64_t		damage_blk;	/* operation (extref_damage_where) */
 };
 
 errcode_t extref_tx_begin(extref_fs_t xfs)
@@ -66,6 +68,18 @@ unsigned extref_fs_replayed(extref_fs_t xfs)
 errcode_t extref_fs_replay_error(extref_fs_t xfs)
 {
 	return xfs->replay_err;
+}
+
+void extref_damage_where(extref_fs_t xfs, ext2_ino_t *ino, blk64_t *blk)
+{
+	*ino = xfs->damage_ino;
+	*blk = xfs->damage_blk;
+}
+
+void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk)
+{
+	xfs->damage_ino = ino;
+	xfs->damage_blk = blk;
 }
 
 struct xr_tx **xr_fs_txp(extref_fs_t xfs)

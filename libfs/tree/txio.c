@@ -42,6 +42,10 @@ struct xr_txio {
 	int		in_op;		/* the library's own operation writes */
 	unsigned long	raw;		/* writes from outside its operations */
 	void		*owner;
+	ext2_filsys	fs;		/* whose channel it is (tx_get_stats) */
+	__u64		data;		/* file data written since the mark */
+	__u64		uncounted;	/* written for what was dropped since */
+	struct struct_io_stats stats;	/* what tx_get_stats gives */
 };
 
 static struct struct_io_manager txio_manager;
@@ -87,8 +91,17 @@ void *xr_txio_owner(struct xr_txio *t)
 	return t->owner;
 }
 
+/*
+ * What an operation rolled back wrote (file data to blocks it had
+ * allocated, the only bytes that reach the channel below while holding)
+ * is not counted in s_kbytes_written: the image is as before it,
+ * superblock included.  The count starts when holding starts and after
+ * each commit; a drop uncounts it.
+ */
 void xr_txio_hold(struct xr_txio *t, int on)
 {
+	if (on && !t->holding)
+		t->data = 0;
 	t->holding = on;
 }
 
@@ -311,6 +324,7 @@ errcode_t xr_txio_write_home(struct xr_txio *t)
 			t->ent[i].logged = 1;
 			unhold(t, &t->ent[i]);
 		}
+	t->data = 0;		/* committed: counted */
 	return 0;
 }
 
@@ -338,6 +352,8 @@ static void compact(struct xr_txio *t, int drop_held)
 
 void xr_txio_drop(struct xr_txio *t)
 {
+	t->uncounted += t->data;
+	t->data = 0;
 	compact(t, 1);
 	t->nrev = 0;
 	t->held_flushes = 0;
@@ -388,6 +404,7 @@ errcode_t xr_tx_write_data(ext2_filsys fs, blk64_t blk, int count,
 			e->logged = 0;
 		}
 	}
+	t->data += (__u64)count * t->bs;
 	return io_channel_write_blk64(t->lower, blk, count, buf);
 }
 
@@ -475,14 +492,46 @@ static errcode_t tx_set_option(io_channel ch, const char *opt,
 }
 
 /*
- * No statistics: ext2fs_close would otherwise count the bytes the
- * journal and the checkpoints wrote into s_kbytes_written and rewrite
- * the superblock for it, over an expert's raw edit of it.
+ * The statistics of the channel below, which every byte that reaches the
+ * image passes: the journal's blocks, the blocks written in place, file
+ * data.  ext2fs_close adds its bytes written to s_kbytes_written, as for
+ * an image without a journal (and as the kernel counts every sector
+ * written, the journal's too).  As there, a write still in the cache of
+ * the channel below when the image closes is not counted, and the count
+ * rewrites the superblock at close.  Not when the primary superblock on
+ * disk holds a wrong checksum that fs->super holds too: an expert wrote
+ * it as given (the shell's ssv checksum), and the rewrite would correct
+ * it.
  */
+static int raw_super_edit(struct xr_txio *t)
+{
+	ext2_filsys fs = t->fs;
+	char buf[SUPERBLOCK_OFFSET + SUPERBLOCK_SIZE];
+	struct ext2_super_block *sb = (void *)(buf + SUPERBLOCK_OFFSET);
+
+	if (!fs || !ext2fs_has_feature_metadata_csum(fs->super) ||
+	    io_channel_read_blk64(t->lower, 0, -(int)sizeof(buf), buf))
+		return 0;
+	return sb->s_checksum == fs->super->s_checksum &&
+	       !ext2fs_superblock_csum_verify(fs, sb);
+}
+
 static errcode_t tx_get_stats(io_channel ch, io_stats *stats)
 {
-	(void)ch;
+	struct xr_txio *t = chan_txio(ch);
+	io_stats st = NULL;
+	errcode_t err;
+
 	*stats = NULL;
+	if (!t->lower->manager->get_stats || raw_super_edit(t))
+		return 0;
+	err = t->lower->manager->get_stats(t->lower, &st);
+	if (err || !st)
+		return err;
+	t->stats = *st;
+	t->stats.bytes_written = st->bytes_written > t->uncounted ?
+				 st->bytes_written - t->uncounted : 0;
+	*stats = &t->stats;
 	return 0;
 }
 
@@ -582,6 +631,7 @@ errcode_t xr_txio_attach(ext2_filsys fs, struct xr_txio **ret)
 	if (err)
 		return err;
 	t->magic = TXIO_MAGIC;
+	t->fs = fs;
 	t->lower = fs->io;
 	t->bs = fs->blocksize;
 	t->chan = *fs->io;		/* name, sizes, flags, app_data */

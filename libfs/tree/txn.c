@@ -49,6 +49,8 @@ struct xr_tx {
 	blk64_t		max_blocks;	/* a transaction of an empty journal */
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
+	ext2fs_block_bitmap pending;	/* the blocks of freed, or NULL */
+	int		revived;	/* one of them allocated again */
 	errcode_t	freed_err;	/* a free that could not be kept back */
 	int		range_seen;	/* the range hook had the range */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
@@ -63,13 +65,15 @@ struct xr_tx {
  * crash brings back.  The commit unmarks them (the free counts were
  * updated when they were freed).  Allocations search the bitmap and so
  * never take such a block; one allocated again by its number in the same
- * transaction (an expert's set_block_bitmap -c in a batch) would be left
- * free in the bitmap by the commit.
+ * transaction (an expert's set_block_bitmap in a batch) leaves the
+ * pending set, and the commit leaves it in use.
  */
 struct xr_txfree {
 	blk64_t		blk;
 	blk64_t		num;
 };
+
+static int untouched(struct xr_tx *tx);
 
 #define DIRTY_BLOCKS	1
 #define DIRTY_INODES	2
@@ -106,24 +110,87 @@ static void push_freed(struct xr_tx *tx, blk64_t blk, blk64_t num)
 	tx->freed[tx->nfreed++].num = num;
 }
 
+/* The pending set: a tree of ranges, small whatever the image's size. */
+static errcode_t new_pending(struct xr_tx *tx)
+{
+	ext2_filsys fs = tx->fs;
+	int type = fs->default_bitmap_type;
+	errcode_t err;
+
+	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
+	err = ext2fs_allocate_block_bitmap(fs, "freed in a transaction",
+					   &tx->pending);
+	fs->default_bitmap_type = type;
+	if (err)
+		tx->pending = NULL;
+	return err;
+}
+
 static void defer_free(struct xr_tx *tx, blk64_t blk, blk64_t num)
 {
 	if (!tx->fs->block_map)
 		return;
+	if (!tx->pending && new_pending(tx)) {
+		tx->freed_err = EXT2_ET_NO_MEMORY;
+		return;
+	}
 	ext2fs_mark_block_bitmap_range2(tx->fs->block_map, blk, num);
+	ext2fs_mark_block_bitmap_range2(tx->pending, blk, num);
 	push_freed(tx, blk, num);
+}
+
+/* Blocks freed in the transaction and allocated again by number: in use
+ * after all. */
+static void revive(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	blk64_t b, end = blk + num;
+
+	if (!tx->pending || !tx->nfreed)
+		return;
+	while (blk < end && !ext2fs_find_first_set_block_bitmap2(tx->pending,
+							blk, end - 1, &b)) {
+		ext2fs_unmark_block_bitmap2(tx->pending, b);
+		tx->revived = 1;
+		blk = b + 1;
+	}
+}
+
+static void forget_freed(struct xr_tx *tx)
+{
+	if (tx->pending)
+		ext2fs_clear_block_bitmap(tx->pending);
+	tx->nfreed = 0;
+	tx->revived = 0;
 }
 
 /* At the commit: the blocks freed are free in the bitmap too. */
 static void release_freed(struct xr_tx *tx)
 {
 	size_t i;
+	blk64_t b;
 
-	for (i = 0; i < tx->nfreed; i++)
-		ext2fs_unmark_block_bitmap_range2(tx->fs->block_map,
-						  tx->freed[i].blk,
-						  tx->freed[i].num);
-	tx->nfreed = 0;
+	for (i = 0; i < tx->nfreed; i++) {
+		const struct xr_txfree *f = &tx->freed[i];
+
+		if (!tx->revived) {
+			ext2fs_unmark_block_bitmap_range2(tx->fs->block_map,
+							  f->blk, f->num);
+			continue;
+		}
+		for (b = f->blk; b < f->blk + f->num &&
+		     !ext2fs_find_first_set_block_bitmap2(tx->pending, b,
+				f->blk + f->num - 1, &b); b++)
+			ext2fs_unmark_block_bitmap2(tx->fs->block_map, b);
+	}
+	forget_freed(tx);
+}
+
+int extref_tx_freed(extref_fs_t xfs, blk64_t blk)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->pending && tx->nfreed &&
+	       ext2fs_test_block_bitmap2(tx->pending, blk);
 }
 
 static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
@@ -133,6 +200,8 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 	if (tx) {
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, 1);
+		else if (inuse > 0)
+			revive(tx, blk, 1);
 		note_blocks(tx, blk, 1);
 		if (tx->old_cb)
 			tx->old_cb(fs, blk, inuse);
@@ -148,6 +217,8 @@ static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 			tx->range_seen = 1;
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, num);
+		else if (inuse > 0)
+			revive(tx, blk, num);
 		note_blocks(tx, blk, num);
 		if (tx->old_range_cb)
 			tx->old_range_cb(fs, blk, num, inuse);
@@ -178,8 +249,20 @@ void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
-	if (tx)
-		note_blocks(tx, blk, 1);
+	if (!tx)
+		return;
+	/* marked in use by hand: a pending free of it is off */
+	if (tx->fs->block_map && ext2fs_test_block_bitmap2(tx->fs->block_map,
+							   blk))
+		revive(tx, blk, 1);
+	note_blocks(tx, blk, 1);
+}
+
+int extref_tx_pending(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->depth && !untouched(tx);
 }
 
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
@@ -477,7 +560,7 @@ static errcode_t rollback(struct xr_tx *tx)
 		err = xr_quota_attach(fs);
 	}
 	memset(tx->dirty, 0, fs->group_desc_count);
-	tx->nfreed = 0;
+	forget_freed(tx);
 	tx->freed_err = 0;
 	return err;
 }
@@ -558,6 +641,29 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 	return commit(tx);
 }
 
+/* The extref_fs whose transactions fs's writes go into, or NULL. */
+extref_fs_t xr_tx_fs_of(ext2_filsys fs)
+{
+	struct xr_tx *tx = tx_of(fs);
+
+	return tx ? tx->xfs : NULL;
+}
+
+/*
+ * Blocks the running transaction may still gather and fit an empty
+ * journal at its commit (~0: no transactions on xfs).
+ */
+blk64_t xr_tx_room(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	size_t held;
+
+	if (!tx)
+		return ~(blk64_t)0;
+	held = xr_txio_nheld(tx->io);
+	return held < tx->max_blocks ? tx->max_blocks - held : 0;
+}
+
 static void tx_free(struct xr_tx *tx)
 {
 	ext2_filsys fs = tx->fs;
@@ -573,6 +679,8 @@ static void tx_free(struct xr_tx *tx)
 	ext2fs_free_mem(&tx->gd);
 	ext2fs_free_mem(&tx->dirty);
 	ext2fs_free_mem(&tx->freed);
+	if (tx->pending)
+		ext2fs_free_block_bitmap(tx->pending);
 	ext2fs_free_mem(&tx);
 }
 

@@ -115,6 +115,12 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
  * EXTREF_ERR_TXN_TOO_BIG.
  */
 errcode_t xr_tx_split_point(extref_fs_t xfs);
+/* The extref_fs of fs's transactions, NULL if it has none (the checker,
+ * which works on an ext2_filsys, finds them so). */
+extref_fs_t xr_tx_fs_of(ext2_filsys fs);
+/* Blocks the running transaction may still gather and fit an empty
+ * journal at its commit; ~0 without transactions. */
+blk64_t xr_tx_room(extref_fs_t xfs);
 /* xr_tx_begin, atomic: no split point commits before its end. */
 errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
