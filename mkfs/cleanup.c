@@ -226,19 +226,20 @@ void cleanup_unblock(const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
-/* In a child about to exec: our handlers and mask are not its. */
-void cleanup_child_reset(const sigset_t *old)
+/* The signals whose handler is ours: a child about to exec takes them
+ * back to their default (spawn.c). */
+void cleanup_child_sigdefault(sigset_t *set)
 {
 	size_t i;
 
+	sigemptyset(set);
 	for (i = 0; i < N_SIGNALS; i++) {
 		struct sigaction cur;
 
 		if (sigaction(term_signals[i], NULL, &cur) == 0 &&
 		    cur.sa_handler == on_signal)
-			signal(term_signals[i], SIG_DFL);
+			sigaddset(set, term_signals[i]);
 	}
-	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
 static int copy_path(char *dst, const char *src)

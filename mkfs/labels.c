@@ -18,8 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <selinux/selinux.h>
-#include <selinux/label.h>
+#include "ops/selinux_dl.h"	/* libselinux, opened here: not linked */
 
 #include <ext2fs/ext2fs.h>
 #include "extref_ops.h"
@@ -39,7 +38,10 @@ struct labeler {
 static struct selabel_handle *open_contexts(const char *file)
 {
 	struct selinux_opt opt = { SELABEL_OPT_PATH, file };
+	const char *why = NULL;
 
+	if (xr_selinux_load(&why))
+		fatal("%s: %s", file, why);
 	return selabel_open(SELABEL_CTX_FILE, &opt, 1);
 }
 

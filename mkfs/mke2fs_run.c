@@ -1,12 +1,16 @@
 /*
  * mke2fs_run.c --- lay out the ext4 filesystem with the stock mke2fs.
  *
- * mke2fs runs as a child (fork + exec, no shell; MKFS_EXTREF_MKE2FS
- * names another mke2fs than the one found at build time) with MKE2FS_CONFIG
- * pointing at a configuration of our own, so the result does not depend
- * on the host's /etc/mke2fs.conf.  Its output is captured; on failure we
- * print one line made from its first meaningful error message.
+ * mke2fs runs as a child (posix_spawn, no shell: spawn.c;
+ * MKFS_EXTREF_MKE2FS names another mke2fs than the one found at build
+ * time) with MKE2FS_CONFIG pointing at a configuration of our own, so the
+ * result does not depend on the host's /etc/mke2fs.conf.  The
+ * configuration is a memory file (memfd) the child reads through
+ * /proc/self/fd, or, where there is none, a temporary file.  Its output
+ * is captured; on failure we print one line made from its first
+ * meaningful error message.
  */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,15 +19,12 @@
 #include <stdlib.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "mkfs.h"
-
-#ifndef MKE2FS_PATH
-#define MKE2FS_PATH "/sbin/mke2fs"
-#endif
 
 /* Debian's mke2fs.conf, minus the types we never ask for. */
 static const char mke2fs_conf[] =
@@ -55,6 +56,26 @@ static const char mke2fs_conf[] =
 	"\thuge = {\n"
 	"\t\tinode_ratio = 65536\n"
 	"\t}\n";
+
+/*
+ * The configuration in a memory file: its descriptor (closed at exec but
+ * in the child, which keeps it) and the name the child opens it by in
+ * path; -1 where there is no memfd or no /proc.  Nothing to remove.
+ */
+static int conf_memfd(char *path, size_t len)
+{
+	size_t n = sizeof(mke2fs_conf) - 1;
+	int fd = memfd_create("mkfs.extref.conf", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	if (write(fd, mke2fs_conf, n) != (ssize_t)n || access(path, R_OK)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
 
 /*
  * Write the configuration to a temporary file; its name in path.  The
@@ -128,42 +149,6 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	add(argv, &n, o->image);
 	sprintf(sizebuf, "%lluk", (unsigned long long)(t->fs_bytes / 1024));
 	add(argv, &n, sizebuf);
-}
-
-/* In the child: set up the environment and descriptors, then exec. */
-static void child(const struct mkfs_opts *o, const char **argv,
-		  const char *conf, int out, const sigset_t *mask)
-{
-	const char *mke2fs = getenv("MKFS_EXTREF_MKE2FS");
-	char epoch[32];
-	int null = open("/dev/null", O_RDONLY);
-
-	cleanup_child_reset(mask);
-
-	if (null >= 0)
-		dup2(null, 0);
-	dup2(out, 1);
-	dup2(out, 2);
-	setenv("MKE2FS_CONFIG", conf, 1);
-	setenv("LC_ALL", "C", 1);
-	unsetenv("MKE2FS_SYNC");
-	unsetenv("MKE2FS_FIRST_META_BG");
-	unsetenv("MKE2FS_DEVICE_SECTSIZE");
-	unsetenv("MKE2FS_DEVICE_PHYS_SECTSIZE");
-	if (o->have_epoch) {
-		snprintf(epoch, sizeof(epoch), "%lld", o->epoch);
-		setenv("E2FSPROGS_FAKE_TIME", epoch, 1);
-	} else {
-		unsetenv("E2FSPROGS_FAKE_TIME");
-	}
-	if (mke2fs && *mke2fs) {
-		execv(mke2fs, (char **)argv);
-	} else {
-		execv(MKE2FS_PATH, (char **)argv);
-		execvp("mke2fs", (char **)argv);
-	}
-	dprintf(2, "cannot run mke2fs: %s\n", strerror(errno));
-	_exit(127);
 }
 
 /* Read everything the child writes; returns a malloc'd string. */
@@ -299,38 +284,39 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 {
 	const char *argv[MAX_ARGS];
 	char conf[4096], bsbuf[16], sizebuf[32], *out;
-	int pfd[2], status;
+	int pfd[2], status, conf_fd, err;
 	siginfo_t si;
 	sigset_t old;
-	pid_t pid;
+	pid_t pid = -1;
 
 	build_argv(o, t, argv, bsbuf, sizebuf);
-	if (write_conf(conf, sizeof(conf)))
+	conf_fd = conf_memfd(conf, sizeof(conf));
+	if (conf_fd < 0 && write_conf(conf, sizeof(conf)))
 		return -1;
-	if (pipe(pfd) < 0) {
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		error_line("cannot run mke2fs: %s", strerror(errno));
+		if (conf_fd >= 0)
+			close(conf_fd);
 		cleanup_drop_conf();
 		return -1;
 	}
 	/* the child is registered (to be killed and waited for on a
 	 * signal) before a signal can come */
 	cleanup_block(&old);
-	pid = fork();
-	if (pid == 0) {
-		close(pfd[0]);
-		child(o, argv, conf, pfd[1], &old);
-	}
-	if (pid > 0)
+	err = spawn_mke2fs(o, argv, conf, conf_fd, pfd[1], &old, &pid);
+	if (!err)
 		cleanup_set_child(pid);
 	cleanup_unblock(&old);
-	if (pid < 0) {
-		error_line("cannot run mke2fs: %s", strerror(errno));
+	close(pfd[1]);
+	if (conf_fd >= 0)
+		close(conf_fd);
+	if (err) {
+		error_line("%s: cannot run mke2fs: %s", o->image,
+			   strerror(err));
 		close(pfd[0]);
-		close(pfd[1]);
 		cleanup_drop_conf();
 		return -1;
 	}
-	close(pfd[1]);
 	out = slurp(pfd[0]);
 	close(pfd[0]);
 	/* reaped and unregistered with no signal in between, so the

@@ -72,7 +72,7 @@ int labels_apply(const struct mkfs_opts *o);
 void cleanup_init(void);
 void cleanup_block(sigset_t *old);
 void cleanup_unblock(const sigset_t *old);
-void cleanup_child_reset(const sigset_t *old);
+void cleanup_child_sigdefault(sigset_t *set);
 int cleanup_add_tree(const char *path);
 int cleanup_add_conf(const char *path);
 void cleanup_drop_conf(void);
@@ -194,8 +194,33 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* Run mke2fs; 0 on success, else prints one error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
 
+/* spawn.c: start mke2fs (argv) with its output on out, MKE2FS_CONFIG=conf
+ * (conf_fd, or -1, kept open for it) and the signal mask mask; 0 or an
+ * errno value. */
+int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
+		 const char *conf, int conf_fd, int out, const sigset_t *mask,
+		 pid_t *pid);
+
 /* format.c */
 /* Open the new filesystem, add the tree, close; 0 or -1 (error printed). */
 int format_image(const struct mkfs_opts *o, const struct mkfs_target *t);
+
+/* lean.c: the tree's block without reading every bitmap (see there). */
+struct lean {
+	int		active;		/* lean_begin() took over the bitmap */
+	dgrp_t		group;		/* the group whose bitmap is loaded */
+	char		*buf;		/* one block */
+	void		*gd;		/* the descriptors as opened */
+};
+/* 0: fs->block_map is the partial bitmap; -1: declined (nothing done). */
+int lean_begin(ext2_filsys fs, struct lean *l);
+/* Write what changed; the close then writes only the superblocks. */
+errcode_t lean_end(ext2_filsys fs, struct lean *l);
+void lean_free(struct lean *l);
+
+/* nosync.c: the channel of a new image flushes nothing (its cache must
+ * be off: open it with "cache=off"); sync_image() is the one fsync. */
+void nosync_attach(ext2_filsys fs);
+errcode_t sync_image(const char *path);
 
 #endif /* MKFS_EXTREF_H */

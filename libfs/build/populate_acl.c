@@ -5,8 +5,7 @@
  * ext4's form.
  */
 #include <stdlib.h>
-#include <archive.h>
-#include <archive_entry.h>
+#include "archive_dl.h"
 #include "populate_int.h"
 
 /* Linux's tags (linux/posix_acl.h) of libarchive's. */

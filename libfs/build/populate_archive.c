@@ -25,8 +25,7 @@
 #include <limits.h>
 #include <locale.h>
 #include <string.h>
-#include <archive.h>
-#include <archive_entry.h>
+#include "archive_dl.h"
 #include "populate_int.h"
 
 struct rd {
@@ -457,9 +456,15 @@ static errcode_t read_all(struct rd *r)
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 {
 	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
+	const char *why = NULL;
 	struct rd *r;
-	errcode_t err = ext2fs_get_memzero(sizeof(*r), &r);
+	errcode_t err = xr_archive_load(&why);
 
+	if (err) {
+		xr_pop_fail(p, "", why);
+		return err;
+	}
+	err = ext2fs_get_memzero(sizeof(*r), &r);
 	if (err)
 		return err;
 	r->p = p;
@@ -487,14 +492,21 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
 				 char **why)
 {
-	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
-	struct archive *a = open_reader();
+	locale_t utf8, prev = (locale_t)0;
+	const char *lib_why = NULL;
+	struct archive *a;
 	struct archive_entry *e;
-	errcode_t err = 0;
+	errcode_t err = xr_archive_load(&lib_why);
 	int ar = ARCHIVE_FATAL;
 
 	*entries = *bytes = 0;
 	*why = NULL;
+	if (err) {
+		*why = strdup(lib_why);
+		return err;
+	}
+	utf8 = utf8_locale();
+	a = open_reader();
 	if (!a)
 		return EXT2_ET_NO_MEMORY;
 	if (utf8)

@@ -3,12 +3,13 @@
  *
  * A label is a security context string, user:role:type:level.  Where the
  * host has a policy loaded, libselinux's security_check_context decides
- * whether it is valid; elsewhere (a build machine without SELinux) only
- * its syntax is checked.  It is stored as the kernel and setfiles store
+ * whether it is valid; elsewhere (a build machine without SELinux, or
+ * without libselinux, which is opened at the first check: selinux_dl.c)
+ * only its syntax is checked.  It is stored as the kernel and setfiles store
  * it: the string with its terminating NUL.
  */
 #include <string.h>
-#include <selinux/selinux.h>
+#include "selinux_dl.h"
 #include "extref_ops_int.h"
 
 #define LABEL_MAX	4095	/* bytes, without the NUL */
@@ -63,7 +64,8 @@ errcode_t extref_label_check(const char *label)
 		if ((unsigned char)label[i] <= ' ' ||
 		    (unsigned char)label[i] >= 0x7f)
 			return EXTREF_ERR_BAD_LABEL;
-	if (is_selinux_enabled() > 0)
+	/* without libselinux there is no policy to ask */
+	if (!xr_selinux_load(NULL) && is_selinux_enabled() > 0)
 		return security_check_context(label) < 0 ?
 		       EXTREF_ERR_BAD_LABEL : 0;
 	return label_syntax_ok(label) ? 0 : EXTREF_ERR_BAD_LABEL;
