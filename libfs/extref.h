@@ -135,11 +135,13 @@ errcode_t extref_tx_end(extref_fs_t fs, errcode_t err);
 /*
  * extref_tx_begin2 with EXTREF_TX_SPLIT: the operations up to the end may
  * be committed in several transactions when they hold more than half the
- * journal, at points where the image is consistent (between the entries
- * of a recursive reflink, between two dedupes of extref_dedupe_fs); a
- * crash can then leave part of the whole done (a recursive reflink: part
- * of the copied tree).  Without it (extref_tx_begin) the whole is one
- * transaction or fails with EXTREF_ERR_TXN_TOO_BIG.
+ * journal, at points where the image is consistent (between two dedupes
+ * of extref_dedupe_fs: a crash can then leave part of the sharing done,
+ * every file's bytes as they were).  A recursive reflink is never split:
+ * the blocks it allocates are written in place early and the rest is one
+ * commit, refused up front when the journal cannot hold it.  Without
+ * EXTREF_TX_SPLIT (extref_tx_begin) the whole is one transaction or fails
+ * with EXTREF_ERR_TXN_TOO_BIG.
  */
 #define EXTREF_TX_SPLIT		0x0001
 errcode_t extref_tx_begin2(extref_fs_t fs, int flags);

@@ -36,9 +36,11 @@ def fsck():
 
 
 def session(img, cmds, check=True):
-    """One 'debugfs.extref -w -f -' session running cmds."""
+    """One 'debugfs.extref -w -f -' session running cmds, at a fixed time
+    (SOURCE_DATE_EPOCH), so that two sessions stamp the superblock and the
+    journal alike whatever second they run in."""
     return helpers.run([dbg(), "-w", "-f", "-", str(img)], check=check,
-                       timeout=120,
+                       timeout=120, env={"SOURCE_DATE_EPOCH": "1700000000"},
                        input="".join(c + "\n" for c in cmds))
 
 

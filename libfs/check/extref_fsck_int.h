@@ -25,6 +25,13 @@ struct xr_mapping {
 };
 #define XR_MAP_MAX_LEN	32768	/* an ext4 extent's largest length */
 
+/*
+ * The probe's mapping (fsck_lean.c): 8 bytes, block << 31 | (len - 1) << 16
+ * | count, without the inode, which only a problem's message needs.
+ */
+#define XR_LEAN_PBLK_SHIFT	31
+#define XR_LEAN_MAX_BLOCKS	(1ULL << 33)	/* blocks it can number */
+
 /* A metadata range (never shared). */
 struct xr_meta {
 	blk64_t		pblk;
@@ -74,6 +81,11 @@ struct xr_fsck {
 
 	struct xr_mapping	*map;		/* data mappings */
 	size_t			nmap, capmap;
+	__u64			*lean;		/* or, in the probe, these */
+	size_t			caplean;
+	__u32			*lean_hash;	/* recent keys (fsck_lean.c) */
+	size_t			lean_tries, lean_hits;
+	int			lean_hash_tried;
 	struct xr_meta		*meta;
 	size_t			nmeta, capmeta;
 	struct xr_node_ref	*nodes;		/* extent blocks still to read */
@@ -100,8 +112,78 @@ struct xr_fsck {
 	int			preen_stop;	/* a problem -p may not fix */
 	int			no_fix;		/* report only, whatever the mode */
 	int			extents_bad;	/* a file's extent tree failed */
+	int			probe;		/* silent first look (lean) */
+	int			probe_dirty;	/* it met a problem */
+	unsigned		progress_calls;	/* progress reports made */
+	unsigned		progress_skip;	/* ... the probe made already */
 	errcode_t		err;		/* first operational error */
 };
+
+/*
+ * The i-th data mapping, whichever form the mappings take (in the
+ * probe, the inode is not kept: 0).
+ */
+static inline blk64_t xr_map_pblk(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? c->lean[i] >> XR_LEAN_PBLK_SHIFT : c->map[i].pblk;
+}
+
+static inline blk64_t xr_map_len(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? ((c->lean[i] >> 16) & 0x7fff) + 1 : c->map[i].len;
+}
+
+static inline unsigned xr_map_count(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? (unsigned)(c->lean[i] & 0xffff) : c->map[i].count;
+}
+
+static inline ext2_ino_t xr_map_ino(const struct xr_fsck *c, size_t i)
+{
+	return c->lean ? 0 : c->map[i].ino;
+}
+
+static inline __u64 xr_lean_key(blk64_t pblk, unsigned len)
+{
+	return ((__u64)pblk << XR_LEAN_PBLK_SHIFT) |
+	       ((__u64)(len - 1) << 16) | 1;
+}
+
+errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			      ext2_ino_t ino);
+errcode_t xr_fsck_lean_add_key(struct xr_fsck *c, __u64 key);
+#define XR_LEAN_HASH_FROM	16384	/* keys before the hash is tried */
+
+/*
+ * The probe's record of one piece of a mapping: the same blocks as the
+ * last key (any inode's: the probe keeps no inode) count on it, below
+ * the count's limit; else fsck_lean.c looks further or appends.
+ */
+static inline errcode_t xr_fsck_lean_put(struct xr_fsck *c, __u64 key)
+{
+	__u64 *last = c->nmap ? &c->lean[c->nmap - 1] : NULL;
+
+	if (last && (*last | 0xffff) == (key | 0xffff) &&
+	    (*last & 0xffff) != 0xffff) {
+		(*last)++;
+		return 0;
+	}
+	if (c->lean_hash || c->nmap >= c->caplean ||
+	    (!c->lean_hash_tried && c->nmap >= XR_LEAN_HASH_FROM))
+		return xr_fsck_lean_add_key(c, key);
+	c->lean[c->nmap++] = key;
+	return 0;
+}
+
+/* Record a mapping (xr_fsck_add_mapping), the probe's common case inline. */
+static inline errcode_t xr_fsck_map(struct xr_fsck *c, blk64_t pblk,
+				    blk64_t len, ext2_ino_t ino)
+{
+	if (!c->probe || len > XR_MAP_MAX_LEN)
+		return xr_fsck_add_mapping(c, pblk, len, ino);
+	c->res->mappings++;
+	return xr_fsck_lean_put(c, xr_lean_key(pblk, len));
+}
 
 /* problem.c */
 const struct xr_problem *xr_problem_find(int code);
@@ -111,10 +193,16 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int xr_problems_flush(struct xr_fsck *c);
 
+/* fsck.c */
+void xr_fsck_progress(struct xr_fsck *c, int pass, __u64 done, __u64 total);
+/* fsck_lean.c (the probe's mappings) */
+int xr_fsck_lean_fits(const struct xr_fsck *c);
+errcode_t xr_fsck_lean_add(struct xr_fsck *c, blk64_t pblk, blk64_t len,
+			   ext2_ino_t ino);
+void xr_fsck_lean_sort(struct xr_fsck *c);
+size_t xr_fsck_lean_first(const struct xr_fsck *c, blk64_t b);
 /* fsck_scan.c (pass 1) */
 errcode_t xr_fsck_scan(struct xr_fsck *c);
-errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
-			      ext2_ino_t ino);
 errcode_t xr_fsck_add_meta(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			   ext2_ino_t ino, int kind);
 /* fsck_extents.c (pass 1, extent trees) */
@@ -136,6 +224,7 @@ void xr_sort_mappings(struct xr_mapping *v, size_t n);
 void xr_sort_meta(struct xr_meta *v, size_t n);
 void xr_sort_nodes(struct xr_node_ref *v, size_t n);
 void xr_sort_parents(struct xr_parent *v, size_t n);
+void xr_sort_keys(__u64 *v, size_t n, int min_shift);
 
 /* fsck_sweep.c */
 typedef errcode_t (*xr_rec_sink)(const struct extref_rec *r, void *priv);

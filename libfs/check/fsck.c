@@ -1,6 +1,7 @@
 /*
  * fsck.c --- the checker's driver: passes in order, then the repairs.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "extref_fsck_int.h"
 
@@ -38,10 +39,26 @@ static errcode_t fix_feature(struct xr_fsck *c)
 	return 0;
 }
 
+/*
+ * Progress, told once: a full run after the probe passes over the
+ * reports the probe made (the same ones, in the same order: the probe
+ * stops early, never goes another way).
+ */
+void xr_fsck_progress(struct xr_fsck *c, int pass, __u64 done, __u64 total)
+{
+	if (!c->opts->progress)
+		return;
+	if (c->progress_skip) {
+		c->progress_skip--;
+		return;
+	}
+	c->progress_calls++;
+	c->opts->progress(pass, done, total, c->opts->priv);
+}
+
 static void progress(struct xr_fsck *c, int pass)
 {
-	if (c->opts->progress)
-		c->opts->progress(pass, 1, 1, c->opts->priv);
+	xr_fsck_progress(c, pass, 1, 1);
 }
 
 /* After copies were made: the mappings again, for the rebuild. */
@@ -75,13 +92,15 @@ static errcode_t run_passes(struct xr_fsck *c)
 	setup(c);
 	progress(c, 0);
 	err = xr_fsck_scan(c);
-	if (err)
+	if (err || c->probe_dirty)
 		return err;
 	xr_fsck_sort(c);
 	xr_fsck_check_metadata(c);
 	err = xr_fsck_check_tree_blocks(c);
 	if (!err)
 		err = xr_fsck_check_bitmap(c);
+	if (err || c->probe_dirty)
+		return err;
 	progress(c, 1);
 	if (!err && c->tree_present)
 		err = xr_fsck_structure(c);
@@ -89,7 +108,7 @@ static errcode_t run_passes(struct xr_fsck *c)
 	if (!err)
 		err = xr_fsck_compare(c);
 	progress(c, 3);
-	if (err)
+	if (err || c->probe_dirty)
 		return err;
 	/* Sharing without any tree: the tree is missing. */
 	if (!c->tree_present && c->res->records &&
@@ -98,6 +117,8 @@ static errcode_t run_passes(struct xr_fsck *c)
 				    (unsigned long long)c->res->shared_blocks)))
 		return err;
 	err = fix_feature(c);
+	if (c->probe)
+		return err;	/* clean unless it met a problem */
 	if (!err && c->extents_bad) {
 		/*
 		 * Mappings below the damage are unknown: rebuilt from what
@@ -120,8 +141,15 @@ static errcode_t run_passes(struct xr_fsck *c)
 	return err;
 }
 
-errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
-		      struct extref_fsck_result *res)
+/*
+ * One run of the passes; with probe, the silent first look (lean
+ * mappings, problems only noted in *dirty, nothing changed), which
+ * *calls counts the progress reports of; without, a full run that
+ * passes over the first *calls progress reports (the probe made them).
+ */
+static errcode_t run(ext2_filsys fs, const struct extref_fsck_opts *opts,
+		     struct extref_fsck_result *res, int probe,
+		     unsigned *calls, int *dirty)
 {
 	struct xr_fsck c;
 	errcode_t err;
@@ -135,30 +163,92 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 	c.nblocks = ext2fs_blocks_count(fs->super);
 	c.opts = opts;
 	c.res = res;
-	if (opts->mode != EXTREF_FSCK_NO && !(fs->flags & EXT2_FLAG_RW))
-		return EXT2_ET_RO_FILSYS;
+	if (probe && !xr_fsck_lean_fits(&c)) {
+		*calls = 0;
+		*dirty = 1;
+		return 0;
+	}
+	c.probe = probe;
+	if (!probe)
+		c.progress_skip = *calls;
 	/* Inode and extent-block checksums are e2fsck's to check and fix. */
 	saved_flags = fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS;
-	/* a repair is one transaction of the journal (fsck_txn.c) */
-	err = xr_fsck_tx_begin(&c, 0);
-	if (err)
+	/* a repair is one transaction of the journal (fsck_txn.c); the
+	 * probe changes nothing */
+	if (!probe && (err = xr_fsck_tx_begin(&c, 0)))
 		return err;
 	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = run_passes(&c);
 	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	if (!c.had_feature)
 		ext2fs_clear_feature_shared_blocks(fs->super);
-	err = xr_fsck_tx_end(&c, err);
+	if (!probe)
+		err = xr_fsck_tx_end(&c, err);
 	/* a rollback puts back the flags of the last commit */
 	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved_flags;
 	for (i = 0; i < c.npend; i++)
 		ext2fs_free_mem(&c.pend[i].detail);
 	ext2fs_free_mem(&c.pend);
 	xr_big_free(&c.map, &c.capmap, sizeof(*c.map));
+	xr_big_free(&c.lean, &c.caplean, sizeof(*c.lean));
+	ext2fs_free_mem(&c.lean_hash);
 	ext2fs_free_mem(&c.meta);
 	ext2fs_free_mem(&c.nodes);
 	ext2fs_free_mem(&c.bad);
 	xr_fsck_names_free(&c);
 	ext2fs_free_mem(&c.uns);
+	if (probe) {
+		*calls = c.progress_calls;
+		*dirty = c.probe_dirty;
+	}
+	return err;
+}
+
+/*
+ * Test builds: EXTREF_FSCK_FULL=1 runs the full passes only, so that
+ * tests can compare the probe's answers with theirs; =probe the probe
+ * only, a problem it meets then failing the check with
+ * EXT2_ET_OP_NOT_SUPPORTED, so that tests can see it answer alone.
+ */
+#define PROBE_NO	0
+#define PROBE_FIRST	1
+#define PROBE_ONLY	2
+
+static int probe_wanted(void)
+{
+#ifdef EXTREF_FAULT_INJECTION
+	const char *full = getenv("EXTREF_FSCK_FULL");
+
+	if (full && !strcmp(full, "1"))
+		return PROBE_NO;
+	if (full && !strcmp(full, "probe"))
+		return PROBE_ONLY;
+#endif
+	return PROBE_FIRST;
+}
+
+/*
+ * The probe first (fsck_lean.c): when it meets no problem, its result is
+ * the check's; when it meets one, the passes run again in full, which
+ * report and repair.  An error of the probe before any problem is the
+ * check's error: the full passes make the same calls in the same order
+ * up to there, and would fail alike.
+ */
+errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
+		      struct extref_fsck_result *res)
+{
+	unsigned calls = 0;
+	int dirty = 1, want = probe_wanted();
+	errcode_t err = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (opts->mode != EXTREF_FSCK_NO && !(fs->flags & EXT2_FLAG_RW))
+		return EXT2_ET_RO_FILSYS;
+	if (want != PROBE_NO)
+		err = run(fs, opts, res, 1, &calls, &dirty);
+	if (dirty && want == PROBE_ONLY)
+		err = err ? err : EXT2_ET_OP_NOT_SUPPORTED;
+	else if (dirty)
+		err = run(fs, opts, res, 0, &calls, &dirty);
 	return err;
 }

@@ -131,6 +131,10 @@ void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
 	int off = 0;
 
 	buf[0] = 0;
+	if (c->probe) {		/* its problems are reported by the full run */
+		snprintf(buf, len, "none");
+		return;
+	}
 	for (i = xr_fsck_first_map(c, s); i < c->nmap && c->map[i].pblk < e;
 	     i++) {
 		size_t k;

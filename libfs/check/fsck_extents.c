@@ -76,7 +76,7 @@ static errcode_t walk_node(struct xr_fsck *c, ext2_ino_t ino,
 				*bad = EXT2_ET_EXTENT_LEAF_BAD;
 				break;
 			}
-			err = xr_fsck_add_mapping(c, p, len, ino);
+			err = xr_fsck_map(c, p, len, ino);
 		}
 	} else {
 		const struct ext3_extent_idx *ix = (const void *)(eh + 1);
@@ -204,8 +204,8 @@ static void progress(struct xr_fsck *c, __u64 base, size_t done, size_t n,
 	__u64 g = c->fs->group_desc_count;
 	__u64 at = base + (2 * g - base) / 2 * done / (n ? n : 1);
 
-	if (c->opts->progress && at != *last)
-		c->opts->progress(1, at, 2 * g, c->opts->priv);
+	if (at != *last)
+		xr_fsck_progress(c, 1, at, 2 * g);
 	*last = at;
 }
 

@@ -24,6 +24,8 @@ errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 	errcode_t err;
 
 	c->res->mappings++;
+	if (c->probe)
+		return xr_fsck_lean_add(c, pblk, len, ino);
 	while (len) {
 		__u16 part = len > XR_MAP_MAX_LEN ? XR_MAP_MAX_LEN : len;
 
@@ -254,9 +256,7 @@ static errcode_t group_done(ext2_filsys fs, ext2_inode_scan scan,
 	struct xr_fsck *c = priv;
 
 	(void) scan;
-	if (c->opts->progress)
-		c->opts->progress(1, group + 1, 2ULL * fs->group_desc_count,
-				  c->opts->priv);
+	xr_fsck_progress(c, 1, group + 1, 2ULL * fs->group_desc_count);
 	return 0;
 }
 

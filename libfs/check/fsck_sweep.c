@@ -14,7 +14,10 @@
 /* Sort the mappings and metadata in place. */
 void xr_fsck_sort(struct xr_fsck *c)
 {
-	xr_sort_mappings(c->map, c->nmap);
+	if (c->probe)
+		xr_fsck_lean_sort(c);
+	else
+		xr_sort_mappings(c->map, c->nmap);
 	xr_sort_meta(c->meta, c->nmeta);
 }
 
@@ -26,6 +29,8 @@ size_t xr_fsck_first_map(const struct xr_fsck *c, blk64_t b)
 {
 	blk64_t from = b > XR_MAP_MAX_LEN ? b - XR_MAP_MAX_LEN : 0;
 
+	if (c->probe)
+		return xr_fsck_lean_first(c, b);
 	return XR_LOWER_BOUND(c->map, c->nmap, pblk, from);
 }
 
@@ -56,7 +61,8 @@ static void flush(struct pending *p)
 	p->have = 0;
 }
 
-static void segment(struct pending *p, blk64_t s, blk64_t e, __u64 count)
+static inline void segment(struct pending *p, blk64_t s, blk64_t e,
+			   __u64 count)
 {
 	if (s >= e || count < 2)
 		return;
@@ -82,9 +88,10 @@ struct ends {
 static errcode_t ends_push(struct ends *h, __u64 x)
 {
 	size_t i, up;
-	errcode_t err = xr_big_grow(&h->v, &h->cap, h->n, sizeof(*h->v));
+	errcode_t err;
 
-	if (err)
+	if (h->n == h->cap &&
+	    (err = xr_big_grow(&h->v, &h->cap, h->n, sizeof(*h->v))))
 		return err;
 	for (i = h->n++; i > 0 && h->v[up = (i - 1) / 2] > x; i = up)
 		h->v[i] = h->v[up];
@@ -110,22 +117,27 @@ static void ends_pop(struct ends *h)
 }
 
 /*
- * Hand every expected record (runs of equal count >= 2, merged, in
- * order) to sink.  The mappings must be sorted (xr_fsck_sort).
+ * The sweep over either form of the mappings; lean is a constant in each
+ * caller, so that each gets a loop of its own without the test.
  */
-errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
+static inline __attribute__((always_inline))
+errcode_t sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv,
+		const int lean)
 {
 	struct pending p = { .sink = sink, .priv = priv };
 	struct ends h = { 0 };
+	const __u64 *k = c->lean;
+	const struct xr_mapping *m = c->map;
 	blk64_t pos = 0;
 	size_t i = 0, n = c->nmap;
 	__u64 active = 0;
 
+#define PBLK(i)	(lean ? k[i] >> XR_LEAN_PBLK_SHIFT : m[i].pblk)
 	while (!p.err && (i < n || h.n)) {
 		blk64_t next = h.n ? h.v[0] >> 16 : ~0ULL;
 
-		if (i < n && c->map[i].pblk < next)
-			next = c->map[i].pblk;
+		if (i < n && PBLK(i) < next)
+			next = PBLK(i);
 		if (active)
 			segment(&p, pos, next, active);
 		pos = next;
@@ -133,17 +145,39 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
 			active -= h.v[0] & 0xffff;
 			ends_pop(&h);
 		}
-		while (!p.err && i < n && c->map[i].pblk == pos) {
-			const struct xr_mapping *m = &c->map[i++];
+		while (!p.err && i < n && PBLK(i) == pos) {
+			unsigned count = lean ? k[i] & 0xffff : m[i].count;
+			blk64_t end = pos + (lean ? ((k[i] >> 16) & 0x7fff) + 1 :
+					     m[i].len);
 
-			active += m->count;
-			p.err = ends_push(&h, ((m->pblk + m->len) << 16) |
-					      m->count);
+			i++;
+			/* nothing else starts or ends before it ends: no
+			 * need of the heap (most mappings) */
+			if ((i == n || PBLK(i) >= end) &&
+			    (!h.n || (h.v[0] >> 16) >= end)) {
+				segment(&p, pos, end, active + count);
+				pos = end;
+				break;
+			}
+			active += count;
+			p.err = ends_push(&h, (end << 16) | count);
 		}
 	}
+#undef PBLK
 	flush(&p);
 	xr_big_free(&h.v, &h.cap, sizeof(*h.v));
 	return p.err;
+}
+
+/*
+ * Hand every expected record (runs of equal count >= 2, merged, in
+ * order) to sink.  The mappings must be sorted (xr_fsck_sort).
+ */
+errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv)
+{
+	if (c->lean)
+		return sweep(c, sink, priv, 1);
+	return sweep(c, sink, priv, 0);
 }
 
 static const char *meta_kind(int kind)
@@ -163,24 +197,24 @@ void xr_fsck_check_metadata(struct xr_fsck *c)
 	size_t i, j = 0, k;
 
 	for (i = 0; i < c->nmap; i++) {
-		const struct xr_mapping *m = &c->map[i];
-		blk64_t e = m->pblk + m->len;
+		blk64_t mp = xr_map_pblk(c, i), e = mp + xr_map_len(c, i);
 
 		while (j < c->nmeta &&
-		       c->meta[j].pblk + c->meta[j].len <= m->pblk)
+		       c->meta[j].pblk + c->meta[j].len <= mp)
 			j++;
 		for (k = j; k < c->nmeta && c->meta[k].pblk < e; k++) {
 			const struct xr_meta *md = &c->meta[k];
-			blk64_t s = md->pblk > m->pblk ? md->pblk : m->pblk;
+			blk64_t s = md->pblk > mp ? md->pblk : mp;
 
 			/* Inode 5's blocks: fsck_treeblocks.c (the tree
-			 * gives them up, the data stays). */
-			if (md->pblk + md->len <= m->pblk ||
-			    md->ino == EXTREF_INO)
+			 * gives them up, the data stays); the probe, which
+			 * only looks for a problem, stops at them here. */
+			if (md->pblk + md->len <= mp ||
+			    (md->ino == EXTREF_INO && !c->probe))
 				continue;
 			xr_problem(c, PR_X_DATA_IS_METADATA,
 				   "inode %s maps block %llu, which is %s%s",
-				   xr_fsck_ino_name(c, m->ino, who,
+				   xr_fsck_ino_name(c, xr_map_ino(c, i), who,
 						    sizeof(who)),
 				   (unsigned long long)s,
 				   meta_kind(md->kind),
@@ -227,8 +261,8 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 	if ((err = xr_fsck_read_bitmaps(c, 1)))
 		return err;
 	for (i = 0; i < c->nmap; i++) {
-		s = c->map[i].pblk;
-		e = s + c->map[i].len;
+		s = xr_map_pblk(c, i);
+		e = s + xr_map_len(c, i);
 		if (s >= used_from && e <= used_to)
 			continue;
 		while (s < e) {
@@ -248,8 +282,8 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 			if (xr_problem(c, PR_X_MAPPED_BLOCK_FREE,
 				       "%s, mapped by inode %s",
 				       xr_fsck_range(f, n, what, sizeof(what)),
-				       xr_fsck_ino_name(c, c->map[i].ino, who,
-							sizeof(who)))) {
+				       xr_fsck_ino_name(c, xr_map_ino(c, i),
+							who, sizeof(who)))) {
 				ext2fs_block_alloc_stats_range(fs, f, n - f, +1);
 				c->res->changed = 1;
 			}

@@ -149,6 +149,10 @@ int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 	int fix = 0;
 	va_list ap;
 
+	if (c->probe) {		/* the full run reports it */
+		c->probe_dirty = 1;
+		return 0;
+	}
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
@@ -225,6 +229,10 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 	va_list ap;
 	errcode_t err;
 
+	if (c->probe) {		/* the full run reports it */
+		c->probe_dirty = 1;
+		return 0;
+	}
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);

@@ -105,7 +105,12 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 {
 	errcode_t err = xr_tx_begin(xfs);
 
-	return err ? err : xr_tx_end(xfs, clone_range_op(xfs, src, soff, dst, doff, len, done));
+	if (err)
+		return err;
+	/* the new extent blocks go in place early: a clone bigger than the
+	 * journal is still one commit (tree/txn_split.c) */
+	err = xr_tx_spill_on(xfs);
+	return xr_tx_end(xfs, err ? err : clone_range_op(xfs, src, soff, dst, doff, len, done));
 }
 
 /* Compare the two ranges' bytes. */

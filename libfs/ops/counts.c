@@ -9,7 +9,7 @@
  */
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"	/* the tree's sticky error, its depth */
-#include "tree/xr_txio.h"	/* xr_block_stats_range */
+#include "tree/xr_txio.h"
 
 static errcode_t count_rec(const struct extref_rec *rec, void *priv)
 {
@@ -102,7 +102,7 @@ errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r)
 		while (n) {
 			blk_t part = n > 0x10000000 ? 0x10000000 : n;
 
-			xr_block_stats_range(fs, b, part, -1);
+			xr_block_alloc_stats_range(fs, b, part, -1);
 			b += part;
 			n -= part;
 		}

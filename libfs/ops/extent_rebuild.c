@@ -16,7 +16,7 @@
 #include <string.h>
 #include "tree/extref_vec.h"
 #include "extref_ops_int.h"
-#include "tree/xr_txio.h"	/* xr_block_stats_range */
+#include "tree/xr_txio.h"
 
 /* Below this many new mappings the entry-by-entry path is cheaper. */
 #define XR_REBUILD_MIN	32
@@ -138,8 +138,8 @@ static errcode_t swap_tree(ext2_filsys fs, ext2_ino_t ino,
 		return err;
 	*inode = in;
 	for (i = 0; i < o->nodes.n; i++)
-		xr_block_stats_range(fs, o->nodes.v[i].pblk,
-				     o->nodes.v[i].len, -1);
+		xr_block_alloc_stats_range(fs, o->nodes.v[i].pblk,
+					   o->nodes.v[i].len, -1);
 	return 0;
 }
 

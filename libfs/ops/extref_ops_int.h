@@ -254,6 +254,12 @@ errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
 /* label.c */
 errcode_t xr_label_set(ext2_filsys fs, ext2_ino_t ino, const char *label);
 
+/* reflink_publish.c: the blocks the one commit of a recursive reflink
+ * of so many inodes journals at least, and EXTREF_ERR_TXN_TOO_BIG if the
+ * journal cannot hold them. */
+blk64_t xr_publish_estimate(extref_fs_t xfs, __u64 inodes);
+errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes);
+
 /* reflink_meta.c */
 errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
 errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);

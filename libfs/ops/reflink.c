@@ -633,6 +633,9 @@ static errcode_t tree_room(struct rl *r, ext2_ino_t src)
 	if (!err && nd.blocks + XR_EXTENT_SLACK >
 		    ext2fs_free_blocks_count(r->fs->super))
 		err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	/* its one commit must fit the journal (reflink_publish.c) */
+	if (!err)
+		err = xr_publish_check(r->xfs, nd.inodes);
 	return err;
 }
 
@@ -754,11 +757,18 @@ static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 		err = xr_quota_check_reflink(xfs, src, dir, flags, &r.cred);
 	if (err)
 		return err;
+	/* One transaction whatever its size: the blocks it allocates go in
+	 * place early, the rest in one commit (tree/txn_split.c). */
+	err = xr_tx_spill_on(xfs);
+	if (err)
+		return err;
 	/* Checked: the copy's own steps are not checked again. */
 	xr_perm_hold(xfs, +1);
 	err = reflink_any(&r, src, dir, name, ret_ino);
-	/* A copy that failed half-way is taken back out. */
-	if (err && LINUX_S_ISDIR(s.i_mode) && xr_name_free(r.fs, dir, name))
+	/* A copy that failed half-way is taken back out (with a journal,
+	 * the rollback does it). */
+	if (err && LINUX_S_ISDIR(s.i_mode) && !extref_fs_journaled(xfs) &&
+	    xr_name_free(r.fs, dir, name))
 		remove_tree(&r, dir, name, 0);
 	xr_perm_hold(xfs, -1);
 	ext2fs_free_mem(&r.hl_src);

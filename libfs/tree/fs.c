@@ -309,6 +309,30 @@ static errcode_t replay(const char *name, int eflags, io_manager iom,
 }
 
 /*
+ * A journal that holds a log while the superblock's needs_recovery is
+ * clear: the commit writes both before its first flush, and a power cut
+ * there can keep the journal superblock's start and lose the flag.  A
+ * write open replays it anyway (nothing committed is in it: the commit
+ * block comes after that flush), as e2fsck -y does (FORMAT.md section
+ * 13), rather than refuse to take new transactions.  A journal that
+ * cannot be read is left to the transaction layer to refuse.
+ */
+static int journal_dirty_unflagged(ext2_filsys fs)
+{
+	struct xr_journal *j = NULL;
+	int dirty;
+
+	if (!ext2fs_has_feature_journal(fs->super) ||
+	    !fs->super->s_journal_inum ||
+	    ext2fs_has_feature_journal_needs_recovery(fs->super) ||
+	    xr_journal_open(fs, fs->io, &j))
+		return 0;
+	dirty = xr_journal_dirty(j);
+	xr_journal_close(j);
+	return dirty;
+}
+
+/*
  * A read-only open of an image whose journal needs recovery: the replay
  * goes into a holding channel (txio.c) that never writes, and the
  * superblock and group descriptors are read again through it, so the
@@ -378,7 +402,9 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	if (flags & EXTREF_OPEN_FORCE)
 		eflags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
 	err = ext2fs_open2(name, NULL, eflags, 0, 0, iom, &fs);
-	if (!err && rw && ext2fs_has_feature_journal_needs_recovery(fs->super))
+	if (!err && rw && (ext2fs_has_feature_journal_needs_recovery(fs->super)
+			   || (!(flags & EXTREF_OPEN_NO_JOURNAL) &&
+			       journal_dirty_unflagged(fs))))
 		err = replay(name, eflags, iom, flags, &fs, &replayed);
 	else if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL) &&
 		 ext2fs_has_feature_journal_needs_recovery(fs->super))

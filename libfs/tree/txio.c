@@ -93,7 +93,8 @@ void *xr_txio_owner(struct xr_txio *t)
 
 /*
  * What an operation rolled back wrote (file data to blocks it had
- * allocated, the only bytes that reach the channel below while holding)
+ * allocated, and blocks it allocated written early, xr_txio_spill: the
+ * only bytes that reach the channel below while holding)
  * is not counted in s_kbytes_written: the image is as before it,
  * superblock included.  The count starts when holding starts and after
  * each commit; a drop uncounts it.
@@ -195,6 +196,23 @@ static errcode_t add(struct xr_txio *t, blk64_t blk, struct txent **ret)
 	return 0;
 }
 
+/*
+ * A block held again after a revoke was queued for it (written as data or
+ * spilled, then written as metadata in the same transaction): its copy is
+ * journaled, and a revoke in the same transaction would hide that copy
+ * from a replay.  As jbd2_journal_cancel_revoke, the revoke goes.
+ */
+static void cancel_revoke(struct xr_txio *t, blk64_t blk)
+{
+	size_t i;
+
+	for (i = 0; i < t->nrev; i++)
+		if (t->rev[i] == blk) {
+			t->rev[i] = t->rev[--t->nrev];
+			return;
+		}
+}
+
 /* The held copy of blk, made (from what is below) if there is none. */
 static errcode_t held_block(struct xr_txio *t, blk64_t blk, int whole,
 			    unsigned char **ret)
@@ -208,6 +226,7 @@ static errcode_t held_block(struct xr_txio *t, blk64_t blk, int whole,
 			return err;
 	}
 	if (!e->data) {
+		cancel_revoke(t, blk);
 		err = ext2fs_get_mem(t->bs, &e->data);
 		/* in the units of the channel below, whose block size
 		 * libext2fs may have changed for a moment (the superblock) */
@@ -378,6 +397,37 @@ void xr_txio_clear_revokes(struct xr_txio *t)
 {
 	t->nrev = 0;
 	t->held_flushes = 0;
+}
+
+errcode_t xr_txio_spill(struct xr_txio *t,
+			int (*fresh)(void *arg, blk64_t blk), void *arg,
+			size_t *nspilled)
+{
+	size_t i, n = 0;
+	errcode_t err = 0;
+
+	for (i = 0; !err && i < t->nent; i++) {
+		struct txent *e = &t->ent[i];
+
+		if (!e->data || !fresh(arg, e->blk))
+			continue;
+		if (e->logged)	/* kept logged: a later data write revokes too */
+			err = xr_grow(&t->rev, &t->cap_rev, t->nrev,
+				      sizeof(*t->rev));
+		if (!err && e->logged)
+			t->rev[t->nrev++] = e->blk;
+		if (!err)
+			err = io_channel_write_blk64(t->lower, e->blk, 1,
+						     e->data);
+		if (!err) {
+			unhold(t, e);
+			t->data += t->bs;	/* uncounted if dropped, as data */
+			n++;
+		}
+	}
+	if (nspilled)
+		*nspilled = n;
+	return err;
 }
 
 errcode_t xr_tx_write_data(ext2_filsys fs, blk64_t blk, int count,

@@ -52,7 +52,8 @@ struct xr_tx {
 	ext2fs_block_bitmap pending;	/* the blocks of freed, or NULL */
 	int		revived;	/* one of them allocated again */
 	errcode_t	freed_err;	/* a free that could not be kept back */
-	int		range_seen;	/* the range hook had the range */
+	struct xr_fresh	*fresh;		/* blocks written early (txn_split.c) */
+	int		in_range;	/* in xr_block_alloc_stats_range */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -193,6 +194,26 @@ int extref_tx_freed(extref_fs_t xfs, blk64_t blk)
 	       ext2fs_test_block_bitmap2(tx->pending, blk);
 }
 
+/*
+ * Blocks allocated: new ones no committed path reaches (written early in
+ * a transaction that asks for it, txn_split.c), but for one freed in
+ * this transaction and allocated again by its number, which the
+ * committed state still maps (revive).
+ */
+static void alloc_note(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	blk64_t b, end = blk + num;
+
+	if (tx->depth && xr_fresh_active(tx->fresh)) {
+		xr_fresh_note(tx->fresh, blk, num);
+		for (b = blk; tx->pending && tx->nfreed && b < end &&
+		     !ext2fs_find_first_set_block_bitmap2(tx->pending, b,
+							  end - 1, &b); b++)
+			xr_fresh_forget(tx->fresh, b);
+	}
+	revive(tx, blk, num);
+}
+
 static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 {
 	struct xr_tx *tx = tx_of(fs);
@@ -201,48 +222,53 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, 1);
 		else if (inuse > 0)
-			revive(tx, blk, 1);
+			alloc_note(tx, blk, 1);
 		note_blocks(tx, blk, 1);
 		if (tx->old_cb)
 			tx->old_cb(fs, blk, inuse);
 	}
 }
 
+static void range_note(struct xr_tx *tx, blk64_t blk, blk64_t num,
+		       int inuse)
+{
+	if (inuse < 0 && tx->depth)
+		defer_free(tx, blk, num);
+	else if (inuse > 0)
+		alloc_note(tx, blk, num);
+	note_blocks(tx, blk, num);
+}
+
+/*
+ * libext2fs 1.47.0 calls this with the end of the range and a count of 0
+ * (the values its loop leaves; later versions pass the range): the
+ * library's own range changes go through xr_block_alloc_stats_range,
+ * which names the range itself.
+ */
 static void range_cb(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
 {
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
-		if (num)
-			tx->range_seen = 1;
-		if (inuse < 0 && tx->depth)
-			defer_free(tx, blk, num);
-		else if (inuse > 0)
-			revive(tx, blk, num);
-		note_blocks(tx, blk, num);
+		if (!tx->in_range)
+			range_note(tx, blk, num, inuse);
 		if (tx->old_range_cb)
 			tx->old_range_cb(fs, blk, num, inuse);
 	}
 }
 
-/*
- * ext2fs_block_alloc_stats_range of libext2fs up to 1.47.0 calls the
- * range hook with the end of the range and a count of 0, so the hook
- * cannot keep a freed range from reuse: the library's frees go through
- * here, which does the hook's work itself when the hook was not told.
- */
-void xr_block_stats_range(ext2_filsys fs, blk64_t blk, blk_t num, int inuse)
+void xr_block_alloc_stats_range(ext2_filsys fs, blk64_t blk, blk_t num,
+				int inuse)
 {
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx)
-		tx->range_seen = 0;
+		tx->in_range++;
 	ext2fs_block_alloc_stats_range(fs, blk, num, inuse);
-	if (!tx || tx->range_seen || !num)
-		return;
-	if (inuse < 0 && tx->depth)
-		defer_free(tx, blk, num);
-	note_blocks(tx, blk, num);
+	if (tx) {
+		tx->in_range--;
+		range_note(tx, blk, num, inuse);
+	}
 }
 
 void extref_tx_note_block(extref_fs_t xfs, blk64_t blk)
@@ -280,6 +306,7 @@ static void snapshot(struct xr_tx *tx)
 	memcpy(tx->gd, tx->fs->group_desc, tx->gd_size);
 	tx->fsflags = tx->fs->flags;
 	memset(tx->dirty, 0, tx->fs->group_desc_count);
+	xr_fresh_reset(tx->fresh, 0);	/* committed: reachable now */
 }
 
 /* Groups whose descriptor changed although no hook named them. */
@@ -503,6 +530,8 @@ static errcode_t commit_writes(struct xr_tx *tx)
 	}
 	if (!err)
 		err = put_super(tx);
+	if (!err)	/* new blocks in place, before the journal's flush */
+		err = xr_fresh_spill(tx->fresh, tx->io);
 	if (!err)
 		err = to_journal(tx);
 	if (!err) {
@@ -562,6 +591,7 @@ static errcode_t rollback(struct xr_tx *tx)
 	memset(tx->dirty, 0, fs->group_desc_count);
 	forget_freed(tx);
 	tx->freed_err = 0;
+	xr_fresh_reset(tx->fresh, 1);
 	return err;
 }
 
@@ -626,6 +656,7 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 	if (!err)
 		err = commit(tx);
 	err2 = err ? rollback(tx) : 0;
+	xr_fresh_reset(tx->fresh, 1);
 	xr_txio_hold(tx->io, 0);	/* between operations: written as is */
 	/* a rollback that fails leaves a view that cannot be trusted */
 	return err2 ? err2 : err;
@@ -635,10 +666,26 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
+	if (tx && xr_fresh_active(tx->fresh))	/* one commit, at the end */
+		return xr_fresh_split_point(tx->fresh, tx->io, tx->max_blocks);
 	if (!tx || tx->atomic_depth ||
 	    xr_txio_nheld(tx->io) < tx->max_blocks / 2)
 		return 0;
 	return commit(tx);
+}
+
+errcode_t xr_tx_spill_on(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && tx->depth ? xr_fresh_on(tx->fs, &tx->fresh) : 0;
+}
+
+errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx && blocks > tx->max_blocks ? EXTREF_ERR_TXN_TOO_BIG : 0;
 }
 
 /* The extref_fs whose transactions fs's writes go into, or NULL. */
@@ -679,6 +726,7 @@ static void tx_free(struct xr_tx *tx)
 	ext2fs_free_mem(&tx->gd);
 	ext2fs_free_mem(&tx->dirty);
 	ext2fs_free_mem(&tx->freed);
+	xr_fresh_free(&tx->fresh);
 	if (tx->pending)
 		ext2fs_free_block_bitmap(tx->pending);
 	ext2fs_free_mem(&tx);

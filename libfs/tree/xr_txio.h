@@ -54,6 +54,16 @@ size_t xr_txio_nheld(struct xr_txio *t);
 /* Write every held block in place through the lower channel (no flush)
  * and mark it as logged: a later data write to it needs a revoke. */
 errcode_t xr_txio_write_home(struct xr_txio *t);
+/*
+ * Write in place, through the lower channel and without a flush, every
+ * held block that fresh(arg, blk) names (a block no committed path
+ * reaches: txn_split.c), and stop holding it; one logged in a transaction
+ * not yet checkpointed gets a revoke in the next commit (cancelled if the
+ * block is held again: its copy is then journaled).  *nspilled: how many.
+ */
+errcode_t xr_txio_spill(struct xr_txio *t,
+			int (*fresh)(void *arg, blk64_t blk), void *arg,
+			size_t *nspilled);
 /* Drop the held blocks and the revokes gathered since the last commit. */
 void xr_txio_drop(struct xr_txio *t);
 /* The log was emptied (checkpoint): no block is logged any more. */
@@ -112,9 +122,33 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
  * commit what is held once it fills half the journal, so that a run
  * larger than the journal goes in several transactions.  Not inside an
  * atomic begin (extref_tx_begin): that one stays whole or fails with
- * EXTREF_ERR_TXN_TOO_BIG.
+ * EXTREF_ERR_TXN_TOO_BIG.  In a transaction that writes its new blocks
+ * early (xr_tx_spill_on: a recursive reflink) a split point commits
+ * nothing: it writes those blocks in place (txn_split.c).
  */
 errcode_t xr_tx_split_point(extref_fs_t xfs);
+/*
+ * In the running transaction, write the blocks it allocates in place
+ * early (txn_split.c): at its split points, which then commit nothing,
+ * and at its commit, before the journal's flush; so the one commit at
+ * its end journals only blocks that were in use before.  For as long as
+ * the outermost transaction lasts.
+ */
+errcode_t xr_tx_spill_on(extref_fs_t xfs);
+/* EXTREF_ERR_TXN_TOO_BIG if a transaction of blocks blocks cannot fit in
+ * the journal (0 without one). */
+errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks);
+/* txn_split.c: the blocks allocated since the last commit. */
+struct xr_fresh;
+errcode_t xr_fresh_on(ext2_filsys fs, struct xr_fresh **f);
+int xr_fresh_active(const struct xr_fresh *f);
+void xr_fresh_note(struct xr_fresh *f, blk64_t blk, blk64_t num);
+void xr_fresh_forget(struct xr_fresh *f, blk64_t blk);
+void xr_fresh_reset(struct xr_fresh *f, int off);
+void xr_fresh_free(struct xr_fresh **f);
+errcode_t xr_fresh_spill(struct xr_fresh *f, struct xr_txio *io);
+errcode_t xr_fresh_split_point(struct xr_fresh *f, struct xr_txio *io,
+			       blk64_t max_blocks);
 /* The extref_fs of fs's transactions, NULL if it has none (the checker,
  * which works on an ext2_filsys, finds them so). */
 extref_fs_t xr_tx_fs_of(ext2_filsys fs);
@@ -123,11 +157,16 @@ extref_fs_t xr_tx_fs_of(ext2_filsys fs);
 blk64_t xr_tx_room(extref_fs_t xfs);
 /* xr_tx_begin, atomic: no split point commits before its end. */
 errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic);
+/*
+ * ext2fs_block_alloc_stats_range for the library's own range changes:
+ * the transaction learns the range from here (libext2fs 1.47.0 gives its
+ * range callback the end of the range and a count of 0), so a range
+ * freed stays unusable until the commit, as a single block does.
+ */
+void xr_block_alloc_stats_range(ext2_filsys fs, blk64_t blk, blk_t num,
+				int inuse);
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
-/* ext2fs_block_alloc_stats_range, its range kept from reuse until the
- * commit when freed inside a transaction (whatever libext2fs's hook says). */
-void xr_block_stats_range(ext2_filsys fs, blk64_t blk, blk_t num, int inuse);
 
 /* fs.c: the transaction state slot of xfs, and a fresh tree after a
  * rollback. */
