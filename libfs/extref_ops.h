@@ -428,6 +428,51 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 				  struct extref_source_size *s, char **why);
 
 /*
+ * Update an existing image from a host directory: DIR's tree is written
+ * into the image at the directory at (NULL: "/"; a missing last
+ * component is made, with DIR's owner, mode and times).  New names are
+ * added;
+ * a name in both is replaced by DIR's version (a directory stays and is
+ * updated in turn; a directory in the image where DIR has another kind
+ * is refused, EXTREF_ERR_IS_DIR); names only in the image stay.  File
+ * data is shared with the image wherever it is equal: a file equal to
+ * one in the image is a reflink of it (a whole-file hash, confirmed byte
+ * for byte), a changed file shares every block equal to one the image
+ * holds (block hashes, confirmed) and only new blocks are written.  An
+ * unchanged regular file, symlink or device keeps its inode (its
+ * metadata is set again).  Metadata as extref_populate_dir gives it
+ * (flags EXTREF_POP_ALL_ROOT, EXTREF_POP_EPOCH).  The image is opened
+ * read-write with its tree; the whole is one transaction unless it
+ * outgrows the journal, then several, committed between two entries
+ * (FORMAT.md section 8).  On error, where names the entry.  With
+ * EXTREF_UPDATE_DELETE, as rsync --delete, the names the source lacks
+ * in a directory it has leave the image (directories with all below
+ * them; the root's lost+found stays), and a directory in the image
+ * where the source has another kind is removed and replaced.
+ */
+#define EXTREF_UPDATE_DELETE	0x0100
+struct extref_update {
+	unsigned int	flags;		/* EXTREF_POP_ALL_ROOT, _EPOCH,
+					   EXTREF_UPDATE_DELETE */
+	long long	epoch;		/* with EXTREF_POP_EPOCH */
+	const char	*at;		/* a directory of the image, or NULL */
+	extref_progress_func progress;	/* or NULL */
+	void		*priv;
+	/* out */
+	__u64		entries;	/* entries of DIR written */
+	__u64		files_kept;	/* regular files kept as they were */
+	__u64		files_linked;	/* made reflinks of an image file */
+	__u64		blocks_shared;	/* blocks shared with the image */
+	__u64		blocks_written;	/* new blocks written */
+	__u64		removed;	/* names removed (EXTREF_UPDATE_DELETE) */
+	char		*where;
+	char		*why;
+};
+errcode_t extref_update_dir(extref_fs_t fs, const char *dir,
+			    struct extref_update *u);
+void extref_update_free(struct extref_update *u);
+
+/*
  * Refuse what the toolkit cannot change safely: encrypted, verity and
  * casefolded inodes (EXTREF_ERR_INODE_UNSUPPORTED).  Every modifying
  * operation calls it.

@@ -34,8 +34,9 @@ static void usage_lines(FILE *f)
 "       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
-"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n",
-		prog, prog, prog);
+"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
+"       %s --update -d SOURCE [--at PATH] [--delete] [-q] IMAGE\n",
+		prog, prog, prog, prog);
 }
 
 static void usage(FILE *f)
@@ -69,13 +70,19 @@ static void usage(FILE *f)
 "                 SOURCE (a file or a pipe), into the image (SIZE then\n"
 "                 optional: the content plus --headroom)\n"
 "  --headroom=PCT with -d and no SIZE: room to spare, in percent (5)\n"
-"  --all-root     with -d: every file owned by root\n"
+"  --all-root     with -d or --update: every file owned by root\n"
 "  --file-contexts=FILE  label every file the build creates from the\n"
 "                 SELinux file_contexts FILE (security.selinux)\n"
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
 "                 block (every identical block)\n"
-"With SOURCE_DATE_EPOCH set, -d clamps every timestamp to it.\n");
+"  --update       write the directory SOURCE (-d) into the existing extref\n"
+"                 image IMAGE: new files added, files in both replaced,\n"
+"                 files only in the image kept; data equal to what the\n"
+"                 image holds is shared, only new blocks are written\n"
+"  --at PATH      with --update: the image's directory to write into (/)\n"
+"  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
+"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
 }
 
 /* A bad call: the usage lines and where the rest is, as mke2fs does. */
@@ -153,6 +160,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "headroom", required_argument, NULL, OPT_HEADROOM },
 		{ "all-root", no_argument, NULL, OPT_ALL_ROOT },
 		{ "file-contexts", required_argument, NULL, OPT_FILE_CONTEXTS },
+		{ "update", no_argument, NULL, OPT_UPDATE },
+		{ "at", required_argument, NULL, OPT_AT },
+		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -232,6 +242,15 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			labels_check(optarg);
 			o->file_contexts = optarg;
 			break;
+		case OPT_UPDATE:
+			o->update = 1;
+			break;
+		case OPT_AT:
+			o->at = optarg;
+			break;
+		case OPT_DELETE:
+			o->delete = 1;
+			break;
 		default:
 			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -252,6 +271,14 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		o->size_arg = argv[optind + 1];
 	if (!o->image[0])
 		fatal("empty IMAGE name");
+	if (o->at && !o->update)
+		fatal("--at needs --update");
+	if (o->delete && !o->update)
+		fatal("--delete needs --update");
+	if (o->update) {
+		update_check(o);
+		return;
+	}
 	if (o->dedup && !o->convert && !o->source)
 		fatal("--dedup needs -d SOURCE or --convert");
 	if (o->convert && o->source)
@@ -280,6 +307,8 @@ int main(int argc, char **argv)
 	progress_init(!o.quiet && isatty(1));
 	if (o.convert)
 		return convert_image(&o);
+	if (o.update)
+		return update_image(&o);
 	if (o.size_arg &&
 	    parse_size(o.size_arg, o.blocksize ? o.blocksize : 1024,
 		       &o.size_bytes))

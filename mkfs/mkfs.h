@@ -51,6 +51,9 @@ struct mkfs_opts {
 	int		all_root;	/* --all-root */
 	int		root_owner;	/* -E root_owner= given */
 	const char	*file_contexts;	/* --file-contexts FILE */
+	int		update;		/* --update */
+	const char	*at;		/* --at PATH */
+	int		delete;		/* --delete */
 };
 
 #define OPT_CONVERT	1000
@@ -58,6 +61,9 @@ struct mkfs_opts {
 #define OPT_HEADROOM	1002
 #define OPT_ALL_ROOT	1003
 #define OPT_FILE_CONTEXTS 1004
+#define OPT_UPDATE	1005
+#define OPT_AT		1006
+#define OPT_DELETE	1007
 
 /* labels.c */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
@@ -140,6 +146,10 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 int parse_dedup(const char *arg);
 int convert_image(const struct mkfs_opts *o);
 int dedupe_image(const struct mkfs_opts *o);
+
+/* update.c: --update, checked (exits on a bad call), then run. */
+void update_check(const struct mkfs_opts *o);
+int update_image(const struct mkfs_opts *o);
 
 /* What target.c found out about the image and did to it. */
 struct mkfs_target {

@@ -30,7 +30,8 @@ def test_man_pages_one_date_scheme():
 def test_mkfs_usage_lists_every_form():
     out = helpers.run([helpers.binary("mkfs.extref"), "--help"]).stdout
     head = out.split("\n\n")[0]
-    for form in ("IMAGE [SIZE]", "-d SOURCE|ARCHIVE", "--convert"):
+    for form in ("IMAGE [SIZE]", "-d SOURCE|ARCHIVE", "--convert",
+                 "--update -d SOURCE"):
         assert form in head, head
 
 
@@ -41,5 +42,5 @@ def test_mkfs_bad_option_short_usage():
     lines = res.stderr.strip().splitlines()
     assert "invalid option" in lines[0]
     assert lines[-1] == "Try 'mkfs.extref --help' for more information."
-    assert len(lines) <= 8, res.stderr
+    assert len(lines) <= 9, res.stderr
     assert "-d SOURCE|ARCHIVE" in res.stderr

@@ -237,7 +237,7 @@ def test_bad_option_gives_a_short_usage(tmp_path, args, needle):
         assert err[0] == f"mkfs.extref: {needle}", res.stderr
     assert err[-1] == "Try 'mkfs.extref --help' for more information."
     assert any(line.startswith("Usage: mkfs.extref") for line in err)
-    assert len(err) <= 7 and len(res.stderr) * 4 < len(full), res.stderr
+    assert len(err) <= 8 and len(res.stderr) * 4 < len(full), res.stderr
     assert not img.exists()
 
 

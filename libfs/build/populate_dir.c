@@ -43,7 +43,7 @@ static struct timespec ts_of(const struct statx_timestamp *t)
 	return ts;
 }
 
-static void meta_of(const struct statx *st, struct xr_pop_meta *m)
+void xr_pop_meta_of(const struct statx *st, struct xr_pop_meta *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->mode = st->stx_mode;
@@ -60,14 +60,13 @@ static void meta_of(const struct statx *st, struct xr_pop_meta *m)
 }
 
 /*
- * The extended attributes of w->path into w->xa, in one buffer
- * (w->xa.store): the names as llistxattr gives them, then the values.
- * Offsets are kept while the buffer grows, pointers made at the end.
+ * The extended attributes of path into x, in one buffer (x->store): the
+ * names as llistxattr gives them, then the values.  Offsets are kept
+ * while the buffer grows, pointers made at the end.
  */
-static errcode_t read_xattrs(struct walk *w)
+errcode_t xr_pop_read_xattrs(const char *path, struct xr_pop_xattrs *x)
 {
-	struct xr_pop_xattrs *x = &w->xa;
-	ssize_t len = llistxattr(w->path, NULL, 0), vl;
+	ssize_t len = llistxattr(path, NULL, 0), vl;
 	size_t used, i;
 	char *name;
 	errcode_t err;
@@ -77,12 +76,12 @@ static errcode_t read_xattrs(struct walk *w)
 	if (len <= 0)
 		return 0;		/* none, or not supported here */
 	err = ext2fs_get_mem(len, &x->store);
-	if (!err && (len = llistxattr(w->path, x->store, len)) < 0)
+	if (!err && (len = llistxattr(path, x->store, len)) < 0)
 		err = errno_code();
 	used = err ? 0 : (size_t)len;
 	for (name = x->store; !err && name < x->store + len;
 	     name += strlen(name) + 1) {
-		vl = lgetxattr(w->path, name, NULL, 0);
+		vl = lgetxattr(path, name, NULL, 0);
 		if (vl < 0)
 			continue;	/* trusted.* as a user: not ours */
 		err = xr_pop_xattrs_add(x, (char *)(name - x->store),
@@ -94,7 +93,7 @@ static errcode_t read_xattrs(struct walk *w)
 	for (i = 0; !err && i < x->n; i++) {
 		x->v[i].name = x->store + (size_t)x->v[i].name;
 		x->v[i].value = x->store + (size_t)x->v[i].value;
-		vl = lgetxattr(w->path, x->v[i].name, (void *)x->v[i].value,
+		vl = lgetxattr(path, x->v[i].name, (void *)x->v[i].value,
 			       x->v[i].len);
 		if (vl != (ssize_t)x->v[i].len)
 			err = vl < 0 ? errno_code() : EXT2_ET_SHORT_READ;
@@ -187,7 +186,7 @@ static errcode_t make_entry(struct walk *w, int dfd, ext2_ino_t dir,
 	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS |
 		  STATX_BTIME, &st) < 0)
 		return errno_code();
-	meta_of(&st, &m);
+	xr_pop_meta_of(&st, &m);
 	key[0] = (__u64)st.stx_dev_major << 32 | st.stx_dev_minor;
 	key[1] = st.stx_ino;
 	if (!S_ISDIR(st.stx_mode) && st.stx_nlink > 1) {
@@ -215,7 +214,7 @@ static errcode_t make_entry(struct walk *w, int dfd, ext2_ino_t dir,
 	if (!err && !S_ISDIR(st.stx_mode) && st.stx_nlink > 1)
 		err = xr_pop_table_put(&w->links, key, sizeof(key), ino, 0);
 	if (!err)
-		err = read_xattrs(w);
+		err = xr_pop_read_xattrs(w->path, &w->xa);
 	if (!err)
 		err = xr_pop_set_xattrs(p, ino, &w->xa);
 	if (!err && S_ISDIR(st.stx_mode)) {
@@ -236,7 +235,7 @@ static int by_name(const void *a, const void *b)
 }
 
 /* The names of the directory on fd (a copy of it is read), sorted. */
-static errcode_t list(int fd, char ***names, size_t *n)
+errcode_t xr_pop_list_dir(int fd, char ***names, size_t *n)
 {
 	int dup_fd = dup(fd);
 	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
@@ -274,7 +273,7 @@ static errcode_t walk_dir(struct walk *w, int dfd, ext2_ino_t dir,
 {
 	char **names;
 	size_t n, i, nl;
-	errcode_t err = list(dfd, &names, &n);
+	errcode_t err = xr_pop_list_dir(dfd, &names, &n);
 
 	for (i = 0; !err && i < n; i++) {
 		nl = strlen(names[i]);
@@ -305,10 +304,10 @@ static errcode_t root(struct walk *w, int fd)
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME,
 		  &st) < 0)
 		return errno_code();
-	meta_of(&st, &m);
+	xr_pop_meta_of(&st, &m);
 	err = xr_pop_set_meta(w->p, EXT2_ROOT_INO, &m, 0, 0);
 	if (!err)
-		err = read_xattrs(w);
+		err = xr_pop_read_xattrs(w->path, &w->xa);
 	if (!err)
 		err = xr_pop_set_xattrs(w->p, EXT2_ROOT_INO, &w->xa);
 	return err;

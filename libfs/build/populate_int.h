@@ -205,6 +205,12 @@ void xr_measure_end(struct xr_measure *m);
 
 /* populate_dir.c, populate_archive.c */
 errcode_t xr_pop_walk_dir(struct xr_pop *p, const char *dir);
+/* populate_dir.c's readers, for the update path (update_walk.c). */
+struct statx;
+void xr_pop_meta_of(const struct statx *st, struct xr_pop_meta *m);
+errcode_t xr_pop_read_xattrs(const char *path, struct xr_pop_xattrs *x);
+/* The names of the directory on fd, sorted (strcmp); each malloc'd. */
+errcode_t xr_pop_list_dir(int fd, char ***names, size_t *n);
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
 /* Record where the error is (and why); keeps the first. */
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why);

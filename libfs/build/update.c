@@ -1,0 +1,188 @@
+/*
+ * update.c --- extref_update_dir: a host directory into an existing
+ * image, sharing the data the image already holds (update_int.h).
+ *
+ * The whole update is one transaction of the image's journal opened
+ * with EXTREF_TX_SPLIT: it is committed whole at the end, or, when it
+ * holds more than half the journal, also between two entries of the
+ * source (update_walk.c), where the image is consistent; an error rolls
+ * back what was not committed yet.  Inside it the update is the
+ * library's own operation (xr_tx_begin): its writes keep the open's
+ * verification standing (xr_fs_verified).  Quota usage, where the image
+ * keeps quotas, is counted again at the end, inside the transaction.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "update_int.h"
+#include "tree/xr_txio.h"
+
+static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
+			 struct xr_upd *up)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_pop *p = &up->p;
+	errcode_t err;
+
+	up->xfs = xfs;
+	up->fs = fs;
+	up->u = u;
+	up->preq.flags = u->flags & (EXTREF_POP_ALL_ROOT | EXTREF_POP_EPOCH);
+	up->preq.epoch = u->epoch;
+	p->fs = fs;
+	p->req = &up->preq;
+	p->isz = EXT2_INODE_SIZE(fs->super);
+	err = xr_op_begin(xfs);		/* read-write, a tree, bitmaps */
+	if (!err)
+		err = ext2fs_get_memzero(p->isz, &p->in);
+	if (!err)	/* a slow symlink's target is staged there */
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &p->stage);
+	if (!err)
+		err = ext2fs_get_mem(fs->blocksize, &p->blk);
+	if (!err)
+		err = ext2fs_get_memzero(fs->blocksize, &p->zero);
+	if (!err)
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &up->a);
+	if (!err)
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &up->b);
+	if (!err)
+		err = xr_upd_index_init(up);
+	return err;
+}
+
+static void up_done(struct xr_upd *up)
+{
+	ext2fs_free_mem(&up->p.in);
+	ext2fs_free_mem(&up->p.stage);
+	ext2fs_free_mem(&up->p.blk);
+	ext2fs_free_mem(&up->p.zero);
+	ext2fs_free_mem(&up->a);
+	ext2fs_free_mem(&up->b);
+	ext2fs_free_mem(&up->bh);
+	xr_upd_index_free(&up->ix);
+	xr_pop_table_free(&up->links);
+	ext2fs_free_mem(&up->xa.v);
+	ext2fs_free_mem(&up->xa.store);
+}
+
+static errcode_t is_dir(struct xr_upd *up, const char *path,
+			 ext2_ino_t *ino)
+{
+	struct ext2_inode inode;
+	errcode_t err = extref_namei(up->xfs, EXT2_ROOT_INO, EXT2_ROOT_INO,
+				     path, EXTREF_NAMEI_FOLLOW, ino);
+
+	if (!err)
+		err = ext2fs_read_inode(up->fs, *ino, &inode);
+	if (!err && !LINUX_S_ISDIR(inode.i_mode))
+		err = EXTREF_ERR_NOT_DIR;
+	return err;
+}
+
+/*
+ * The directory the source goes into: *ino, or 0 when its last
+ * component is missing in a directory that exists (up->at_dir,
+ * up->at_name): the update makes it, as rsync makes its destination.
+ */
+static errcode_t target_dir(struct xr_upd *up, const char *at,
+			    ext2_ino_t *ino)
+{
+	char parent[4096];
+	size_t len = strlen(at), cut;
+	errcode_t err = is_dir(up, at, ino);
+
+	if (err != EXT2_ET_FILE_NOT_FOUND)
+		return err;
+	while (len > 1 && at[len - 1] == '/')
+		len--;
+	for (cut = len; cut && at[cut - 1] != '/'; cut--)
+		;
+	if (len - cut > EXT2_NAME_LEN || cut >= sizeof(parent) ||
+	    (len - cut == 1 && at[cut] == '.') ||
+	    (len - cut == 2 && !strncmp(at + cut, "..", 2)))
+		return err;
+	memcpy(parent, at, cut);
+	parent[cut ? cut : 0] = 0;
+	memcpy(up->at_name, at + cut, len - cut);
+	up->at_name[len - cut] = 0;
+	*ino = 0;
+	return is_dir(up, cut ? parent : ".", &up->at_dir);
+}
+
+/* A missing --at: made with the source root's owner, mode and times. */
+static errcode_t make_target(struct xr_upd *up, const char *dir,
+			     ext2_ino_t *ino)
+{
+	struct xr_pop_meta m;
+	struct statx st;
+
+	if (statx(AT_FDCWD, dir, 0, STATX_BASIC_STATS | STATX_BTIME, &st) < 0)
+		return errno ? (errcode_t)errno : EXT2_ET_FILE_NOT_FOUND;
+	xr_pop_meta_of(&st, &m);
+	return xr_pop_mkdir(&up->p, up->at_dir, up->at_name, &m, ino);
+}
+
+static errcode_t update_op(struct xr_upd *up, const char *dir,
+			   ext2_ino_t at)
+{
+	errcode_t err = xr_upd_index_image(up);
+
+	if (!err && !at)
+		err = make_target(up, dir, &at);
+	if (!err)
+		err = xr_upd_walk(up, dir, at);
+	if (!err)
+		err = extref_quota_recompute(up->xfs);
+	return err;
+}
+
+/* Inside the split transaction, the library's own operation: its
+ * writes (the populate makers') are not an outsider's raw edits. */
+static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
+{
+	errcode_t err = xr_tx_begin(up->xfs);
+
+	return err ? err : xr_tx_end(up->xfs, update_op(up, dir, at));
+}
+
+errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
+			    struct extref_update *u)
+{
+	struct xr_upd *up;
+	ext2_ino_t at = 0;
+	errcode_t err;
+
+	u->entries = u->files_kept = u->files_linked = 0;
+	u->blocks_shared = u->blocks_written = u->removed = 0;
+	u->where = u->why = NULL;
+	err = ext2fs_get_memzero(sizeof(*up), &up);
+	if (err)
+		return err;
+	err = up_init(xfs, u, up);
+	if (!err) {
+		err = target_dir(up, u->at ? u->at : "/", &at);
+		if (err)
+			xr_pop_fail(&up->p, u->at ? u->at : "/", NULL);
+	}
+	if (!err && at)		/* a new target has nothing in the way */
+		err = xr_upd_check(up, dir, at);
+	if (!err)
+		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
+	if (!err)
+		err = extref_tx_end(xfs, own_op(up, dir, at));
+	u->where = up->preq.where;
+	u->why = up->preq.why;
+	up_done(up);
+	ext2fs_free_mem(&up);
+	return err;
+}
+
+void extref_update_free(struct extref_update *u)
+{
+	free(u->where);
+	free(u->why);
+	u->where = u->why = NULL;
+}

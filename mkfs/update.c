@@ -1,0 +1,165 @@
+/*
+ * update.c --- mkfs.extref --update IMAGE -d SOURCE [--at PATH]: the
+ * directory SOURCE written into the existing extref image IMAGE at PATH
+ * (extref_update_dir), sharing every block equal to one already in it.
+ *
+ * The open replays a journal that needs recovery and verifies the tree
+ * before anything changes; the update is the journal's transactions
+ * (split between two entries when it outgrows half the journal); a
+ * failure rolls back what was not committed.  The summary says what was
+ * written, what was shared, and how many blocks the image uses now.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <et/com_err.h>
+
+#include "mkfs.h"
+#include "extref_ops.h"
+
+#define MIB	(1024.0 * 1024.0)
+
+/* The bytes of the source's regular files: the update's bar's end. */
+static uint64_t src_total;
+
+static int count_file(const char *path, const struct stat *st, int type,
+		      struct FTW *ftw)
+{
+	(void)path; (void)ftw;
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		src_total += (uint64_t)st->st_size;
+	return 0;
+}
+
+static void update_progress(const char *phase, __u64 done, __u64 total,
+			    void *priv)
+{
+	(void)priv;
+	if (!total && !strcmp(phase, "updating"))
+		total = src_total > done ? src_total : done;
+	progress_update(phase, done, total);
+}
+
+void update_check(const struct mkfs_opts *o)
+{
+	struct stat st;
+
+	if (!o->source)
+		fatal("--update needs -d SOURCE");
+	if (o->convert || o->dedup || o->size_arg || o->file_contexts)
+		fatal("--update takes only -d SOURCE, --at PATH, --delete, "
+		      "--all-root and -q (it always shares what the image "
+		      "holds)");
+	if (stat(o->source, &st) < 0)
+		fatal("%s: %s", o->source, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		fatal("%s: not a directory (--update reads a directory)",
+		      o->source);
+	if (o->at && o->at[0] != '/')
+		fatal("--at '%s': the path must start with /", o->at);
+}
+
+static void set_note(const struct mkfs_opts *o)
+{
+	char text[2 * 4096 + 128];
+
+	snprintf(text, sizeof(text), "%s: %s: interrupted while updating; "
+		 "its journal holds what was committed: run fsck.extref -fy "
+		 "%s (or e2fsck -p) to replay it", prog, o->image, o->image);
+	cleanup_set_note(text);
+}
+
+static uint64_t used_blocks(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+
+	return ext2fs_blocks_count(fs->super) -
+	       ext2fs_free_blocks_count(fs->super);
+}
+
+static void print_summary(const struct mkfs_opts *o,
+			  const struct extref_update *u, unsigned int bs,
+			  uint64_t before, uint64_t after)
+{
+	printf("%s: updated from %s at %s: %llu entries; %llu files "
+	       "unchanged, %llu reflinked\n", o->image, o->source,
+	       o->at ? o->at : "/", (unsigned long long)u->entries,
+	       (unsigned long long)u->files_kept,
+	       (unsigned long long)u->files_linked);
+	if (o->delete)
+		printf("  names removed      %10llu\n",
+		       (unsigned long long)u->removed);
+	printf("  new data written   %10.1f MiB\n",
+	       u->blocks_written * (double)bs / MIB);
+	printf("  shared with image  %10.1f MiB\n",
+	       u->blocks_shared * (double)bs / MIB);
+	/* data and metadata; a replaced file's own old blocks went */
+	printf("  image grew by      %10.1f MiB\n",
+	       ((double)after - (double)before) * bs / MIB);
+	printf("  blocks in use      %llu before, %llu after (%+lld)\n",
+	       (unsigned long long)before, (unsigned long long)after,
+	       (long long)(after - before));
+}
+
+static void report(const struct mkfs_opts *o, errcode_t err,
+		   const struct extref_update *u)
+{
+	if (u->where)	/* the source's entry, or the image's --at */
+		error_line("%s: %s: %s", o->image, u->where,
+			   error_message(err));
+	else
+		error_line("%s: %s", o->image, error_message(err));
+}
+
+int update_image(const struct mkfs_opts *o)
+{
+	struct extref_update u;
+	extref_fs_t xfs = NULL;
+	uint64_t before = 0, after = 0;
+	unsigned int bs = 0;
+	errcode_t err;
+
+	memset(&u, 0, sizeof(u));
+	u.at = o->at;
+	u.progress = update_progress;
+	if (!o->quiet)
+		nftw(o->source, count_file, 64, FTW_PHYS);
+	if (o->all_root)
+		u.flags |= EXTREF_POP_ALL_ROOT;
+	if (o->delete)
+		u.flags |= EXTREF_UPDATE_DELETE;
+	if (o->have_epoch) {
+		u.flags |= EXTREF_POP_EPOCH;
+		u.epoch = o->epoch;
+	}
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW, &xfs, NULL);
+	if (err) {
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
+	if (o->have_epoch)
+		extref_fs_ext2(xfs)->now = o->epoch;
+	bs = extref_fs_ext2(xfs)->blocksize;
+	before = used_blocks(xfs);
+	set_note(o);
+	err = extref_update_dir(xfs, o->source, &u);
+	after = used_blocks(xfs);
+	progress_end();
+	if (!err)
+		err = extref_fs_close(xfs);
+	else
+		extref_fs_abort(xfs);
+	cleanup_set_note(NULL);
+	if (err)
+		report(o, err, &u);
+	else if (!o->quiet)
+		print_summary(o, &u, bs, before, after);
+	extref_update_free(&u);
+	if (err)
+		return 1;
+	return o->quiet ? 0 : summary_print(o);
+}
