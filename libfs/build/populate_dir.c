@@ -171,9 +171,10 @@ static errcode_t walk_dir(struct walk *w, int dfd, ext2_ino_t dir,
 			  size_t plen);
 
 /* One entry of the directory dfd (the image's dir). */
-static errcode_t make_entry(struct walk *w, int dfd, ext2_ino_t dir,
+static errcode_t make_entry(void *ctx, int dfd, ext2_ino_t dir,
 			    const char *name, size_t plen)
 {
+	struct walk *w = ctx;
 	struct xr_pop *p = w->p;
 	struct xr_pop_meta m;
 	struct statx st;
@@ -268,8 +269,18 @@ errcode_t xr_pop_list_dir(int fd, char ***names, size_t *n)
 	return err;
 }
 
-static errcode_t walk_dir(struct walk *w, int dfd, ext2_ino_t dir,
-			  size_t plen)
+void xr_pop_free_names(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	ext2fs_free_mem(&names);
+}
+
+errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
+			   ext2_ino_t dir, size_t plen, char ***keep,
+			   size_t *kept)
 {
 	char **names;
 	size_t n, i, nl;
@@ -277,21 +288,34 @@ static errcode_t walk_dir(struct walk *w, int dfd, ext2_ino_t dir,
 
 	for (i = 0; !err && i < n; i++) {
 		nl = strlen(names[i]);
-		if (plen + nl + 2 > sizeof(w->path)) {
+		if (plen + nl + 2 > dw->size) {
 			err = ENAMETOOLONG;
 			break;
 		}
-		w->path[plen] = '/';
-		memcpy(w->path + plen + 1, names[i], nl + 1);
-		err = make_entry(w, dfd, dir, names[i], plen + 1 + nl);
+		dw->path[plen] = '/';
+		memcpy(dw->path + plen + 1, names[i], nl + 1);
+		err = dw->fn(dw->ctx, dfd, dir, names[i], plen + 1 + nl);
 		if (err)
-			xr_pop_fail(w->p, w->path, NULL);
-		w->path[plen] = 0;
+			xr_pop_fail(dw->p, dw->path, NULL);
+		dw->path[plen] = 0;
 	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	ext2fs_free_mem(&names);
+	if (keep) {
+		*keep = names;
+		*kept = n;
+	} else {
+		xr_pop_free_names(names, n);
+	}
 	return err;
+}
+
+static errcode_t walk_dir(struct walk *w, int dfd, ext2_ino_t dir,
+			  size_t plen)
+{
+	struct xr_pop_dirwalk dw = {
+		w->p, w->path, sizeof(w->path), make_entry, w
+	};
+
+	return xr_pop_each_name(&dw, dfd, dir, plen, NULL, NULL);
 }
 
 /* The source's root: the image root's times and attributes. */

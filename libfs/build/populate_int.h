@@ -211,6 +211,27 @@ void xr_pop_meta_of(const struct statx *st, struct xr_pop_meta *m);
 errcode_t xr_pop_read_xattrs(const char *path, struct xr_pop_xattrs *x);
 /* The names of the directory on fd, sorted (strcmp); each malloc'd. */
 errcode_t xr_pop_list_dir(int fd, char ***names, size_t *n);
+void xr_pop_free_names(char **names, size_t n);
+/*
+ * A walk of source directories: path (of size bytes) holds the
+ * directory's path; each name in turn is appended ("/name") while fn
+ * handles it, told the directory dfd, the image's directory dir and the
+ * path's new length.  An error of fn names the entry in p (xr_pop_fail)
+ * and ends the walk.
+ */
+struct xr_pop_dirwalk {
+	struct xr_pop	*p;
+	char		*path;
+	size_t		size;
+	errcode_t	(*fn)(void *ctx, int dfd, ext2_ino_t dir,
+			      const char *name, size_t plen);
+	void		*ctx;
+};
+/* Each name of dfd, sorted, its path plen long; with keep set the names
+ * are handed over whatever the result (xr_pop_free_names), else freed. */
+errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
+			   ext2_ino_t dir, size_t plen, char ***keep,
+			   size_t *kept);
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
 /* Record where the error is (and why); keeps the first. */
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why);

@@ -24,9 +24,10 @@ static errcode_t check_dir(struct xr_upd *up, int dfd, ext2_ino_t dir,
 			   size_t plen);
 
 /* One name of the source against the image's dir. */
-static errcode_t check_name(struct xr_upd *up, int dfd, ext2_ino_t dir,
+static errcode_t check_name(void *ctx, int dfd, ext2_ino_t dir,
 			    const char *name, size_t plen)
 {
+	struct xr_upd *up = ctx;
 	struct ext2_inode inode;
 	struct statx st;
 	ext2_ino_t ino;
@@ -59,27 +60,11 @@ static errcode_t check_name(struct xr_upd *up, int dfd, ext2_ino_t dir,
 static errcode_t check_dir(struct xr_upd *up, int dfd, ext2_ino_t dir,
 			   size_t plen)
 {
-	char **names;
-	size_t n, i, nl;
-	errcode_t err = xr_pop_list_dir(dfd, &names, &n);
+	struct xr_pop_dirwalk dw = {
+		&up->p, up->path, sizeof(up->path), check_name, up
+	};
 
-	for (i = 0; !err && i < n; i++) {
-		nl = strlen(names[i]);
-		if (plen + nl + 2 > sizeof(up->path)) {
-			err = ENAMETOOLONG;
-			break;
-		}
-		up->path[plen] = '/';
-		memcpy(up->path + plen + 1, names[i], nl + 1);
-		err = check_name(up, dfd, dir, names[i], plen + 1 + nl);
-		if (err)
-			xr_pop_fail(&up->p, up->path, NULL);
-		up->path[plen] = 0;
-	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	ext2fs_free_mem(&names);
-	return err;
+	return xr_pop_each_name(&dw, dfd, dir, plen, NULL, NULL);
 }
 
 errcode_t xr_upd_check(struct xr_upd *up, const char *dir, ext2_ino_t ino)

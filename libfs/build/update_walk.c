@@ -258,34 +258,29 @@ static errcode_t entry(struct xr_upd *up, int dfd, ext2_ino_t dir,
 	return err;
 }
 
+/* One whole entry in: the image is consistent here. */
+static errcode_t entry_whole(void *ctx, int dfd, ext2_ino_t dir,
+			     const char *name, size_t plen)
+{
+	struct xr_upd *up = ctx;
+	errcode_t err = entry(up, dfd, dir, name, plen);
+
+	return err ? err : xr_tx_split_point(up->xfs);
+}
+
 static errcode_t walk_dir(struct xr_upd *up, int dfd, ext2_ino_t dir,
 			  size_t plen)
 {
-	char **names;
-	size_t n, i, nl;
-	errcode_t err = xr_pop_list_dir(dfd, &names, &n);
+	struct xr_pop_dirwalk dw = {
+		&up->p, up->path, sizeof(up->path), entry_whole, up
+	};
+	char **names = NULL;
+	size_t n = 0;
+	errcode_t err = xr_pop_each_name(&dw, dfd, dir, plen, &names, &n);
 
-	for (i = 0; !err && i < n; i++) {
-		nl = strlen(names[i]);
-		if (plen + nl + 2 > sizeof(up->path)) {
-			err = ENAMETOOLONG;
-			break;
-		}
-		up->path[plen] = '/';
-		memcpy(up->path + plen + 1, names[i], nl + 1);
-		err = entry(up, dfd, dir, names[i], plen + 1 + nl);
-		if (err)
-			xr_pop_fail(&up->p, up->path, NULL);
-		up->path[plen] = 0;
-		/* a whole entry is in: the image is consistent here */
-		if (!err)
-			err = xr_tx_split_point(up->xfs);
-	}
 	if (!err && (up->u->flags & EXTREF_UPDATE_DELETE))
 		err = xr_upd_delete_extra(up, dir, names, n);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	ext2fs_free_mem(&names);
+	xr_pop_free_names(names, n);
 	return err;
 }
 
