@@ -135,6 +135,10 @@ errcode_t xr_tx_split_point(extref_fs_t xfs);
  * the outermost transaction lasts.
  */
 errcode_t xr_tx_spill_on(extref_fs_t xfs);
+/* In a transaction that spills (xr_tx_spill_on): write the blocks it
+ * allocated in place now, whatever it holds (the checker's rebuild
+ * paces itself so); 0 and nothing done otherwise. */
+errcode_t xr_tx_spill_now(extref_fs_t xfs);
 /* EXTREF_ERR_TXN_TOO_BIG if a transaction of blocks blocks cannot fit in
  * the journal (0 without one). */
 errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks);
