@@ -33,7 +33,8 @@
 /*
  * Tests only (configure --enable-fault-injection): EXTREF_FAULT_TX_ROOM=N
  * has the rebuild see at most N blocks of room left in the journal, so
- * that a small image takes the path of a tree larger than its journal.
+ * that a small image takes the path of a tree larger than its journal,
+ * and -E unshare split as if the journal held N blocks.
  */
 static blk64_t room_limit(blk64_t room)
 {
@@ -45,8 +46,20 @@ static blk64_t room_limit(blk64_t room)
 	n = strtoull(s, NULL, 10);
 	return n < room ? n : room;
 }
+
+/* With EXTREF_FAULT_TX_ROOM=N, -E unshare commits once N/2 blocks are
+ * held, as with a journal of N blocks. */
+static int split_forced(const struct xr_fsck *c)
+{
+	const char *s = getenv("EXTREF_FAULT_TX_ROOM");
+	struct xr_txio *t = xr_txio_of(c->fs);
+
+	return s && *s && t &&
+	       xr_txio_nheld(t) >= strtoull(s, NULL, 10) / 2;
+}
 #else
 #define room_limit(room)	(room)
+#define split_forced(c)		0
 #endif
 
 static extref_fs_t tx_fs(const struct xr_fsck *c)
@@ -74,7 +87,9 @@ errcode_t xr_fsck_tx_split(struct xr_fsck *c)
 {
 	extref_fs_t xfs = tx_fs(c);
 
-	return xfs ? xr_tx_split_point(xfs) : 0;
+	if (!xfs)
+		return 0;
+	return split_forced(c) ? xr_tx_split_now(xfs) : xr_tx_split_point(xfs);
 }
 
 static errcode_t count_rec(const struct extref_rec *r, void *priv)

@@ -674,6 +674,16 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 	return commit(tx);
 }
 
+errcode_t xr_tx_split_now(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx || !tx->depth || tx->atomic_depth ||
+	    xr_fresh_active(tx->fresh))
+		return 0;
+	return commit(tx);
+}
+
 errcode_t xr_tx_spill_on(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);

@@ -127,6 +127,10 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
  * nothing: it writes those blocks in place (txn_split.c).
  */
 errcode_t xr_tx_split_point(extref_fs_t xfs);
+/* A split point that commits what is held whatever its size (the
+ * checker's, paced by a test build's small room: fsck_txn.c); nothing in
+ * an atomic begin or a transaction that spills. */
+errcode_t xr_tx_split_now(extref_fs_t xfs);
 /*
  * In the running transaction, write the blocks it allocates in place
  * early (txn_split.c): at its split points, which then commit nothing,
