@@ -120,10 +120,11 @@ static void parse_args(int argc, char **argv, struct fsck_opts *o)
  * The library opens the image for prepare_feature (and takes the image's
  * lock itself, so the caller's is given up first and taken back after).
  * A read-write open replays a journal that needs recovery, and on an
- * image with a journal fn's change is one transaction of it.
+ * image with a journal fn's change is one transaction of it.  *opened
+ * tells whether the open succeeded (a journal it cannot replay fails it).
  */
-static int with_library(struct fsck_opts *o, extref_image_lock_t *lock,
-			errcode_t (*fn)(extref_fs_t), const char *what)
+static errcode_t with_library(struct fsck_opts *o, extref_image_lock_t *lock,
+			      errcode_t (*fn)(extref_fs_t), int *opened)
 {
 	extref_fs_t xfs;
 	errcode_t err, err2;
@@ -133,6 +134,7 @@ static int with_library(struct fsck_opts *o, extref_image_lock_t *lock,
 	*lock = NULL;
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
 			     &xfs, NULL);
+	*opened = !err;
 	if (!err) {
 		n = extref_fs_replayed(xfs);
 		if (n)
@@ -145,16 +147,27 @@ static int with_library(struct fsck_opts *o, extref_image_lock_t *lock,
 			err = extref_fs_close(xfs);
 	}
 	err2 = extref_image_lock(o->image, EXTREF_LOCK_WRITE, lock);
-	if (err || err2) {
-		com_err(prog, err ? err : err2, "while %s %s", what, o->image);
-		return FSCK_ERROR;
-	}
-	return 0;
+	if (err2)
+		*opened = 1;	/* no fallback without the lock */
+	return err ? err : err2;
 }
 
+/* A journal that needs recovery is replayed before the look at the
+ * feature; one the library cannot replay is left to e2fsck. */
 static int replay_first(struct fsck_opts *o, extref_image_lock_t *lock)
 {
-	return with_library(o, lock, NULL, "replaying the journal of");
+	int opened;
+	errcode_t err = with_library(o, lock, NULL, &opened);
+
+	if (err && opened) {
+		com_err(prog, err, "while replaying the journal of %s",
+			o->image);
+		return FSCK_ERROR;
+	}
+	if (err)
+		printf("%s: journal not replayed here (%s): left to e2fsck\n",
+		       o->image, error_message(err));
+	return 0;
 }
 
 static errcode_t set_feature_tx(extref_fs_t xfs)
@@ -170,6 +183,26 @@ static errcode_t set_feature_tx(extref_fs_t xfs)
 	return extref_tx_end(xfs, 0);
 }
 
+/* The feature written straight to the superblocks (backups first, the
+ * primary last: ext2fs_flush), when the library cannot open the image. */
+static errcode_t set_feature_raw(const struct fsck_opts *o)
+{
+	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
+	ext2_filsys fs;
+	errcode_t err;
+
+	/* a block device: nobody else may open it O_EXCL meanwhile */
+	if (extref_image_is_blockdev(o->image))
+		flags |= EXT2_FLAG_EXCLUSIVE;
+	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, &fs);
+	if (err)
+		return err;
+	ext2fs_set_feature_shared_blocks(fs->super);
+	ext2fs_mark_super_dirty(fs);
+	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too */
+	return ext2fs_close_free(&fs);
+}
+
 /*
  * Set shared_blocks before e2fsck runs, on the replayed image and, with
  * a journal, as one transaction of it (the primary superblock is
@@ -179,11 +212,23 @@ static errcode_t set_feature_tx(extref_fs_t xfs)
  * e2fsck would then clone every shared block.  A crash before the commit
  * leaves the feature unset (the next run sets it again); after it, the
  * replay sets it; backups that differ from the primary are rewritten by
- * e2fsck, which copies the primary's features to them.
+ * e2fsck, which copies the primary's features to them.  Only an image
+ * the library cannot open (a journal it cannot replay, which e2fsck will
+ * then clear rather than replay) gets the bit written straight.
  */
 static int set_feature(struct fsck_opts *o, extref_image_lock_t *lock)
 {
-	return with_library(o, lock, set_feature_tx, "setting shared_blocks on");
+	int opened;
+	errcode_t err = with_library(o, lock, set_feature_tx, &opened);
+
+	if (err && !opened)
+		err = set_feature_raw(o);
+	if (err) {
+		com_err(prog, err, "while setting shared_blocks on %s",
+			o->image);
+		return FSCK_ERROR;
+	}
+	return 0;
 }
 
 /*

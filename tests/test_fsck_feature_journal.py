@@ -96,6 +96,27 @@ def test_feature_survives_a_journal_needing_recovery(tmp_path, primary):
     _check_kept(img, records, data, res.stdout)
 
 
+def test_feature_with_a_journal_that_cannot_be_replayed(tmp_path):
+    """A journal superblock that does not read (a field flipped) fails the
+    library's open: the journal is left to e2fsck, which rebuilds it
+    rather than replay it, and the feature is written straight; nothing
+    is cloned."""
+    img, data = _image(tmp_path)
+    records = crashlib.refcount_records(img)
+    _clear_feature(img)
+    _journal_superblock(img, tmp_path)
+    jblk = int(helpers.debugfs(img, "bmap <8> 0").stdout)
+    bs = int(helpers.dumpe2fs_header(img)["Block size"])
+    with open(img, "r+b") as f:
+        f.seek(jblk * bs + 12)                # s_blocksize
+        f.write(b"\xff\xff\xff\xff")
+    res = crashlib.fsck_run(img, "-fy")
+    assert res.returncode == 1, helpers.describe(res)
+    assert "journal not replayed here" in res.stdout, res.stdout
+    assert "Journal superblock is corrupt" in res.stdout, res.stdout
+    _check_kept(img, records, data, res.stdout)
+
+
 _NO_FAULTS = helpers.fault_injection_skip_reason()
 
 
