@@ -13,6 +13,8 @@
 #include "debugfs.h"
 #include "quota/xr_quota.h"
 
+static int op_err(struct cmd_args *a, errcode_t err, const char *what);
+
 #define IO_CHUNK	(1024 * 1024)
 
 static int modifiable(struct cmd_args *a, ext2_ino_t ino, const char *path)
@@ -217,7 +219,7 @@ static int do_unlink(struct cmd_args *a, int dirflag)
 	}
 	err = extref_unlink(sh.xfs, dir, name, dirflag ? EXTREF_UNLINK_DIR : 0);
 	if (err) {
-		cmd_err(a, err, "%s", path);
+		op_err(a, err, path);
 		goto out;
 	}
 	if (dirflag && ino == sh.cwd)
@@ -255,6 +257,24 @@ static int reflink_label(struct cmd_args *a, struct extref_reflink_opts *ro)
 			       a->argv[1], a->optarg['Z']);
 	ro->label = a->optarg['Z'];
 	return 0;
+}
+
+/*
+ * An operation's error: a checksum met on the way names its inode and
+ * block (extref_damage_where), else the error's class.
+ */
+static int op_err(struct cmd_args *a, errcode_t err, const char *what)
+{
+	ext2_ino_t ino;
+	blk64_t blk;
+
+	extref_damage_where(sh.xfs, &ino, &blk);
+	if (ino && blk)
+		return cmd_err(a, err, "%s: inode %u, block %llu", what, ino,
+			       (unsigned long long)blk);
+	if (ino)
+		return cmd_err(a, err, "%s: inode %u", what, ino);
+	return cmd_err_class(a, err, "%s", what);
 }
 
 /* A reflink's error; a checksum met on the way names its inode and block. */
@@ -345,9 +365,13 @@ int impl_clone_range(struct cmd_args *a)
 	if (range_args(a, &src, &soff, &dst, &doff, &len))
 		return 1;
 	err = extref_clone_range(sh.xfs, src, soff, dst, doff, len, &done);
-	if (err)
-		return cmd_err_class(a, err, "%s -> %s", a->argv[0],
-				     a->argv[2]);
+	if (err) {
+		char what[512];
+
+		snprintf(what, sizeof(what), "%s -> %s", a->argv[0],
+			 a->argv[2]);
+		return op_err(a, err, what);
+	}
 	/* Length 0 means "to the source's EOF": report what that was. */
 	printf("linked %llu/%llu bytes at offset %llu\n",
 	       (unsigned long long)done,
@@ -442,7 +466,7 @@ int impl_punch(struct cmd_args *a)
 		return 1;
 	err = extref_punch(sh.xfs, ino, off, len);
 	if (err)
-		return cmd_err_class(a, err, "%s", a->argv[0]);
+		return op_err(a, err, a->argv[0]);
 	return 0;
 }
 

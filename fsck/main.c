@@ -116,21 +116,116 @@ static void parse_args(int argc, char **argv, struct fsck_opts *o)
 		o->mode = EXTREF_FSCK_ASK;
 }
 
-static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
+/*
+ * The library opens the image for prepare_feature (and takes the image's
+ * lock itself, so the caller's is given up first and taken back after).
+ * A read-write open replays a journal that needs recovery, and on an
+ * image with a journal fn's change is one transaction of it.  *opened
+ * tells whether the open succeeded (a journal it cannot replay fails it).
+ */
+static errcode_t with_library(struct fsck_opts *o, extref_image_lock_t *lock,
+			      errcode_t (*fn)(extref_fs_t), int *opened)
 {
-	int flags = (rw ? EXT2_FLAG_RW : 0) | EXT2_FLAG_64BITS;
+	extref_fs_t xfs;
+	errcode_t err, err2;
+	unsigned n;
+
+	extref_image_unlock(*lock);
+	*lock = NULL;
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
+			     &xfs, NULL);
+	*opened = !err;
+	if (!err) {
+		n = extref_fs_replayed(xfs);
+		if (n)
+			printf("%s: journal recovered (%u transaction%s)\n",
+			       o->image, n, n == 1 ? "" : "s");
+		err = fn ? fn(xfs) : 0;
+		if (err)
+			extref_fs_abort(xfs);
+		else
+			err = extref_fs_close(xfs);
+	}
+	err2 = extref_image_lock(o->image, EXTREF_LOCK_WRITE, lock);
+	if (err2)
+		*opened = 1;	/* no fallback without the lock */
+	return err ? err : err2;
+}
+
+/* A journal that needs recovery is replayed before the look at the
+ * feature; one the library cannot replay is left to e2fsck. */
+static int replay_first(struct fsck_opts *o, extref_image_lock_t *lock)
+{
+	int opened;
+	errcode_t err = with_library(o, lock, NULL, &opened);
+
+	if (err && opened) {
+		com_err(prog, err, "while replaying the journal of %s",
+			o->image);
+		return FSCK_ERROR;
+	}
+	if (err)
+		printf("%s: journal not replayed here (%s): left to e2fsck\n",
+		       o->image, error_message(err));
+	return 0;
+}
+
+static errcode_t set_feature_tx(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err = extref_tx_begin(xfs);
+
+	if (err)
+		return err;
+	ext2fs_set_feature_shared_blocks(fs->super);
+	ext2fs_mark_super_dirty(fs);
+	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too, at close */
+	return extref_tx_end(xfs, 0);
+}
+
+/* The feature written straight to the superblocks (backups first, the
+ * primary last: ext2fs_flush), when the library cannot open the image. */
+static errcode_t set_feature_raw(const struct fsck_opts *o)
+{
+	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
+	ext2_filsys fs;
 	errcode_t err;
 
 	/* a block device: nobody else may open it O_EXCL meanwhile */
-	if (rw && extref_image_is_blockdev(o->image))
+	if (extref_image_is_blockdev(o->image))
 		flags |= EXT2_FLAG_EXCLUSIVE;
+	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, &fs);
+	if (err)
+		return err;
+	ext2fs_set_feature_shared_blocks(fs->super);
+	ext2fs_mark_super_dirty(fs);
+	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too */
+	return ext2fs_close_free(&fs);
+}
 
-	/* e2fsck has just verified every metadata checksum: skip them. */
-	if (o->e2fsck_clean)
-		flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
-	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, fs);
+/*
+ * Set shared_blocks before e2fsck runs, on the replayed image and, with
+ * a journal, as one transaction of it (the primary superblock is
+ * journaled; the backups are written at close, after the checkpoint).
+ * Written straight over a journal that still needs recovery, the bit
+ * would be undone by e2fsck's replay of a superblock without it, and
+ * e2fsck would then clone every shared block.  A crash before the commit
+ * leaves the feature unset (the next run sets it again); after it, the
+ * replay sets it; backups that differ from the primary are rewritten by
+ * e2fsck, which copies the primary's features to them.  Only an image
+ * the library cannot open (a journal it cannot replay, which e2fsck will
+ * then clear rather than replay) gets the bit written straight.
+ */
+static int set_feature(struct fsck_opts *o, extref_image_lock_t *lock)
+{
+	int opened;
+	errcode_t err = with_library(o, lock, set_feature_tx, &opened);
+
+	if (err && !opened)
+		err = set_feature_raw(o);
 	if (err) {
-		com_err(prog, err, "while opening %s", o->image);
+		com_err(prog, err, "while setting shared_blocks on %s",
+			o->image);
 		return FSCK_ERROR;
 	}
 	return 0;
@@ -144,7 +239,8 @@ static int open_fs(const struct fsck_opts *o, int rw, ext2_filsys *fs)
  * *skip tells whether to skip e2fsck, *plain that the image is plain ext4
  * (no feature, no tree, nothing shared): nothing for fsck.extref to do.
  */
-static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
+static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
+			   int *skip, int *plain)
 {
 	struct extref_fsck_opts probe = { .mode = EXTREF_FSCK_NO };
 	struct extref_fsck_result res;
@@ -161,6 +257,16 @@ static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
 	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
 			 unix_io_manager, &fs))
 		return 0;
+	if (o->mode != EXTREF_FSCK_NO &&
+	    ext2fs_has_feature_journal_needs_recovery(fs->super)) {
+		/* look at (and set the feature on) the replayed image */
+		ext2fs_close_free(&fs);
+		if ((st = replay_first(o, lock)))
+			return st;
+		if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+				 unix_io_manager, &fs))
+			return 0;
+	}
 	if (ext2fs_has_feature_shared_blocks(fs->super)) {
 		ext2fs_close_free(&fs);
 		return 0;
@@ -193,17 +299,8 @@ static int prepare_feature(struct fsck_opts *o, int *skip, int *plain)
 		*skip = 1;
 		return 0;	/* the checker reports it again, unfixed */
 	}
-	if ((st = open_fs(o, 1, &fs)))
+	if ((st = set_feature(o, lock)))
 		return st;
-	ext2fs_set_feature_shared_blocks(fs->super);
-	ext2fs_mark_super_dirty(fs);
-	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too */
-	err = ext2fs_close_free(&fs);
-	if (err) {
-		com_err(prog, err, "while setting shared_blocks on %s",
-			o->image);
-		return FSCK_ERROR;
-	}
 	if (o->mode != EXTREF_FSCK_ASK)
 		printf("0x%04x shared_blocks feature is not set but blocks "
 		       "are shared or a tree exists (set the feature)\n",
@@ -352,7 +449,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if ((status = guard(&o, &lock)))
 		return status;
-	status = prepare_feature(&o, &skip, &plain);
+	status = prepare_feature(&o, &lock, &skip, &plain);
 	if (status & FSCK_ERROR)
 		goto out;
 	if (!o.no_e2fsck && !skip) {

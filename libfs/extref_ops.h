@@ -479,10 +479,11 @@ void extref_update_free(struct extref_update *u);
  */
 errcode_t extref_check_modifiable(extref_fs_t fs, ext2_ino_t ino);
 /*
- * Where the damage lies that failed the last extref_reflink2 on fs with a
- * checksum error (an extent block or a directory block met half-way):
- * the inode whose block failed and that block; 0 for what is not known.
- * Cleared when extref_reflink2 starts.
+ * Where the damage lies that failed the last extref_reflink2,
+ * extref_clone_range, extref_punch or extref_unlink on fs with a
+ * checksum error (an extent block, a directory block or an attribute
+ * block met half-way): the inode whose block failed and that block; 0
+ * for what is not known.  Cleared when one of those starts.
  */
 void extref_damage_where(extref_fs_t fs, ext2_ino_t *ino, blk64_t *blk);
 

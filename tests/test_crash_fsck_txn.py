@@ -215,9 +215,11 @@ def test_check_only_of_an_image_needing_recovery(built, tmp_path):
                                   "f_0201_tree_node"])
 def test_rebuild_larger_than_the_journal_takes_the_ordered_path(
         built, tmp_path, case):
-    """A rebuilt tree estimated larger than the journal holds (made so on
-    a small image by EXTREF_FAULT_TX_ROOM, fault-injection builds) is
-    written without the journal, in the ordered way: the repair still
+    """A rebuild whose commit would not fit the journal even with its new
+    nodes written in place early (made so on a small image by
+    EXTREF_FAULT_TX_ROOM=1, fault-injection builds; the spilling path is
+    tests/test_crash_fsck_spill.py) is written without the journal, in
+    the ordered way: the repair still
     leaves both checkers clean and every file as it was, and the journal
     empty.  Counted by the fault-injecting io manager: the journaled
     repair flushes at its commit, the ordered one at each step."""

@@ -7,8 +7,12 @@ are e2fsck's).  A recursive reflink checks every directory and extent
 tree of the source before it changes anything (a bad checksum there is
 refused up front); with -p it copies each file's extended attributes as
 it goes, so an attribute block whose checksum fails is met half-way,
-after the files before it were copied.  The corruptions are made with
-dd-style writes of the image file, at blocks found by stock debugfs.
+after the files before it were copied.  A clone into a file whose
+extent block is damaged, and an rm of a file whose attribute block is,
+meet it half-way too (the counts raised, the name removed); a clone from
+it and a punch meet it before changing anything.  The corruptions are
+made with dd-style writes of the image file, at blocks found by stock
+debugfs.
 
 Each test checks: the command fails (exit 1) naming the inode and the
 block, every block in use before is byte-identical after (free blocks
@@ -165,6 +169,40 @@ def test_damage_met_by_a_recursive_reflink(tree, tmp_path, where, req,
     assert "needs_recovery" not in out
 
 
+@pytest.mark.parametrize("where,req,halfway,text", [
+    # the destination's extent block: the counts are raised first
+    ("extent", f"clone_range /d/f1 0 /d/f{BAD} 16384 1024", True,
+     "extent block passes checks, but checksum does not match"),
+    # the source's: met before anything changes
+    ("extent", f"clone_range /d/f{BAD} 0 /d/f1 0 1024", False,
+     "extent block passes checks, but checksum does not match"),
+    # the name is gone, the attribute block is met as the inode is freed
+    ("xattr", f"rm /d/f{BAD}", True,
+     "extended attribute block {blk} passes checks, but checksum"),
+    ("extent", f"punch /d/f{BAD} 8192 1024", False,
+     "extent block passes checks, but checksum does not match"),
+])
+def test_damage_met_by_a_clone_rm_or_punch(tree, tmp_path, where, req,
+                                           halfway, text):
+    """The same for one-file operations: the error names the inode and
+    the block (extref_damage_where), what was changed is rolled back,
+    every block in use and every file as before."""
+    img, ino, blk = damaged(tree, tmp_path, where)
+    before = used_digest(img)
+    want = files(img, PATHS)
+    res = shell(img, req, check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert f"inode {ino}, block {blk}: " in res.stderr, res.stderr
+    assert "checksum does not match" in res.stderr, res.stderr
+    assert ("rolled back: the image is as it was" in res.stderr) == \
+        halfway, res.stderr
+    assert used_digest(img) == before
+    assert files(img, PATHS) == want
+    only_the_planted_problem(img, text.format(ino=ino, blk=blk))
+    out = helpers.run(["dumpe2fs", "-h", str(img)]).stdout
+    assert "needs_recovery" not in out
+
+
 def test_without_the_damage_the_same_copy_succeeds(tree, tmp_path):
     """The control: the same command on the undamaged image copies the
     tree, attributes included."""
@@ -175,3 +213,18 @@ def test_without_the_damage_the_same_copy_succeeds(tree, tmp_path):
     got = files(img, [p.replace("/d/", "/copy/", 1) for p in PATHS])
     assert list(got.values()) == list(files(img, PATHS).values())
     helpers.e2fsck_fn(img)
+
+
+@pytest.mark.parametrize("req", [f"clone_range /d/f1 0 /d/f{BAD} 16384 1024",
+                                 f"clone_range /d/f{BAD} 0 /d/f1 0 1024",
+                                 f"rm /d/f{BAD}",
+                                 f"punch /d/f{BAD} 8192 1024"])
+def test_without_the_damage_the_same_change_succeeds(tree, tmp_path, req):
+    img = tmp_path / "t.img"
+    img.write_bytes(tree.read_bytes())
+    res = shell(img, req)
+    assert "rolled back" not in res.stderr, res.stderr
+    helpers.e2fsck_fn(img)
+    res = helpers.run([helpers.binary("fsck/fsck.extref"), "-fn", "-E",
+                       "no_e2fsck", str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)

@@ -117,6 +117,10 @@ struct xr_fsck {
 	unsigned		progress_calls;	/* progress reports made */
 	unsigned		progress_skip;	/* ... the probe made already */
 	errcode_t		err;		/* first operational error */
+	/* a rebuild that writes its new blocks early (fsck_txn.c): spill
+	 * once spill_half blocks are held since the room was spill_mark */
+	blk64_t			spill_half;	/* 0: it does not */
+	blk64_t			spill_mark;
 };
 
 /*
@@ -252,5 +256,6 @@ errcode_t xr_fsck_tx_begin(struct xr_fsck *c, int atomic);
 errcode_t xr_fsck_tx_end(struct xr_fsck *c, errcode_t err);
 errcode_t xr_fsck_tx_split(struct xr_fsck *c);
 errcode_t xr_fsck_tx_before_rebuild(struct xr_fsck *c);
+errcode_t xr_fsck_tx_rebuild_point(struct xr_fsck *c);
 
 #endif /* EXTREF_FSCK_INT_H */

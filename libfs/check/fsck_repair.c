@@ -4,8 +4,10 @@
  * The old tree's blocks are released (those no one else uses), inode 5
  * gets a fresh empty tree, and the expected records are bulk-loaded in
  * order through the tree layer's staging (tree/extref_stage.h) and
- * committed.  A crash in the middle leaves a tree
- * that the next run rebuilds again: nothing is derived from it.
+ * committed.  With a journal the whole is one transaction (fsck_txn.c):
+ * a crash leaves the old tree or the new one.  Without, a crash in the
+ * middle leaves a tree that the next run rebuilds again: nothing is
+ * derived from it.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
@@ -68,28 +70,37 @@ static errcode_t clear_ino5(struct xr_fsck *c)
 	return ext2fs_write_inode(fs, EXTREF_INO, &inode);
 }
 
+struct load {
+	struct xr_fsck	*c;
+	xr_stage_t	st;
+};
+
+/* One record; a rebuild bigger than the journal spills as it goes. */
 static errcode_t load_one(const struct extref_rec *r, void *priv)
 {
-	return xr_stage_add(priv, r);
+	struct load *l = priv;
+	errcode_t err = xr_stage_add(l->st, r);
+
+	return err ? err : xr_fsck_tx_rebuild_point(l->c);
 }
 
 errcode_t xr_fsck_rebuild(struct xr_fsck *c)
 {
-	xr_stage_t st;
+	struct load l = { .c = c };
 	errcode_t err;
 
 	if ((err = xr_fsck_read_bitmaps(c, 0)))
 		return err;
 	err = clear_ino5(c);
 	if (!err)
-		err = xr_stage_begin(c->fs, &st);
+		err = xr_stage_begin(c->fs, &l.st);
 	if (err)
 		return err;
-	err = xr_fsck_sweep(c, load_one, st);
+	err = xr_fsck_sweep(c, load_one, &l);
 	if (!err)
-		err = xr_stage_commit(st);
+		err = xr_stage_commit(l.st);
 	else
-		xr_stage_abort(st);
+		xr_stage_abort(l.st);
 	c->res->changed = 1;
 	return err;
 }

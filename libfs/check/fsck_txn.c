@@ -14,10 +14,13 @@
  * that names the new tree, so a crash anywhere leaves the old tree or
  * the new one, and counts are never lower on disk than before.
  *
- * A rebuild estimated larger than the journal holds leaves the
- * transactions: what is held commits, the journal is emptied, and the
- * rebuild takes the ordered, flushed path of an image without a journal
- * (interrupted, it leaves a tree that the next run rebuilds).
+ * A rebuild estimated larger than what is left of the journal is still
+ * one commit: its new blocks (the nodes, the header, inode 5's extent
+ * blocks) are written in place early, unjournaled, as a recursive
+ * reflink's are (tree/txn_split.c), and the commit journals only the
+ * blocks that were in use before (inode 5's inode, bitmaps, descriptors,
+ * the superblock).  Only a journal too small even for those leaves the
+ * transactions for the ordered, flushed path (xr_fsck_tx_before_rebuild).
  *
  * Without transactions (no journal, a read-only check) every call here
  * does nothing.
@@ -30,7 +33,8 @@
 /*
  * Tests only (configure --enable-fault-injection): EXTREF_FAULT_TX_ROOM=N
  * has the rebuild see at most N blocks of room left in the journal, so
- * that a small image takes the path of a tree larger than its journal.
+ * that a small image takes the path of a tree larger than its journal,
+ * and -E unshare split as if the journal held N blocks.
  */
 static blk64_t room_limit(blk64_t room)
 {
@@ -42,8 +46,20 @@ static blk64_t room_limit(blk64_t room)
 	n = strtoull(s, NULL, 10);
 	return n < room ? n : room;
 }
+
+/* With EXTREF_FAULT_TX_ROOM=N, -E unshare commits once N/2 blocks are
+ * held, as with a journal of N blocks. */
+static int split_forced(const struct xr_fsck *c)
+{
+	const char *s = getenv("EXTREF_FAULT_TX_ROOM");
+	struct xr_txio *t = xr_txio_of(c->fs);
+
+	return s && *s && t &&
+	       xr_txio_nheld(t) >= strtoull(s, NULL, 10) / 2;
+}
 #else
 #define room_limit(room)	(room)
+#define split_forced(c)		0
 #endif
 
 static extref_fs_t tx_fs(const struct xr_fsck *c)
@@ -71,7 +87,9 @@ errcode_t xr_fsck_tx_split(struct xr_fsck *c)
 {
 	extref_fs_t xfs = tx_fs(c);
 
-	return xfs ? xr_tx_split_point(xfs) : 0;
+	if (!xfs)
+		return 0;
+	return split_forced(c) ? xr_tx_split_now(xfs) : xr_tx_split_point(xfs);
 }
 
 static errcode_t count_rec(const struct extref_rec *r, void *priv)
@@ -82,16 +100,26 @@ static errcode_t count_rec(const struct extref_rec *r, void *priv)
 }
 
 /*
- * The most blocks a rebuild of nrec records can put in a transaction:
- * the nodes (every level full, as the staging fills them), the header and
- * inode 5's own blocks, one block bitmap for each group a new or old tree
- * block may lie in, the descriptor blocks and the superblock.
+ * What a rebuild of nrec records puts in its transaction, in two parts.
+ * New blocks: the nodes (every level full, as the staging fills them),
+ * the header and inode 5's own extent blocks, all newly allocated.  The
+ * rest, blocks in use before: inode 5's inode table block, one block
+ * bitmap for each group a new or old tree block may lie in, the
+ * descriptor blocks of those groups, the superblock and some slack.
  */
-static blk64_t rebuild_cost(const struct xr_fsck *c, blk64_t nrec)
+struct rebuild_cost {
+	blk64_t	fresh;		/* blocks no committed path reaches */
+	blk64_t	fixed;		/* blocks in use before */
+	blk64_t	revokes;	/* revoke blocks, if the fresh ones spill */
+};
+
+static void rebuild_cost(const struct xr_fsck *c, blk64_t nrec,
+			 struct rebuild_cost *rc)
 {
 	ext2_filsys fs = c->fs;
 	blk64_t cap = EXTREF_NODE_CAPACITY(fs->blocksize);
 	blk64_t per_ext = (fs->blocksize - 12) / 12;
+	blk64_t per_rev = (fs->blocksize - 16) / 8;
 	blk64_t nodes = 0, lvl = nrec, old = 0, groups;
 	size_t i;
 
@@ -105,25 +133,68 @@ static blk64_t rebuild_cost(const struct xr_fsck *c, blk64_t nrec)
 	groups = nodes + old + 4;
 	if (groups > fs->group_desc_count)
 		groups = fs->group_desc_count;
-	return nodes + nodes / per_ext + 8 + groups +
-	       (groups < fs->desc_blocks ? groups : fs->desc_blocks);
+	rc->fresh = nodes + nodes / per_ext + 2;
+	rc->fixed = 6 + groups +
+		    (groups < fs->desc_blocks ? groups : fs->desc_blocks);
+	/* a spilled block an earlier commit logged is revoked */
+	rc->revokes = rc->fresh / per_rev + 1;
 }
 
 /*
- * Before the rebuild: if it would not fit what is left of the running
- * transaction, commit what is held and leave the transactions (the
- * ordered path for the rest of this run).
+ * Before the rebuild, which is one transaction whatever its size.  If
+ * it fits what is left of the running transaction, it is journaled
+ * whole.  If not, its new blocks are written in place early
+ * (xr_tx_spill_on, tree/txn_split.c: no committed path reaches them
+ * until the commit names the new tree, and the old tree's blocks stay
+ * in use until then), and the one commit holds only the blocks that
+ * were in use before.  Only if even those do not fit (a journal smaller
+ * than the groups' bitmaps) does the rebuild leave the transactions:
+ * what is held commits, the journal is emptied, and the rebuild takes
+ * the ordered, flushed path of an image without a journal (interrupted,
+ * it leaves a tree that the next run rebuilds).
  */
 errcode_t xr_fsck_tx_before_rebuild(struct xr_fsck *c)
 {
 	extref_fs_t xfs = tx_fs(c);
-	blk64_t nrec = 0;
+	struct rebuild_cost rc;
+	blk64_t nrec = 0, room;
 	errcode_t err;
 
 	if (!xfs)
 		return 0;
 	err = xr_fsck_sweep(c, count_rec, &nrec);
-	if (err || rebuild_cost(c, nrec) <= room_limit(xr_tx_room(xfs)))
+	if (err)
 		return err;
-	return xr_tx_detach(xfs);
+	rebuild_cost(c, nrec, &rc);
+	room = room_limit(xr_tx_room(xfs));
+	if (rc.fresh + rc.fixed <= room)
+		return 0;
+	if (rc.fixed + rc.revokes > room)
+		return xr_tx_detach(xfs);
+	err = xr_tx_spill_on(xfs);
+	if (err)
+		return err;
+	c->spill_half = room / 2 ? room / 2 : 1;
+	c->spill_mark = xr_tx_room(xfs);
+	return 0;
+}
+
+/*
+ * Between two records of a rebuild that spills: once half the room is
+ * held since the last spill, the new blocks go in place now, so that
+ * memory holds no more than a journal's worth (with the room a test
+ * build makes small, the spills come as often as a small journal's).
+ */
+errcode_t xr_fsck_tx_rebuild_point(struct xr_fsck *c)
+{
+	extref_fs_t xfs;
+	errcode_t err;
+
+	if (!c->spill_half || !(xfs = tx_fs(c)) ||
+	    xr_tx_room(xfs) + c->spill_half > c->spill_mark)
+		return 0;
+	err = xr_tx_spill_now(xfs);
+	if (!err)
+		c->spill_mark = xr_tx_room(xfs);
+	return err;
 }

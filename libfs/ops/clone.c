@@ -103,14 +103,18 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 			     ext2_ino_t dst, __u64 doff, __u64 len,
 			     __u64 *done)
 {
-	errcode_t err = xr_tx_begin(xfs);
+	ext2_ino_t inos[2] = { dst, src };
+	errcode_t err;
 
+	xr_damage_clear(xfs);
+	err = xr_tx_begin(xfs);
 	if (err)
 		return err;
 	/* the new extent blocks go in place early: a clone bigger than the
 	 * journal is still one commit (tree/txn_split.c) */
 	err = xr_tx_spill_on(xfs);
-	return xr_tx_end(xfs, err ? err : clone_range_op(xfs, src, soff, dst, doff, len, done));
+	err = xr_tx_end(xfs, err ? err : clone_range_op(xfs, src, soff, dst, doff, len, done));
+	return xr_damage_result(xfs, inos, 2, err);
 }
 
 /* Compare the two ranges' bytes. */

@@ -3,7 +3,9 @@
  * when an operation met it half-way (extref_damage_where, extref_ops.h).
  *
  * The operation stops at libext2fs's checksum error, which names neither
- * the inode nor the block.  The inode is the one the operation was
+ * the inode nor the block.  A recursive reflink notes it where it meets
+ * it (xr_note_damage); a clone, a punch and an unlink look at their
+ * inodes after the rollback (xr_damage_result).  The inode is the one the operation was
  * reading; the block is its extended attribute block, or is found by
  * reading the inode's extent blocks (or, for a directory, its blocks)
  * again, each verified on its own.
@@ -105,4 +107,45 @@ void xr_note_damage(extref_fs_t xfs, ext2_ino_t ino, errcode_t err)
 	if (!have)
 		xr_fs_set_damage(xfs, ino, err == EXT2_ET_INODE_CSUM_INVALID ?
 				 0 : find_bad_block(xfs, ino, err));
+}
+
+void xr_damage_clear(extref_fs_t xfs)
+{
+	xr_fs_set_damage(xfs, 0, 0);
+}
+
+/* Whether ino's own inode fails its checksum. */
+static int inode_csum_bad(ext2_filsys fs, ext2_ino_t ino)
+{
+	struct ext2_inode inode;
+
+	return ext2fs_read_inode(fs, ino, &inode) ==
+	       EXT2_ET_INODE_CSUM_INVALID;
+}
+
+errcode_t xr_damage_result(extref_fs_t xfs, const ext2_ino_t *inos,
+			   size_t n, errcode_t err)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	blk64_t blk;
+	size_t i;
+
+	if (!block_csum_error(err))
+		return err;
+	for (i = 0; i < n; i++) {
+		if (!inos[i])
+			continue;
+		if (err == EXT2_ET_INODE_CSUM_INVALID) {
+			if (!inode_csum_bad(fs, inos[i]))
+				continue;
+			xr_fs_set_damage(xfs, inos[i], 0);
+			break;
+		}
+		blk = find_bad_block(xfs, inos[i], err);
+		if (blk) {
+			xr_fs_set_damage(xfs, inos[i], blk);
+			break;
+		}
+	}
+	return err;
 }

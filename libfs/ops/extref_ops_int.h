@@ -33,6 +33,13 @@ struct xr_map_vec {
 /* damage.c: a checksum error met reading ino names ino and its block
  * (extref_damage_where), unless a deeper step named its own. */
 void xr_note_damage(extref_fs_t xfs, ext2_ino_t ino, errcode_t err);
+/* At an operation's start: no damage named. */
+void xr_damage_clear(extref_fs_t xfs);
+/* An operation on inos[0..n) ended with err (rolled back): on a checksum
+ * error, name the first of them whose block (or inode) fails it; nothing
+ * is named if none does.  Returns err. */
+errcode_t xr_damage_result(extref_fs_t xfs, const ext2_ino_t *inos,
+			   size_t n, errcode_t err);
 
 /* vec.c */
 /* extref_lookup and extref_dir_list on the ext2_filsys itself. */

@@ -226,7 +226,12 @@ static errcode_t punch_op(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 /* One transaction (txn.c). */
 errcode_t extref_punch(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 {
-	errcode_t err = xr_tx_begin(xfs);
+	errcode_t err;
 
-	return err ? err : xr_tx_end(xfs, punch_op(xfs, ino, off, len));
+	xr_damage_clear(xfs);
+	err = xr_tx_begin(xfs);
+	if (err)
+		return err;
+	err = xr_tx_end(xfs, punch_op(xfs, ino, off, len));
+	return xr_damage_result(xfs, &ino, 1, err);
 }

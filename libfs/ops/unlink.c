@@ -148,7 +148,16 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 errcode_t extref_unlink(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 			int flags)
 {
-	errcode_t err = xr_tx_begin(xfs);
+	ext2_ino_t inos[2] = { 0, dir };	/* the file, then its directory */
+	errcode_t err;
 
-	return err ? err : xr_tx_end(xfs, unlink_op(xfs, dir, name, flags));
+	xr_damage_clear(xfs);
+	/* looked up first: inside a caller's batch the name stays gone
+	 * until the batch rolls back */
+	(void)xr_lookup(extref_fs_ext2(xfs), dir, name, &inos[0]);
+	err = xr_tx_begin(xfs);
+	if (err)
+		return err;
+	err = xr_tx_end(xfs, unlink_op(xfs, dir, name, flags));
+	return xr_damage_result(xfs, inos, 2, err);
 }

@@ -674,11 +674,30 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 	return commit(tx);
 }
 
+errcode_t xr_tx_split_now(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx || !tx->depth || tx->atomic_depth ||
+	    xr_fresh_active(tx->fresh))
+		return 0;
+	return commit(tx);
+}
+
 errcode_t xr_tx_spill_on(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
 	return tx && tx->depth ? xr_fresh_on(tx->fs, &tx->fresh) : 0;
+}
+
+errcode_t xr_tx_spill_now(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx || !tx->depth || !xr_fresh_active(tx->fresh))
+		return 0;
+	return xr_fresh_spill(tx->fresh, tx->io);
 }
 
 errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks)

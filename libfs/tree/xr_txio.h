@@ -127,6 +127,10 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
  * nothing: it writes those blocks in place (txn_split.c).
  */
 errcode_t xr_tx_split_point(extref_fs_t xfs);
+/* A split point that commits what is held whatever its size (the
+ * checker's, paced by a test build's small room: fsck_txn.c); nothing in
+ * an atomic begin or a transaction that spills. */
+errcode_t xr_tx_split_now(extref_fs_t xfs);
 /*
  * In the running transaction, write the blocks it allocates in place
  * early (txn_split.c): at its split points, which then commit nothing,
@@ -135,6 +139,10 @@ errcode_t xr_tx_split_point(extref_fs_t xfs);
  * the outermost transaction lasts.
  */
 errcode_t xr_tx_spill_on(extref_fs_t xfs);
+/* In a transaction that spills (xr_tx_spill_on): write the blocks it
+ * allocated in place now, whatever it holds (the checker's rebuild
+ * paces itself so); 0 and nothing done otherwise. */
+errcode_t xr_tx_spill_now(extref_fs_t xfs);
 /* EXTREF_ERR_TXN_TOO_BIG if a transaction of blocks blocks cannot fit in
  * the journal (0 without one). */
 errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks);
