@@ -584,3 +584,35 @@ def test_update_at_a_new_directory(tmp_path, loop_mount):
         (layer / "app").read_bytes()
     assert os.readlink(mnt / "dir2" / "opt" / "slow") == "y" * 100
     assert os.readlink(mnt / "dir2" / "opt" / "fast") == "app"
+
+
+def test_update_bigger_than_journal_after_a_clone(tmp_path):
+    """An update whose changed file shares blocks with the image (a clone,
+    which writes its new extent blocks in place early) and which then
+    outgrows the journal still commits in parts: the clone's early writing
+    ends with the clone.  (It used to last to the end of the update, whose
+    one commit then outgrew the 4 MiB journal: EXTREF_ERR_TXN_TOO_BIG.)
+    With 1 KiB blocks and 1 KiB inodes each new file costs an inode table
+    block of its own: 5,000 of them are more than the journal's 4,096."""
+    rnd = random.Random(5)
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    (v1 / "a").mkdir(parents=True)
+    big = rnd.randbytes(256 * 1024)
+    (v1 / "a" / "big").write_bytes(big)
+    (v2 / "a").mkdir(parents=True)
+    changed = big[:70000] + b"x" * 100 + big[70100:]
+    (v2 / "a" / "big").write_bytes(changed)      # first: cloned, then 1 block
+    (v2 / "z").mkdir()
+    for i in range(5000):
+        (v2 / "z" / f"f{i}").write_bytes(b"%d\n" % i)
+    img = tmp_path / "t.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-b", "1024", "-I",
+                 "1024", "-N", "8192", "-d", str(v1), str(img), "32M"])
+    assert helpers.dumpe2fs_header(img)["Total journal size"] == "4096k"
+    res = update(img, v2)
+    shared = re.search(r"shared with image\s+([0-9.]+) MiB", res.stdout)
+    assert shared and float(shared.group(1)) > 0, res.stdout
+    checkers_clean(img)
+    assert helpers.debugfs_cat(img, "/a/big") == changed
+    for i in (0, 2500, 4999):
+        assert helpers.debugfs_cat(img, f"/z/f{i}") == b"%d\n" % i

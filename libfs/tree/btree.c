@@ -133,7 +133,7 @@ static errcode_t insert_rec(struct extref_tree *t, struct xr_node *n,
 	int i;
 
 	*split = NULL;
-	n->dirty = 1;
+	xr_node_touch(t, n);
 	if (n->level == 0) {
 		i = 0;
 		if (n->nr) {
@@ -221,7 +221,8 @@ static errcode_t rebalance(struct extref_tree *t, struct xr_node *n, int i,
 		err = xr_child(t, n, li + 1, b, &right);
 	if (err)
 		return err;
-	left->dirty = right->dirty = 1;
+	xr_node_touch(t, left);
+	xr_node_touch(t, right);
 	if ((unsigned int)(left->nr + right->nr) <= t->cap) {
 		entry_move_tail(left, right, 0);
 		entry_remove(n, li + 1);
@@ -247,7 +248,7 @@ static errcode_t delete_rec(struct extref_tree *t, struct xr_node *n,
 	errcode_t err;
 	int i = n->nr ? find_slot(n, start) : 0;
 
-	n->dirty = 1;
+	xr_node_touch(t, n);
 	if (n->level == 0) {
 		if (n->nr == 0 || n->u.recs[i].start != start)
 			return EXTREF_ERR_BAD_TREE;
@@ -314,7 +315,7 @@ errcode_t xr_set_count(struct extref_tree *t, blk64_t start, __u32 count)
 
 	while (n) {
 		i = n->nr ? find_slot(n, start) : 0;
-		n->dirty = 1;
+		xr_node_touch(t, n);
 		if (n->level == 0)
 			break;
 		err = xr_child(t, n, i, &b, &child);

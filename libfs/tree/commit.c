@@ -30,7 +30,7 @@ static errcode_t write_node(struct extref_tree *t, struct xr_node *n)
 	xr_node_encode(t, n, lblk, t->buf);
 	err = xr_write_lblk(t, lblk, t->buf);
 	if (!err)
-		n->dirty = 0;
+		xr_node_clean(t, n);
 	return err;
 }
 
@@ -186,9 +186,11 @@ errcode_t extref_tree_commit(extref_tree_t t)
 		err = free_pending(t);
 	if (!err && !t->root && t->nblocks > 1)
 		err = shrink_empty(t);
-	if (err)
+	if (err) {
 		t->broken = err;
-	else
+	} else {
 		t->dirty = 0;
+		t->ndirty = 0;
+	}
 	return err;
 }

@@ -54,6 +54,8 @@ struct extref_tree {
 	int		depth;
 	__u64		nrecords;
 	int		dirty;
+	__u32		ndirty;		/* nodes dirty (at least): each one a
+					   block of the next commit */
 	errcode_t	broken;		/* sticky error after a failed update */
 	int		all_read;	/* every node read and checked */
 
@@ -124,6 +126,22 @@ errcode_t xr_check_node(const struct extref_tree *t, const struct xr_node *n,
 /* node.c */
 errcode_t xr_node_new(struct extref_tree *t, int level, struct xr_node **ret);
 void xr_node_release(struct extref_tree *t, struct xr_node *n);
+/* n changed since the last commit (counted in t->ndirty). */
+static inline void xr_node_touch(struct extref_tree *t, struct xr_node *n)
+{
+	if (!n->dirty) {
+		n->dirty = 1;
+		t->ndirty++;
+	}
+}
+/* n as on disk again. */
+static inline void xr_node_clean(struct extref_tree *t, struct xr_node *n)
+{
+	if (n->dirty) {
+		n->dirty = 0;
+		t->ndirty--;
+	}
+}
 void xr_node_free_mem(struct xr_node *n);
 void xr_subtree_free_mem(struct xr_node *n);
 errcode_t xr_node_read(struct extref_tree *t, __u32 lblk, int level,

@@ -30,7 +30,7 @@ errcode_t xr_node_new(struct extref_tree *t, int level, struct xr_node **ret)
 		return err;
 	}
 	n->level = level;
-	n->dirty = 1;
+	xr_node_touch(t, n);
 	*ret = n;
 	return 0;
 }
@@ -64,6 +64,7 @@ void xr_node_release(struct extref_tree *t, struct xr_node *n)
 {
 	if (n->lblk && xr_lblk_push(&t->pending, n->lblk))
 		t->free_damaged = 1;	/* out of memory: the block leaks */
+	xr_node_clean(t, n);
 	xr_node_free_mem(n);
 }
 
@@ -113,7 +114,7 @@ errcode_t xr_node_read(struct extref_tree *t, __u32 lblk, int level,
 		return err;
 	n->nr = h.n_nr;
 	n->lblk = lblk;
-	n->dirty = 0;
+	xr_node_clean(t, n);
 	decode_entries(n, t->buf);
 	err = xr_check_node(t, n, level, b);
 	if (err) {

@@ -56,7 +56,7 @@ static errcode_t write_open(struct xr_stage *st, int level)
 	err = xr_write_lblk(t, lblk, t->buf);
 	if (err)
 		return err;
-	n->dirty = 0;
+	xr_node_clean(t, n);
 	st->written[level]++;
 	return 0;
 }

@@ -46,6 +46,7 @@ struct xr_tx {
 	size_t		gd_size;
 	int		fsflags;
 	__u8		*dirty;		/* per group: 1 block, 2 inode bitmap */
+	dgrp_t		ndirty;		/* groups with dirty set */
 	blk64_t		max_blocks;	/* a transaction of an empty journal */
 	struct xr_txfree *freed;	/* freed since the commit (below) */
 	size_t		nfreed, cap_freed;
@@ -53,6 +54,7 @@ struct xr_tx {
 	int		revived;	/* one of them allocated again */
 	errcode_t	freed_err;	/* a free that could not be kept back */
 	struct xr_fresh	*fresh;		/* blocks written early (txn_split.c) */
+	int		spill_depth;	/* depth of the begin that asked */
 	int		in_range;	/* in xr_block_alloc_stats_range */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
@@ -86,6 +88,13 @@ static struct xr_tx *tx_of(ext2_filsys fs)
 	return t ? xr_txio_owner(t) : NULL;
 }
 
+static void mark_group(struct xr_tx *tx, dgrp_t g, __u8 what)
+{
+	if (!tx->dirty[g])
+		tx->ndirty++;
+	tx->dirty[g] |= what;
+}
+
 static void note_blocks(struct xr_tx *tx, blk64_t blk, blk64_t num)
 {
 	dgrp_t g, last;
@@ -95,7 +104,7 @@ static void note_blocks(struct xr_tx *tx, blk64_t blk, blk64_t num)
 	g = ext2fs_group_of_blk2(tx->fs, blk);
 	last = ext2fs_group_of_blk2(tx->fs, blk + num - 1);
 	for (; g <= last && g < tx->fs->group_desc_count; g++)
-		tx->dirty[g] |= DIRTY_BLOCKS;
+		mark_group(tx, g, DIRTY_BLOCKS);
 }
 
 static void push_freed(struct xr_tx *tx, blk64_t blk, blk64_t num)
@@ -296,7 +305,7 @@ void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx && ino && ino <= fs->super->s_inodes_count)
-		tx->dirty[ext2fs_group_of_ino(fs, ino)] |= DIRTY_INODES;
+		mark_group(tx, ext2fs_group_of_ino(fs, ino), DIRTY_INODES);
 }
 
 /* Remember libext2fs's view as committed, for a rollback. */
@@ -306,6 +315,7 @@ static void snapshot(struct xr_tx *tx)
 	memcpy(tx->gd, tx->fs->group_desc, tx->gd_size);
 	tx->fsflags = tx->fs->flags;
 	memset(tx->dirty, 0, tx->fs->group_desc_count);
+	tx->ndirty = 0;
 	xr_fresh_reset(tx->fresh, 0);	/* committed: reachable now */
 }
 
@@ -319,7 +329,7 @@ static void note_changed_descs(struct xr_tx *tx)
 	for (g = 0; g < fs->group_desc_count; g++)
 		if (memcmp((char *)fs->group_desc + g * dsz,
 			   (char *)tx->gd + g * dsz, dsz))
-			tx->dirty[g] |= DIRTY_BLOCKS | DIRTY_INODES;
+			mark_group(tx, g, DIRTY_BLOCKS | DIRTY_INODES);
 }
 
 /* One group's block bitmap as ext2fs_write_bitmaps lays it out. */
@@ -642,6 +652,22 @@ errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err)
 	return xr_tx_end2(xfs, err);
 }
 
+/*
+ * The operation that asked for its new blocks to go in place early ended
+ * inside a transaction that commits in parts (the image builder's update
+ * or dedupe): its new blocks go in place now, and spilling stops, so that
+ * the split points after it commit again.  Inside an atomic begin, or as
+ * the outermost operation, spilling lasts to the one commit at the end.
+ */
+static errcode_t spill_end(struct xr_tx *tx, errcode_t err)
+{
+	if (!err)
+		err = xr_fresh_spill(tx->fresh, tx->io);
+	xr_fresh_reset(tx->fresh, 1);
+	tx->spill_depth = 0;
+	return err;
+}
+
 errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
@@ -651,15 +677,34 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 		return err;
 	if (tx->depth-- == tx->atomic_depth)
 		tx->atomic_depth = 0;
+	if (tx->depth > 0 && tx->depth < tx->spill_depth && !tx->atomic_depth)
+		err = spill_end(tx, err);
 	if (tx->depth > 0)
 		return err;
 	if (!err)
 		err = commit(tx);
 	err2 = err ? rollback(tx) : 0;
 	xr_fresh_reset(tx->fresh, 1);
+	tx->spill_depth = 0;
 	xr_txio_hold(tx->io, 0);	/* between operations: written as is */
 	/* a rollback that fails leaves a view that cannot be trusted */
 	return err2 ? err2 : err;
+}
+
+/*
+ * The blocks the commit would journal now, from above: those held, the
+ * tree's dirty nodes (each written to a new block, with inode 5's inode
+ * and a share of its extent blocks, and the header), the bitmaps and a
+ * descriptor block of each group changed, the superblock.
+ */
+static blk64_t commit_blocks(struct xr_tx *tx)
+{
+	extref_tree_t t = extref_fs_tree(tx->xfs);
+	blk64_t n = xr_txio_nheld(tx->io) + 1 + 3 * (blk64_t)tx->ndirty;
+
+	if (t && t->dirty)
+		n += t->ndirty + t->ndirty / 64 + 3;
+	return n;
 }
 
 errcode_t xr_tx_split_point(extref_fs_t xfs)
@@ -668,8 +713,7 @@ errcode_t xr_tx_split_point(extref_fs_t xfs)
 
 	if (tx && xr_fresh_active(tx->fresh))	/* one commit, at the end */
 		return xr_fresh_split_point(tx->fresh, tx->io, tx->max_blocks);
-	if (!tx || tx->atomic_depth ||
-	    xr_txio_nheld(tx->io) < tx->max_blocks / 2)
+	if (!tx || tx->atomic_depth || commit_blocks(tx) < tx->max_blocks / 2)
 		return 0;
 	return commit(tx);
 }
@@ -687,8 +731,14 @@ errcode_t xr_tx_split_now(extref_fs_t xfs)
 errcode_t xr_tx_spill_on(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err;
 
-	return tx && tx->depth ? xr_fresh_on(tx->fs, &tx->fresh) : 0;
+	if (!tx || !tx->depth)
+		return 0;
+	err = xr_fresh_on(tx->fs, &tx->fresh);
+	if (!err && !tx->spill_depth)
+		tx->spill_depth = tx->depth;
+	return err;
 }
 
 errcode_t xr_tx_spill_now(extref_fs_t xfs)
@@ -726,7 +776,7 @@ blk64_t xr_tx_room(extref_fs_t xfs)
 
 	if (!tx)
 		return ~(blk64_t)0;
-	held = xr_txio_nheld(tx->io);
+	held = commit_blocks(tx);
 	return held < tx->max_blocks ? tx->max_blocks - held : 0;
 }
 

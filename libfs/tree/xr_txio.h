@@ -136,7 +136,10 @@ errcode_t xr_tx_split_now(extref_fs_t xfs);
  * early (txn_split.c): at its split points, which then commit nothing,
  * and at its commit, before the journal's flush; so the one commit at
  * its end journals only blocks that were in use before.  For as long as
- * the outermost transaction lasts.
+ * the outermost transaction lasts when that is this operation or an
+ * atomic begin; inside a transaction that commits in parts (EXTREF_TX_SPLIT:
+ * the builder's update and dedupe), until this operation ends, when its
+ * new blocks go in place and the split points after it commit again.
  */
 errcode_t xr_tx_spill_on(extref_fs_t xfs);
 /* In a transaction that spills (xr_tx_spill_on): write the blocks it
