@@ -192,8 +192,11 @@ update_row() {
 	"$mkfs_extref" -q --dedup=block -d "$src" "$work/i"
 	sync
 	t0=$(date +%s.%N)
-	/usr/bin/time -f %M -o "$work/rss" "$mkfs_extref" --update -d "$v2" \
-		"$work/i" >"$work/out"
+	if ! /usr/bin/time -f %M -o "$work/rss" "$mkfs_extref" --update \
+		-d "$v2" "$work/i" >"$work/out" 2>"$work/err"; then
+		printf '  MISS --update failed: %s\n' "$(grep -v '^Command exited' "$work/err" | tail -1)"
+		return 0
+	fi
 	t1=$(date +%s.%N)
 	read -r before after < <(sed -n \
 		's/^  blocks in use *\([0-9]*\) before, \([0-9]*\) after.*/\1 \2/p' \
