@@ -36,6 +36,43 @@
 extern io_manager extref_fault_io_manager;
 #endif
 
+#ifdef EXTREF_FAULT_INJECTION
+/*
+ * Crash tests only (configure --enable-fault-injection):
+ * EXTREF_FAULT_SHRINK_STEP=STEP ends the run as a kill would (_exit, no
+ * clean-up) right after STEP: "resize" (the first cut), "itable",
+ * "resize2" (the cut after it) or "rebuild"; EXTREF_FAULT_SHRINK=MODE
+ * runs the writes of that step (itable, rebuild) under EXTREF_FAULT=MODE
+ * (libfs/tree/faultio.c).  Crashes inside resize2fs come from its own
+ * TEST_IO_WRITE_ABORT (e2fsprogs' test_io manager).
+ */
+static int fault_step(const char *step)
+{
+	const char *s = getenv("EXTREF_FAULT_SHRINK_STEP");
+
+	return s && !strcmp(s, step);
+}
+
+static void fault_enter(const char *step)
+{
+	const char *mode = getenv("EXTREF_FAULT_SHRINK");
+
+	if (fault_step(step) && mode)
+		setenv("EXTREF_FAULT", mode, 1);
+}
+
+static void fault_leave(const char *step)
+{
+	if (!fault_step(step))
+		return;
+	fprintf(stderr, "EXTREF_FAULT_SHRINK_STEP: killed after %s\n", step);
+	_exit(137);
+}
+#else
+#define fault_enter(step)	do { } while (0)
+#define fault_leave(step)	do { } while (0)
+#endif
+
 /* unix_io, or (test builds, EXTREF_FAULT set) the fault injector */
 static io_manager shrink_io(void)
 {
@@ -238,16 +275,22 @@ int shrink_image(const struct mkfs_opts *o)
 	}
 	set_note(o);
 	rc = cut_blocks(o);
+	fault_leave("resize");
 	if (!rc) {
+		fault_enter("itable");
 		err = cut_inodes(o, &cut);
+		fault_leave("itable");
 		if (err)
 			error_line("%s: %s while cutting the inode table",
 				   o->image, error_message(err));
 		rc = err ? -1 : cut ? cut_blocks(o) : 0;
+		fault_leave("resize2");
 	}
 	extref_image_unlock(lock);
 	if (!rc) {
+		fault_enter("rebuild");
 		err = rebuild_tree(o);
+		fault_leave("rebuild");
 		if (err)
 			error_line("%s: %s while rebuilding the reference "
 				   "counts", o->image, error_message(err));
