@@ -162,9 +162,11 @@ blk64_t shrink_stuck(ext2_filsys fs, blk64_t target);
 /* shrink_itable.c: one group's inode table cut to ipg inodes (every
  * inode in use below); the caller closes fs to write it. */
 errcode_t shrink_itable(ext2_filsys fs, __u32 ipg);
-/* resize_run.c: the stock resize2fs cuts the image to blocks; 0, or -1
- * with the error printed. */
-int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks);
+/* resize_run.c: the stock resize2fs cuts the image to blocks, keeping
+ * the undo file undo while it runs; 0, -2 when it failed and e2undo put
+ * the image back as it was, -1 otherwise (errors printed). */
+int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
+		  const char *undo);
 
 /* update.c: --update, checked (exits on a bad call), then run. */
 void update_check(const struct mkfs_opts *o);

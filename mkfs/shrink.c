@@ -22,6 +22,7 @@
  * fsck.extref -fy, repair it with every file's bytes.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,17 @@ static io_manager shrink_io(void)
 	return unix_io_manager;
 }
 
+/* IMAGE.e2undo: resize2fs's undo file while it runs. */
+static const char *undo_path(const struct mkfs_opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s.e2undo", o->image) >=
+	    (int)sizeof(path))
+		fatal("%s: name too long", o->image);
+	return path;
+}
+
 void shrink_check(const struct mkfs_opts *o)
 {
 	ext2_filsys fs;
@@ -101,6 +113,11 @@ void shrink_check(const struct mkfs_opts *o)
 	if (recover)
 		fatal("%s: its journal needs recovery: run e2fsck -fy %s "
 		      "first; nothing was changed", o->image, o->image);
+	if (access(undo_path(o), F_OK) == 0)
+		fatal("%s: %s exists (an interrupted shrink's undo file?): "
+		      "run e2undo %s %s to roll that back, or remove it; "
+		      "nothing was changed", o->image, undo_path(o),
+		      undo_path(o), o->image);
 	if (access("/sbin/resize2fs", X_OK) && !getenv("MKFS_EXTREF_RESIZE2FS")
 	    && system("command -v resize2fs >/dev/null 2>&1"))
 		fatal("%s: --shrink needs the stock resize2fs (e2fsprogs): "
@@ -131,7 +148,7 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 /*
  * Step 1 (and the end of 2): resize2fs down to the target, if smaller;
  * in two runs when the first cannot use the metadata blocks of the
- * groups it cuts off.
+ * groups it cuts off.  0, or run_resize2fs's -1 or -2 (rolled back).
  */
 static int cut_blocks(const struct mkfs_opts *o)
 {
@@ -152,8 +169,9 @@ static int cut_blocks(const struct mkfs_opts *o)
 		if (target + stuck >= blocks)
 			stuck = 0;
 		progress_update("shrinking", 0, 0);
-		if (run_resize2fs(o, target + stuck))
-			return -1;
+		err = run_resize2fs(o, target + stuck, undo_path(o));
+		if (err)
+			return (int)err;
 		if (!stuck)
 			break;
 	}
@@ -287,7 +305,9 @@ int shrink_image(const struct mkfs_opts *o)
 		fault_leave("resize2");
 	}
 	extref_image_unlock(lock);
-	if (!rc) {
+	/* rolled back (-2): the image is sound, the counts follow what the
+	 * runs before moved */
+	if (!rc || rc == -2) {
 		fault_enter("rebuild");
 		err = rebuild_tree(o);
 		fault_leave("rebuild");
@@ -295,13 +315,20 @@ int shrink_image(const struct mkfs_opts *o)
 			error_line("%s: %s while rebuilding the reference "
 				   "counts", o->image, error_message(err));
 	}
-	if (!rc && !err) {
+	if ((!rc || rc == -2) && !err) {
 		err = cut_file(o, &after);
 		if (err)
 			error_line("%s: %s while cutting the file", o->image,
 				   error_message(err));
 	}
 	progress_end();
+	if (rc == -2 && !err) {
+		cleanup_set_note(NULL);
+		error_line("%s: sound, with every file, but %llu blocks "
+			   "long, not shrunk as far as planned", o->image,
+			   (unsigned long long)after);
+		return 1;
+	}
 	if (rc || err) {
 		error_line("%s: not shrunk to the end: run e2fsck -fy %s, "
 			   "then fsck.extref -fy %s", o->image, o->image,

@@ -374,3 +374,117 @@ def test_resize2fs_failing_leaves_a_sound_image(plain_image, tmp_path,
     mnt, _ = loop_mount(plain_image)
     src = plain_image.parent / "src"
     assert (mnt / "b").read_bytes() == (src / "a").read_bytes()
+
+
+# ----- interrupted: stock e2fsck -fy, then fsck.extref -fy, repair it -----
+
+_NO_FAULTS = helpers.fault_injection_skip_reason()
+
+
+@pytest.fixture(scope="module")
+def crash_source(tmp_path_factory):
+    """The tree and its stock ext4 image, made once."""
+    d = tmp_path_factory.mktemp("shrink-crash")
+    src = make_tree(d / "src")
+    img = d / "source.img"
+    source_image(img, src)
+    return src, img
+
+
+def repair_and_check(img, src, loop_mount):
+    """Stock e2fsck -fy, then fsck.extref -fy; then both checkers clean
+    and every file as in the source."""
+    e = helpers.run(["e2fsck", "-fy", str(img)], check=False)
+    assert e.returncode in (0, 1), helpers.describe(e)
+    f = helpers.run([helpers.binary(FSCK), "-fy", str(img)], check=False)
+    assert f.returncode in (0, 1), helpers.describe(f)
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
+
+
+KILLS = [(41, 1), (37, 1), (37, 40), (33, 1)]
+
+
+def killed_run(crash_source, tmp_path, block, count, env=()):
+    src, base = crash_source
+    img = tmp_path / "t.img"
+    helpers.run(["cp", "--sparse=always", str(base), str(img)])
+    e = {"TEST_IO_FLAGS": "0", "TEST_IO_BLOCK": str(block),
+         "TEST_IO_WRITE_ABORT": str(count)}
+    e.update(env)
+    res = convert(img, "--shrink", check=False, env=e)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "resize2fs failed (signal 6)" in res.stderr, res.stderr
+    return img, res
+
+
+@pytest.mark.parametrize("block,count", KILLS)
+def test_resize2fs_killed_is_rolled_back(crash_source, tmp_path, loop_mount,
+                                         block, count):
+    """resize2fs aborted (e2fsprogs' test_io manager: TEST_IO_BLOCK and
+    TEST_IO_WRITE_ABORT) at its count-th write of a block: 41, the first
+    block it moves data to; 37, the first inode-table block (inodes
+    rewritten to their moved blocks, one by one); 33, the block bitmap,
+    written at its end.  e2undo puts back what it wrote: both checkers
+    are clean with no repair, every file is there."""
+    src, _ = crash_source
+    img, res = killed_run(crash_source, tmp_path, block, count)
+    assert "rolled back with e2undo" in res.stderr, res.stderr
+    assert not os.path.exists(f"{img}.e2undo")
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
+
+
+@pytest.mark.parametrize("block,count", KILLS)
+def test_resize2fs_killed_without_rollback(crash_source, tmp_path,
+                                           loop_mount, block, count):
+    """The same, with e2undo failing too (a power cut in the middle of
+    resize2fs, say): the undo file is kept and named; stock e2fsck -fy,
+    then fsck.extref -fy, repair the image with every file's bytes."""
+    src, _ = crash_source
+    img, res = killed_run(crash_source, tmp_path, block, count,
+                          env={"MKFS_EXTREF_E2UNDO": "/bin/false"})
+    undo = f"{img}.e2undo"
+    assert f"run e2undo {undo} {img}" in res.stderr, res.stderr
+    assert os.path.exists(undo)
+    repair_and_check(img, src, loop_mount)
+
+
+def test_kept_undo_file_rolls_back(crash_source, tmp_path, loop_mount):
+    """The kept undo file, given to stock e2undo as the message says,
+    brings the image back with no repair; a second --shrink refuses
+    while the undo file is there."""
+    src, _ = crash_source
+    img, res = killed_run(crash_source, tmp_path, 37, 40,
+                          env={"MKFS_EXTREF_E2UNDO": "/bin/false"})
+    undo = f"{img}.e2undo"
+    helpers.run(["e2undo", undo, str(img)])
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
+@pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
+@pytest.mark.parametrize("step,fault", [
+    ("resize", ""), ("itable", "crash=0"), ("itable", "crash=1"),
+    ("itable", "crash=2"), ("resize2", ""), ("rebuild", "crash=0"),
+    ("rebuild", "crash=3"), ("rebuild", "crash=9"),
+    ("rebuild", "powercut=4,seed=1"),
+])
+def test_shrink_killed_between_steps(crash_source, tmp_path, loop_mount,
+                                     step, fault):
+    """Killed right after a step of the shrink, the writes of that step
+    cut short (EXTREF_FAULT_SHRINK, mkfs/shrink.c) or whole."""
+    src, base = crash_source
+    img = tmp_path / "t.img"
+    helpers.run(["cp", "--sparse=always", str(base), str(img)])
+    env = {"EXTREF_FAULT_SHRINK_STEP": step}
+    if fault:
+        env["EXTREF_FAULT_SHRINK"] = fault
+    res = convert(img, "--shrink", check=False, env=env)
+    assert res.returncode == 137 and f"killed after {step}" in res.stderr, \
+        helpers.describe(res)
+    repair_and_check(img, src, loop_mount)
