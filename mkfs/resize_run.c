@@ -196,16 +196,12 @@ static int roll_back(const struct mkfs_opts *o, const char *undo)
 	return -1;
 }
 
-int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
-		  const char *undo)
+static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
+			  const char *size, const char *undo)
 {
-	char size[32];
-	const char *argv[] = { "resize2fs", "-f", "-z", undo, o->image, size,
-			       NULL };
 	const char *plain[] = { "resize2fs", "-f", o->image, size, NULL };
 	int status, why;
 
-	snprintf(size, sizeof(size), "%llu", (unsigned long long)blocks);
 	unlink(undo);
 	if (!run_tool(o, "MKFS_EXTREF_RESIZE2FS", argv, &status, &why)) {
 		unlink(undo);
@@ -231,4 +227,21 @@ int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
 		return 0;
 	say_failed(o, "resize2fs", status, why);
 	return -1;
+}
+
+int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
+		  const char *undo)
+{
+	char size[32];
+	const char *argv[] = { "resize2fs", "-f", "-z", undo, o->image, size,
+			       NULL };
+	sigset_t old;
+	int rc;
+
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)blocks);
+	/* a signal waits until the undo file is gone or named */
+	cleanup_block(&old);
+	rc = resize_or_undo(o, argv, size, undo);
+	cleanup_unblock(&old);
+	return rc;
 }

@@ -355,6 +355,18 @@ def test_refuses_a_block_device(plain_image):
         helpers.run(["losetup", "-d", dev], check=False)
 
 
+def test_refuses_with_an_undo_file_left(plain_image):
+    undo = f"{plain_image}.e2undo"
+    with open(undo, "wb") as f:
+        f.write(b"left by an interrupted run")
+    before = _sha(plain_image)
+    res = convert(plain_image, "--shrink", check=False)
+    assert res.returncode != 0 and f"run e2undo {undo}" in res.stderr, \
+        helpers.describe(res)
+    assert _sha(plain_image) == before
+    assert open(undo, "rb").read() == b"left by an interrupted run"
+
+
 def test_resize2fs_failing_leaves_a_sound_image(plain_image, tmp_path,
                                                 loop_mount):
     """A resize2fs that fails (here one that changes nothing and exits 1)
@@ -456,8 +468,7 @@ def test_resize2fs_killed_without_rollback(crash_source, tmp_path,
 
 def test_kept_undo_file_rolls_back(crash_source, tmp_path, loop_mount):
     """The kept undo file, given to stock e2undo as the message says,
-    brings the image back with no repair; a second --shrink refuses
-    while the undo file is there."""
+    brings the image back with no repair."""
     src, _ = crash_source
     img, res = killed_run(crash_source, tmp_path, 37, 40,
                           env={"MKFS_EXTREF_E2UNDO": "/bin/false"})
