@@ -139,8 +139,15 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 	*blocks = ext2fs_blocks_count(fs->super);
 	*target = shrink_target(fs, o->headroom);
 	*bs = fs->blocksize;
-	if (stuck)
-		*stuck = shrink_stuck(fs, *target);
+	/* the new end moves up by what is stuck below it, which may
+	 * then hold more of it */
+	for (int i = 0; stuck && i < 8; i++) {
+		blk64_t s = shrink_stuck(fs, *target + (i ? *stuck : 0));
+
+		if (i && s == *stuck)
+			break;
+		*stuck = s;
+	}
 	ext2fs_close_free(&fs);
 	return 0;
 }

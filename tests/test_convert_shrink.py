@@ -73,9 +73,9 @@ def make_tree(root, seed=12):
     return root
 
 
-def source_image(img, src, bs=BS, size="256M"):
+def source_image(img, src, bs=BS, size="256M", journal=("-J", "size=4")):
     helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", str(bs),
-                 "-J", "size=4", "-E", "lazy_itable_init=0",
+                 *journal, "-E", "lazy_itable_init=0",
                  "-d", str(src), str(img), size],
                 env={"E2FSPROGS_FAKE_TIME": EPOCH})
 
@@ -278,6 +278,23 @@ def test_shrink_many_groups_1k(tmp_path, loop_mount):
     compare_with_source(mnt, src)
     ss, _ = sharing(mappings(img, src))
     assert any(("late/z1", 0) in s for s in ss)
+
+
+def test_shrink_without_journal(tmp_path, loop_mount):
+    """No journal: the inode tables of the group cut off lie between the
+    image's start and its data (nothing in between), so the first cut
+    stops above all of them and the second takes them."""
+    src = make_tree(tmp_path / "src")
+    img = tmp_path / "t.img"
+    source_image(img, src, journal=("-O", "^has_journal"))
+    res = convert(img, "--shrink")
+    h = header(img)
+    assert f"shrunk from 65536 to {h['Block count']} blocks" in res.stdout
+    assert h["Block count"] * BS < 8 << 20, h
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
 
 
 # ----- refusals: the image byte for byte as it was -----
