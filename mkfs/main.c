@@ -34,8 +34,7 @@ static void usage_lines(FILE *f)
 "       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
-"       %s --convert [--dedup=none|file|block] [--shrink]\n"
-"                   [--headroom=PCT] [-q] IMAGE\n"
+"       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
 "       %s --update -d SOURCE [--at PATH] [--delete] [-q] IMAGE\n",
 		prog, prog, prog, prog);
 }
