@@ -186,14 +186,19 @@ int dedupe_image(const struct mkfs_opts *o)
 
 int convert_image(const struct mkfs_opts *o)
 {
+	if (o->shrink)
+		shrink_check(o);	/* refusals before any write */
 	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
 		if (dedupe_image(o))
 			return 1;
-		return o->quiet ? 0 : summary_print(o);
+	} else {
+		if (to_extref(o))
+			return 1;
+		if (!o->quiet)
+			printf("%s: converted to an extref image\n",
+			       o->image);
 	}
-	if (to_extref(o))
+	if (o->shrink && shrink_image(o))
 		return 1;
-	if (!o->quiet)
-		printf("%s: converted to an extref image\n", o->image);
 	return o->quiet ? 0 : summary_print(o);
 }

@@ -34,7 +34,7 @@ static void usage_lines(FILE *f)
 "       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
-"       %s --convert [--dedup=none|file|block] [-q] IMAGE\n"
+"       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
 "       %s --update -d SOURCE [--at PATH] [--delete] [-q] IMAGE\n",
 		prog, prog, prog, prog);
 }
@@ -69,11 +69,16 @@ static void usage(FILE *f)
 "  -d SOURCE      copy the directory SOURCE, or the tar or cpio archive\n"
 "                 SOURCE (a file or a pipe), into the image (SIZE then\n"
 "                 optional: the content plus --headroom)\n"
-"  --headroom=PCT with -d and no SIZE: room to spare, in percent (5)\n"
+"  --headroom=PCT with -d and no SIZE, or --shrink: room to spare, in\n"
+"                 percent (5)\n"
 "  --all-root     with -d or --update: every file owned by root\n"
 "  --file-contexts=FILE  label every file the build creates from the\n"
 "                 SELinux file_contexts FILE (security.selinux)\n"
 "  --convert      convert the existing ext4 filesystem in IMAGE\n"
+"  --shrink       with --convert: then move what the image holds down,\n"
+"                 cut the filesystem (and the file) to the size a fresh\n"
+"                 -d build of it would have, with stock resize2fs, and\n"
+"                 rebuild the reference counts\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
 "                 block (every identical block)\n"
 "  --update       write the directory SOURCE (-d) into the existing extref\n"
@@ -163,6 +168,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "update", no_argument, NULL, OPT_UPDATE },
 		{ "at", required_argument, NULL, OPT_AT },
 		{ "delete", no_argument, NULL, OPT_DELETE },
+		{ "shrink", no_argument, NULL, OPT_SHRINK },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -251,6 +257,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_DELETE:
 			o->delete = 1;
 			break;
+		case OPT_SHRINK:
+			o->shrink = 1;
+			break;
 		default:
 			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -275,6 +284,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--at needs --update");
 	if (o->delete && !o->update)
 		fatal("--delete needs --update");
+	if (o->shrink && !o->convert)
+		fatal("--shrink needs --convert");
 	if (o->update) {
 		update_check(o);
 		return;

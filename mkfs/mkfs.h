@@ -54,6 +54,7 @@ struct mkfs_opts {
 	int		update;		/* --update */
 	const char	*at;		/* --at PATH */
 	int		delete;		/* --delete */
+	int		shrink;		/* --shrink (with --convert) */
 };
 
 #define OPT_CONVERT	1000
@@ -64,6 +65,7 @@ struct mkfs_opts {
 #define OPT_UPDATE	1005
 #define OPT_AT		1006
 #define OPT_DELETE	1007
+#define OPT_SHRINK	1008
 
 /* labels.c */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
@@ -146,6 +148,25 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 int parse_dedup(const char *arg);
 int convert_image(const struct mkfs_opts *o);
 int dedupe_image(const struct mkfs_opts *o);
+
+/* shrink.c: --convert --shrink.  Refuse (exit) before the conversion
+ * what would stop the shrink; then cut the converted image down. */
+void shrink_check(const struct mkfs_opts *o);
+int shrink_image(const struct mkfs_opts *o);
+/* shrink_size.c: the blocks a fresh build of what fs holds would have,
+ * and (one group left) its inodes per group. */
+blk64_t shrink_target(ext2_filsys fs, unsigned int headroom);
+__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom);
+/* Blocks below target resize2fs cannot fill in the same run (there). */
+blk64_t shrink_stuck(ext2_filsys fs, blk64_t target);
+/* shrink_itable.c: one group's inode table cut to ipg inodes (every
+ * inode in use below); the caller closes fs to write it. */
+errcode_t shrink_itable(ext2_filsys fs, __u32 ipg);
+/* resize_run.c: the stock resize2fs cuts the image to blocks, keeping
+ * the undo file undo while it runs; 0, -2 when it failed and e2undo put
+ * the image back as it was, -1 otherwise (errors printed). */
+int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
+		  const char *undo);
 
 /* update.c: --update, checked (exits on a bad call), then run. */
 void update_check(const struct mkfs_opts *o);

@@ -1,0 +1,258 @@
+/*
+ * resize_run.c --- run the stock resize2fs to cut a converted image down
+ * (mkfs.extref --convert --shrink), as mke2fs_run.c runs the stock mke2fs.
+ *
+ * resize2fs moves every block in use above the new end into free blocks
+ * below it through one translation table (each old block has one new
+ * block, whoever maps it: a block several inodes share stays shared),
+ * moves the inodes of the groups it cuts off and rewrites their directory
+ * entries, and rewrites the descriptors and the superblock last.
+ *
+ * Each run keeps an undo file (resize2fs -z, e2fsprogs' undo_io: the old
+ * contents of every block it overwrites, saved before the write): when
+ * resize2fs fails or is killed, e2undo puts every block back and the
+ * image is as it was before the run.  The undo file is removed after a
+ * run that succeeded or was rolled back, and kept (named in the error)
+ * when the rollback fails.
+ *
+ * It runs with the terminating signals blocked (and we wait with them
+ * blocked): a Ctrl-C neither kills it half-way nor leaves it running
+ * alone; the signal is taken once it has finished.  Its output is kept
+ * and printed only when it fails.  MKFS_EXTREF_RESIZE2FS and
+ * MKFS_EXTREF_E2UNDO name other programs (tests); else /sbin/NAME, else
+ * NAME on PATH.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mkfs.h"
+
+extern char **environ;
+
+/* Our environment, with LC_ALL=C and the fixed time of SOURCE_DATE_EPOCH
+ * (own[] holds what was allocated). */
+static char **resize_env(const struct mkfs_opts *o, char *own[2])
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LC_ALL=", 7) &&
+		    strncmp(environ[i], "E2FSPROGS_FAKE_TIME=", 20))
+			env[k++] = environ[i];
+	own[0] = strdup("LC_ALL=C");
+	own[1] = NULL;
+	if (!own[0] || (o->have_epoch &&
+			asprintf(&own[1], "E2FSPROGS_FAKE_TIME=%lld",
+				 o->epoch) < 0)) {
+		free(own[0]);
+		free(env);
+		return NULL;
+	}
+	env[k++] = own[0];
+	if (own[1])
+		env[k++] = own[1];
+	return env;
+}
+
+/* Start the tool name: $env_var if set, else /sbin/NAME, else NAME on
+ * PATH; standard output and error to out. */
+static int spawn_tool(const char *name, const char *env_var,
+		      const char **argv, char **env, int out,
+		      const sigset_t *mask, pid_t *pid)
+{
+	const char *alt = getenv(env_var);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char sbin[64];
+	sigset_t def;
+	int err;
+
+	snprintf(sbin, sizeof(sbin), "/sbin/%s", name);
+	cleanup_child_sigdefault(&def);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
+					       0);
+	if (!err)
+		err = posix_spawn_file_actions_adddup2(&fa, out, 1);
+	if (!err)
+		err = posix_spawn_file_actions_adddup2(&fa, out, 2);
+	if (!err)
+		err = posix_spawnattr_setsigdefault(&at, &def);
+	if (!err)
+		err = posix_spawnattr_setsigmask(&at, mask);
+	if (!err)
+		err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF |
+						    POSIX_SPAWN_SETSIGMASK);
+	if (!err && alt && *alt) {
+		err = posix_spawn(pid, alt, &fa, &at, (char **)argv, env);
+	} else if (!err) {
+		err = posix_spawn(pid, sbin, &fa, &at, (char **)argv, env);
+		if (err)
+			err = posix_spawnp(pid, name, &fa, &at,
+					   (char **)argv, env);
+	}
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	return err;
+}
+
+/* The message of e2fsprogs 1.47.0's undo-manager failure (below). */
+static int undo_bug;
+
+/* What the tool printed (on failure), on standard error; notes whether
+ * it was the undo manager's "Corrupt extent header". */
+static void print_output(int fd)
+{
+	static const char needle[] = "Corrupt extent header";
+	off_t size = lseek(fd, 0, SEEK_END);
+	char *buf;
+
+	if (size <= 0 || lseek(fd, 0, SEEK_SET) < 0 ||
+	    !(buf = malloc((size_t)size)))
+		return;
+	if (read(fd, buf, (size_t)size) == size) {
+		(void)!fwrite(buf, 1, (size_t)size, stderr);
+		if (memmem(buf, (size_t)size, needle, sizeof(needle) - 1))
+			undo_bug = 1;
+	}
+	free(buf);
+}
+
+/*
+ * Run argv (tool name, overridable by env_var) to its end with the
+ * terminating signals blocked; 0 when it exited 0, else -1 with its
+ * output on standard error and *why set (an errno value, or 0: it ran
+ * and failed, *status saying how).
+ */
+static int run_tool(const struct mkfs_opts *o, const char *env_var,
+		    const char **argv, int *status, int *why)
+{
+	char *own[2], **env = resize_env(o, own);
+	int out = memfd_create("tool-output", MFD_CLOEXEC), err;
+	sigset_t old, blocked;
+	pid_t pid;
+
+	*status = 0;
+	if (!env || out < 0) {
+		*why = env ? errno : ENOMEM;
+		if (out >= 0)
+			close(out);
+		free(env);
+		return -1;
+	}
+	fflush(stdout);
+	cleanup_block(&old);
+	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	err = spawn_tool(argv[0], env_var, argv, env, out, &blocked, &pid);
+	if (!err)
+		while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+			;
+	free(own[0]);
+	free(own[1]);
+	free(env);
+	*why = err;
+	if (!err && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
+		print_output(out);
+	close(out);
+	cleanup_unblock(&old);		/* a signal that came is taken now */
+	return err || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
+}
+
+static void say_failed(const struct mkfs_opts *o, const char *tool,
+		       int status, int why)
+{
+	if (why)
+		error_line("%s: cannot run %s: %s", o->image, tool,
+			   strerror(why));
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		error_line("%s: cannot run %s: not found (install e2fsprogs)",
+			   o->image, tool);
+	else
+		error_line("%s: %s failed (%s %d)", o->image, tool,
+			   WIFEXITED(status) ? "exit status" : "signal",
+			   WIFEXITED(status) ? WEXITSTATUS(status) :
+			   WTERMSIG(status));
+}
+
+/* e2undo puts back what resize2fs wrote: 0, or -1 (the undo file kept). */
+static int roll_back(const struct mkfs_opts *o, const char *undo)
+{
+	const char *argv[] = { "e2undo", undo, o->image, NULL };
+	int status, why;
+
+	if (!run_tool(o, "MKFS_EXTREF_E2UNDO", argv, &status, &why)) {
+		unlink(undo);
+		return 0;
+	}
+	say_failed(o, "e2undo", status, why);
+	error_line("%s: the undo file %s is kept: run e2undo %s %s (or "
+		   "e2fsck -fy, then fsck.extref -fy)", o->image, undo, undo,
+		   o->image);
+	return -1;
+}
+
+static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
+			  const char *size, const char *undo)
+{
+	const char *plain[] = { "resize2fs", "-f", o->image, size, NULL };
+	int status, why;
+
+	undo_bug = 0;
+	unlink(undo);
+	if (!run_tool(o, "MKFS_EXTREF_RESIZE2FS", argv, &status, &why)) {
+		unlink(undo);
+		return 0;
+	}
+	say_failed(o, "resize2fs", status, why);
+	if (why || access(undo, F_OK))
+		return -1;	/* never started: nothing changed */
+	if (roll_back(o, undo))
+		return -1;
+	error_line("%s: rolled back with e2undo: the image is as before the "
+		   "cut to %s blocks", o->image, size);
+	/*
+	 * e2fsprogs 1.47.0's undo manager makes a second resize2fs of some
+	 * 1 KiB-block images fail ("Corrupt extent header") where the same
+	 * run without it succeeds: that failure, and only that one, is run
+	 * once more, without an undo file (and so without the rollback).
+	 */
+	if (!WIFEXITED(status) || !undo_bug)
+		return -2;
+	error_line("%s: once more without an undo file", o->image);
+	if (!run_tool(o, "MKFS_EXTREF_RESIZE2FS", plain, &status, &why))
+		return 0;
+	say_failed(o, "resize2fs", status, why);
+	return -1;
+}
+
+int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
+		  const char *undo)
+{
+	char size[32];
+	const char *argv[] = { "resize2fs", "-f", "-z", undo, o->image, size,
+			       NULL };
+	sigset_t old;
+	int rc;
+
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)blocks);
+	/* a signal waits until the undo file is gone or named */
+	cleanup_block(&old);
+	rc = resize_or_undo(o, argv, size, undo);
+	cleanup_unblock(&old);
+	return rc;
+}

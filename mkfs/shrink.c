@@ -1,0 +1,352 @@
+/*
+ * shrink.c --- mkfs.extref --convert --shrink: after the conversion (and
+ * the dedupe), the image is cut down to the size a fresh build of what
+ * it holds would have (shrink_size.c), and the file with it.
+ *
+ * The steps, each finished before the next starts:
+ *   1. the stock resize2fs cuts the filesystem to that size (resize_run.c:
+ *      the blocks above it move down, shared ones staying shared; the
+ *      groups cut off go, with their inodes moved down);
+ *   2. down to one group, the inode table is cut to a fresh build's
+ *      inode count (shrink_itable.c), and resize2fs runs again to fill
+ *      the blocks that freed;
+ *   3. the reference-count tree, whose records name the blocks' old
+ *      places, is rebuilt from the extents by the fsck core (one
+ *      transaction of the journal, as fsck.extref repairs);
+ *   4. the file is truncated to the filesystem and its free blocks are
+ *      punched out.
+ * Everything that can refuse (a block device, a journal that needs
+ * recovery, no resize2fs) is checked by shrink_check() before the
+ * conversion writes anything.  A crash or a failure after that leaves
+ * what docs/mkfs.extref.8 describes: stock e2fsck -fy, then
+ * fsck.extref -fy, repair it with every file's bytes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "extref.h"
+#include "extref_fsck.h"
+#include "mkfs.h"
+
+#ifdef EXTREF_FAULT_INJECTION
+extern io_manager extref_fault_io_manager;
+#endif
+
+#ifdef EXTREF_FAULT_INJECTION
+/*
+ * Crash tests only (configure --enable-fault-injection):
+ * EXTREF_FAULT_SHRINK_STEP=STEP ends the run as a kill would (_exit, no
+ * clean-up) right after STEP: "resize" (the first cut), "itable",
+ * "resize2" (the cut after it) or "rebuild"; EXTREF_FAULT_SHRINK=MODE
+ * runs the writes of that step (itable, rebuild) under EXTREF_FAULT=MODE
+ * (libfs/tree/faultio.c).  Crashes inside resize2fs come from its own
+ * TEST_IO_WRITE_ABORT (e2fsprogs' test_io manager).
+ */
+static int fault_step(const char *step)
+{
+	const char *s = getenv("EXTREF_FAULT_SHRINK_STEP");
+
+	return s && !strcmp(s, step);
+}
+
+static void fault_enter(const char *step)
+{
+	const char *mode = getenv("EXTREF_FAULT_SHRINK");
+
+	if (fault_step(step) && mode)
+		setenv("EXTREF_FAULT", mode, 1);
+}
+
+static void fault_leave(const char *step)
+{
+	if (!fault_step(step))
+		return;
+	fprintf(stderr, "EXTREF_FAULT_SHRINK_STEP: killed after %s\n", step);
+	_exit(137);
+}
+#else
+#define fault_enter(step)	do { } while (0)
+#define fault_leave(step)	do { } while (0)
+#endif
+
+/* unix_io, or (test builds, EXTREF_FAULT set) the fault injector */
+static io_manager shrink_io(void)
+{
+#ifdef EXTREF_FAULT_INJECTION
+	const char *fault = getenv("EXTREF_FAULT");
+
+	if (fault && *fault)
+		return extref_fault_io_manager;
+#endif
+	return unix_io_manager;
+}
+
+/* IMAGE.e2undo: resize2fs's undo file while it runs. */
+static const char *undo_path(const struct mkfs_opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s.e2undo", o->image) >=
+	    (int)sizeof(path))
+		fatal("%s: name too long", o->image);
+	return path;
+}
+
+void shrink_check(const struct mkfs_opts *o)
+{
+	ext2_filsys fs;
+	int recover;
+
+	if (extref_image_is_blockdev(o->image))
+		fatal("%s: --shrink cuts an image file; %s is a block device",
+		      o->image, o->image);
+	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			 unix_io_manager, &fs))
+		return;			/* the conversion says why */
+	recover = ext2fs_has_feature_journal_needs_recovery(fs->super);
+	ext2fs_close_free(&fs);
+	if (recover)
+		fatal("%s: its journal needs recovery: run e2fsck -fy %s "
+		      "first; nothing was changed", o->image, o->image);
+	if (access(undo_path(o), F_OK) == 0)
+		fatal("%s: %s exists (an interrupted shrink's undo file?): "
+		      "run e2undo %s %s to roll that back, or remove it; "
+		      "nothing was changed", o->image, undo_path(o),
+		      undo_path(o), o->image);
+	if (access("/sbin/resize2fs", X_OK) && !getenv("MKFS_EXTREF_RESIZE2FS")
+	    && system("command -v resize2fs >/dev/null 2>&1"))
+		fatal("%s: --shrink needs the stock resize2fs (e2fsprogs): "
+		      "not found; nothing was changed", o->image);
+}
+
+/* The filesystem's size and the size to cut it to, in blocks (with
+ * stuck, what one run of resize2fs can reach). */
+static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
+			 blk64_t *target, unsigned int *bs, blk64_t *stuck)
+{
+	ext2_filsys fs;
+	errcode_t err;
+
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, &fs);
+	if (err)
+		return err;
+	*blocks = ext2fs_blocks_count(fs->super);
+	*target = shrink_target(fs, o->headroom);
+	*bs = fs->blocksize;
+	/* the new end moves up by what is stuck below it, which may
+	 * then hold more of it */
+	for (int i = 0; stuck && i < 8; i++) {
+		blk64_t s = shrink_stuck(fs, *target + (i ? *stuck : 0));
+
+		if (i && s == *stuck)
+			break;
+		*stuck = s;
+	}
+	ext2fs_close_free(&fs);
+	return 0;
+}
+
+/*
+ * Step 1 (and the end of 2): resize2fs down to the target, if smaller;
+ * in two runs when the first cannot use the metadata blocks of the
+ * groups it cuts off.  0, or run_resize2fs's -1 or -2 (rolled back).
+ */
+static int cut_blocks(const struct mkfs_opts *o)
+{
+	blk64_t blocks, target, stuck;
+	unsigned int bs;
+	errcode_t err;
+	int run;
+
+	for (run = 0; run < 2; run++) {
+		err = measure(o, &blocks, &target, &bs, &stuck);
+		if (err) {
+			error_line("%s: %s while measuring", o->image,
+				   error_message(err));
+			return -1;
+		}
+		if (target >= blocks)
+			return 0;
+		if (target + stuck >= blocks)
+			stuck = 0;
+		progress_update("shrinking", 0, 0);
+		err = run_resize2fs(o, target + stuck, undo_path(o));
+		if (err)
+			return (int)err;
+		if (!stuck)
+			break;
+	}
+	return 0;
+}
+
+/* Step 2: one group left: its inode table cut to the inodes needed. */
+static errcode_t cut_inodes(const struct mkfs_opts *o, int *cut)
+{
+	ext2_filsys fs;
+	errcode_t err;
+	__u32 ipg;
+
+	*cut = 0;
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0,
+			   0, shrink_io(), &fs);
+	if (err)
+		return err;
+	ipg = shrink_ipg(fs, o->headroom);
+	if (ipg < fs->super->s_inodes_per_group) {
+		if (o->have_epoch)
+			fs->now = o->epoch;
+		err = shrink_itable(fs, ipg);
+		*cut = !err;
+	}
+	if (err) {
+		ext2fs_free(fs);
+		return err;
+	}
+	return ext2fs_close_free(&fs);
+}
+
+/* Step 3: the tree's records follow their blocks (the fsck core's
+ * rebuild, quietly); anything it cannot fix is an error. */
+static errcode_t rebuild_tree(const struct mkfs_opts *o)
+{
+	struct extref_fsck_opts fo;
+	struct extref_fsck_result res;
+	extref_fs_t xfs;
+	errcode_t err;
+
+	memset(&fo, 0, sizeof(fo));
+	memset(&res, 0, sizeof(res));
+	fo.mode = EXTREF_FSCK_YES;
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
+			     &xfs, NULL);
+	if (err)
+		return err;
+	if (o->have_epoch)
+		extref_fs_ext2(xfs)->now = o->epoch;
+	progress_update("rebuilding the reference counts", 0, 0);
+	err = extref_fsck(extref_fs_ext2(xfs), &fo, &res);
+	if (!err && res.unfixed)
+		err = EXTREF_ERR_UNTRUSTED;
+	if (err) {
+		extref_fs_abort(xfs);
+		return err;
+	}
+	return extref_fs_close(xfs);
+}
+
+/* Step 4: the file as long as the filesystem, its free blocks holes. */
+static errcode_t cut_file(const struct mkfs_opts *o, blk64_t *blocks)
+{
+	struct punch_list pl = { NULL, 0, 0, 0 };
+	ext2fs_block_bitmap all = NULL;
+	struct stat st;
+	ext2_filsys fs;
+	uint64_t bytes, punched;
+	errcode_t err;
+
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, &fs);
+	if (err)
+		return err;
+	*blocks = ext2fs_blocks_count(fs->super);
+	bytes = *blocks * fs->blocksize;
+	err = punch_snapshot(fs, &all);
+	if (!err) {
+		ext2fs_mark_block_bitmap_range2(all,
+				fs->super->s_first_data_block,
+				*blocks - fs->super->s_first_data_block);
+		err = punch_plan(fs, all, &pl);	/* every free block */
+	}
+	ext2fs_close_free(&fs);
+	if (!err && stat(o->image, &st) == 0 && (uint64_t)st.st_size > bytes &&
+	    truncate(o->image, (off_t)bytes) < 0)
+		err = errno;
+	if (!err)
+		err = punch_apply(o->image, &pl, &punched);
+	punch_free(&pl);
+	return err;
+}
+
+static void set_note(const struct mkfs_opts *o)
+{
+	char text[2 * 4096 + 160];
+
+	snprintf(text, sizeof(text), "%s: %s: interrupted while shrinking: "
+		 "run e2fsck -fy %s, then fsck.extref -fy %s", prog, o->image,
+		 o->image, o->image);
+	cleanup_set_note(text);
+}
+
+int shrink_image(const struct mkfs_opts *o)
+{
+	extref_image_lock_t lock;
+	blk64_t before, target, after;
+	unsigned int bs;
+	errcode_t err;
+	int cut = 0, rc;
+
+	err = measure(o, &before, &target, &bs, NULL);
+	if (!err)
+		err = extref_image_lock(o->image, EXTREF_LOCK_WRITE, &lock);
+	if (err) {
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
+	set_note(o);
+	rc = cut_blocks(o);
+	fault_leave("resize");
+	if (!rc) {
+		fault_enter("itable");
+		err = cut_inodes(o, &cut);
+		fault_leave("itable");
+		if (err)
+			error_line("%s: %s while cutting the inode table",
+				   o->image, error_message(err));
+		rc = err ? -1 : cut ? cut_blocks(o) : 0;
+		fault_leave("resize2");
+	}
+	extref_image_unlock(lock);
+	/* rolled back (-2): the image is sound, the counts follow what the
+	 * runs before moved */
+	if (!rc || rc == -2) {
+		fault_enter("rebuild");
+		err = rebuild_tree(o);
+		fault_leave("rebuild");
+		if (err)
+			error_line("%s: %s while rebuilding the reference "
+				   "counts", o->image, error_message(err));
+	}
+	if ((!rc || rc == -2) && !err) {
+		err = cut_file(o, &after);
+		if (err)
+			error_line("%s: %s while cutting the file", o->image,
+				   error_message(err));
+	}
+	progress_end();
+	if (rc == -2 && !err) {
+		cleanup_set_note(NULL);
+		error_line("%s: sound, with every file, but %llu blocks "
+			   "long, not shrunk as far as planned", o->image,
+			   (unsigned long long)after);
+		return 1;
+	}
+	if (rc || err) {
+		error_line("%s: not shrunk to the end: run e2fsck -fy %s, "
+			   "then fsck.extref -fy %s", o->image, o->image,
+			   o->image);
+		return 1;
+	}
+	cleanup_set_note(NULL);
+	if (!o->quiet)
+		printf("%s: shrunk from %llu to %llu blocks (%.1f MiB)\n",
+		       o->image, (unsigned long long)before,
+		       (unsigned long long)after,
+		       (double)after * bs / 1048576.0);
+	return 0;
+}

@@ -1,0 +1,146 @@
+/*
+ * shrink_size.c --- how small --convert --shrink makes an image: the size
+ * a fresh build (plan_size.c) would give what the image holds.
+ *
+ * What the image holds is every block in use that is not group metadata
+ * (file data, directories, extent and xattr blocks, the journal, the
+ * tree's nodes).  To that come the group metadata of a filesystem of the
+ * new size: superblock and descriptor copies (resize2fs keeps
+ * descriptors plus their reserve constant when it cuts groups), bitmaps
+ * and inode tables of as many groups as the size needs; then --headroom,
+ * as a fresh build adds it; and at least the room resize2fs needs to
+ * move the blocks (new extent blocks for extents it has to split: one in
+ * 512 blocks, and 16).  A fresh build's floor holds too: a journal under
+ * half the free blocks, as mke2fs wants one.
+ *
+ * The inode count: a fresh build gets the entries it holds, plus
+ * --headroom percent, plus 16; shrink_ipg() gives the inodes per group
+ * that makes when the image is down to one group.
+ */
+#include "mkfs.h"
+
+/* Blocks of group metadata of the first n groups of fs. */
+static blk64_t group_meta(ext2_filsys fs, dgrp_t n)
+{
+	blk64_t meta = 0;
+
+	for (dgrp_t g = 0; g < n; g++) {
+		if (ext2fs_bg_has_super(fs, g))
+			meta += 1 + fs->desc_blocks +
+				fs->super->s_reserved_gdt_blocks;
+		meta += 2 + fs->inode_blocks_per_group;
+	}
+	return meta;
+}
+
+static dgrp_t groups_for(ext2_filsys fs, blk64_t blocks)
+{
+	blk64_t n = blocks - fs->super->s_first_data_block;
+
+	return (dgrp_t)((n + fs->super->s_blocks_per_group - 1) /
+			fs->super->s_blocks_per_group);
+}
+
+/* The journal's blocks (0 without one). */
+static blk64_t journal_blocks(ext2_filsys fs)
+{
+	struct ext2_inode inode;
+
+	if (!ext2fs_has_feature_journal(fs->super) ||
+	    !fs->super->s_journal_inum ||
+	    ext2fs_read_inode(fs, fs->super->s_journal_inum, &inode))
+		return 0;
+	return EXT2_I_SIZE(&inode) / fs->blocksize;
+}
+
+/*
+ * A last group too small for its metadata and 50 blocks is dropped by
+ * resize2fs (and the filesystem would then be smaller than planned):
+ * grow it to that.
+ */
+static blk64_t whole_last_group(ext2_filsys fs, blk64_t total)
+{
+	blk64_t bpg = fs->super->s_blocks_per_group;
+	blk64_t rem = (total - fs->super->s_first_data_block) % bpg;
+	dgrp_t n = groups_for(fs, total);
+	blk64_t last = group_meta(fs, n) - group_meta(fs, n - 1) + 64;
+
+	if (n > 1 && rem && rem < last)
+		total += last - rem;
+	return total;
+}
+
+blk64_t shrink_target(ext2_filsys fs, unsigned int headroom)
+{
+	blk64_t blocks = ext2fs_blocks_count(fs->super);
+	blk64_t fdb = fs->super->s_first_data_block;
+	blk64_t used = blocks - ext2fs_free_blocks_count(fs->super);
+	blk64_t content = used - fdb - group_meta(fs, fs->group_desc_count);
+	blk64_t slack = 16 + content / 512, jb = journal_blocks(fs);
+	blk64_t total = content + fdb, floor;
+	int i;
+
+	for (i = 0; i < 4; i++)		/* more groups, more metadata */
+		total = fdb + content + group_meta(fs, groups_for(fs, total));
+	if (total * headroom / 100 > slack)
+		total += total * headroom / 100;
+	else
+		total += slack;
+	floor = fdb + 2 * jb + 64;
+	floor += group_meta(fs, groups_for(fs, floor));
+	if (total < floor)
+		total = floor;
+	total = whole_last_group(fs, total);
+	return total < blocks ? total : blocks;
+}
+
+/*
+ * Blocks below target that hold the bitmaps and inode tables of groups
+ * at or past it (flex_bg packs them into the first groups): resize2fs
+ * frees them only at its end, so it cannot move blocks into them.  A cut
+ * to target + this many blocks fits; a second cut then takes them.
+ */
+blk64_t shrink_stuck(ext2_filsys fs, blk64_t target)
+{
+	blk64_t n = 0, t;
+
+	for (dgrp_t g = groups_for(fs, target); g < fs->group_desc_count;
+	     g++) {
+		n += ext2fs_block_bitmap_loc(fs, g) < target;
+		n += ext2fs_inode_bitmap_loc(fs, g) < target;
+		t = ext2fs_inode_table_loc(fs, g);
+		for (blk64_t i = 0; i < fs->inode_blocks_per_group; i++)
+			n += t + i < target;
+	}
+	return n;
+}
+
+__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom)
+{
+	__u32 ipg = fs->super->s_inodes_per_group, step, want, top = 0;
+	__u32 used = fs->super->s_inodes_count -
+		     fs->super->s_free_inodes_count;
+	__u32 entries = used > fs->super->s_first_ino ?
+			used - fs->super->s_first_ino : 0;
+	ext2_ino_t ino;
+
+	if (fs->group_desc_count != 1 || ext2fs_read_inode_bitmap(fs))
+		return ipg;
+	/* the highest inode in use */
+	for (ino = ipg; ino > 0; ino--)
+		if (ext2fs_test_inode_bitmap2(fs->inode_map, ino)) {
+			top = ino;
+			break;
+		}
+	want = entries + entries * headroom / 100 + 16;
+	if (want < top)
+		want = top;
+	if (want < fs->super->s_first_ino + 1)
+		want = fs->super->s_first_ino + 1;
+	/* whole inode-table blocks, and whole bytes of the bitmap */
+	step = EXT2_INODES_PER_BLOCK(fs->super);
+	while (step % 8)
+		step *= 2;
+	want = (want + step - 1) / step * step;
+	return want < ipg ? want : ipg;
+}
