@@ -15,6 +15,7 @@
 #include "ops/extref_ops_int.h"
 #include "quota/xr_quota.h"
 #include "tree/xr_txio.h"
+#include "populate_int.h"	/* xr_block_hash */
 
 struct cand {
 	__u64		hash;
@@ -40,10 +41,10 @@ struct dd {
 	void		*priv;
 };
 
-static __u64 hash64(const void *p, size_t len, __u32 seed)
+/* A file's hash: its blocks' hashes (blockhash.c) chained in order. */
+static __u64 chain(__u64 fh, __u64 h, __u32 lblk)
 {
-	return ((__u64)ext2fs_crc32c_le(seed, p, len) << 32) |
-	       ext2fs_crc32c_le(~seed, p, len);
+	return (fh ^ h ^ lblk) * 0x9E3779B97F4A7C15ULL;
 }
 
 static errcode_t add_cand(struct dd *d, __u64 h, ext2_ino_t ino, __u32 lblk,
@@ -68,7 +69,7 @@ static errcode_t scan_file(struct dd *d, ext2_ino_t ino,
 	struct xr_map_vec maps = { 0 };
 	blk64_t whole = EXT2_I_SIZE(inode) / d->fs->blocksize, k;
 	blk64_t first = 0;	/* file mode: where the data starts */
-	__u64 fh = 0;
+	__u64 fh = 0, h;
 	size_t i;
 	errcode_t err;
 
@@ -90,13 +91,12 @@ static errcode_t scan_file(struct dd *d, ext2_ino_t ino,
 				break;
 			if (!first)
 				first = maps.v[i].pblk + k;
+			h = xr_block_hash(d->a, d->fs->blocksize);
 			if (d->mode == EXTREF_DEDUPE_BLOCK)
-				err = add_cand(d, hash64(d->a,
-					d->fs->blocksize, 0x5eed), ino, l,
-					maps.v[i].pblk + k);
+				err = add_cand(d, h, ino, l,
+					       maps.v[i].pblk + k);
 			else
-				fh = hash64(d->a, d->fs->blocksize,
-					    (__u32)fh ^ (__u32)(l * 2654435761U));
+				fh = chain(fh, h, l);
 		}
 	}
 	if (!err && d->mode == EXTREF_DEDUPE_FILE && EXT2_I_SIZE(inode))

@@ -25,8 +25,7 @@
 
 __u64 xr_upd_hash(const void *buf, size_t len)
 {
-	return ((__u64)ext2fs_crc32c_le(SEED, buf, len) << 32) |
-	       ext2fs_crc32c_le(~SEED, buf, len);
+	return xr_block_hash(buf, len);
 }
 
 /* crc32c runs on: the hash of the block hashes, one at a time, is the
