@@ -226,6 +226,18 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* spawn.c: start mke2fs (argv) with its output on out, MKE2FS_CONFIG=conf
  * (conf_fd, or -1, kept open for it) and the signal mask mask; 0 or an
  * errno value. */
+/* spawn.c: an e2fsprogs tool; path first, else name on PATH, unless
+ * the variable env_var names another; conf (may be NULL) is mke2fs's
+ * MKE2FS_CONFIG, conf_fd (or -1) its descriptor, kept open. */
+struct spawn_req {
+	const char	*name;
+	const char	*path;
+	const char	*env_var;
+	const char	*conf;
+	int		conf_fd;
+};
+int spawn_tool(const struct mkfs_opts *o, const struct spawn_req *r,
+	       const char **argv, int out, const sigset_t *mask, pid_t *pid);
 int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
 		 const char *conf, int conf_fd, int out, const sigset_t *mask,
 		 pid_t *pid);

@@ -35,82 +35,6 @@
 
 #include "mkfs.h"
 
-extern char **environ;
-
-/* Our environment, with LC_ALL=C and the fixed time of SOURCE_DATE_EPOCH
- * (own[] holds what was allocated). */
-static char **resize_env(const struct mkfs_opts *o, char *own[2])
-{
-	size_t n = 0, k = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = calloc(n + 3, sizeof(*env));
-	if (!env)
-		return NULL;
-	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "LC_ALL=", 7) &&
-		    strncmp(environ[i], "E2FSPROGS_FAKE_TIME=", 20))
-			env[k++] = environ[i];
-	own[0] = strdup("LC_ALL=C");
-	own[1] = NULL;
-	if (!own[0] || (o->have_epoch &&
-			asprintf(&own[1], "E2FSPROGS_FAKE_TIME=%lld",
-				 o->epoch) < 0)) {
-		free(own[0]);
-		free(env);
-		return NULL;
-	}
-	env[k++] = own[0];
-	if (own[1])
-		env[k++] = own[1];
-	return env;
-}
-
-/* Start the tool name: $env_var if set, else /sbin/NAME, else NAME on
- * PATH; standard output and error to out. */
-static int spawn_tool(const char *name, const char *env_var,
-		      const char **argv, char **env, int out,
-		      const sigset_t *mask, pid_t *pid)
-{
-	const char *alt = getenv(env_var);
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	char sbin[64];
-	sigset_t def;
-	int err;
-
-	snprintf(sbin, sizeof(sbin), "/sbin/%s", name);
-	cleanup_child_sigdefault(&def);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&at);
-	err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
-					       0);
-	if (!err)
-		err = posix_spawn_file_actions_adddup2(&fa, out, 1);
-	if (!err)
-		err = posix_spawn_file_actions_adddup2(&fa, out, 2);
-	if (!err)
-		err = posix_spawnattr_setsigdefault(&at, &def);
-	if (!err)
-		err = posix_spawnattr_setsigmask(&at, mask);
-	if (!err)
-		err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF |
-						    POSIX_SPAWN_SETSIGMASK);
-	if (!err && alt && *alt) {
-		err = posix_spawn(pid, alt, &fa, &at, (char **)argv, env);
-	} else if (!err) {
-		err = posix_spawn(pid, sbin, &fa, &at, (char **)argv, env);
-		if (err)
-			err = posix_spawnp(pid, name, &fa, &at,
-					   (char **)argv, env);
-	}
-	posix_spawnattr_destroy(&at);
-	posix_spawn_file_actions_destroy(&fa);
-	return err;
-}
-
 /* What the tool printed (on failure), on standard error. */
 static void print_output(int fd)
 {
@@ -134,29 +58,25 @@ static void print_output(int fd)
 static int run_tool(const struct mkfs_opts *o, const char *env_var,
 		    const char **argv, int *status, int *why)
 {
-	char *own[2], **env = resize_env(o, own);
 	int out = memfd_create("tool-output", MFD_CLOEXEC), err;
+	char path[64];
+	struct spawn_req r = { argv[0], path, env_var, NULL, -1 };
 	sigset_t old, blocked;
 	pid_t pid;
 
 	*status = 0;
-	if (!env || out < 0) {
-		*why = env ? errno : ENOMEM;
-		if (out >= 0)
-			close(out);
-		free(env);
+	if (out < 0) {
+		*why = errno;
 		return -1;
 	}
+	snprintf(path, sizeof(path), "/sbin/%s", argv[0]);
 	fflush(stdout);
 	cleanup_block(&old);
 	sigprocmask(SIG_BLOCK, NULL, &blocked);
-	err = spawn_tool(argv[0], env_var, argv, env, out, &blocked, &pid);
+	err = spawn_tool(o, &r, argv, out, &blocked, &pid);
 	if (!err)
 		while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 			;
-	free(own[0]);
-	free(own[1]);
-	free(env);
 	*why = err;
 	if (!err && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
 		print_output(out);

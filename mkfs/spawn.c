@@ -1,14 +1,17 @@
 /*
- * spawn.c --- start mke2fs with posix_spawn (a vfork and an exec: no copy
- * of our address space for a child that only execs).
+ * spawn.c --- start an e2fsprogs tool (mke2fs, resize2fs, e2undo) with
+ * posix_spawn (a vfork and an exec: no copy of our address space for a
+ * child that only execs).
  *
- * The child gets: /dev/null as standard input, the pipe as standard
- * output and error, the configuration's descriptor when it is a memory
- * file (kept open across the exec: MKE2FS_CONFIG names it through
- * /proc/self/fd), our environment less the variables that would change
- * mke2fs's layout, and the signal mask and dispositions we had before
- * cleanup.c took the terminating signals.  MKFS_EXTREF_MKE2FS names
- * another mke2fs; else the one found at build time, else mke2fs on PATH.
+ * The child gets: /dev/null as standard input, the given descriptor as
+ * standard output and error, mke2fs's configuration descriptor when it is
+ * a memory file (kept open across the exec: MKE2FS_CONFIG names it
+ * through /proc/self/fd), our environment less the variables that would
+ * change the tool's work (LC_ALL=C, and the fixed time of
+ * SOURCE_DATE_EPOCH, set again), and the signal mask and dispositions we
+ * had before cleanup.c took the terminating signals.  A variable
+ * (MKFS_EXTREF_MKE2FS, ...) names another binary; else the path found at
+ * build time, else the name on PATH.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,7 +47,8 @@ static int is_dropped(const char *var)
 	return 0;
 }
 
-/* The child's environment; the three strings of ours in own[]. */
+/* The child's environment; the strings of ours in own[] (MKE2FS_CONFIG
+ * only with conf). */
 static char **child_env(const struct mkfs_opts *o, const char *conf,
 			char *own[3])
 {
@@ -60,7 +64,7 @@ static char **child_env(const struct mkfs_opts *o, const char *conf,
 		if (!is_dropped(environ[i]))
 			env[k++] = environ[i];
 	own[0] = own[1] = own[2] = NULL;
-	if (asprintf(&own[0], "MKE2FS_CONFIG=%s", conf) < 0 ||
+	if ((conf && asprintf(&own[0], "MKE2FS_CONFIG=%s", conf) < 0) ||
 	    !(own[1] = strdup("LC_ALL=C")) ||
 	    (o->have_epoch &&
 	     asprintf(&own[2], "E2FSPROGS_FAKE_TIME=%lld", o->epoch) < 0)) {
@@ -85,15 +89,14 @@ static int spawn_one(pid_t *pid, const char *path, int search,
 	return posix_spawn(pid, path, fa, at, (char **)argv, env);
 }
 
-int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
-		 const char *conf, int conf_fd, int out, const sigset_t *mask,
-		 pid_t *pid)
+int spawn_tool(const struct mkfs_opts *o, const struct spawn_req *r,
+	       const char **argv, int out, const sigset_t *mask, pid_t *pid)
 {
-	const char *mke2fs = getenv("MKFS_EXTREF_MKE2FS");
+	const char *alt = getenv(r->env_var);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t def;
-	char *own[3], **env = child_env(o, conf, own);
+	char *own[3], **env = child_env(o, r->conf, own);
 	int err;
 
 	if (!env)
@@ -108,8 +111,9 @@ int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
 	if (!err)
 		err = posix_spawn_file_actions_adddup2(&fa, out, 2);
 	/* the same descriptor: kept open across the exec */
-	if (!err && conf_fd >= 0)
-		err = posix_spawn_file_actions_adddup2(&fa, conf_fd, conf_fd);
+	if (!err && r->conf_fd >= 0)
+		err = posix_spawn_file_actions_adddup2(&fa, r->conf_fd,
+						       r->conf_fd);
 	if (!err)
 		err = posix_spawnattr_setsigdefault(&at, &def);
 	if (!err)
@@ -117,12 +121,12 @@ int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
 	if (!err)
 		err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF |
 						    POSIX_SPAWN_SETSIGMASK);
-	if (!err && mke2fs && *mke2fs) {
-		err = spawn_one(pid, mke2fs, 0, &fa, &at, argv, env);
+	if (!err && alt && *alt) {
+		err = spawn_one(pid, alt, 0, &fa, &at, argv, env);
 	} else if (!err) {
-		err = spawn_one(pid, MKE2FS_PATH, 0, &fa, &at, argv, env);
+		err = spawn_one(pid, r->path, 0, &fa, &at, argv, env);
 		if (err)
-			err = spawn_one(pid, "mke2fs", 1, &fa, &at, argv, env);
+			err = spawn_one(pid, r->name, 1, &fa, &at, argv, env);
 	}
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
@@ -130,4 +134,15 @@ int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
 		free(own[i]);
 	free(env);
 	return err;
+}
+
+int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
+		 const char *conf, int conf_fd, int out, const sigset_t *mask,
+		 pid_t *pid)
+{
+	const struct spawn_req r = {
+		"mke2fs", MKE2FS_PATH, "MKFS_EXTREF_MKE2FS", conf, conf_fd
+	};
+
+	return spawn_tool(o, &r, argv, out, mask, pid);
 }
