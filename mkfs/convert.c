@@ -221,10 +221,10 @@ static int replay_first(const struct mkfs_opts *o)
 
 int convert_image(const struct mkfs_opts *o)
 {
-	if (replay_first(o))
-		return 1;
 	if (o->shrink)
 		shrink_check(o);	/* refusals before any write */
+	if (replay_first(o))
+		return 1;
 	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
 		if (dedupe_image(o))
 			return 1;

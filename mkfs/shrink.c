@@ -99,20 +99,10 @@ static const char *undo_path(const struct mkfs_opts *o)
 
 void shrink_check(const struct mkfs_opts *o)
 {
-	ext2_filsys fs;
-	int recover;
-
+	/* a journal that needs recovery is replayed next (convert.c) */
 	if (extref_image_is_blockdev(o->image))
 		fatal("%s: --shrink cuts an image file; %s is a block device",
 		      o->image, o->image);
-	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			 unix_io_manager, &fs))
-		return;			/* the conversion says why */
-	recover = ext2fs_has_feature_journal_needs_recovery(fs->super);
-	ext2fs_close_free(&fs);
-	if (recover)
-		fatal("%s: its journal needs recovery: run e2fsck -fy %s "
-		      "first; nothing was changed", o->image, o->image);
 	if (access(undo_path(o), F_OK) == 0)
 		fatal("%s: %s exists (an interrupted shrink's undo file?): "
 		      "run e2undo %s %s to roll that back, or remove it; "

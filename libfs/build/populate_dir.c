@@ -298,6 +298,8 @@ errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
 		if (err)
 			xr_pop_fail(dw->p, dw->path, NULL);
 		dw->path[plen] = 0;
+		if (!err && dw->after)
+			err = dw->after(dw->ctx);
 	}
 	if (keep) {
 		*keep = names;
@@ -312,7 +314,7 @@ static errcode_t walk_dir(struct walk *w, int dfd, ext2_ino_t dir,
 			  size_t plen)
 {
 	struct xr_pop_dirwalk dw = {
-		w->p, w->path, sizeof(w->path), make_entry, w
+		w->p, w->path, sizeof(w->path), make_entry, w, NULL
 	};
 
 	return xr_pop_each_name(&dw, dfd, dir, plen, NULL, NULL);

@@ -226,6 +226,8 @@ struct xr_pop_dirwalk {
 	errcode_t	(*fn)(void *ctx, int dfd, ext2_ino_t dir,
 			      const char *name, size_t plen);
 	void		*ctx;
+	/* after each whole entry (may be NULL); its error names no entry */
+	errcode_t	(*after)(void *ctx);
 };
 /* Each name of dfd, sorted, its path plen long; with keep set the names
  * are handed over whatever the result (xr_pop_free_names), else freed. */

@@ -61,7 +61,7 @@ static errcode_t check_dir(struct xr_upd *up, int dfd, ext2_ino_t dir,
 			   size_t plen)
 {
 	struct xr_pop_dirwalk dw = {
-		&up->p, up->path, sizeof(up->path), check_name, up
+		&up->p, up->path, sizeof(up->path), check_name, up, NULL
 	};
 
 	return xr_pop_each_name(&dw, dfd, dir, plen, NULL, NULL);

@@ -4,9 +4,9 @@
  * Every regular file in use is read once: each whole block inside its
  * size that is not all zeros goes into the block table as (hash, inode,
  * logical block), and the file into the file table as (hash of its
- * block hashes, size, inode).  A hash is two crc32c with different
- * seeds (64 bits), as the builder's dedupe uses; nothing is shared on a
- * hash alone: update_file.c compares the bytes first.  Files the update
+ * block hashes, size, inode).  A block's hash is the builder's 64-bit
+ * block hash (blockhash.c), as --convert's dedupe uses; nothing is shared
+ * on a hash alone: update_file.c compares the bytes first.  Files the update
  * writes are added as they are made, so equal data inside the source is
  * shared too.
  */

@@ -259,20 +259,24 @@ static errcode_t entry(struct xr_upd *up, int dfd, ext2_ino_t dir,
 }
 
 /* One whole entry in: the image is consistent here. */
-static errcode_t entry_whole(void *ctx, int dfd, ext2_ino_t dir,
-			     const char *name, size_t plen)
+static errcode_t entry_whole(void *ctx)
 {
 	struct xr_upd *up = ctx;
-	errcode_t err = entry(up, dfd, dir, name, plen);
 
-	return err ? err : xr_tx_split_point(up->xfs);
+	return xr_tx_split_point(up->xfs);
+}
+
+static errcode_t entry_cb(void *ctx, int dfd, ext2_ino_t dir,
+			  const char *name, size_t plen)
+{
+	return entry(ctx, dfd, dir, name, plen);
 }
 
 static errcode_t walk_dir(struct xr_upd *up, int dfd, ext2_ino_t dir,
 			  size_t plen)
 {
 	struct xr_pop_dirwalk dw = {
-		&up->p, up->path, sizeof(up->path), entry_whole, up
+		&up->p, up->path, sizeof(up->path), entry_cb, up, entry_whole
 	};
 	char **names = NULL;
 	size_t n = 0;

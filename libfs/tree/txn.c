@@ -599,6 +599,7 @@ static errcode_t rollback(struct xr_tx *tx)
 		err = xr_quota_attach(fs);
 	}
 	memset(tx->dirty, 0, fs->group_desc_count);
+	tx->ndirty = 0;
 	forget_freed(tx);
 	tx->freed_err = 0;
 	xr_fresh_reset(tx->fresh, 1);
@@ -702,8 +703,8 @@ static blk64_t commit_blocks(struct xr_tx *tx)
 	extref_tree_t t = extref_fs_tree(tx->xfs);
 	blk64_t n = xr_txio_nheld(tx->io) + 1 + 3 * (blk64_t)tx->ndirty;
 
-	if (t && t->dirty)
-		n += t->ndirty + t->ndirty / 64 + 3;
+	if (t && t->dirty)	/* a node's new block, and its old one freed */
+		n += 2 * (blk64_t)t->ndirty + t->ndirty / 64 + 3;
 	return n;
 }
 
