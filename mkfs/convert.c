@@ -225,6 +225,8 @@ int convert_image(const struct mkfs_opts *o)
 		shrink_check(o);	/* refusals before any write */
 	if (replay_first(o))
 		return 1;
+	if (o->shrink)
+		shrink_check_clean(o);
 	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
 		if (dedupe_image(o))
 			return 1;

@@ -152,6 +152,8 @@ int dedupe_image(const struct mkfs_opts *o);
 /* shrink.c: --convert --shrink.  Refuse (exit) before the conversion
  * what would stop the shrink; then cut the converted image down. */
 void shrink_check(const struct mkfs_opts *o);
+/* After the journal's replay: refuse a filesystem e2fsck finds damaged. */
+void shrink_check_clean(const struct mkfs_opts *o);
 int shrink_image(const struct mkfs_opts *o);
 /* shrink_size.c: the blocks a fresh build of what fs holds would have,
  * and (one group left) its inodes per group. */
@@ -167,6 +169,9 @@ errcode_t shrink_itable(ext2_filsys fs, __u32 ipg);
  * the image back as it was, -1 otherwise (errors printed). */
 int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
 		  const char *undo);
+/* Stock e2fsck -fn on the image: 0 when it finds it clean (its report
+ * printed otherwise). */
+int run_e2fsck_fn(const struct mkfs_opts *o);
 
 /* update.c: --update, checked (exits on a bad call), then run. */
 void update_check(const struct mkfs_opts *o);

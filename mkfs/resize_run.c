@@ -85,6 +85,14 @@ static int run_tool(const struct mkfs_opts *o, const char *env_var,
 	return err || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
 }
 
+int run_e2fsck_fn(const struct mkfs_opts *o)
+{
+	const char *argv[] = { "e2fsck", "-fn", o->image, NULL };
+	int status, why;
+
+	return run_tool(o, "MKFS_EXTREF_E2FSCK", argv, &status, &why);
+}
+
 static void say_failed(const struct mkfs_opts *o, const char *tool,
 		       int status, int why)
 {

@@ -15,9 +15,12 @@
  *      transaction of the journal, as fsck.extref repairs);
  *   4. the file is truncated to the filesystem and its free blocks are
  *      punched out.
- * Everything that can refuse (a block device, a journal that needs
- * recovery, no resize2fs) is checked by shrink_check() before the
- * conversion writes anything.  A crash or a failure after that leaves
+ * Everything that can refuse (a block device, no resize2fs, an undo file
+ * left) is checked by shrink_check() before anything is written; a
+ * filesystem stock e2fsck -fn finds damaged by shrink_check_clean(),
+ * after the journal's replay and before the conversion (resize2fs moves
+ * blocks and rewrites what points at them: it wants a clean filesystem,
+ * which its -f would not check).  A crash or a failure after that leaves
  * what docs/mkfs.extref.8 describes: stock e2fsck -fy, then
  * fsck.extref -fy, repair it with every file's bytes.
  */
@@ -95,6 +98,14 @@ static const char *undo_path(const struct mkfs_opts *o)
 	    (int)sizeof(path))
 		fatal("%s: name too long", o->image);
 	return path;
+}
+
+void shrink_check_clean(const struct mkfs_opts *o)
+{
+	if (run_e2fsck_fn(o))
+		fatal("%s: e2fsck -fn finds it damaged (above): --shrink runs "
+		      "only on a clean filesystem; run e2fsck -fy %s first; "
+		      "nothing was changed", o->image, o->image);
 }
 
 void shrink_check(const struct mkfs_opts *o)

@@ -577,3 +577,20 @@ def test_shrink_killed_between_steps(crash_source, tmp_path, loop_mount,
     assert res.returncode == 137 and f"killed after {step}" in res.stderr, \
         helpers.describe(res)
     repair_and_check(img, src, loop_mount)
+
+
+def test_refuses_a_damaged_filesystem(plain_image):
+    """resize2fs moves blocks and rewrites what points at them: --shrink
+    runs stock e2fsck -fn first and refuses a filesystem it finds damaged
+    (here a directory block overwritten with dd), the image unchanged."""
+    root = helpers.debugfs(plain_image, "blocks /").stdout.split()
+    assert root, "the root directory has no block"
+    with open(plain_image, "r+b") as f:
+        f.seek(int(root[0]) * BS)
+        f.write(random.Random(8).randbytes(BS))
+    before = _sha(plain_image)
+    res = convert(plain_image, "--shrink", check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert (f"{plain_image}: e2fsck -fn finds it damaged" in res.stderr and
+            "nothing was changed" in res.stderr), res.stderr
+    assert _sha(plain_image) == before
