@@ -156,19 +156,25 @@ void shrink_check(const struct mkfs_opts *o);
 void shrink_check_clean(const struct mkfs_opts *o);
 int shrink_image(const struct mkfs_opts *o);
 /* shrink_size.c: the blocks a fresh build of what fs holds would have,
- * and (one group left) its inodes per group. */
+ * and its inodes per group (with the size that goes with them; the
+ * image's own inodes per group when it cannot have them). */
 blk64_t shrink_target(ext2_filsys fs, unsigned int headroom);
-__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom);
+__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target);
 /* Blocks below target resize2fs cannot fill in the same run (there). */
 blk64_t shrink_stuck(ext2_filsys fs, blk64_t target);
-/* shrink_itable.c: one group's inode table cut to ipg inodes (every
- * inode in use below); the caller closes fs to write it. */
-errcode_t shrink_itable(ext2_filsys fs, __u32 ipg);
+/* shrink_itable.c: the inode tables laid out for ipg inodes a group,
+ * every inode in use within the first groups (renumbered if need be),
+ * their tables below the block below; the caller closes fs to write it. */
+errcode_t shrink_itable(ext2_filsys fs, __u32 ipg, dgrp_t groups,
+			blk64_t below);
 /* resize_run.c: the stock resize2fs cuts the image to blocks, keeping
  * the undo file undo while it runs; 0, -2 when it failed and e2undo put
  * the image back as it was, -1 otherwise (errors printed). */
 int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
 		  const char *undo);
+/* Stock e2undo puts the image back from undo (then removed): 0, or -1
+ * with the undo file kept and named. */
+int run_e2undo(const struct mkfs_opts *o, const char *undo);
 /* Stock e2fsck -fn on the image: 0 when it finds it clean (its report
  * printed otherwise). */
 int run_e2fsck_fn(const struct mkfs_opts *o);

@@ -10,10 +10,12 @@
  *
  * Each run keeps an undo file (resize2fs -z, e2fsprogs' undo_io: the old
  * contents of every block it overwrites, saved before the write): when
- * resize2fs fails or is killed, e2undo puts every block back and the
+ * resize2fs fails or is killed, or stock e2fsck -fn finds what it left
+ * damaged (resize2fs 1.47.0 has been seen to corrupt extents when it
+ * shrinks: e2fsprogs issue #146), e2undo puts every block back and the
  * image is as it was before the run.  The undo file is removed after a
- * run that succeeded or was rolled back, and kept (named in the error)
- * when the rollback fails.
+ * run that succeeded and checked clean or was rolled back, and kept
+ * (named in the error) when the rollback fails.
  *
  * It runs with the terminating signals blocked (and we wait with them
  * blocked): a Ctrl-C neither kills it half-way nor leaves it running
@@ -110,7 +112,7 @@ static void say_failed(const struct mkfs_opts *o, const char *tool,
 }
 
 /* e2undo puts back what resize2fs wrote: 0, or -1 (the undo file kept). */
-static int roll_back(const struct mkfs_opts *o, const char *undo)
+int run_e2undo(const struct mkfs_opts *o, const char *undo)
 {
 	const char *argv[] = { "e2undo", undo, o->image, NULL };
 	int status, why;
@@ -133,13 +135,19 @@ static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
 
 	unlink(undo);
 	if (!run_tool(o, "MKFS_EXTREF_RESIZE2FS", argv, &status, &why)) {
-		unlink(undo);
-		return 0;
+		/* kept until stock e2fsck finds the result clean */
+		if (!run_e2fsck_fn(o)) {
+			unlink(undo);
+			return 0;
+		}
+		error_line("%s: e2fsck -fn finds the image damaged after "
+			   "resize2fs (above)", o->image);
+	} else {
+		say_failed(o, "resize2fs", status, why);
+		if (why || access(undo, F_OK))
+			return -1;	/* never started: nothing changed */
 	}
-	say_failed(o, "resize2fs", status, why);
-	if (why || access(undo, F_OK))
-		return -1;	/* never started: nothing changed */
-	if (roll_back(o, undo))
+	if (run_e2undo(o, undo))
 		return -1;
 	error_line("%s: rolled back with e2undo: the image is as before the "
 		   "cut to %s blocks", o->image, size);

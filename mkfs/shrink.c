@@ -4,12 +4,14 @@
  * it holds would have (shrink_size.c), and the file with it.
  *
  * The steps, each finished before the next starts:
- *   1. the stock resize2fs cuts the filesystem to that size (resize_run.c:
+ *   1. the inode tables are laid out again for the inodes per group a
+ *      fresh build of that size would have (shrink_itable.c,
+ *      shrink_renum.c), through e2fsprogs' undo io manager: every inode
+ *      in use then lies in the groups that stay;
+ *   2. the stock resize2fs cuts the filesystem to that size (resize_run.c:
  *      the blocks above it move down, shared ones staying shared; the
- *      groups cut off go, with their inodes moved down);
- *   2. down to one group, the inode table is cut to a fresh build's
- *      inode count (shrink_itable.c), and resize2fs runs again to fill
- *      the blocks that freed;
+ *      groups cut off go), in a second run when the first cannot use the
+ *      metadata blocks of the groups it cuts off;
  *   3. the reference-count tree, whose records name the blocks' old
  *      places, is rebuilt from the extents by the fsck core (one
  *      transaction of the journal, as fsck.extref repairs);
@@ -35,6 +37,7 @@
 #include "extref.h"
 #include "extref_fsck.h"
 #include "mkfs.h"
+#include "shrink_int.h"
 
 #ifdef EXTREF_FAULT_INJECTION
 extern io_manager extref_fault_io_manager;
@@ -44,11 +47,14 @@ extern io_manager extref_fault_io_manager;
 /*
  * Crash tests only (configure --enable-fault-injection):
  * EXTREF_FAULT_SHRINK_STEP=STEP ends the run as a kill would (_exit, no
- * clean-up) right after STEP: "resize" (the first cut), "itable",
- * "resize2" (the cut after it) or "rebuild"; EXTREF_FAULT_SHRINK=MODE
- * runs the writes of that step (itable, rebuild) under EXTREF_FAULT=MODE
- * (libfs/tree/faultio.c).  Crashes inside resize2fs come from its own
- * TEST_IO_WRITE_ABORT (e2fsprogs' test_io manager).
+ * clean-up) right after STEP: "itable" (the new layout), "resize" (the
+ * cut) or "rebuild"; EXTREF_FAULT_SHRINK=MODE runs the writes of the
+ * rebuild under EXTREF_FAULT=MODE (libfs/tree/faultio.c).
+ * EXTREF_FAULT_SHRINK_KILL=N kills the run likewise in the middle of the
+ * new layout, after its N-th inode or directory written;
+ * EXTREF_FAULT_SHRINK_FAIL=N makes the N-th fail instead (EIO).  Crashes inside
+ * resize2fs come from its own TEST_IO_WRITE_ABORT (e2fsprogs' test_io
+ * manager).
  */
 static int fault_step(const char *step)
 {
@@ -72,9 +78,32 @@ static void fault_leave(const char *step)
 	fprintf(stderr, "EXTREF_FAULT_SHRINK_STEP: killed after %s\n", step);
 	_exit(137);
 }
+
+errcode_t shrink_tick(void)
+{
+	static unsigned long n;
+	const char *kill = getenv("EXTREF_FAULT_SHRINK_KILL");
+	const char *fail = getenv("EXTREF_FAULT_SHRINK_FAIL");
+
+	n++;
+	if (kill && n == strtoul(kill, NULL, 10)) {
+		fprintf(stderr, "EXTREF_FAULT_SHRINK_KILL: killed after %lu\n",
+			n);
+		_exit(137);
+	}
+	if (fail && n == strtoul(fail, NULL, 10)) {
+		fprintf(stderr, "EXTREF_FAULT_SHRINK_FAIL: %lu fails\n", n);
+		return EIO;
+	}
+	return 0;
+}
 #else
 #define fault_enter(step)	do { } while (0)
 #define fault_leave(step)	do { } while (0)
+errcode_t shrink_tick(void)
+{
+	return 0;
+}
 #endif
 
 /* unix_io, or (test builds, EXTREF_FAULT set) the fault injector */
@@ -102,6 +131,17 @@ static const char *undo_path(const struct mkfs_opts *o)
 
 void shrink_check_clean(const struct mkfs_opts *o)
 {
+	ext2_filsys fs;
+
+	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			 unix_io_manager, &fs) == 0) {
+		errcode_t err = shrink_renum_check(fs);
+
+		ext2fs_close_free(&fs);
+		if (err)
+			fatal("%s: --shrink: %s; nothing was changed",
+			      o->image, error_message(err));
+	}
 	if (run_e2fsck_fn(o))
 		fatal("%s: e2fsck -fn finds it damaged (above): --shrink runs "
 		      "only on a clean filesystem; run e2fsck -fy %s first; "
@@ -154,7 +194,7 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 }
 
 /*
- * Step 1 (and the end of 2): resize2fs down to the target, if smaller;
+ * Step 2: resize2fs down to the target, if smaller;
  * in two runs when the first cannot use the metadata blocks of the
  * groups it cuts off.  0, or run_resize2fs's -1 or -2 (rolled back).
  */
@@ -186,30 +226,99 @@ static int cut_blocks(const struct mkfs_opts *o)
 	return 0;
 }
 
-/* Step 2: one group left: its inode table cut to the inodes needed. */
-static errcode_t cut_inodes(const struct mkfs_opts *o, int *cut)
+/* Whether the inode tables need laying out again, and for what. */
+static errcode_t plan_inodes(const struct mkfs_opts *o, __u32 *ipg,
+			     dgrp_t *groups, blk64_t *target)
 {
 	ext2_filsys fs;
 	errcode_t err;
-	__u32 ipg;
 
-	*cut = 0;
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0,
-			   0, shrink_io(), &fs);
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, &fs);
 	if (err)
 		return err;
-	ipg = shrink_ipg(fs, o->headroom);
-	if (ipg < fs->super->s_inodes_per_group) {
-		if (o->have_epoch)
-			fs->now = o->epoch;
-		err = shrink_itable(fs, ipg);
-		*cut = !err;
-	}
+	err = ext2fs_read_inode_bitmap(fs);
+	*ipg = shrink_ipg(fs, o->headroom, target);
+	*groups = (dgrp_t)((*target - fs->super->s_first_data_block +
+			    fs->super->s_blocks_per_group - 1) /
+			   fs->super->s_blocks_per_group);
+	if (*ipg == fs->super->s_inodes_per_group)
+		*ipg = 0;
+	ext2fs_close_free(&fs);
+	return err;
+}
+
+/* The new layout written through e2fsprogs' undo io manager. */
+static errcode_t relayout_undo(const struct mkfs_opts *o, __u32 ipg,
+			       dgrp_t groups, blk64_t target)
+{
+	ext2_filsys fs;
+	errcode_t err;
+
+	err = set_undo_io_backing_manager(shrink_io());
+	if (!err)
+		err = set_undo_io_backup_file((char *)undo_path(o));
+	if (!err)
+		err = ext2fs_open2(o->image, NULL,
+				   EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0, 0,
+				   undo_io_manager, &fs);
+	if (err)
+		return err;
+	if (o->have_epoch)
+		fs->now = o->epoch;
+	err = shrink_itable(fs, ipg, groups, target);
 	if (err) {
-		ext2fs_free(fs);
+		ext2fs_free(fs);	/* nothing more written */
 		return err;
 	}
 	return ext2fs_close_free(&fs);
+}
+
+/*
+ * Step 1: the inode tables laid out for the inodes a fresh build would
+ * have (shrink_itable.c), before the cut.  0; -2 when it failed and
+ * e2undo put the image back; -1 otherwise (errors printed).
+ */
+static int relayout(const struct mkfs_opts *o)
+{
+	blk64_t target;
+	dgrp_t groups;
+	sigset_t old;
+	errcode_t err;
+	__u32 ipg;
+	int rc = 0;
+
+	err = plan_inodes(o, &ipg, &groups, &target);
+	if (err) {
+		error_line("%s: %s while measuring", o->image,
+			   error_message(err));
+		return -1;
+	}
+	if (!ipg)
+		return 0;
+	progress_update("laying out the inode tables", 0, 0);
+	unlink(undo_path(o));
+	cleanup_block(&old);	/* a signal waits for the undo file */
+	err = relayout_undo(o, ipg, groups, target);
+	if (!err && run_e2fsck_fn(o)) {
+		error_line("%s: e2fsck -fn finds the image damaged after the "
+			   "new layout (above)", o->image);
+		err = EXT2_ET_FILESYSTEM_CORRUPTED;
+	}
+	if (err) {
+		error_line("%s: %s while laying out the inode tables for %u "
+			   "inodes a group", o->image, error_message(err),
+			   ipg);
+		rc = access(undo_path(o), F_OK) ? -2 :
+		     run_e2undo(o, undo_path(o)) ? -1 : -2;
+		if (rc == -2)
+			error_line("%s: rolled back: the image is as before "
+				   "the new layout", o->image);
+	} else {
+		unlink(undo_path(o));
+	}
+	cleanup_unblock(&old);
+	return rc;
 }
 
 /* Step 3: the tree's records follow their blocks (the fsck core's
@@ -241,7 +350,32 @@ static errcode_t rebuild_tree(const struct mkfs_opts *o)
 	return extref_fs_close(xfs);
 }
 
-/* Step 4: the file as long as the filesystem, its free blocks holes. */
+/*
+ * The blocks of each inode table past its last inode in use
+ * (itable_unused: nothing reads them) count as free for the punch, as a
+ * fresh build never writes them.  fs is open read-only: only the
+ * in-memory bitmap changes.
+ */
+static void unused_itable_free(ext2_filsys fs)
+{
+	__u32 ipb = EXT2_INODES_PER_BLOCK(fs->super);
+
+	if (!ext2fs_has_group_desc_csum(fs))
+		return;
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
+		__u32 used = fs->super->s_inodes_per_group -
+			     ext2fs_bg_itable_unused(fs, g);
+		blk64_t keep = (used + ipb - 1) / ipb;
+
+		if (keep < fs->inode_blocks_per_group)
+			ext2fs_unmark_block_bitmap_range2(fs->block_map,
+				ext2fs_inode_table_loc(fs, g) + keep,
+				(unsigned int)(fs->inode_blocks_per_group -
+					       keep));
+	}
+}
+
+/* Step 5: the file as long as the filesystem, its free blocks holes. */
 static errcode_t cut_file(const struct mkfs_opts *o, blk64_t *blocks)
 {
 	struct punch_list pl = { NULL, 0, 0, 0 };
@@ -262,6 +396,7 @@ static errcode_t cut_file(const struct mkfs_opts *o, blk64_t *blocks)
 		ext2fs_mark_block_bitmap_range2(all,
 				fs->super->s_first_data_block,
 				*blocks - fs->super->s_first_data_block);
+		unused_itable_free(fs);
 		err = punch_plan(fs, all, &pl);	/* every free block */
 	}
 	ext2fs_close_free(&fs);
@@ -290,7 +425,7 @@ int shrink_image(const struct mkfs_opts *o)
 	blk64_t before, target, after;
 	unsigned int bs;
 	errcode_t err;
-	int cut = 0, rc;
+	int rc;
 
 	err = measure(o, &before, &target, &bs, NULL);
 	if (!err)
@@ -300,18 +435,11 @@ int shrink_image(const struct mkfs_opts *o)
 		return 1;
 	}
 	set_note(o);
-	rc = cut_blocks(o);
+	rc = relayout(o);
+	fault_leave("itable");
+	if (!rc)
+		rc = cut_blocks(o);
 	fault_leave("resize");
-	if (!rc) {
-		fault_enter("itable");
-		err = cut_inodes(o, &cut);
-		fault_leave("itable");
-		if (err)
-			error_line("%s: %s while cutting the inode table",
-				   o->image, error_message(err));
-		rc = err ? -1 : cut ? cut_blocks(o) : 0;
-		fault_leave("resize2");
-	}
 	extref_image_unlock(lock);
 	/* rolled back (-2): the image is sound, the counts follow what the
 	 * runs before moved */

@@ -14,13 +14,16 @@
  * half the free blocks, as mke2fs wants one.
  *
  * The inode count: a fresh build gets the entries it holds, plus
- * --headroom percent, plus 16; shrink_ipg() gives the inodes per group
- * that makes when the image is down to one group.
+ * --headroom percent, plus 16, spread over the groups of its size;
+ * shrink_ipg() gives the inodes per group that makes, and the image's
+ * inode tables are laid out again for it (shrink_itable.c) before the
+ * cut, so the size is computed with the inode tables of that count.
  */
 #include "mkfs.h"
 
-/* Blocks of group metadata of the first n groups of fs. */
-static blk64_t group_meta(ext2_filsys fs, dgrp_t n)
+/* Blocks of group metadata of the first n groups of fs, with ibpg
+ * inode-table blocks a group. */
+static blk64_t group_meta_at(ext2_filsys fs, dgrp_t n, blk64_t ibpg)
 {
 	blk64_t meta = 0;
 
@@ -28,9 +31,14 @@ static blk64_t group_meta(ext2_filsys fs, dgrp_t n)
 		if (ext2fs_bg_has_super(fs, g))
 			meta += 1 + fs->desc_blocks +
 				fs->super->s_reserved_gdt_blocks;
-		meta += 2 + fs->inode_blocks_per_group;
+		meta += 2 + ibpg;
 	}
 	return meta;
+}
+
+static blk64_t group_meta(ext2_filsys fs, dgrp_t n)
+{
+	return group_meta_at(fs, n, fs->inode_blocks_per_group);
 }
 
 static dgrp_t groups_for(ext2_filsys fs, blk64_t blocks)
@@ -58,19 +66,22 @@ static blk64_t journal_blocks(ext2_filsys fs)
  * resize2fs (and the filesystem would then be smaller than planned):
  * grow it to that.
  */
-static blk64_t whole_last_group(ext2_filsys fs, blk64_t total)
+static blk64_t whole_last_group(ext2_filsys fs, blk64_t total, blk64_t ibpg)
 {
 	blk64_t bpg = fs->super->s_blocks_per_group;
 	blk64_t rem = (total - fs->super->s_first_data_block) % bpg;
 	dgrp_t n = groups_for(fs, total);
-	blk64_t last = group_meta(fs, n) - group_meta(fs, n - 1) + 64;
+	blk64_t last = group_meta_at(fs, n, ibpg) -
+		       group_meta_at(fs, n - 1, ibpg) + 64;
 
 	if (n > 1 && rem && rem < last)
 		total += last - rem;
 	return total;
 }
 
-blk64_t shrink_target(ext2_filsys fs, unsigned int headroom)
+/* The target with ibpg inode-table blocks a group (the content, what
+ * is in use but group metadata, stays). */
+static blk64_t target_at(ext2_filsys fs, unsigned int headroom, blk64_t ibpg)
 {
 	blk64_t blocks = ext2fs_blocks_count(fs->super);
 	blk64_t fdb = fs->super->s_first_data_block;
@@ -81,17 +92,23 @@ blk64_t shrink_target(ext2_filsys fs, unsigned int headroom)
 	int i;
 
 	for (i = 0; i < 4; i++)		/* more groups, more metadata */
-		total = fdb + content + group_meta(fs, groups_for(fs, total));
+		total = fdb + content +
+			group_meta_at(fs, groups_for(fs, total), ibpg);
 	if (total * headroom / 100 > slack)
 		total += total * headroom / 100;
 	else
 		total += slack;
 	floor = fdb + 2 * jb + 64;
-	floor += group_meta(fs, groups_for(fs, floor));
+	floor += group_meta_at(fs, groups_for(fs, floor), ibpg);
 	if (total < floor)
 		total = floor;
-	total = whole_last_group(fs, total);
+	total = whole_last_group(fs, total, ibpg);
 	return total < blocks ? total : blocks;
+}
+
+blk64_t shrink_target(ext2_filsys fs, unsigned int headroom)
+{
+	return target_at(fs, headroom, fs->inode_blocks_per_group);
 }
 
 /*
@@ -115,32 +132,71 @@ blk64_t shrink_stuck(ext2_filsys fs, blk64_t target)
 	return n;
 }
 
-__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom)
+/* The inodes a fresh build of what fs holds would have. */
+static __u32 inodes_wanted(ext2_filsys fs, unsigned int headroom)
 {
-	__u32 ipg = fs->super->s_inodes_per_group, step, want, top = 0;
 	__u32 used = fs->super->s_inodes_count -
 		     fs->super->s_free_inodes_count;
 	__u32 entries = used > fs->super->s_first_ino ?
 			used - fs->super->s_first_ino : 0;
-	ext2_ino_t ino;
+	__u64 want = (__u64)entries + (__u64)entries * headroom / 100 + 16;
 
-	if (fs->group_desc_count != 1 || ext2fs_read_inode_bitmap(fs))
-		return ipg;
-	/* the highest inode in use */
-	for (ino = ipg; ino > 0; ino--)
-		if (ext2fs_test_inode_bitmap2(fs->inode_map, ino)) {
-			top = ino;
-			break;
-		}
-	want = entries + entries * headroom / 100 + 16;
-	if (want < top)
-		want = top;
-	if (want < fs->super->s_first_ino + 1)
-		want = fs->super->s_first_ino + 1;
-	/* whole inode-table blocks, and whole bytes of the bitmap */
-	step = EXT2_INODES_PER_BLOCK(fs->super);
+	if (want < used)
+		want = used;
+	if (want < fs->super->s_first_ino + 1U)
+		want = fs->super->s_first_ino + 1U;
+	return want > 0xffffffffULL ? 0xffffffffU : (__u32)want;
+}
+
+/* want inodes over n groups, as mke2fs lays them out: whole
+ * inode-table blocks and whole bytes of the bitmap, at most what one
+ * bitmap block and the descriptor's counts hold. */
+static __u32 ipg_for(ext2_filsys fs, __u32 want, dgrp_t n)
+{
+	__u32 step = EXT2_INODES_PER_BLOCK(fs->super), ipg, top;
+
 	while (step % 8)
 		step *= 2;
-	want = (want + step - 1) / step * step;
-	return want < ipg ? want : ipg;
+	top = fs->blocksize * 8;
+	if (top > 65536U - step)
+		top = 65536U - step;
+	top = top / step * step;
+	ipg = (__u32)(((__u64)want + n - 1) / n);
+	ipg = (ipg + step - 1) / step * step;
+	return ipg < top ? ipg : top;
+}
+
+static blk64_t itable_blocks(ext2_filsys fs, __u32 ipg)
+{
+	return ((blk64_t)ipg * EXT2_INODE_SIZE(fs->super) + fs->blocksize -
+		1) / fs->blocksize;
+}
+
+/*
+ * The inodes per group of a fresh build of what fs holds, for the
+ * groups of the size it will be cut to (which depends on the inode
+ * tables: found together), and that size (*target).  With fewer groups
+ * than it takes to hold the inodes at the most a group can have, the
+ * image's own layout stays (returned as is).
+ */
+__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target)
+{
+	__u32 want = inodes_wanted(fs, headroom), ipg;
+	blk64_t t = shrink_target(fs, headroom);
+	dgrp_t n = groups_for(fs, t);
+
+	for (int i = 0; i < 8; i++) {
+		ipg = ipg_for(fs, want, n);
+		t = target_at(fs, headroom, itable_blocks(fs, ipg));
+		if (groups_for(fs, t) == n)
+			break;
+		n = groups_for(fs, t);
+	}
+	ipg = ipg_for(fs, want, n);
+	if ((__u64)ipg * n < want || groups_for(fs, t) != n) {
+		*target = shrink_target(fs, headroom);
+		return fs->super->s_inodes_per_group;
+	}
+	*target = t;
+	return ipg;
 }

@@ -1,0 +1,31 @@
+/*
+ * shrink_int.h --- what the inode-table layout of --shrink
+ * (shrink_itable.c) and its renumbering (shrink_renum.c) share.
+ */
+#ifndef SHRINK_INT_H
+#define SHRINK_INT_H
+
+#include <ext2fs/ext2fs.h>
+
+struct relayout {
+	ext2_filsys	fs;
+	__u32		ipg;		/* the new inodes per group */
+	blk64_t		ibpg;		/* its inode-table blocks */
+	dgrp_t		groups;		/* the groups that stay */
+	size_t		n;		/* inodes kept (the reserved ones too) */
+	ext2_ino_t	*old;		/* their numbers, sorted */
+	ext2_ino_t	*new;		/* their new numbers */
+	char		*bytes;		/* their inodes, n * inode size */
+	int		moved;		/* a number changed */
+};
+
+/* shrink_renum.c: refuse what names inodes we cannot follow. */
+errcode_t shrink_renum_check(ext2_filsys fs);
+/* After the inodes are in their new slots: directory entries, extent
+ * and directory checksums, the superblock's inode fields. */
+errcode_t shrink_renum(struct relayout *r);
+/* shrink.c: one unit of work done (crash tests kill there, or fail it:
+ * an error to return; 0 in other builds). */
+errcode_t shrink_tick(void);
+
+#endif

@@ -1,0 +1,282 @@
+"""mkfs.extref --convert --shrink of images that keep several groups:
+the inode tables are laid out again for the inodes per group a fresh
+build would have (mkfs/shrink_itable.c), renumbering the inodes that lie
+past the groups that stay (mkfs/shrink_renum.c), before resize2fs cuts.
+
+The sources are made as users make them:
+- "spread": an ext4 image populated through the kernel (a read-write
+  loop mount and cp -a), whose allocator spreads top-level directories
+  over the groups, so inode numbers run up to the last group;
+- "tight": mke2fs -d with few inodes per group (-N), fewer than the
+  groups that stay can hold: resize2fs alone fails there (no room for
+  the inodes of the groups it cuts), and the layout must grow.
+
+Oracles: stock e2fsck -fn, fsck.extref -fn, a read-only kernel mount
+compared with the source byte for byte, stock debugfs for inode numbers,
+and a fresh mkfs.extref -d build of the same tree for the sizes.
+"""
+import hashlib
+import os
+import random
+
+import pytest
+
+import helpers
+from test_convert_shrink import (BS, EPOCH, compare_with_source, convert,
+                                 fsck_fn, header, make_tree, mappings,
+                                 sharing)
+
+GROUP = 32768 * BS          # a group of 4 KiB blocks: 128 MiB
+
+
+def add_files(src, seed=5):
+    """About 1,000 small files in four top-level directories, and
+    140 MiB in large ones: the image keeps two groups."""
+    rnd = random.Random(seed)
+    for d in range(4):
+        p = src / f"many{d}"
+        p.mkdir()
+        for i in range(250):
+            (p / f"f{i}").write_bytes(rnd.randbytes(600 + i))
+    big = src / "big"
+    big.mkdir()
+    for i in range(35):
+        (big / f"b{i}").write_bytes(rnd.randbytes(4 << 20))
+    return src
+
+
+def plain_image(img, size, *opts):
+    helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", str(BS),
+                 "-J", "size=4", *opts, str(img), size],
+                env={"E2FSPROGS_FAKE_TIME": EPOCH})
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory):
+    """(source tree, image populated through the kernel)."""
+    helpers.require_loop()
+    d = tmp_path_factory.mktemp("shrink-spread")
+    src = add_files(make_tree(d / "src"))
+    img = d / "spread.img"
+    plain_image(img, "512M")
+    with helpers.loop_mount(img, d / "mnt", options="rw"):
+        helpers.run(["cp", "-a", f"{src}/.", str(d / "mnt")])
+    return src, img
+
+
+@pytest.fixture(scope="module")
+def tight(tmp_path_factory):
+    d = tmp_path_factory.mktemp("shrink-tight")
+    src = add_files(make_tree(d / "src"))
+    img = d / "tight.img"
+    plain_image(img, "512M", "-N", "1216", "-d", str(src))
+    return src, img
+
+
+def copy(img, tmp_path, name="t.img"):
+    out = tmp_path / name
+    helpers.run(["cp", "--sparse=always", str(img), str(out)])
+    return out
+
+
+def inode_numbers(img, src):
+    """{path: inode number} of every entry, read with stock debugfs."""
+    nums = {}
+    for dirpath, dirs, files in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        for name in dirs + files:
+            p = "/" + os.path.normpath(os.path.join(rel, name))
+            out = helpers.debugfs(img, f"stat {p}").stdout
+            nums[p] = int(out.split("Inode:", 1)[1].split()[0])
+    return nums
+
+
+def fresh_build(src, tmp_path):
+    fresh = tmp_path / "fresh.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-d", str(src),
+                 "--dedup=block", str(fresh)],
+                env={"SOURCE_DATE_EPOCH": EPOCH})
+    return header(fresh)
+
+
+def check_as_fresh(img, src, tmp_path):
+    """The shrunk image is a fresh build's size, with its inode count."""
+    hs, hf = header(img), fresh_build(src, tmp_path)
+    assert hs["Block count"] > GROUP // BS, "one group: proves nothing"
+    assert hs["Inode count"] == hf["Inode count"], (hs, hf)
+    extra_gdt = hs["Reserved GDT blocks"] - hf["Reserved GDT blocks"]
+    few = max(16, hf["Block count"] // 100)
+    assert abs(hs["Block count"] - extra_gdt - hf["Block count"]) <= few, \
+        (hs, hf)
+    assert os.path.getsize(img) == hs["Block count"] * BS
+
+
+def check_sound(img, src, loop_mount):
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
+    ss, _ = sharing(mappings(img, src))
+    assert any(("late/z1", 0) in s for s in ss), "z1 and z2 no longer share"
+
+
+def test_spread_inodes_are_renumbered(spread, tmp_path, loop_mount):
+    """Inodes past the groups that stay take free numbers below; every
+    directory entry follows (stock debugfs and the kernel find every
+    file, hard links still one inode), checksums too (e2fsck -fn)."""
+    src, base = spread
+    img = copy(base, tmp_path)
+    before = inode_numbers(img, src)
+    assert max(before.values()) > 8192, "the kernel spread nothing"
+    res = convert(img, "--shrink")
+    assert "shrunk from 131072 to" in res.stdout, res.stdout
+    after = inode_numbers(img, src)
+    moved = [p for p in before if before[p] != after[p]]
+    kept = [p for p in before if before[p] == after[p]]
+    assert moved and kept, (len(moved), len(kept))
+    limit = header(img)["Inode count"]
+    assert max(after.values()) <= limit
+    assert after["/late/z1"] == after["/late/z1_hard"]
+    check_sound(img, src, loop_mount)
+    check_as_fresh(img, src, tmp_path)
+
+
+def test_tight_inodes_get_a_larger_table(tight, tmp_path, loop_mount):
+    """Fewer inodes per group than the groups that stay need: resize2fs
+    alone cannot cut (it has no room for the inodes of the groups it
+    cuts off); the new layout gives each group more."""
+    src, base = tight
+    img = copy(base, tmp_path)
+    ipg_before = int(helpers.dumpe2fs_header(img)["Inodes per group"])
+    convert(img, "--shrink")
+    ipg = int(helpers.dumpe2fs_header(img)["Inodes per group"])
+    assert ipg > ipg_before, (ipg, ipg_before)
+    check_sound(img, src, loop_mount)
+    check_as_fresh(img, src, tmp_path)
+
+
+def test_tight_without_the_new_layout_resize2fs_fails(tight, tmp_path):
+    """The oracle for the test above: stock resize2fs, on the converted
+    image with its own layout, refuses the size a fresh build has."""
+    src, base = tight
+    img = copy(base, tmp_path)
+    convert(img)
+    hf = fresh_build(src, tmp_path)
+    res = helpers.run(["resize2fs", "-f", str(img),
+                       str(hf["Block count"])], check=False)
+    assert res.returncode != 0, helpers.describe(res)
+
+
+def _sha(img):
+    h = hashlib.sha256()
+    with open(img, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+_NO_FAULTS = helpers.fault_injection_skip_reason()
+
+
+@pytest.fixture(scope="module")
+def converted(spread, tmp_path_factory):
+    """The spread image converted without --shrink: what e2undo must
+    bring back (the conversion is deterministic): the sha-256 of the
+    whole image and of all but its first block."""
+    src, base = spread
+    d = tmp_path_factory.mktemp("shrink-converted")
+    img = copy(base, d)
+    convert(img)
+    h = hashlib.sha256()
+    with open(img, "rb") as f:
+        f.seek(BS)
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return _sha(img), h.hexdigest()
+
+
+def unit_at(img, where):
+    """The new layout counts one unit per inode written (every inode in
+    use, the reserved ones included), then one per directory: the
+    first, one in the middle of the inodes, or the third directory."""
+    h = helpers.dumpe2fs_header(img)
+    used = int(h["Inode count"]) - int(h["Free inodes"])
+    return {"first": 1, "middle": used // 2, "dirs": used + 3}[where]
+
+
+def same_but_superblock(img, sha_rest):
+    """e2undo after a killed run marks the filesystem not clean (its
+    state flag, so that e2fsck runs): everything but the first block is
+    the converted image byte for byte."""
+    h = hashlib.sha256()
+    with open(img, "rb") as f:
+        f.seek(BS)
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest() == sha_rest
+
+
+@pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
+@pytest.mark.parametrize("where", ["first", "middle", "dirs"])
+def test_killed_in_the_new_layout_e2undo_restores(spread, converted,
+                                                  tmp_path, loop_mount,
+                                                  where):
+    """Killed (EXTREF_FAULT_SHRINK_KILL: _exit, no clean-up) in the new
+    layout: the undo file is left, a second run refuses and names it,
+    and stock e2undo with it brings back the converted image byte for
+    byte but the superblock's state, which asks for e2fsck; stock
+    e2fsck -fy then finds the rest clean."""
+    src, base = spread
+    img = copy(base, tmp_path)
+    unit = unit_at(img, where)
+    res = convert(img, "--shrink", check=False,
+                  env={"EXTREF_FAULT_SHRINK_KILL": str(unit)})
+    assert res.returncode == 137 and "killed after" in res.stderr, \
+        helpers.describe(res)
+    undo = f"{img}.e2undo"
+    assert os.path.exists(undo)
+    again = helpers.run([helpers.binary("mkfs.extref"), "--convert",
+                         "--shrink", str(img)], check=False)
+    assert again.returncode == 1 and f"run e2undo {undo} {img}" in \
+        again.stderr, helpers.describe(again)
+    helpers.run(["e2undo", undo, str(img)])
+    assert same_but_superblock(img, converted[1])
+    fix = helpers.run(["e2fsck", "-fy", str(img)], check=False)
+    assert fix.returncode in (0, 1), helpers.describe(fix)
+    check_sound(img, src, loop_mount)
+
+
+@pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
+@pytest.mark.parametrize("where", ["first", "dirs"])
+def test_failure_in_the_new_layout_is_rolled_back(spread, converted,
+                                                  tmp_path, loop_mount,
+                                                  where):
+    """A write failing half-way (EXTREF_FAULT_SHRINK_FAIL): e2undo puts
+    the image back by itself, no undo file is left, the run says so and
+    exits 1; the image is the converted one, sound, not cut."""
+    src, base = spread
+    img = copy(base, tmp_path)
+    res = convert(img, "--shrink", check=False,
+                  env={"EXTREF_FAULT_SHRINK_FAIL": str(unit_at(img, where))})
+    assert res.returncode == 1, helpers.describe(res)
+    assert "rolled back: the image is as before the new layout" in \
+        res.stderr and "not shrunk as far as planned" in res.stderr, \
+        res.stderr
+    assert not os.path.exists(f"{img}.e2undo")
+    assert _sha(img) == converted[0]
+    assert header(img)["Block count"] == 131072
+    check_sound(img, src, loop_mount)
+
+
+def test_refuses_what_renumbering_cannot_follow(tmp_path):
+    """stable_inodes (encryption tied to inode numbers): refused before
+    anything is written, the image byte for byte as it was."""
+    src = make_tree(tmp_path / "src")
+    img = tmp_path / "t.img"
+    plain_image(img, "64M", "-O", "stable_inodes", "-d", str(src))
+    before = _sha(img)
+    res = convert(img, "--shrink", check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "renumbering cannot follow" in res.stderr and \
+        "nothing was changed" in res.stderr, res.stderr
+    assert _sha(img) == before
