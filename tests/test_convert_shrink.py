@@ -293,17 +293,18 @@ def test_shrunk_image_takes_writes(tmp_path, loop_mount):
 
 def test_shrink_many_groups_1k(tmp_path, loop_mount):
     """1 KiB blocks: groups of 8 MiB, so the result keeps several groups
-    (and their inode tables: nothing is renumbered); still clean, every
-    byte there, shared blocks shared, whether the second cut went through
-    or was rolled back."""
+    (their inode tables laid out again); still clean, every byte there,
+    shared blocks shared, whether every cut went through or one was
+    rolled back."""
     src = make_tree(tmp_path / "src")
     img = tmp_path / "t.img"
     source_image(img, src, bs=1024, size="64M")
     before = header(img)["Block count"]
     res = convert(img, "--shrink", "-q", check=False)
-    # e2fsprogs 1.47.0's undo manager fails the second resize2fs run of
-    # this image ("Corrupt extent header"); it is rolled back to the first
-    # cut, never run again without an undo file: sound, and says so.
+    # e2fsprogs 1.47.0's undo manager has failed a resize2fs run of such
+    # images ("Corrupt extent header", "Resize inode is corrupt"); it is
+    # rolled back, never run again without an undo file: sound, and says
+    # so.
     assert res.returncode == 0 or (
         res.returncode == 1 and "rolled back with e2undo" in res.stderr
         and "not shrunk as far as planned" in res.stderr), \
