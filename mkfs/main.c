@@ -78,7 +78,8 @@ static void usage(FILE *f)
 "  --shrink       with --convert: then move what the image holds down,\n"
 "                 cut the filesystem (and the file) to the size a fresh\n"
 "                 -d build of it would have, with stock resize2fs, and\n"
-"                 rebuild the reference counts\n"
+"                 rebuild the reference counts; alone: the same for an\n"
+"                 extref image\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
 "                 block (every identical block)\n"
 "  --update       write the directory SOURCE (-d) into the existing extref\n"
@@ -284,8 +285,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--at needs --update");
 	if (o->delete && !o->update)
 		fatal("--delete needs --update");
-	if (o->shrink && !o->convert)
-		fatal("--shrink needs --convert");
+	if (o->shrink && !o->convert && (o->source || o->size_arg))
+		fatal("--shrink cuts an existing image: no -d, no SIZE");
 	if (o->update) {
 		update_check(o);
 		return;
@@ -318,6 +319,8 @@ int main(int argc, char **argv)
 	progress_init(!o.quiet && isatty(1));
 	if (o.convert)
 		return convert_image(&o);
+	if (o.shrink)
+		return shrink_only(&o);
 	if (o.update)
 		return update_image(&o);
 	if (o.size_arg &&

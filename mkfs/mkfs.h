@@ -143,10 +143,14 @@ int source_finish(const struct mkfs_opts *o);
  * (sets the size, the inode count unless -N, the journal, -m 0). */
 struct extref_source_size;
 void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
+/* The journal a build gives content bytes, in MiB. */
+unsigned int journal_mib(uint64_t content);
 
 /* convert.c */
 int parse_dedup(const char *arg);
 int convert_image(const struct mkfs_opts *o);
+/* --shrink alone: an extref image fsck.extref finds clean, shrunk. */
+int shrink_only(const struct mkfs_opts *o);
 int dedupe_image(const struct mkfs_opts *o);
 
 /* shrink.c: --convert --shrink.  Refuse (exit) before the conversion
@@ -164,9 +168,10 @@ __u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target);
 blk64_t shrink_stuck(ext2_filsys fs, blk64_t target);
 /* shrink_itable.c: the inode tables laid out for ipg inodes a group,
  * every inode in use within the first groups (renumbered if need be),
- * their tables below the block below; the caller closes fs to write it. */
+ * their tables below the block below; the caller closes fs to write it.
+ * *wrote is set once a write may have gone out. */
 errcode_t shrink_itable(ext2_filsys fs, __u32 ipg, dgrp_t groups,
-			blk64_t below);
+			blk64_t below, int *wrote);
 /* resize_run.c: the stock resize2fs cuts the image to blocks, keeping
  * the undo file undo while it runs; 0, -2 when it failed and e2undo put
  * the image back as it was, -1 otherwise (errors printed). */

@@ -61,7 +61,7 @@ static blk64_t overhead(unsigned int bs, blk64_t blocks, __u32 inodes,
 }
 
 /* The journal's size in MiB for content bytes. */
-static unsigned int journal_mib(uint64_t content)
+unsigned int journal_mib(uint64_t content)
 {
 	uint64_t j = content > (4ULL << 30) ? content / 1024 : JOURNAL_SMALL;
 

@@ -51,7 +51,8 @@ extern io_manager extref_fault_io_manager;
  * cut) or "rebuild"; EXTREF_FAULT_SHRINK=MODE runs the writes of the
  * rebuild under EXTREF_FAULT=MODE (libfs/tree/faultio.c).
  * EXTREF_FAULT_SHRINK_KILL=N kills the run likewise in the middle of the
- * new layout, after its N-th inode or directory written;
+ * new layout, after its N-th unit: the journal made again (when it is),
+ * then each inode written, then each directory;
  * EXTREF_FAULT_SHRINK_FAIL=N makes the N-th fail instead (EIO).  Crashes inside
  * resize2fs come from its own TEST_IO_WRITE_ABORT (e2fsprogs' test_io
  * manager).
@@ -178,7 +179,7 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 	if (err)
 		return err;
 	*blocks = ext2fs_blocks_count(fs->super);
-	*target = shrink_target(fs, o->headroom);
+	(void)shrink_ipg(fs, o->headroom, target); /* the size, for the inodes too */
 	*bs = fs->blocksize;
 	/* the new end moves up by what is stuck below it, which may
 	 * then hold more of it */
@@ -226,9 +227,33 @@ static int cut_blocks(const struct mkfs_opts *o)
 	return 0;
 }
 
-/* Whether the inode tables need laying out again, and for what. */
-static errcode_t plan_inodes(const struct mkfs_opts *o, __u32 *ipg,
-			     dgrp_t *groups, blk64_t *target)
+/* What step 1 does to fs: its journal's new size (0: kept), and the
+ * inodes per group (0: kept) with the groups and size they are for. */
+struct layout_plan {
+	blk64_t		jblocks;
+	__u32		ipg;
+	dgrp_t		groups;
+	blk64_t		target;
+};
+
+static errcode_t plan_layout(ext2_filsys fs, const struct mkfs_opts *o,
+			     struct layout_plan *p)
+{
+	errcode_t err = ext2fs_read_inode_bitmap(fs);
+
+	if (err)
+		return err;
+	p->ipg = shrink_ipg(fs, o->headroom, &p->target);
+	p->groups = (dgrp_t)((p->target - fs->super->s_first_data_block +
+			      fs->super->s_blocks_per_group - 1) /
+			     fs->super->s_blocks_per_group);
+	if (p->ipg == fs->super->s_inodes_per_group)
+		p->ipg = 0;
+	return 0;
+}
+
+/* Whether step 1 has anything to do (read-only). */
+static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
 {
 	ext2_filsys fs;
 	errcode_t err;
@@ -237,20 +262,16 @@ static errcode_t plan_inodes(const struct mkfs_opts *o, __u32 *ipg,
 			   unix_io_manager, &fs);
 	if (err)
 		return err;
-	err = ext2fs_read_inode_bitmap(fs);
-	*ipg = shrink_ipg(fs, o->headroom, target);
-	*groups = (dgrp_t)((*target - fs->super->s_first_data_block +
-			    fs->super->s_blocks_per_group - 1) /
-			   fs->super->s_blocks_per_group);
-	if (*ipg == fs->super->s_inodes_per_group)
-		*ipg = 0;
+	p->jblocks = shrink_journal_want(fs);
+	err = plan_layout(fs, o, p);
 	ext2fs_close_free(&fs);
 	return err;
 }
 
-/* The new layout written through e2fsprogs' undo io manager. */
-static errcode_t relayout_undo(const struct mkfs_opts *o, __u32 ipg,
-			       dgrp_t groups, blk64_t target)
+/* Step 1 through e2fsprogs' undo io manager; *wrote once a write may
+ * have gone out (before, a failure left the image as it was). */
+static errcode_t relayout_undo(const struct mkfs_opts *o,
+			       struct layout_plan *p, int *wrote)
 {
 	ext2_filsys fs;
 	errcode_t err;
@@ -266,54 +287,69 @@ static errcode_t relayout_undo(const struct mkfs_opts *o, __u32 ipg,
 		return err;
 	if (o->have_epoch)
 		fs->now = o->epoch;
-	err = shrink_itable(fs, ipg, groups, target);
+	if (p->jblocks) {
+		*wrote = 1;
+		err = shrink_journal(fs, p->jblocks);
+		if (!err)
+			err = shrink_tick();
+		/* the inodes' plan, for the journal's new size */
+		if (!err)
+			err = plan_layout(fs, o, p);
+	}
+	if (!err && p->ipg)
+		err = shrink_itable(fs, p->ipg, p->groups, p->target, wrote);
 	if (err) {
 		ext2fs_free(fs);	/* nothing more written */
 		return err;
 	}
+	*wrote = 1;
 	return ext2fs_close_free(&fs);
 }
 
 /*
- * Step 1: the inode tables laid out for the inodes a fresh build would
- * have (shrink_itable.c), before the cut.  0; -2 when it failed and
- * e2undo put the image back; -1 otherwise (errors printed).
+ * Step 1: the journal cut to a fresh build's (shrink_journal.c), and the
+ * inode tables laid out for the inodes a fresh build would have
+ * (shrink_itable.c), before the cut.  0; -2 when it failed and the image
+ * is as it was (put back by e2undo, or never written); -1 otherwise
+ * (errors printed).
  */
 static int relayout(const struct mkfs_opts *o)
 {
-	blk64_t target;
-	dgrp_t groups;
+	struct layout_plan p;
 	sigset_t old;
 	errcode_t err;
-	__u32 ipg;
-	int rc = 0;
+	int rc = 0, wrote = 0;
 
-	err = plan_inodes(o, &ipg, &groups, &target);
+	memset(&p, 0, sizeof(p));
+	err = plan_first(o, &p);
 	if (err) {
 		error_line("%s: %s while measuring", o->image,
 			   error_message(err));
 		return -1;
 	}
-	if (!ipg)
+	if (!p.jblocks && !p.ipg)
 		return 0;
-	progress_update("laying out the inode tables", 0, 0);
+	progress_update("laying out the journal and inode tables", 0, 0);
 	unlink(undo_path(o));
 	cleanup_block(&old);	/* a signal waits for the undo file */
-	err = relayout_undo(o, ipg, groups, target);
+	err = relayout_undo(o, &p, &wrote);
 	if (!err && run_e2fsck_fn(o)) {
 		error_line("%s: e2fsck -fn finds the image damaged after the "
 			   "new layout (above)", o->image);
 		err = EXT2_ET_FILESYSTEM_CORRUPTED;
 	}
 	if (err) {
-		error_line("%s: %s while laying out the inode tables for %u "
-			   "inodes a group", o->image, error_message(err),
-			   ipg);
-		rc = access(undo_path(o), F_OK) ? -2 :
-		     run_e2undo(o, undo_path(o)) ? -1 : -2;
+		error_line("%s: %s while laying out the journal and inode "
+			   "tables", o->image, error_message(err));
+		if (!wrote) {
+			unlink(undo_path(o));
+			rc = -2;
+		} else {
+			rc = run_e2undo(o, undo_path(o)) ? -1 : -2;
+		}
 		if (rc == -2)
-			error_line("%s: rolled back: the image is as before "
-				   "the new layout", o->image);
+			error_line("%s: rolled back: the image is as before the "
+				   "new layout", o->image);
 	} else {
 		unlink(undo_path(o));
 	}

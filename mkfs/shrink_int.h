@@ -24,6 +24,11 @@ errcode_t shrink_renum_check(ext2_filsys fs);
 /* After the inodes are in their new slots: directory entries, extent
  * and directory checksums, the superblock's inode fields. */
 errcode_t shrink_renum(struct relayout *r);
+/* shrink_journal.c: the blocks of the journal a fresh build would
+ * have, when the image's own is larger (else 0); and the journal made
+ * that size (fs's caller closes it to write). */
+blk64_t shrink_journal_want(ext2_filsys fs);
+errcode_t shrink_journal(ext2_filsys fs, blk64_t blocks);
 /* shrink.c: one unit of work done (crash tests kill there, or fail it:
  * an error to return; 0 in other builds). */
 errcode_t shrink_tick(void);

@@ -15,8 +15,8 @@
  *     the directory entries and checksums that name them);
  *   - the tables: the old ones freed, a new one of the new size for each
  *     group, allocated below the new end for the groups that stay (where
- *     the old ones were, as a rule), every inode written into its slot
- *     with its checksum for its number;
+ *     the old ones were, as a rule; without flex_bg, inside the group),
+ *     every inode written into its slot with its checksum for its number;
  *   - the inode bitmaps, the descriptors' counts, flags and checksums,
  *     and the superblock's counts, for the caller's close to write.
  *
@@ -117,6 +117,30 @@ static errcode_t place_table(struct relayout *r, dgrp_t g, blk64_t *goal,
 	return 0;
 }
 
+/* Without flex_bg a group's table must lie in the group itself. */
+static errcode_t place_in_group(struct relayout *r, dgrp_t g, blk64_t below)
+{
+	ext2_filsys fs = r->fs;
+	blk64_t first = ext2fs_group_first_block2(fs, g);
+	blk64_t end = ext2fs_group_last_block2(fs, g) + 1;
+
+	blk64_t blk;
+	errcode_t err;
+
+	if (g < r->groups && end > below)
+		end = below;
+	if (end < first + r->ibpg + 1)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	/* a run starting before end - ibpg + 1 ends inside the group */
+	err = ext2fs_get_free_blocks2(fs, first, end - r->ibpg + 1,
+				      (int)r->ibpg, fs->block_map, &blk);
+	if (err)
+		return err;
+	ext2fs_block_alloc_stats_range(fs, blk, r->ibpg, +1);
+	ext2fs_inode_table_loc_set(fs, g, blk);
+	return 0;
+}
+
 static errcode_t new_tables(struct relayout *r, blk64_t below)
 {
 	ext2_filsys fs = r->fs;
@@ -135,7 +159,10 @@ static errcode_t new_tables(struct relayout *r, blk64_t below)
 	fs->inode_blocks_per_group = (unsigned int)r->ibpg;
 	for (g = 0; g < fs->group_desc_count; g++) {
 		end = g < r->groups ? below : ext2fs_blocks_count(fs->super);
-		err = place_table(r, g, &goal, end);
+		if (ext2fs_has_feature_flex_bg(fs->super))
+			err = place_table(r, g, &goal, end);
+		else
+			err = place_in_group(r, g, below);
 		if (err)
 			return err;
 	}
@@ -220,12 +247,14 @@ static errcode_t tally(struct relayout *r, __u32 **last, __u32 **used,
 }
 
 /* Zero what the tables need zeroed, then every inode into its slot. */
-static errcode_t write_inodes(struct relayout *r, const __u32 *last)
+static errcode_t write_inodes(struct relayout *r, const __u32 *last,
+			      int *wrote)
 {
 	ext2_filsys fs = r->fs;
 	__u32 isz = EXT2_INODE_SIZE(fs->super);
 	errcode_t err;
 
+	*wrote = 1;	/* nothing was written before: all in memory */
 	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
 		blk64_t z = blocks_to_zero(r, last[g]);
 
@@ -252,7 +281,7 @@ static errcode_t write_inodes(struct relayout *r, const __u32 *last)
 }
 
 errcode_t shrink_itable(ext2_filsys fs, __u32 ipg, dgrp_t groups,
-			blk64_t below)
+			blk64_t below, int *wrote)
 {
 	struct relayout r;
 	__u32 *last = NULL, *used = NULL, *dirs = NULL;
@@ -280,7 +309,7 @@ errcode_t shrink_itable(ext2_filsys fs, __u32 ipg, dgrp_t groups,
 	if (!err)
 		err = tally(&r, &last, &used, &dirs);
 	if (!err)
-		err = write_inodes(&r, last);
+		err = write_inodes(&r, last, wrote);
 	if (!err) {
 		group_counts(&r, last, used, dirs);
 		err = shrink_renum(&r);

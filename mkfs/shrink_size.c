@@ -173,11 +173,35 @@ static blk64_t itable_blocks(ext2_filsys fs, __u32 ipg)
 }
 
 /*
+ * The image keeps its inodes per group (without flex_bg a group's table
+ * lies in the group, full of data: it cannot grow there): as many
+ * groups as its inodes need, at least.
+ */
+static __u32 keep_ipg(ext2_filsys fs, unsigned int headroom, __u32 want,
+		      blk64_t *target)
+{
+	__u32 ipg = fs->super->s_inodes_per_group;
+	dgrp_t need = (dgrp_t)(((__u64)want + ipg - 1) / ipg);
+	blk64_t t = shrink_target(fs, headroom);
+	blk64_t least = fs->super->s_first_data_block +
+			(blk64_t)(need - 1) * fs->super->s_blocks_per_group + 1;
+
+	if (need > 1 && t < least) {
+		t = whole_last_group(fs, least, fs->inode_blocks_per_group);
+		if (t > ext2fs_blocks_count(fs->super))
+			t = ext2fs_blocks_count(fs->super);
+	}
+	*target = t;
+	return ipg;
+}
+
+/*
  * The inodes per group of a fresh build of what fs holds, for the
  * groups of the size it will be cut to (which depends on the inode
  * tables: found together), and that size (*target).  With fewer groups
- * than it takes to hold the inodes at the most a group can have, the
- * image's own layout stays (returned as is).
+ * than it takes to hold the inodes at the most a group can have, or
+ * tables that would grow without flex_bg, the image's own inodes per
+ * group stay (keep_ipg).
  */
 __u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target)
 {
@@ -193,10 +217,10 @@ __u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target)
 		n = groups_for(fs, t);
 	}
 	ipg = ipg_for(fs, want, n);
-	if ((__u64)ipg * n < want || groups_for(fs, t) != n) {
-		*target = shrink_target(fs, headroom);
-		return fs->super->s_inodes_per_group;
-	}
+	if ((__u64)ipg * n < want || groups_for(fs, t) != n ||
+	    (ipg > fs->super->s_inodes_per_group &&
+	     !ext2fs_has_feature_flex_bg(fs->super)))
+		return keep_ipg(fs, headroom, want, target);
 	*target = t;
 	return ipg;
 }
