@@ -311,7 +311,7 @@ for d in "${dirs[@]}"; do
 	if [ -s "$work/cfr.log" ]; then
 		read -r cfr_len cfr_done cfr_calls < <(tail -1 "$work/cfr.log")
 		printf '  (mkfs.erofs %s copies its %s bytes of chunks with one copy_file_range and fails with EIO on a short count: completed in %s calls, see the header)\n' \
-			"$(mkfs.erofs --help 2>&1 | sed -n '1s/^mkfs.erofs \([0-9.]*\).*/\1/p')" \
+			"$(sed -n 's/^mkfs.erofs \([0-9][0-9.]*\)$/\1/p' "$work/out" | head -1)" \
 			"$cfr_len" "$cfr_calls"
 		[ "$cfr_done" = "$cfr_len" ] ||
 			echo "  MISS the chunk copy stopped at $cfr_done of $cfr_len bytes"
