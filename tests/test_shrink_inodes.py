@@ -354,3 +354,23 @@ def test_journal_step_interrupted(big_journal, tmp_path, loop_mount, how):
     h = helpers.dumpe2fs_header(img)
     assert int(h["Total journal blocks"]) == (8 << 20) // BS
     check_sound(img, src, loop_mount)
+
+
+def test_inline_directories_renumbered(tmp_path, loop_mount):
+    """inline_data: small directories live in their inode, ".." as a
+    number in i_block; populated through the kernel so that they sit
+    past the group that stays, they are renumbered with their entries."""
+    helpers.require_loop()
+    src = make_tree(tmp_path / "src")
+    img = tmp_path / "inline.img"
+    plain_image(img, "256M", "-O", "inline_data")
+    with helpers.loop_mount(img, tmp_path / "fill", options="rw"):
+        helpers.run(["cp", "-a", f"{src}/.", str(tmp_path / "fill")])
+    before = inode_numbers(img, src)
+    inline = [p for p in before if "Size of inline data" in
+              helpers.debugfs(img, f"stat {p}").stdout]
+    assert any(before[p] > 8192 for p in inline), (inline, before)
+    convert(img, "--shrink")
+    after = inode_numbers(img, src)
+    assert any(before[p] != after[p] for p in inline)
+    check_sound(img, src, loop_mount)
