@@ -268,6 +268,41 @@ static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
 	return err;
 }
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#define leak_check_off()	__lsan_disable()
+#define leak_check_on()		__lsan_enable()
+#else
+#define leak_check_off()	do { } while (0)
+#define leak_check_on()		do { } while (0)
+#endif
+
+/*
+ * The undo io manager sets itself up at its first write: the block
+ * holding the superblock written back as it is.  (e2fsprogs 1.47.0's
+ * manager frees the block map it makes then with the 32-bit bitmap
+ * call, which ignores a 64-bit map: a leak of some 300 bytes a run, not
+ * ours, which sanitized builds are told to ignore, and nothing else.)
+ */
+static errcode_t undo_start(ext2_filsys fs)
+{
+	blk64_t b = fs->super->s_first_data_block;
+	char *buf;
+	errcode_t err;
+
+	err = ext2fs_get_mem(fs->blocksize, &buf);
+	if (err)
+		return err;
+	err = io_channel_read_blk64(fs->io, b, 1, buf);
+	if (!err) {
+		leak_check_off();
+		err = io_channel_write_blk64(fs->io, b, 1, buf);
+		leak_check_on();
+	}
+	ext2fs_free_mem(&buf);
+	return err;
+}
+
 /* Step 1 through e2fsprogs' undo io manager; *wrote once a write may
  * have gone out (before, a failure left the image as it was). */
 static errcode_t relayout_undo(const struct mkfs_opts *o,
@@ -287,7 +322,8 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 		return err;
 	if (o->have_epoch)
 		fs->now = o->epoch;
-	if (p->jblocks) {
+	err = undo_start(fs);
+	if (!err && p->jblocks) {
 		*wrote = 1;
 		err = shrink_journal(fs, p->jblocks);
 		if (!err)
