@@ -184,9 +184,14 @@ def test_tight_without_the_new_layout_resize2fs_fails(tight, tmp_path):
     assert res.returncode != 0, helpers.describe(res)
 
 
-def _sha(img):
+_sha = helpers.sha256
+
+
+def sha_past_first_block(img):
+    """sha-256 of all of img but its first block (the superblock's)."""
     h = hashlib.sha256()
     with open(img, "rb") as f:
+        f.seek(BS)
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -204,12 +209,7 @@ def converted(spread, tmp_path_factory):
     d = tmp_path_factory.mktemp("shrink-converted")
     img = copy(base, d)
     convert(img)
-    h = hashlib.sha256()
-    with open(img, "rb") as f:
-        f.seek(BS)
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return _sha(img), h.hexdigest()
+    return _sha(img), sha_past_first_block(img)
 
 
 def unit_at(img, where):
@@ -225,12 +225,7 @@ def same_but_superblock(img, sha_rest):
     """e2undo after a killed run marks the filesystem not clean (its
     state flag, so that e2fsck runs): everything but the first block is
     the converted image byte for byte."""
-    h = hashlib.sha256()
-    with open(img, "rb") as f:
-        f.seek(BS)
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest() == sha_rest
+    return sha_past_first_block(img) == sha_rest
 
 
 @pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
@@ -308,12 +303,7 @@ def big_journal(tmp_path_factory):
     plain_image(img, "256M", "-J", "size=8", "-d", str(src))
     conv = copy(img, d, "conv.img")
     convert(conv)
-    h = hashlib.sha256()
-    with open(conv, "rb") as f:
-        f.seek(BS)
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return src, img, (_sha(conv), h.hexdigest())
+    return src, img, (_sha(conv), sha_past_first_block(conv))
 
 
 def test_journal_cut_to_a_builds(big_journal, tmp_path, loop_mount):
