@@ -163,6 +163,9 @@ int shrink_image(const struct mkfs_opts *o);
  * and its inodes per group (with the size that goes with them; the
  * image's own inodes per group when it cannot have them). */
 blk64_t shrink_target(ext2_filsys fs, unsigned int headroom);
+/* The same for the image's own inodes per group: at least the groups
+ * its inodes need (what the cut aims at, once step 1 is done or not). */
+blk64_t shrink_target_as_is(ext2_filsys fs, unsigned int headroom);
 __u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target);
 /* Blocks below target resize2fs cannot fill in the same run (there). */
 blk64_t shrink_stuck(ext2_filsys fs, blk64_t target);

@@ -145,7 +145,7 @@ static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
 	} else {
 		say_failed(o, "resize2fs", status, why);
 		if (why || access(undo, F_OK))
-			return -1;	/* never started: nothing changed */
+			return -2;	/* never started: nothing changed */
 	}
 	if (run_e2undo(o, undo))
 		return -1;

@@ -130,18 +130,32 @@ static const char *undo_path(const struct mkfs_opts *o)
 	return path;
 }
 
+/* IMAGE.layout.e2undo: step 1's, kept until the first cut went through
+ * (so that a cut that cannot be made takes the new layout back too). */
+static const char *layout_undo_path(const struct mkfs_opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s.layout.e2undo", o->image) >=
+	    (int)sizeof(path))
+		fatal("%s: name too long", o->image);
+	return path;
+}
+
 void shrink_check_clean(const struct mkfs_opts *o)
 {
 	ext2_filsys fs;
 
 	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
 			 unix_io_manager, &fs) == 0) {
-		errcode_t err = shrink_renum_check(fs);
+		int stable = ext2fs_has_feature_stable_inodes(fs->super);
 
 		ext2fs_close_free(&fs);
-		if (err)
-			fatal("%s: --shrink: %s; nothing was changed",
-			      o->image, error_message(err));
+		if (stable)
+			fatal("%s: --shrink: the filesystem has stable_inodes "
+			      "(inode numbers must not change; resize2fs will "
+			      "not shrink it either); nothing was changed",
+			      o->image);
 	}
 	if (run_e2fsck_fn(o))
 		fatal("%s: e2fsck -fn finds it damaged (above): --shrink runs "
@@ -157,9 +171,16 @@ void shrink_check(const struct mkfs_opts *o)
 		      o->image, o->image);
 	if (access(undo_path(o), F_OK) == 0)
 		fatal("%s: %s exists (an interrupted shrink's undo file?): "
-		      "run e2undo %s %s to roll that back, or remove it; "
+		      "run e2undo %s %s to roll that back%s, or remove it; "
 		      "nothing was changed", o->image, undo_path(o),
-		      undo_path(o), o->image);
+		      undo_path(o), o->image,
+		      access(layout_undo_path(o), F_OK) ? "" :
+		      " (then the same with its .layout.e2undo)");
+	if (access(layout_undo_path(o), F_OK) == 0)
+		fatal("%s: %s exists (an interrupted shrink's undo file?): "
+		      "run e2undo %s %s to roll that back, or remove it; "
+		      "nothing was changed", o->image, layout_undo_path(o),
+		      layout_undo_path(o), o->image);
 	if (access("/sbin/resize2fs", X_OK) && !getenv("MKFS_EXTREF_RESIZE2FS")
 	    && system("command -v resize2fs >/dev/null 2>&1"))
 		fatal("%s: --shrink needs the stock resize2fs (e2fsprogs): "
@@ -179,11 +200,11 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 	if (err)
 		return err;
 	*blocks = ext2fs_blocks_count(fs->super);
-	(void)shrink_ipg(fs, o->headroom, target); /* the size, for the inodes too */
+	*target = shrink_target_as_is(fs, o->headroom);
 	*bs = fs->blocksize;
 	/* the new end moves up by what is stuck below it, which may
 	 * then hold more of it */
-	for (int i = 0; stuck && i < 8; i++) {
+	for (int i = 0; stuck && i < 64; i++) {
 		blk64_t s = shrink_stuck(fs, *target + (i ? *stuck : 0));
 
 		if (i && s == *stuck)
@@ -194,12 +215,32 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 	return 0;
 }
 
+/* After the first cut: the new layout stays (its undo file goes); or,
+ * the cut rolled back, the new layout is taken back too. */
+static int layout_settle(const struct mkfs_opts *o, int cut_rc)
+{
+	sigset_t old;
+	int rc = cut_rc;
+
+	cleanup_block(&old);
+	if (cut_rc != -2) {
+		unlink(layout_undo_path(o));
+	} else if (run_e2undo(o, layout_undo_path(o))) {
+		rc = -1;
+	} else {
+		error_line("%s: rolled back the new layout too: the image is "
+			   "as before the shrink", o->image);
+	}
+	cleanup_unblock(&old);
+	return rc;
+}
+
 /*
  * Step 2: resize2fs down to the target, if smaller;
  * in two runs when the first cannot use the metadata blocks of the
  * groups it cuts off.  0, or run_resize2fs's -1 or -2 (rolled back).
  */
-static int cut_blocks(const struct mkfs_opts *o)
+static int cut_blocks(const struct mkfs_opts *o, int layout)
 {
 	blk64_t blocks, target, stuck;
 	unsigned int bs;
@@ -211,14 +252,18 @@ static int cut_blocks(const struct mkfs_opts *o)
 		if (err) {
 			error_line("%s: %s while measuring", o->image,
 				   error_message(err));
+			if (run == 0 && layout)
+				layout_settle(o, 0);
 			return -1;
 		}
 		if (target >= blocks)
-			return 0;
+			return run == 0 && layout ? layout_settle(o, 0) : 0;
 		if (target + stuck >= blocks)
 			stuck = 0;
 		progress_update("shrinking", 0, 0);
 		err = run_resize2fs(o, target + stuck, undo_path(o));
+		if (run == 0 && layout)
+			err = layout_settle(o, (int)err);
 		if (err)
 			return (int)err;
 		if (!stuck)
@@ -313,7 +358,7 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 
 	err = set_undo_io_backing_manager(shrink_io());
 	if (!err)
-		err = set_undo_io_backup_file((char *)undo_path(o));
+		err = set_undo_io_backup_file((char *)layout_undo_path(o));
 	if (!err)
 		err = ext2fs_open2(o->image, NULL,
 				   EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0, 0,
@@ -345,9 +390,10 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 /*
  * Step 1: the journal cut to a fresh build's (shrink_journal.c), and the
  * inode tables laid out for the inodes a fresh build would have
- * (shrink_itable.c), before the cut.  0; -2 when it failed and the image
- * is as it was (put back by e2undo, or never written); -1 otherwise
- * (errors printed).
+ * (shrink_itable.c), before the cut.  0: nothing to do; 1: done, its
+ * undo file kept (layout_settle); -2 when it failed and the image is as
+ * it was (put back by e2undo, or never written); -1 otherwise (errors
+ * printed).
  */
 static int relayout(const struct mkfs_opts *o)
 {
@@ -366,7 +412,7 @@ static int relayout(const struct mkfs_opts *o)
 	if (!p.jblocks && !p.ipg)
 		return 0;
 	progress_update("laying out the journal and inode tables", 0, 0);
-	unlink(undo_path(o));
+	unlink(layout_undo_path(o));
 	cleanup_block(&old);	/* a signal waits for the undo file */
 	err = relayout_undo(o, &p, &wrote);
 	if (!err && run_e2fsck_fn(o)) {
@@ -378,20 +424,21 @@ static int relayout(const struct mkfs_opts *o)
 		error_line("%s: %s while laying out the journal and inode "
 			   "tables", o->image, error_message(err));
 		if (!wrote) {
-			unlink(undo_path(o));
+			unlink(layout_undo_path(o));
 			rc = -2;
 		} else {
-			rc = run_e2undo(o, undo_path(o)) ? -1 : -2;
+			rc = run_e2undo(o, layout_undo_path(o)) ? -1 : -2;
 		}
 		if (rc == -2)
 			error_line("%s: rolled back: the image is as before the "
-				   "new layout", o->image);
+				   "new layout; cut with its own", o->image);
 	} else {
-		unlink(undo_path(o));
+		rc = 1;		/* done, its undo file kept */
 	}
 	cleanup_unblock(&old);
 	return rc;
 }
+
 
 /* Step 3: the tree's records follow their blocks (the fsck core's
  * rebuild, quietly); anything it cannot fix is an error. */
@@ -497,7 +544,7 @@ int shrink_image(const struct mkfs_opts *o)
 	blk64_t before, target, after;
 	unsigned int bs;
 	errcode_t err;
-	int rc;
+	int rc, layout;
 
 	err = measure(o, &before, &target, &bs, NULL);
 	if (!err)
@@ -507,10 +554,11 @@ int shrink_image(const struct mkfs_opts *o)
 		return 1;
 	}
 	set_note(o);
-	rc = relayout(o);
+	layout = relayout(o);
 	fault_leave("itable");
-	if (!rc)
-		rc = cut_blocks(o);
+	rc = layout == -1 ? -1 : cut_blocks(o, layout == 1);
+	if (!rc && layout == -2)
+		rc = -2;		/* cut, but with its own layout */
 	fault_leave("resize");
 	extref_image_unlock(lock);
 	/* rolled back (-2): the image is sound, the counts follow what the

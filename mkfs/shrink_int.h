@@ -19,8 +19,9 @@ struct relayout {
 	int		moved;		/* a number changed */
 };
 
-/* shrink_renum.c: refuse what names inodes we cannot follow. */
-errcode_t shrink_renum_check(ext2_filsys fs);
+/* shrink_renum.c: refuse, when r renumbers, what names inodes we
+ * cannot follow. */
+errcode_t shrink_renum_check(ext2_filsys fs, const struct relayout *r);
 /* After the inodes are in their new slots: directory entries, extent
  * and directory checksums, the superblock's inode fields. */
 errcode_t shrink_renum(struct relayout *r);

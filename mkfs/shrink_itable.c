@@ -101,14 +101,19 @@ static errcode_t place_table(struct relayout *r, dgrp_t g, blk64_t *goal,
 	blk64_t blk;
 	errcode_t err;
 
-	err = ext2fs_get_free_blocks2(fs, *goal < end ? *goal : 0, end,
-				      (int)r->ibpg, fs->block_map, &blk);
-	if (!err && blk + r->ibpg > end)	/* it ran over the end */
+	if (end < r->ibpg + 1)
+		return EXT2_ET_BLOCK_ALLOC_FAIL;
+	/* from the goal; then from the start (a run that begins before
+	 * end - ibpg + 1 ends below end) */
+	err = EXT2_ET_BLOCK_ALLOC_FAIL;
+	if (*goal + r->ibpg < end)
+		err = ext2fs_get_free_blocks2(fs, *goal, end - r->ibpg + 1,
+					      (int)r->ibpg, fs->block_map,
+					      &blk);
+	if (err == EXT2_ET_BLOCK_ALLOC_FAIL)
 		err = ext2fs_get_free_blocks2(fs, 0, end - r->ibpg + 1,
 					      (int)r->ibpg, fs->block_map,
 					      &blk);
-	if (!err && blk + r->ibpg > end)
-		err = EXT2_ET_BLOCK_ALLOC_FAIL;
 	if (err)
 		return err;
 	ext2fs_block_alloc_stats_range(fs, blk, r->ibpg, +1);
@@ -144,7 +149,7 @@ static errcode_t place_in_group(struct relayout *r, dgrp_t g, blk64_t below)
 static errcode_t new_tables(struct relayout *r, blk64_t below)
 {
 	ext2_filsys fs = r->fs;
-	blk64_t goal = ~0ULL, end;
+	blk64_t goal = ~0ULL, cut_goal = below, end;
 	errcode_t err;
 	dgrp_t g;
 
@@ -158,11 +163,23 @@ static errcode_t new_tables(struct relayout *r, blk64_t below)
 	}
 	fs->inode_blocks_per_group = (unsigned int)r->ibpg;
 	for (g = 0; g < fs->group_desc_count; g++) {
-		end = g < r->groups ? below : ext2fs_blocks_count(fs->super);
-		if (ext2fs_has_feature_flex_bg(fs->super))
-			err = place_table(r, g, &goal, end);
-		else
+		if (!ext2fs_has_feature_flex_bg(fs->super)) {
 			err = place_in_group(r, g, below);
+		} else if (g < r->groups) {
+			err = place_table(r, g, &goal, below);
+		} else {
+			/* a group the cut takes: its table above the new
+			 * end (below it, it would hold blocks the cut
+			 * needs), else anywhere */
+			end = ext2fs_blocks_count(fs->super);
+			if (cut_goal < below)
+				cut_goal = below;
+			err = place_table(r, g, &cut_goal, end);
+			if (err == EXT2_ET_BLOCK_ALLOC_FAIL) {
+				cut_goal = 0;
+				err = place_table(r, g, &cut_goal, end);
+			}
+		}
 		if (err)
 			return err;
 	}
@@ -293,13 +310,15 @@ errcode_t shrink_itable(ext2_filsys fs, __u32 ipg, dgrp_t groups,
 	r.groups = groups;
 	r.ibpg = ((blk64_t)ipg * EXT2_INODE_SIZE(fs->super) + fs->blocksize -
 		  1) / fs->blocksize;
-	err = shrink_renum_check(fs);
-	if (!err)
-		err = ext2fs_read_bitmaps(fs);
+	if ((__u64)ipg * fs->group_desc_count > 0xffffffffULL)
+		return EXT2_ET_TOO_MANY_INODES;
+	err = ext2fs_read_bitmaps(fs);
 	if (!err)
 		err = collect(&r);
 	if (!err)
 		err = number(&r, ipg * groups);
+	if (!err && r.moved)
+		err = shrink_renum_check(fs, &r);
 	if (!err)
 		err = ext2fs_flush_icache(fs);
 	if (!err)

@@ -8,10 +8,10 @@
  * The journal is clean (replayed before the shrink starts), so nothing
  * in it is needed: its blocks are freed, and a new journal of the new
  * size is made by libext2fs (ext2fs_add_journal_inode3) at the old one's
- * first block, its superblock written and its other blocks left as they
- * are (a journal superblock that says "empty" makes their bytes
- * irrelevant, as mke2fs's lazy_journal_init does).  It runs inside
- * --shrink's first step, through the undo io manager.  An external
+ * first block, zeroed (not lazily: old transactions left in its blocks
+ * could pass for new ones in a later recovery; on a file libext2fs
+ * zeroes with fallocate, so the host need not store the zeros).  It runs
+ * inside --shrink's first step, through the undo io manager.  An external
  * journal, or one with a fast-commit area, is kept.
  */
 #include <string.h>

@@ -4,9 +4,10 @@
  *
  * An ext4 filesystem names inodes by number in directory entries ("."
  * and ".." included, inline directories too), in the superblock (lost+
- * found, the project quota and orphan-file inodes; the others are
- * reserved numbers, which never move), and in checksums: an inode's, its
- * extent blocks' and its directory blocks' are seeded with its number.
+ * found, the quota inodes, the inodes of the first and last errors; the
+ * journal's is reserved, and reserved numbers never move), and in
+ * checksums: an inode's, its extent blocks' and its directory blocks'
+ * are seeded with its number.
  * The reference-count tree names blocks only.  So, once every inode is
  * in its new slot:
  *
@@ -17,28 +18,20 @@
  *     metadata_csum, when the directory itself moved (its checksum);
  *   - the superblock's fields follow.
  *
- * What this cannot follow is refused before anything is written
- * (shrink_renum_check): extended attributes stored in inodes (ea_inode:
- * entries name them), stable_inodes (encryption keys tied to inode
- * numbers), an orphan list (a chain of numbers through the inodes) and
- * a snapshot.
+ * What this cannot follow fails the step before anything is written
+ * (shrink_renum_check), and the image is cut with its own inodes per
+ * group: extended attributes stored in inodes (ea_inode: entries name
+ * them), an orphan list (a chain of numbers through the inodes), a
+ * snapshot, and an orphan file that would move (its blocks' checksums
+ * are seeded with its number).  stable_inodes (encryption keys tied to
+ * inode numbers) is refused before the conversion: resize2fs will not
+ * shrink such a filesystem either.
  */
 #include <stdlib.h>
 
 #include "extref.h"
 #include "mkfs.h"
 #include "shrink_int.h"
-
-errcode_t shrink_renum_check(ext2_filsys fs)
-{
-	struct ext2_super_block *sb = fs->super;
-
-	if (ext2fs_has_feature_ea_inode(sb) ||
-	    ext2fs_has_feature_stable_inodes(sb) || sb->s_last_orphan ||
-	    sb->s_snapshot_inum)
-		return EXTREF_ERR_INODE_NUMBERS;
-	return 0;
-}
 
 static int by_old(const void *a, const void *b)
 {
@@ -54,6 +47,19 @@ static ext2_ino_t map_ino(const struct relayout *r, ext2_ino_t old)
 				      by_old);
 
 	return p ? r->new[p - r->old] : old;
+}
+
+errcode_t shrink_renum_check(ext2_filsys fs, const struct relayout *r)
+{
+	struct ext2_super_block *sb = fs->super;
+
+	if (ext2fs_has_feature_ea_inode(sb) ||
+	    ext2fs_has_feature_stable_inodes(sb) || sb->s_last_orphan ||
+	    sb->s_snapshot_inum ||
+	    (sb->s_orphan_file_inum &&
+	     map_ino(r, sb->s_orphan_file_inum) != sb->s_orphan_file_inum))
+		return EXTREF_ERR_INODE_NUMBERS;
+	return 0;
 }
 
 struct dir_ctx {
@@ -101,12 +107,14 @@ static void map_super(const struct relayout *r)
 		sb->s_lpf_ino = map_ino(r, sb->s_lpf_ino);
 	if (sb->s_prj_quota_inum)
 		sb->s_prj_quota_inum = map_ino(r, sb->s_prj_quota_inum);
-	if (sb->s_orphan_file_inum)
-		sb->s_orphan_file_inum = map_ino(r, sb->s_orphan_file_inum);
 	if (sb->s_usr_quota_inum)
 		sb->s_usr_quota_inum = map_ino(r, sb->s_usr_quota_inum);
 	if (sb->s_grp_quota_inum)
 		sb->s_grp_quota_inum = map_ino(r, sb->s_grp_quota_inum);
+	if (sb->s_first_error_ino)
+		sb->s_first_error_ino = map_ino(r, sb->s_first_error_ino);
+	if (sb->s_last_error_ino)
+		sb->s_last_error_ino = map_ino(r, sb->s_last_error_ino);
 }
 
 errcode_t shrink_renum(struct relayout *r)

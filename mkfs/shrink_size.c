@@ -195,6 +195,14 @@ static __u32 keep_ipg(ext2_filsys fs, unsigned int headroom, __u32 want,
 	return ipg;
 }
 
+blk64_t shrink_target_as_is(ext2_filsys fs, unsigned int headroom)
+{
+	blk64_t t;
+
+	keep_ipg(fs, headroom, inodes_wanted(fs, headroom), &t);
+	return t;
+}
+
 /*
  * The inodes per group of a fresh build of what fs holds, for the
  * groups of the size it will be cut to (which depends on the inode

@@ -433,17 +433,23 @@ def test_refuses_with_an_undo_file_left(plain_image):
 def test_resize2fs_failing_leaves_a_sound_image(plain_image, tmp_path,
                                                 loop_mount):
     """A resize2fs that fails (here one that changes nothing and exits 1)
-    is reported with what to run; the converted image is sound."""
+    is reported; the new layout of step 1 is taken back too (its undo
+    file, kept until the first cut went through), and the converted
+    image is sound, with its own inodes."""
     fake = tmp_path / "resize2fs"
     fake.write_text("#!/bin/sh\necho 'resize2fs: Invalid argument' >&2\n"
                     "exit 1\n")
     fake.chmod(0o755)
+    inodes = header(plain_image)["Inode count"]
     res = convert(plain_image, "--shrink", check=False,
                   env={"MKFS_EXTREF_RESIZE2FS": str(fake)})
     assert res.returncode == 1, helpers.describe(res)
     assert "resize2fs failed" in res.stderr and \
-        f"fsck.extref -fy {plain_image}" in res.stderr, res.stderr
+        "rolled back the new layout too" in res.stderr and \
+        "not shrunk as far as planned" in res.stderr, res.stderr
     assert "Invalid argument" in res.stderr
+    assert header(plain_image)["Inode count"] == inodes
+    assert not list(plain_image.parent.glob("*.e2undo"))
     helpers.e2fsck_fn(plain_image)
     fsck_fn(plain_image)
     mnt, _ = loop_mount(plain_image)
