@@ -216,14 +216,21 @@ static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
 }
 
 /* After the first cut: the new layout stays (its undo file goes); or,
- * the cut rolled back, the new layout is taken back too. */
+ * the cut rolled back, the new layout is taken back too; or, the cut's
+ * rollback failed, its undo file is kept for the user too. */
 static int layout_settle(const struct mkfs_opts *o, int cut_rc)
 {
 	sigset_t old;
 	int rc = cut_rc;
 
 	cleanup_block(&old);
-	if (cut_rc != -2) {
+	if (cut_rc == -1) {
+		/* the cut's own undo file is kept and named: this one too */
+		error_line("%s: the new layout's undo file %s is kept too: "
+			   "after e2undo with the first, run e2undo %s %s",
+			   o->image, layout_undo_path(o), layout_undo_path(o),
+			   o->image);
+	} else if (cut_rc != -2) {
 		unlink(layout_undo_path(o));
 	} else if (run_e2undo(o, layout_undo_path(o))) {
 		rc = -1;
