@@ -35,6 +35,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include "mkfs.h"
 
 /* What the tool printed (on failure), on standard error. */
@@ -128,27 +130,60 @@ int run_e2undo(const struct mkfs_opts *o, const char *undo)
 	return -1;
 }
 
+/* IMAGE.tail.e2undo: the tail resize_tail.c saves before each run. */
+static const char *tail_path(const struct mkfs_opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s.tail.e2undo", o->image) >=
+	    (int)sizeof(path))
+		fatal("%s: name too long", o->image);
+	return path;
+}
+
+/* A run that went through but left a damaged image: its undo file,
+ * then the tail's (the file was cut). */
+static int take_back_whole(const struct mkfs_opts *o, const char *undo)
+{
+	if (run_e2undo(o, undo))
+		return -1;
+	return run_e2undo(o, tail_path(o)) ? -1 : 0;
+}
+
 static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
-			  const char *size, const char *undo)
+			  const char *size, const char *undo, blk64_t blocks)
 {
 	int status, why;
+	errcode_t err;
 
 	unlink(undo);
+	err = resize_tail_save(o->image, blocks, tail_path(o));
+	if (err) {
+		error_line("%s: %s while saving the blocks above %s for the "
+			   "undo file", o->image, error_message(err), size);
+		return -2;	/* nothing changed */
+	}
 	if (!run_tool(o, "MKFS_EXTREF_RESIZE2FS", argv, &status, &why)) {
 		/* kept until stock e2fsck finds the result clean */
 		if (!run_e2fsck_fn(o)) {
 			unlink(undo);
+			unlink(tail_path(o));
 			return 0;
 		}
 		error_line("%s: e2fsck -fn finds the image damaged after "
 			   "resize2fs (above)", o->image);
+		if (take_back_whole(o, undo))
+			return -1;
 	} else {
 		say_failed(o, "resize2fs", status, why);
+		/* it cuts the file only at the end of a run that went
+		 * through: its own undo file is enough */
+		unlink(tail_path(o));
 		if (why || access(undo, F_OK))
 			return -2;	/* never started: nothing changed */
+		if (run_e2undo(o, undo))
+			return -1;
 	}
-	if (run_e2undo(o, undo))
-		return -1;
 	error_line("%s: rolled back with e2undo: the image is as before the "
 		   "cut to %s blocks", o->image, size);
 	/*
@@ -173,7 +208,7 @@ int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
 	snprintf(size, sizeof(size), "%llu", (unsigned long long)blocks);
 	/* a signal waits until the undo file is gone or named */
 	cleanup_block(&old);
-	rc = resize_or_undo(o, argv, size, undo);
+	rc = resize_or_undo(o, argv, size, undo, blocks);
 	cleanup_unblock(&old);
 	return rc;
 }

@@ -130,6 +130,17 @@ static const char *undo_path(const struct mkfs_opts *o)
 	return path;
 }
 
+/* IMAGE.tail.e2undo: what resize_tail.c saves before each cut. */
+static const char *tail_undo_path(const struct mkfs_opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s.tail.e2undo", o->image) >=
+	    (int)sizeof(path))
+		fatal("%s: name too long", o->image);
+	return path;
+}
+
 /* IMAGE.layout.e2undo: step 1's, kept until the first cut went through
  * (so that a cut that cannot be made takes the new layout back too). */
 static const char *layout_undo_path(const struct mkfs_opts *o)
@@ -176,6 +187,12 @@ void shrink_check(const struct mkfs_opts *o)
 		      undo_path(o), o->image,
 		      access(layout_undo_path(o), F_OK) ? "" :
 		      " (then the same with its .layout.e2undo)");
+	if (access(tail_undo_path(o), F_OK) == 0)
+		fatal("%s: %s exists (an interrupted shrink's undo file?): "
+		      "after e2undo with %s if it exists, run e2undo %s %s, "
+		      "or remove it; nothing was changed", o->image,
+		      tail_undo_path(o), undo_path(o), tail_undo_path(o),
+		      o->image);
 	if (access(layout_undo_path(o), F_OK) == 0)
 		fatal("%s: %s exists (an interrupted shrink's undo file?): "
 		      "run e2undo %s %s to roll that back, or remove it; "
@@ -320,21 +337,10 @@ static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
 	return err;
 }
 
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#define leak_check_off()	__lsan_disable()
-#define leak_check_on()		__lsan_enable()
-#else
-#define leak_check_off()	do { } while (0)
-#define leak_check_on()		do { } while (0)
-#endif
-
 /*
  * The undo io manager sets itself up at its first write: the block
- * holding the superblock written back as it is.  (e2fsprogs 1.47.0's
- * manager frees the block map it makes then with the 32-bit bitmap
- * call, which ignores a 64-bit map: a leak of some 300 bytes a run, not
- * ours, which sanitized builds are told to ignore, and nothing else.)
+ * holding the superblock written back as it is (see undo_leak_off in
+ * mkfs.h).
  */
 static errcode_t undo_start(ext2_filsys fs)
 {
@@ -347,9 +353,9 @@ static errcode_t undo_start(ext2_filsys fs)
 		return err;
 	err = io_channel_read_blk64(fs->io, b, 1, buf);
 	if (!err) {
-		leak_check_off();
+		undo_leak_off();
 		err = io_channel_write_blk64(fs->io, b, 1, buf);
-		leak_check_on();
+		undo_leak_on();
 	}
 	ext2fs_free_mem(&buf);
 	return err;

@@ -692,3 +692,41 @@ def test_shrink_is_reproducible(crash_source, tmp_path):
         shas.append(_sha(img))
         time.sleep(1.1)
     assert shas[0] == shas[1]
+
+
+def test_cut_that_e2fsck_rejects_is_taken_back_whole(crash_source, tmp_path,
+                                                     loop_mount):
+    """resize2fs went through but stock e2fsck -fn rejects what it left
+    (a stand-in e2fsck says so at that call; resize2fs 1.47.0 does it for
+    real when it moves an orphan file): the run's undo file, then the
+    tail's (resize2fs cut the file, losing the originals of the blocks it
+    moved down), then the new layout's put the image back byte for byte
+    as converted, at its full length."""
+    src, base = crash_source
+    img = tmp_path / "t.img"
+    helpers.run(["cp", "--sparse=always", str(base), str(img)])
+    conv = tmp_path / "conv.img"
+    helpers.run(["cp", "--sparse=always", str(base), str(conv)])
+    convert(conv)
+    count = tmp_path / "count"
+    fake = tmp_path / "e2fsck"
+    # calls: before the conversion, after the new layout, after the cut
+    fake.write_text(f"""#!/bin/sh
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+if [ $n -eq 3 ]; then echo "stand-in: damaged" >&2; exit 4; fi
+exec e2fsck "$@"
+""")
+    fake.chmod(0o755)
+    res = convert(img, "--shrink", check=False,
+                  env={"MKFS_EXTREF_E2FSCK": str(fake)})
+    assert res.returncode == 1, helpers.describe(res)
+    assert "finds the image damaged after resize2fs" in res.stderr and \
+        "rolled back the new layout too" in res.stderr, res.stderr
+    assert count.read_text().strip() == "3"
+    assert os.path.getsize(img) == os.path.getsize(conv)
+    assert _sha(img) == _sha(conv)
+    assert not list(tmp_path.glob("*.e2undo"))
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
