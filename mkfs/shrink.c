@@ -299,6 +299,7 @@ static int cut_blocks(const struct mkfs_opts *o, int layout)
 /* What step 1 does to fs: its journal's new size (0: kept), and the
  * inodes per group (0: kept) with the groups and size they are for. */
 struct layout_plan {
+	int		resize_inode;	/* drop it */
 	blk64_t		jblocks;
 	__u32		ipg;
 	dgrp_t		groups;
@@ -331,6 +332,7 @@ static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
 			   unix_io_manager, &fs);
 	if (err)
 		return err;
+	p->resize_inode = shrink_drop_resize_inode_wanted(fs);
 	p->jblocks = shrink_journal_want(fs);
 	err = plan_layout(fs, o, p);
 	ext2fs_close_free(&fs);
@@ -381,6 +383,10 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 	if (o->have_epoch)
 		fs->now = o->epoch;
 	err = undo_start(fs);
+	if (!err && p->resize_inode) {
+		*wrote = 1;
+		err = shrink_drop_resize_inode(fs);
+	}
 	if (!err && p->jblocks) {
 		*wrote = 1;
 		err = shrink_journal(fs, p->jblocks);
@@ -401,7 +407,9 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 }
 
 /*
- * Step 1: the journal cut to a fresh build's (shrink_journal.c), and the
+ * Step 1: the resize inode of a 1 KiB-block image dropped
+ * (shrink_resize_inode.c), the journal cut to a fresh build's
+ * (shrink_journal.c), and the
  * inode tables laid out for the inodes a fresh build would have
  * (shrink_itable.c), before the cut.  0: nothing to do; 1: done, its
  * undo file kept (layout_settle); -2 when it failed and the image is as
@@ -422,7 +430,7 @@ static int relayout(const struct mkfs_opts *o)
 			   error_message(err));
 		return -1;
 	}
-	if (!p.jblocks && !p.ipg)
+	if (!p.resize_inode && !p.jblocks && !p.ipg)
 		return 0;
 	progress_update("laying out the journal and inode tables", 0, 0);
 	unlink(layout_undo_path(o));

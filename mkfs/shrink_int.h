@@ -30,6 +30,10 @@ errcode_t shrink_renum(struct relayout *r);
  * that size (fs's caller closes it to write). */
 blk64_t shrink_journal_want(ext2_filsys fs);
 errcode_t shrink_journal(ext2_filsys fs, blk64_t blocks);
+/* shrink_resize_inode.c: whether the image's resize inode goes (1 KiB
+ * blocks), and it gone. */
+int shrink_drop_resize_inode_wanted(ext2_filsys fs);
+errcode_t shrink_drop_resize_inode(ext2_filsys fs);
 /* shrink.c: one unit of work done (crash tests kill there, or fail it:
  * an error to return; 0 in other builds). */
 errcode_t shrink_tick(void);

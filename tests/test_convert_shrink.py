@@ -96,8 +96,10 @@ def fsck_fn(img):
 
 def header(img):
     h = helpers.dumpe2fs_header(img)
-    return {k: int(h[k]) for k in ("Block count", "Free blocks",
-                                   "Inode count", "Reserved GDT blocks")}
+    # (no "Reserved GDT blocks" line without a resize inode)
+    return {k: int(h.get(k, 0)) for k in ("Block count", "Free blocks",
+                                          "Inode count",
+                                          "Reserved GDT blocks")}
 
 
 def mappings(img, root):
