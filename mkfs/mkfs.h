@@ -203,6 +203,17 @@ errcode_t resize_tail_save(const char *image, blk64_t from,
 #define undo_leak_off()		do { } while (0)
 #define undo_leak_on()		do { } while (0)
 #endif
+/* The undo io manager's file: set_undo_io_backup_file keeps a copy of
+ * the name in a static it overwrites (and leaks) at the next call. */
+static inline errcode_t undo_file_set(const char *path)
+{
+	errcode_t err;
+
+	undo_leak_off();
+	err = set_undo_io_backup_file((char *)path);
+	undo_leak_on();
+	return err;
+}
 /* Stock e2fsck -fn on the image: 0 when it finds it clean (its report
  * printed otherwise). */
 int run_e2fsck_fn(const struct mkfs_opts *o);

@@ -124,9 +124,7 @@ int run_e2undo(const struct mkfs_opts *o, const char *undo)
 		return 0;
 	}
 	say_failed(o, "e2undo", status, why);
-	error_line("%s: the undo file %s is kept: run e2undo %s %s (or "
-		   "e2fsck -fy, then fsck.extref -fy)", o->image, undo, undo,
-		   o->image);
+	error_line("%s: the undo file %s is kept", o->image, undo);
 	return -1;
 }
 

@@ -64,12 +64,12 @@ errcode_t resize_tail_save(const char *image, blk64_t from,
 {
 	ext2_filsys fs;
 	char *buf = NULL;
-	errcode_t err;
+	errcode_t err, close_err;
 
 	unlink(undo);
 	err = set_undo_io_backing_manager(unix_io_manager);
 	if (!err)
-		err = set_undo_io_backup_file((char *)undo);
+		err = undo_file_set(undo);
 	if (!err)
 		err = ext2fs_open2(image, NULL, EXT2_FLAG_64BITS | EXT2_FLAG_RW,
 				   0, 0, undo_io_manager, &fs);
@@ -82,8 +82,15 @@ errcode_t resize_tail_save(const char *image, blk64_t from,
 		err = save_runs(fs, from, buf);
 	ext2fs_free_mem(&buf);
 	/* not ext2fs_close: it would count the bytes written in the
-	 * superblock and write it; freeing closes the undo file alone */
+	 * superblock and write it.  The channel's close writes the undo
+	 * file's last index and header: its error counts. */
+	close_err = io_channel_close(fs->io);
+	if (fs->image_io == fs->io)
+		fs->image_io = NULL;
+	fs->io = NULL;
 	ext2fs_free(fs);
+	if (!err)
+		err = close_err;
 	if (err)
 		unlink(undo);
 	return err;

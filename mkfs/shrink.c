@@ -51,8 +51,9 @@ extern io_manager extref_fault_io_manager;
  * cut) or "rebuild"; EXTREF_FAULT_SHRINK=MODE runs the writes of the
  * rebuild under EXTREF_FAULT=MODE (libfs/tree/faultio.c).
  * EXTREF_FAULT_SHRINK_KILL=N kills the run likewise in the middle of the
- * new layout, after its N-th unit: the journal made again (when it is),
- * then each inode written, then each directory;
+ * new layout, after its N-th unit: the resize inode dropped, the journal
+ * made again (each when it is), then each inode written, then each
+ * directory;
  * EXTREF_FAULT_SHRINK_FAIL=N makes the N-th fail instead (EIO).  Crashes inside
  * resize2fs come from its own TEST_IO_WRITE_ABORT (e2fsprogs' test_io
  * manager).
@@ -153,6 +154,36 @@ static const char *layout_undo_path(const struct mkfs_opts *o)
 	return path;
 }
 
+/*
+ * The undo files left, in the order e2undo must take them (the newest
+ * first: the cut's, the tail it saved, the new layout's), as one line
+ * of advice in buf; 0 when none is left.  After an e2undo that says
+ * "Incomplete undo record" (a killed run), it has marked the superblock
+ * for a check, and the next ones need -f.
+ */
+static int undo_order(const struct mkfs_opts *o, char *buf, size_t len)
+{
+	const char *files[3] = { undo_path(o), tail_undo_path(o),
+				 layout_undo_path(o) };
+	size_t at = 0;
+	int n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < 3 && at < len; i++) {
+		if (access(files[i], F_OK))
+			continue;
+		at += (size_t)snprintf(buf + at, at < len ? len - at : 0,
+				       "%se2undo %s %s", n ? ", then " :
+				       "run ", files[i], o->image);
+		n++;
+	}
+	if (n && at < len)
+		snprintf(buf + at, len - at, "%s, then e2fsck -fy %s",
+			 n > 1 ? " (after one that says \"Incomplete undo "
+			 "record\", the next with e2undo -f)" : "", o->image);
+	return n;
+}
+
 void shrink_check_clean(const struct mkfs_opts *o)
 {
 	ext2_filsys fs;
@@ -176,28 +207,15 @@ void shrink_check_clean(const struct mkfs_opts *o)
 
 void shrink_check(const struct mkfs_opts *o)
 {
+	char order[8 * PATH_MAX];
+
 	/* a journal that needs recovery is replayed next (convert.c) */
 	if (extref_image_is_blockdev(o->image))
 		fatal("%s: --shrink cuts an image file; %s is a block device",
 		      o->image, o->image);
-	if (access(undo_path(o), F_OK) == 0)
-		fatal("%s: %s exists (an interrupted shrink's undo file?): "
-		      "run e2undo %s %s to roll that back%s, or remove it; "
-		      "nothing was changed", o->image, undo_path(o),
-		      undo_path(o), o->image,
-		      access(layout_undo_path(o), F_OK) ? "" :
-		      " (then the same with its .layout.e2undo)");
-	if (access(tail_undo_path(o), F_OK) == 0)
-		fatal("%s: %s exists (an interrupted shrink's undo file?): "
-		      "after e2undo with %s if it exists, run e2undo %s %s, "
-		      "or remove it; nothing was changed", o->image,
-		      tail_undo_path(o), undo_path(o), tail_undo_path(o),
-		      o->image);
-	if (access(layout_undo_path(o), F_OK) == 0)
-		fatal("%s: %s exists (an interrupted shrink's undo file?): "
-		      "run e2undo %s %s to roll that back, or remove it; "
-		      "nothing was changed", o->image, layout_undo_path(o),
-		      layout_undo_path(o), o->image);
+	if (undo_order(o, order, sizeof(order)))
+		fatal("%s: undo files of an interrupted shrink are left: %s; "
+		      "nothing was changed", o->image, order);
 	if (access("/sbin/resize2fs", X_OK) && !getenv("MKFS_EXTREF_RESIZE2FS")
 	    && system("command -v resize2fs >/dev/null 2>&1"))
 		fatal("%s: --shrink needs the stock resize2fs (e2fsprogs): "
@@ -242,11 +260,7 @@ static int layout_settle(const struct mkfs_opts *o, int cut_rc)
 
 	cleanup_block(&old);
 	if (cut_rc == -1) {
-		/* the cut's own undo file is kept and named: this one too */
-		error_line("%s: the new layout's undo file %s is kept too: "
-			   "after e2undo with the first, run e2undo %s %s",
-			   o->image, layout_undo_path(o), layout_undo_path(o),
-			   o->image);
+		/* kept: the end of the run names the order (undo_order) */
 	} else if (cut_rc != -2) {
 		unlink(layout_undo_path(o));
 	} else if (run_e2undo(o, layout_undo_path(o))) {
@@ -373,7 +387,7 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 
 	err = set_undo_io_backing_manager(shrink_io());
 	if (!err)
-		err = set_undo_io_backup_file((char *)layout_undo_path(o));
+		err = undo_file_set(layout_undo_path(o));
 	if (!err)
 		err = ext2fs_open2(o->image, NULL,
 				   EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0, 0,
@@ -386,6 +400,11 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 	if (!err && p->resize_inode) {
 		*wrote = 1;
 		err = shrink_drop_resize_inode(fs);
+		if (!err)
+			err = shrink_tick();
+		/* the plan, without the reserved descriptor blocks */
+		if (!err && !p->jblocks)
+			err = plan_layout(fs, o, p);
 	}
 	if (!err && p->jblocks) {
 		*wrote = 1;
@@ -607,9 +626,15 @@ int shrink_image(const struct mkfs_opts *o)
 		return 1;
 	}
 	if (rc || err) {
-		error_line("%s: not shrunk to the end: run e2fsck -fy %s, "
-			   "then fsck.extref -fy %s", o->image, o->image,
-			   o->image);
+		char order[8 * PATH_MAX];
+
+		if (undo_order(o, order, sizeof(order)))
+			error_line("%s: not shrunk to the end: to put it "
+				   "back, %s", o->image, order);
+		else
+			error_line("%s: not shrunk to the end: run e2fsck "
+				   "-fy %s, then fsck.extref -fy %s", o->image,
+				   o->image, o->image);
 		return 1;
 	}
 	cleanup_set_note(NULL);

@@ -732,3 +732,64 @@ exec e2fsck "$@"
     fsck_fn(img)
     mnt, _ = loop_mount(img)
     compare_with_source(mnt, src)
+
+
+def test_undo_files_left_are_named_in_order(plain_image):
+    """All three undo files left (a kill at the wrong moment): the
+    refusal names them in the order e2undo must take them, the newest
+    first, the image untouched."""
+    img = str(plain_image)
+    for ext in (".layout.e2undo", ".e2undo", ".tail.e2undo"):
+        with open(img + ext, "wb") as f:
+            f.write(b"left")
+    before = _sha(plain_image)
+    res = convert(plain_image, "--shrink", check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    order = re.findall(r"e2undo (\S+) " + re.escape(img), res.stderr)
+    assert order == [img + ".e2undo", img + ".tail.e2undo",
+                     img + ".layout.e2undo"], res.stderr
+    assert "e2undo -f" in res.stderr and "nothing was changed" in res.stderr
+    assert _sha(plain_image) == before
+
+
+def test_failed_rollback_names_what_puts_it_back(crash_source, tmp_path,
+                                                 loop_mount):
+    """The cut went through, e2fsck rejects it, and e2undo fails on the
+    cut's undo file: the run names every undo file left in order, and
+    doing what it says with stock e2undo brings the image back byte for
+    byte as converted (the tail too, which resize2fs had cut off)."""
+    src, base = crash_source
+    img = tmp_path / "t.img"
+    helpers.run(["cp", "--sparse=always", str(base), str(img)])
+    conv = tmp_path / "conv.img"
+    helpers.run(["cp", "--sparse=always", str(base), str(conv)])
+    convert(conv)
+    count = tmp_path / "count"
+    fsck = tmp_path / "e2fsck"
+    fsck.write_text(f"""#!/bin/sh
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+if [ $n -eq 3 ]; then echo "stand-in: damaged" >&2; exit 4; fi
+exec e2fsck "$@"
+""")
+    undo = tmp_path / "e2undo"
+    undo.write_text("""#!/bin/sh
+case "$1" in *.tail.e2undo|*.layout.e2undo) exec e2undo "$@" ;; esac
+echo "stand-in: cannot" >&2; exit 1
+""")
+    fsck.chmod(0o755)
+    undo.chmod(0o755)
+    res = convert(img, "--shrink", check=False,
+                  env={"MKFS_EXTREF_E2FSCK": str(fsck),
+                       "MKFS_EXTREF_E2UNDO": str(undo)})
+    assert res.returncode == 1, helpers.describe(res)
+    advice = res.stderr.split("to put it back, ", 1)[1]
+    order = re.findall(r"e2undo (\S+) " + re.escape(str(img)), advice)
+    assert order == [f"{img}.e2undo", f"{img}.tail.e2undo",
+                     f"{img}.layout.e2undo"], res.stderr
+    for u in order:
+        helpers.run(["e2undo", u, str(img)])
+    assert _sha(img) == _sha(conv)
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
