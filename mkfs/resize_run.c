@@ -128,15 +128,19 @@ int run_e2undo(const struct mkfs_opts *o, const char *undo)
 	return -1;
 }
 
-/* IMAGE.tail.e2undo: the tail resize_tail.c saves before each run. */
-static const char *tail_path(const struct mkfs_opts *o)
+const char *undo_file(const struct mkfs_opts *o, enum undo_kind kind)
 {
-	static char path[PATH_MAX];
+	static const char *const suffix[] = {
+		[UNDO_CUT] = ".e2undo",
+		[UNDO_TAIL] = ".tail.e2undo",
+		[UNDO_LAYOUT] = ".layout.e2undo",
+	};
+	static char path[3][PATH_MAX];
 
-	if (snprintf(path, sizeof(path), "%s.tail.e2undo", o->image) >=
-	    (int)sizeof(path))
+	if (snprintf(path[kind], sizeof(path[kind]), "%s%s", o->image,
+		     suffix[kind]) >= (int)sizeof(path[kind]))
 		fatal("%s: name too long", o->image);
-	return path;
+	return path[kind];
 }
 
 /* A run that went through but left a damaged image: its undo file,
@@ -145,7 +149,7 @@ static int take_back_whole(const struct mkfs_opts *o, const char *undo)
 {
 	if (run_e2undo(o, undo))
 		return -1;
-	return run_e2undo(o, tail_path(o)) ? -1 : 0;
+	return run_e2undo(o, undo_file(o, UNDO_TAIL)) ? -1 : 0;
 }
 
 static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
@@ -155,7 +159,7 @@ static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
 	errcode_t err;
 
 	unlink(undo);
-	err = resize_tail_save(o->image, blocks, tail_path(o));
+	err = resize_tail_save(o->image, blocks, undo_file(o, UNDO_TAIL));
 	if (err) {
 		error_line("%s: %s while saving the blocks above %s for the "
 			   "undo file", o->image, error_message(err), size);
@@ -165,7 +169,7 @@ static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
 		/* kept until stock e2fsck finds the result clean */
 		if (!run_e2fsck_fn(o)) {
 			unlink(undo);
-			unlink(tail_path(o));
+			unlink(undo_file(o, UNDO_TAIL));
 			return 0;
 		}
 		error_line("%s: e2fsck -fn finds the image damaged after "
@@ -176,7 +180,7 @@ static int resize_or_undo(const struct mkfs_opts *o, const char **argv,
 		say_failed(o, "resize2fs", status, why);
 		/* it cuts the file only at the end of a run that went
 		 * through: its own undo file is enough */
-		unlink(tail_path(o));
+		unlink(undo_file(o, UNDO_TAIL));
 		if (why || access(undo, F_OK))
 			return -2;	/* never started: nothing changed */
 		if (run_e2undo(o, undo))

@@ -120,40 +120,6 @@ static io_manager shrink_io(void)
 	return unix_io_manager;
 }
 
-/* IMAGE.e2undo: resize2fs's undo file while it runs. */
-static const char *undo_path(const struct mkfs_opts *o)
-{
-	static char path[PATH_MAX];
-
-	if (snprintf(path, sizeof(path), "%s.e2undo", o->image) >=
-	    (int)sizeof(path))
-		fatal("%s: name too long", o->image);
-	return path;
-}
-
-/* IMAGE.tail.e2undo: what resize_tail.c saves before each cut. */
-static const char *tail_undo_path(const struct mkfs_opts *o)
-{
-	static char path[PATH_MAX];
-
-	if (snprintf(path, sizeof(path), "%s.tail.e2undo", o->image) >=
-	    (int)sizeof(path))
-		fatal("%s: name too long", o->image);
-	return path;
-}
-
-/* IMAGE.layout.e2undo: step 1's, kept until the first cut went through
- * (so that a cut that cannot be made takes the new layout back too). */
-static const char *layout_undo_path(const struct mkfs_opts *o)
-{
-	static char path[PATH_MAX];
-
-	if (snprintf(path, sizeof(path), "%s.layout.e2undo", o->image) >=
-	    (int)sizeof(path))
-		fatal("%s: name too long", o->image);
-	return path;
-}
-
 /*
  * The undo files left, in the order e2undo must take them (the newest
  * first: the cut's, the tail it saved, the new layout's), as one line
@@ -163,18 +129,17 @@ static const char *layout_undo_path(const struct mkfs_opts *o)
  */
 static int undo_order(const struct mkfs_opts *o, char *buf, size_t len)
 {
-	const char *files[3] = { undo_path(o), tail_undo_path(o),
-				 layout_undo_path(o) };
 	size_t at = 0;
 	int n = 0;
 
 	buf[0] = 0;
-	for (int i = 0; i < 3 && at < len; i++) {
-		if (access(files[i], F_OK))
+	for (int k = UNDO_CUT; k <= UNDO_LAYOUT && at < len; k++) {
+		const char *f = undo_file(o, (enum undo_kind)k);
+
+		if (access(f, F_OK))
 			continue;
-		at += (size_t)snprintf(buf + at, at < len ? len - at : 0,
-				       "%se2undo %s %s", n ? ", then " :
-				       "run ", files[i], o->image);
+		at += (size_t)snprintf(buf + at, len - at, "%se2undo %s %s",
+				       n ? ", then " : "run ", f, o->image);
 		n++;
 	}
 	if (n && at < len)
@@ -262,8 +227,8 @@ static int layout_settle(const struct mkfs_opts *o, int cut_rc)
 	if (cut_rc == -1) {
 		/* kept: the end of the run names the order (undo_order) */
 	} else if (cut_rc != -2) {
-		unlink(layout_undo_path(o));
-	} else if (run_e2undo(o, layout_undo_path(o))) {
+		unlink(undo_file(o, UNDO_LAYOUT));
+	} else if (run_e2undo(o, undo_file(o, UNDO_LAYOUT))) {
 		rc = -1;
 	} else {
 		error_line("%s: rolled back the new layout too: the image is "
@@ -299,7 +264,7 @@ static int cut_blocks(const struct mkfs_opts *o, int layout)
 		if (target + stuck >= blocks)
 			stuck = 0;
 		progress_update("shrinking", 0, 0);
-		err = run_resize2fs(o, target + stuck, undo_path(o));
+		err = run_resize2fs(o, target + stuck, undo_file(o, UNDO_CUT));
 		if (run == 0 && layout)
 			err = layout_settle(o, (int)err);
 		if (err)
@@ -320,20 +285,15 @@ struct layout_plan {
 	blk64_t		target;
 };
 
-static errcode_t plan_layout(ext2_filsys fs, const struct mkfs_opts *o,
-			     struct layout_plan *p)
+static void plan_layout(ext2_filsys fs, const struct mkfs_opts *o,
+			struct layout_plan *p)
 {
-	errcode_t err = ext2fs_read_inode_bitmap(fs);
-
-	if (err)
-		return err;
 	p->ipg = shrink_ipg(fs, o->headroom, &p->target);
 	p->groups = (dgrp_t)((p->target - fs->super->s_first_data_block +
 			      fs->super->s_blocks_per_group - 1) /
 			     fs->super->s_blocks_per_group);
 	if (p->ipg == fs->super->s_inodes_per_group)
 		p->ipg = 0;
-	return 0;
 }
 
 /* Whether step 1 has anything to do (read-only). */
@@ -348,7 +308,7 @@ static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
 		return err;
 	p->resize_inode = shrink_drop_resize_inode_wanted(fs);
 	p->jblocks = shrink_journal_want(fs);
-	err = plan_layout(fs, o, p);
+	plan_layout(fs, o, p);
 	ext2fs_close_free(&fs);
 	return err;
 }
@@ -387,7 +347,7 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 
 	err = set_undo_io_backing_manager(shrink_io());
 	if (!err)
-		err = undo_file_set(layout_undo_path(o));
+		err = undo_file_set(undo_file(o, UNDO_LAYOUT));
 	if (!err)
 		err = ext2fs_open2(o->image, NULL,
 				   EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0, 0,
@@ -404,7 +364,7 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 			err = shrink_tick();
 		/* the plan, without the reserved descriptor blocks */
 		if (!err && !p->jblocks)
-			err = plan_layout(fs, o, p);
+			plan_layout(fs, o, p);
 	}
 	if (!err && p->jblocks) {
 		*wrote = 1;
@@ -413,7 +373,7 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 			err = shrink_tick();
 		/* the inodes' plan, for the journal's new size */
 		if (!err)
-			err = plan_layout(fs, o, p);
+			plan_layout(fs, o, p);
 	}
 	if (!err && p->ipg)
 		err = shrink_itable(fs, p->ipg, p->groups, p->target, wrote);
@@ -452,7 +412,7 @@ static int relayout(const struct mkfs_opts *o)
 	if (!p.resize_inode && !p.jblocks && !p.ipg)
 		return 0;
 	progress_update("laying out the journal and inode tables", 0, 0);
-	unlink(layout_undo_path(o));
+	unlink(undo_file(o, UNDO_LAYOUT));
 	cleanup_block(&old);	/* a signal waits for the undo file */
 	err = relayout_undo(o, &p, &wrote);
 	if (!err && run_e2fsck_fn(o)) {
@@ -464,10 +424,10 @@ static int relayout(const struct mkfs_opts *o)
 		error_line("%s: %s while laying out the journal and inode "
 			   "tables", o->image, error_message(err));
 		if (!wrote) {
-			unlink(layout_undo_path(o));
+			unlink(undo_file(o, UNDO_LAYOUT));
 			rc = -2;
 		} else {
-			rc = run_e2undo(o, layout_undo_path(o)) ? -1 : -2;
+			rc = run_e2undo(o, undo_file(o, UNDO_LAYOUT)) ? -1 : -2;
 		}
 		if (rc == -2)
 			error_line("%s: rolled back: the image is as before the "

@@ -30,8 +30,11 @@ errcode_t shrink_renum(struct relayout *r);
  * that size (fs's caller closes it to write). */
 blk64_t shrink_journal_want(ext2_filsys fs);
 errcode_t shrink_journal(ext2_filsys fs, blk64_t blocks);
-/* shrink_resize_inode.c: whether the image's resize inode goes (1 KiB
- * blocks), and it gone. */
+/* shrink_resize_inode.c: every block of inode ino freed (bitmaps and
+ * counts) and the inode cleared; whether the image's resize inode goes
+ * (1 KiB blocks), and it gone. */
+errcode_t shrink_free_inode(ext2_filsys fs, ext2_ino_t ino,
+			    struct ext2_inode *inode);
 int shrink_drop_resize_inode_wanted(ext2_filsys fs);
 errcode_t shrink_drop_resize_inode(ext2_filsys fs);
 /* shrink.c: one unit of work done (crash tests kill there, or fail it:

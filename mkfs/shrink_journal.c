@@ -56,17 +56,10 @@ errcode_t shrink_journal(ext2_filsys fs, blk64_t blocks)
 
 	if (!journal_now(fs, &inode))
 		return 0;
-	err = ext2fs_read_bitmaps(fs);
+	err = ext2fs_bmap2(fs, EXT2_JOURNAL_INO, &inode, NULL, 0, 0, NULL,
+			   &goal);
 	if (!err)
-		err = ext2fs_bmap2(fs, EXT2_JOURNAL_INO, &inode, NULL, 0, 0,
-				   NULL, &goal);
-	if (!err)
-		err = ext2fs_punch(fs, EXT2_JOURNAL_INO, &inode, NULL, 0,
-				   ~0ULL);
-	if (err)
-		return err;
-	memset(&inode, 0, sizeof(inode));
-	err = ext2fs_write_inode(fs, EXT2_JOURNAL_INO, &inode);
+		err = shrink_free_inode(fs, EXT2_JOURNAL_INO, &inode);
 	if (err)
 		return err;
 	ext2fs_clear_feature_journal(fs->super);

@@ -18,6 +18,19 @@
 #include "mkfs.h"
 #include "shrink_int.h"
 
+errcode_t shrink_free_inode(ext2_filsys fs, ext2_ino_t ino,
+			    struct ext2_inode *inode)
+{
+	errcode_t err = ext2fs_read_bitmaps(fs);
+
+	if (!err)
+		err = ext2fs_punch(fs, ino, inode, NULL, 0, ~0ULL);
+	if (err)
+		return err;
+	memset(inode, 0, sizeof(*inode));
+	return ext2fs_write_inode(fs, ino, inode);
+}
+
 int shrink_drop_resize_inode_wanted(ext2_filsys fs)
 {
 	return fs->blocksize == 1024 &&
@@ -29,18 +42,11 @@ errcode_t shrink_drop_resize_inode(ext2_filsys fs)
 	struct ext2_inode inode;
 	errcode_t err;
 
-	err = ext2fs_read_bitmaps(fs);
-	if (!err)
-		err = ext2fs_read_inode(fs, EXT2_RESIZE_INO, &inode);
 	/* every block it maps: the reserved descriptor blocks and the
 	 * blocks that list them */
+	err = ext2fs_read_inode(fs, EXT2_RESIZE_INO, &inode);
 	if (!err)
-		err = ext2fs_punch(fs, EXT2_RESIZE_INO, &inode, NULL, 0,
-				   ~0ULL);
-	if (err)
-		return err;
-	memset(&inode, 0, sizeof(inode));
-	err = ext2fs_write_inode(fs, EXT2_RESIZE_INO, &inode);
+		err = shrink_free_inode(fs, EXT2_RESIZE_INO, &inode);
 	if (err)
 		return err;
 	ext2fs_clear_feature_resize_inode(fs->super);

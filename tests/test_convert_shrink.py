@@ -696,6 +696,27 @@ def test_shrink_is_reproducible(crash_source, tmp_path):
     assert shas[0] == shas[1]
 
 
+def copies_and_rejecting_e2fsck(crash_source, tmp_path):
+    """(the image to shrink, the same converted without --shrink, a
+    stand-in e2fsck that calls the image damaged at its third call,
+    after the cut: before the conversion, after the new layout, after
+    the cut; the real e2fsck otherwise, and a file counting the calls)."""
+    _, base = crash_source
+    img, conv = tmp_path / "t.img", tmp_path / "conv.img"
+    for f in (img, conv):
+        helpers.run(["cp", "--sparse=always", str(base), str(f)])
+    convert(conv)
+    count = tmp_path / "count"
+    fake = tmp_path / "e2fsck"
+    fake.write_text(f"""#!/bin/sh
+n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
+if [ $n -eq 3 ]; then echo "stand-in: damaged" >&2; exit 4; fi
+exec e2fsck "$@"
+""")
+    fake.chmod(0o755)
+    return img, conv, fake, count
+
+
 def test_cut_that_e2fsck_rejects_is_taken_back_whole(crash_source, tmp_path,
                                                      loop_mount):
     """resize2fs went through but stock e2fsck -fn rejects what it left
@@ -704,21 +725,9 @@ def test_cut_that_e2fsck_rejects_is_taken_back_whole(crash_source, tmp_path,
     tail's (resize2fs cut the file, losing the originals of the blocks it
     moved down), then the new layout's put the image back byte for byte
     as converted, at its full length."""
-    src, base = crash_source
-    img = tmp_path / "t.img"
-    helpers.run(["cp", "--sparse=always", str(base), str(img)])
-    conv = tmp_path / "conv.img"
-    helpers.run(["cp", "--sparse=always", str(base), str(conv)])
-    convert(conv)
-    count = tmp_path / "count"
-    fake = tmp_path / "e2fsck"
-    # calls: before the conversion, after the new layout, after the cut
-    fake.write_text(f"""#!/bin/sh
-n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
-if [ $n -eq 3 ]; then echo "stand-in: damaged" >&2; exit 4; fi
-exec e2fsck "$@"
-""")
-    fake.chmod(0o755)
+    src, _ = crash_source
+    img, conv, fake, count = copies_and_rejecting_e2fsck(crash_source,
+                                                         tmp_path)
     res = convert(img, "--shrink", check=False,
                   env={"MKFS_EXTREF_E2FSCK": str(fake)})
     assert res.returncode == 1, helpers.describe(res)
@@ -758,25 +767,13 @@ def test_failed_rollback_names_what_puts_it_back(crash_source, tmp_path,
     cut's undo file: the run names every undo file left in order, and
     doing what it says with stock e2undo brings the image back byte for
     byte as converted (the tail too, which resize2fs had cut off)."""
-    src, base = crash_source
-    img = tmp_path / "t.img"
-    helpers.run(["cp", "--sparse=always", str(base), str(img)])
-    conv = tmp_path / "conv.img"
-    helpers.run(["cp", "--sparse=always", str(base), str(conv)])
-    convert(conv)
-    count = tmp_path / "count"
-    fsck = tmp_path / "e2fsck"
-    fsck.write_text(f"""#!/bin/sh
-n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo $n > {count}
-if [ $n -eq 3 ]; then echo "stand-in: damaged" >&2; exit 4; fi
-exec e2fsck "$@"
-""")
+    src, _ = crash_source
+    img, conv, fsck, _ = copies_and_rejecting_e2fsck(crash_source, tmp_path)
     undo = tmp_path / "e2undo"
     undo.write_text("""#!/bin/sh
 case "$1" in *.tail.e2undo|*.layout.e2undo) exec e2undo "$@" ;; esac
 echo "stand-in: cannot" >&2; exit 1
 """)
-    fsck.chmod(0o755)
     undo.chmod(0o755)
     res = convert(img, "--shrink", check=False,
                   env={"MKFS_EXTREF_E2FSCK": str(fsck),
