@@ -4,7 +4,7 @@ Run from the repository root with Debian's pytest:
 
     /usr/bin/python3 -m pytest tests/
 
-EXTREF_BUILD_DIR selects the build directory (default: the repository root).
+EXTREF_BUILD_DIR selects the build directory (default: helpers.BUILD_DIR).
 A missing binary fails the tests with "run make first"; it never skips them.
 """
 

@@ -4,7 +4,8 @@ Everything here drives the built tools and the *stock* e2fsprogs tools
 (e2fsck, dumpe2fs, debugfs) and the kernel (loop mounts), so the checks do
 not depend on libextref reading its own output.
 
-The build directory is the repository root unless EXTREF_BUILD_DIR is set.
+The build directory is EXTREF_BUILD_DIR, else the first configured of the
+repository root, build-test/ and build/.
 """
 
 import contextlib
@@ -21,7 +22,20 @@ import pytest
 from crc32c import crc32c_le
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BUILD_DIR = Path(os.environ.get("EXTREF_BUILD_DIR", str(REPO_ROOT))).resolve()
+
+
+def _default_build_dir():
+    """EXTREF_BUILD_DIR; else the first configured of the repository root
+    (an in-tree build), build-test/ (scripts/test) and build/ (scripts/demo)."""
+    if "EXTREF_BUILD_DIR" in os.environ:
+        return Path(os.environ["EXTREF_BUILD_DIR"])
+    for d in (REPO_ROOT, REPO_ROOT / "build-test", REPO_ROOT / "build"):
+        if (d / "Makefile").is_file():
+            return d
+    return REPO_ROOT
+
+
+BUILD_DIR = _default_build_dir().resolve()
 
 # Binaries, relative to the build directory.
 BINARIES = {
