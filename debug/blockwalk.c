@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
-#include "tree/xr_search.h"
 
 struct bw_ctx {
 	const blk64_t	*blocks;	/* sorted, unique */
@@ -21,7 +20,17 @@ struct bw_ctx {
 /* Index of the first block >= b. */
 static size_t lower_bound(const blk64_t *v, size_t n, blk64_t b)
 {
-	return XR_PARTITION_POINT(n, i, v[i] < b);
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* Report every asked-for block in [pblk, pblk + len). */

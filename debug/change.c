@@ -11,7 +11,6 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "debugfs.h"
-#include "quota/xr_quota.h"
 
 static int op_err(struct cmd_args *a, errcode_t err, const char *what);
 

@@ -25,6 +25,7 @@ struct shell {
 	struct extref_cred ident;	/* --as, "as": who acts */
 	int		have_ident;	/* 0: nobody, nothing checked */
 	int		batch;		/* inside begin ... commit */
+	int		verify;		/* --verify: the full proof at open */
 };
 extern struct shell sh;
 

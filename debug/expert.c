@@ -15,7 +15,7 @@
 #include <string.h>
 #include "debugfs.h"
 #include "extref_format.h"
-#include "tree/xr_hdr.h"
+
 
 /* A field of an on-disk structure: name, byte offset, width in bytes. */
 struct xfield {
@@ -38,7 +38,8 @@ static const struct xfield hdr_fields[] = {
 	HF("blocksize", h_blocksize),	HF("root", h_root),
 	HF("nblocks", h_nblocks),	HF("nrecords", h_nrecords),
 	HF("free_head", h_free_head),	HF("free_count", h_free_count),
-	HF("generation", h_generation),	HF("checksum", h_checksum),
+	HF("generation", h_generation),	HF("stamp", h_stamp),
+	HF("checksum", h_checksum),
 	{ NULL, 0, 0 }
 };
 
@@ -226,7 +227,7 @@ int impl_set_tree_entry(struct cmd_args *a)
 	unsigned bs = sh.fs->blocksize;
 	unsigned char *buf;
 	const struct xfield *f;
-	struct xr_node_hdr nh;
+	struct extref_node_hdr nh;
 	blk64_t pblk;
 	__u64 lblk, idx;
 	int level;
@@ -247,7 +248,7 @@ int impl_set_tree_entry(struct cmd_args *a)
 		free(buf);
 		return 1;
 	}
-	xr_node_hdr_from_disk(&nh, (const void *)buf);
+	extref_node_hdr_decode(&nh, (const void *)buf);
 	level = nh.n_level;
 	free(buf);
 	f = find_field(level ? key_fields : rec_fields, a->argv[2]);

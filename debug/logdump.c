@@ -13,7 +13,7 @@
 #include <e2p/e2p.h>
 #include "debugfs.h"
 #include "journal/xr_journal.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 struct ld_ctx {
 	int	all;		/* -a */

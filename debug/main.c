@@ -22,7 +22,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [-w] [-n] [--as UID[:GID[,GID...]] [--cap CAP,...]] "
-		"[-R request] [-f cmdfile] [-V|--version] [-h|--help] [IMAGE]\n"
+		"[--verify] [-R request] [-f cmdfile] [-V|--version] [-h|--help] "
+		"[IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
 		"tree in inode 5).\n\n"
 		"  -w             open the image read-write\n"
@@ -33,6 +34,8 @@ static void usage(FILE *f)
 		"                 others: every command checks what the kernel would\n"
 		"  --cap CAP,...  capabilities of that user (kernel names: chown,\n"
 		"                 dac_override, fowner, ...; all; default none)\n"
+		"  --verify       with -w: prove the counts against every extent\n"
+		"                 even where the tree's stamp says it was done\n"
 		"  -R REQUEST     run one request and exit\n"
 		"  -f CMDFILE     run the requests in CMDFILE (- for stdin) and exit\n"
 		"  -V, --version  print the version and exit\n"
@@ -84,7 +87,8 @@ static errcode_t check_descs(ext2_filsys fs)
 static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 			   const char *who, extref_fs_t *xfs)
 {
-	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0);
+	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0) |
+		    (sh.verify ? EXTREF_OPEN_VERIFY : 0);
 	errcode_t err;
 
 	/* With NO_TREE, FORCE only sets EXT2_FLAG_IGNORE_CSUM_ERRORS. */
@@ -259,6 +263,7 @@ static const struct option long_opts[] = {
 	{ "version",	no_argument,	NULL, 'V' },
 	{ "as",		required_argument, NULL, 'A' },
 	{ "cap",	required_argument, NULL, 'C' },
+	{ "verify",	no_argument,	NULL, 'P' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -295,6 +300,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			caps = optarg;
+			break;
+		case 'P':
+			sh.verify = 1;
 			break;
 		case 'V':
 			printf("%s %s (libextref %s)\n", PROG_NAME,

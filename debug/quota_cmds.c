@@ -6,7 +6,6 @@
  */
 #include <string.h>
 #include "debugfs.h"
-#include "quota/xr_quota.h"
 
 static const char *const type_names[] = { "user", "group", "project" };
 
@@ -15,7 +14,7 @@ static int quota_type(struct cmd_args *a, const char *s, int *type)
 	for (int t = 0; t < 3; t++)
 		if (!strcmp(s, type_names[t])) {
 			*type = t;
-			if (!xr_quota_inum(sh.fs, t))
+			if (!extref_quota_inum(sh.fs, t))
 				return cmd_fail(a, "%s: no %s quota", sh.image,
 						s);
 			return 0;

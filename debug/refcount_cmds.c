@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "debugfs.h"
-#include "tree/xr_hdr.h"
+
 
 /* ----- refcount [START [LEN]] ----- */
 
@@ -84,10 +84,10 @@ static int listed_blocks(struct cmd_args *a, __u64 *nblocks)
 
 static int print_header(const char *buf, blk64_t pblk)
 {
-	struct xr_hdr h;
+	struct extref_tree_hdr h;
 	int csum_ok;
 
-	xr_hdr_from_disk(&h, (const void *)buf);
+	extref_tree_hdr_decode(&h, (const void *)buf);
 	csum_ok = extref_header_csum(sh.fs, buf) == h.h_checksum;
 	printf("header: lblk 0  pblk %llu  magic 0x%08x%s  version %u  "
 	       "depth %u  root %u  records %llu  nblocks %u  free %u "
@@ -129,12 +129,12 @@ static void print_entries(const char *buf, unsigned level, unsigned nr)
 static int print_node(const struct cmd_args *a, const char *buf, __u32 lblk,
 		      blk64_t pblk, __u32 nblocks)
 {
-	struct xr_node_hdr n;
+	struct extref_node_hdr n;
 	unsigned cap = EXTREF_NODE_CAPACITY(sh.fs->blocksize);
 	const char *csum;
 	int csum_ok, bad;
 
-	xr_node_hdr_from_disk(&n, (const void *)buf);
+	extref_node_hdr_decode(&n, (const void *)buf);
 	csum_ok = extref_node_csum(sh.fs, buf) == n.n_checksum;
 	csum = csum_ok ? "ok" : "BAD";
 	if (n.n_magic == EXTREF_FREE_MAGIC) {
@@ -174,7 +174,7 @@ static int print_node(const struct cmd_args *a, const char *buf, __u32 lblk,
  */
 int impl_refcount_tree(struct cmd_args *a)
 {
-	struct xr_hdr h;
+	struct extref_tree_hdr h;
 	char *buf;
 	blk64_t pblk;
 	__u64 lblk, nblocks;
@@ -195,7 +195,7 @@ int impl_refcount_tree(struct cmd_args *a)
 		return cmd_fail(a, "inode %d maps no block 0: no tree",
 				EXTREF_INO);
 	}
-	xr_hdr_from_disk(&h, (const void *)buf);
+	extref_tree_hdr_decode(&h, (const void *)buf);
 	hdr_nblocks = h.h_nblocks;
 	nblocks = hdr_nblocks;
 	ret = print_header(buf, pblk);

@@ -70,6 +70,18 @@ struct extref_rec {
  * state; nothing is written).
  */
 #define EXTREF_OPEN_NO_JOURNAL	0x0020
+/*
+ * Prove the counts against every extent mapping at a read-write open
+ * even when the tree's stamp says a writer of this library proved them
+ * and nothing has allocated or freed since (FORMAT.md, "What a writer
+ * trusts", says what the stamp can and cannot see).
+ */
+#define EXTREF_OPEN_VERIFY	0x0040
+
+/* Quota types (extref_ops.h has the quota calls). */
+#define EXTREF_QUOTA_USER	0
+#define EXTREF_QUOTA_GROUP	1
+#define EXTREF_QUOTA_PROJECT	2
 
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
@@ -117,6 +129,17 @@ errcode_t extref_fs_close(extref_fs_t fs);
 /* Close without committing: an abandoned operation. */
 void extref_fs_abort(extref_fs_t fs);
 ext2_filsys extref_fs_ext2(extref_fs_t fs);
+/*
+ * How a read-write open came to trust the tree's counts: proven against
+ * every extent mapping (EXTREF_PROOF_FULL), taken from the stamp of an
+ * earlier proof that the image's state still matches
+ * (EXTREF_PROOF_STAMP), or not at all (EXTREF_PROOF_NONE: read-only,
+ * EXTREF_OPEN_TRUSTED, no tree).
+ */
+#define EXTREF_PROOF_NONE	0
+#define EXTREF_PROOF_FULL	1
+#define EXTREF_PROOF_STAMP	2
+int extref_fs_proof(extref_fs_t fs);
 extref_tree_t extref_fs_tree(extref_fs_t fs);
 
 /*
@@ -300,6 +323,48 @@ errcode_t extref_tree_check(extref_tree_t tree, extref_problem_func report,
 /* The same check on a filesystem whose tree could not be opened. */
 errcode_t extref_check_fs(ext2_filsys fs, extref_problem_func report,
 			  void *priv);
+
+/*
+ * The tree's header block and a node's header in CPU byte order
+ * (FORMAT.md section 3): one field for each of extref_disk_header's and
+ * extref_disk_node's, of the same width.  The decoders check nothing
+ * (extref_header_verify and extref_node_verify do); tools that show raw
+ * blocks decode them with these.
+ */
+struct extref_tree_hdr {
+	__u32	h_magic;
+	__u16	h_version;
+	__u16	h_depth;
+	__u32	h_compat;
+	__u32	h_ro_compat;
+	__u32	h_incompat;
+	__u32	h_blocksize;
+	__u8	h_uuid[16];
+	__u32	h_root;
+	__u32	h_nblocks;
+	__u64	h_nrecords;
+	__u32	h_free_head;
+	__u32	h_free_count;
+	__u64	h_generation;
+	__u32	h_stamp;
+	__u32	h_checksum;
+};
+
+/* The header of a tree or free node, decoded. */
+struct extref_node_hdr {
+	__u32	n_magic;
+	__u16	n_level;
+	__u16	n_nr;
+	__u32	n_blkno;
+	__u32	n_next;
+	__u64	n_generation;
+	__u32	n_checksum;
+};
+
+void extref_tree_hdr_decode(struct extref_tree_hdr *to,
+			    const struct extref_disk_header *from);
+void extref_node_hdr_decode(struct extref_node_hdr *to,
+			    const struct extref_disk_node *from);
 
 #pragma GCC visibility pop
 

@@ -50,6 +50,14 @@
  * h_free_head	lblk of the first free node, 0 when the free list is empty.
  * h_free_count	Number of free nodes reachable from h_free_head.
  * h_generation	Incremented by every commit.
+ * h_stamp	0, or the stamp a writer of this library left at a clean
+ *		close after it had proven the counts against every extent
+ *		mapping: a checksum of the filesystem's allocation state
+ *		(group descriptors, free counts) and h_generation.  A
+ *		read-write open that finds it equal to the image's state
+ *		skips the proof (FORMAT.md, "What a writer trusts"); every
+ *		commit of a writer clears it.  Writers that do not know it
+ *		write 0 there.
  * h_checksum	crc32c (seeded as described in FORMAT.md) of the first
  *		EXTREF_HDR_CSUM_OFFSET bytes of the block.
  *
@@ -79,7 +87,8 @@ struct extref_disk_header {
 /*38*/	__le32	h_free_head;
 /*3c*/	__le32	h_free_count;
 /*40*/	__le64	h_generation;
-/*48*/	__le32	h_reserved[13];
+/*48*/	__le32	h_stamp;
+/*4c*/	__le32	h_reserved[12];
 /*7c*/	__le32	h_checksum;
 /*80*/
 };

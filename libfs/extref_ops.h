@@ -83,9 +83,7 @@ const struct extref_cred *extref_identity(extref_fs_t fs);
  * here (the file keeps limits in 1 KiB units: a limit is rounded down to
  * a multiple of 1024).
  */
-#define EXTREF_QUOTA_USER	0
-#define EXTREF_QUOTA_GROUP	1
-#define EXTREF_QUOTA_PROJECT	2
+/* EXTREF_QUOTA_USER, _GROUP, _PROJECT: extref.h */
 struct extref_quota {
 	__u64	space;			/* bytes charged */
 	__u64	inodes;			/* inodes charged */
@@ -98,6 +96,8 @@ struct extref_quota {
  * EXTREF_ERR_QUOTA_FILE when the image has no quota file of that type or
  * the file is corrupt.
  */
+/* The inode of the quota file of type, 0 when the image keeps none. */
+ext2_ino_t extref_quota_inum(ext2_filsys fs, int type);
 errcode_t extref_quota_get(extref_fs_t fs, int type, __u32 id,
 			   struct extref_quota *q);
 /*
@@ -167,6 +167,22 @@ errcode_t extref_reflink2(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
  * EXTREF_ERR_BAD_LABEL (EXT2_ET_INVALID_ARGUMENT for NULL).
  */
 errcode_t extref_label_check(const char *label);
+
+/*
+ * A file_contexts file (selabel_open(3) with SELABEL_CTX_FILE), for
+ * labelling an image as setfiles would.  libselinux is opened at the
+ * first call: without it EXTREF_ERR_SELINUX_LIB and the loader's message
+ * in *why; an unreadable file is its errno.  A lookup gives the context
+ * of path with mode in *ctx, or NULL when no entry matches; the context
+ * is freed with extref_labels_free_ctx.
+ */
+typedef struct extref_labels *extref_labels_t;
+errcode_t extref_labels_open(const char *file, extref_labels_t *ret,
+			     const char **why);
+errcode_t extref_labels_lookup(extref_labels_t l, const char *path,
+			       __u16 mode, char **ctx);
+void extref_labels_free_ctx(char *ctx);
+void extref_labels_close(extref_labels_t l);
 
 /*
  * Clone len bytes of SRC at soff onto DST at doff, with FICLONERANGE's

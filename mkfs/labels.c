@@ -18,8 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops/selinux_dl.h"	/* libselinux, opened here: not linked */
-
 #include <ext2fs/ext2fs.h>
 #include "extref_ops.h"
 #include "mkfs.h"
@@ -27,7 +25,7 @@
 #define LABEL_PATH_MAX	4096
 
 struct labeler {
-	struct selabel_handle	*h;
+	extref_labels_t		h;
 	extref_fs_t		xfs;
 	ext2_filsys		fs;
 	ext2fs_inode_bitmap	done;		/* inodes labeled */
@@ -35,25 +33,28 @@ struct labeler {
 	const char		*bad_ctx;	/* a context that failed */
 };
 
-static struct selabel_handle *open_contexts(const char *file)
+/* FILE's lookups; fatal when libselinux is missing. */
+static extref_labels_t open_contexts(const char *file)
 {
-	struct selinux_opt opt = { SELABEL_OPT_PATH, file };
+	extref_labels_t h = NULL;
 	const char *why = NULL;
+	errcode_t err = extref_labels_open(file, &h, &why);
 
-	if (xr_selinux_load(&why))
+	if (err == EXTREF_ERR_SELINUX_LIB)
 		fatal("%s: %s", file, why);
-	return selabel_open(SELABEL_CTX_FILE, &opt, 1);
+	errno = err;
+	return err ? NULL : h;
 }
 
 /* At option time, before anything is touched: FILE must parse. */
 void labels_check(const char *file)
 {
-	struct selabel_handle *h = open_contexts(file);
+	extref_labels_t h = open_contexts(file);
 
 	if (!h)
 		fatal("%s: not a readable file_contexts file: %s", file,
 		      strerror(errno ? errno : EINVAL));
-	selabel_close(h);
+	extref_labels_close(h);
 }
 
 static errcode_t set_label(ext2_filsys fs, ext2_ino_t ino, const char *ctx)
@@ -85,14 +86,15 @@ static errcode_t label_one(struct labeler *l, ext2_ino_t ino)
 	err = ext2fs_read_inode(l->fs, ino, &in);
 	if (err)
 		return err;
-	if (selabel_lookup(l->h, &ctx, l->path, in.i_mode) < 0)
-		return errno == ENOENT ? 0 : (errcode_t)errno;
+	err = extref_labels_lookup(l->h, l->path, in.i_mode, &ctx);
+	if (err || !ctx)
+		return err;
 	err = extref_label_check(ctx);
 	if (!err)
 		err = set_label(l->fs, ino, ctx);
 	else
 		l->bad_ctx = strdup(ctx);
-	freecon(ctx);
+	extref_labels_free_ctx(ctx);
 	return err;
 }
 
@@ -153,7 +155,7 @@ int labels_apply(const struct mkfs_opts *o)
 		err = extref_fs_close(l.xfs);
 	else if (l.xfs)
 		extref_fs_abort(l.xfs);
-	selabel_close(l.h);
+	extref_labels_close(l.h);
 	if (err && l.bad_ctx)
 		error_line("%s: %s: context '%s' of %s: %s", o->image,
 			   o->file_contexts, l.bad_ctx, l.path,

@@ -35,7 +35,7 @@ static void usage_lines(FILE *f)
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
-"       %s --update -d SOURCE [--at PATH] [--delete] [-q] IMAGE\n",
+"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [-q] IMAGE\n",
 		prog, prog, prog, prog);
 }
 
@@ -88,6 +88,8 @@ static void usage(FILE *f)
 "                 image holds is shared, only new blocks are written\n"
 "  --at PATH      with --update: the image's directory to write into (/)\n"
 "  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
+"  --verify       with --update: prove the counts against every extent,\n"
+"                 even where the tree's stamp says it was done\n"
 "With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
 }
 
@@ -170,6 +172,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "at", required_argument, NULL, OPT_AT },
 		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ "shrink", no_argument, NULL, OPT_SHRINK },
+		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ NULL, 0, NULL, 0 }
 	};
 	unsigned long long v;
@@ -261,6 +264,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_SHRINK:
 			o->shrink = 1;
 			break;
+		case OPT_VERIFY:
+			o->verify = 1;
+			break;
 		default:
 			if (optopt && strchr("bNiILUEOd", optopt))
 				fprintf(stderr, "%s: option -%c needs an "
@@ -285,6 +291,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--at needs --update");
 	if (o->delete && !o->update)
 		fatal("--delete needs --update");
+	if (o->verify && !o->update)
+		fatal("--verify needs --update");
 	if (o->shrink && !o->convert && (o->source || o->size_arg))
 		fatal("--shrink cuts an existing image: no -d, no SIZE");
 	if (o->update) {

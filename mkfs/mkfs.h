@@ -55,6 +55,7 @@ struct mkfs_opts {
 	const char	*at;		/* --at PATH */
 	int		delete;		/* --delete */
 	int		shrink;		/* --shrink (with --convert) */
+	int		verify;		/* --verify (with --update) */
 };
 
 #define OPT_CONVERT	1000
@@ -66,6 +67,7 @@ struct mkfs_opts {
 #define OPT_AT		1006
 #define OPT_DELETE	1007
 #define OPT_SHRINK	1008
+#define OPT_VERIFY	1009
 
 /* labels.c */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */

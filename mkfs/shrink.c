@@ -49,7 +49,7 @@ extern io_manager extref_fault_io_manager;
  * EXTREF_FAULT_SHRINK_STEP=STEP ends the run as a kill would (_exit, no
  * clean-up) right after STEP: "itable" (the new layout), "resize" (the
  * cut) or "rebuild"; EXTREF_FAULT_SHRINK=MODE runs the writes of the
- * rebuild under EXTREF_FAULT=MODE (libfs/tree/faultio.c).
+ * rebuild under EXTREF_FAULT=MODE (libfs/txn/faultio.c).
  * EXTREF_FAULT_SHRINK_KILL=N kills the run likewise in the middle of the
  * new layout, after its N-th unit: the resize inode dropped, the journal
  * made again (each when it is), then each inode written, then each

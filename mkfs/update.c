@@ -136,7 +136,8 @@ int update_image(const struct mkfs_opts *o)
 		u.flags |= EXTREF_POP_EPOCH;
 		u.epoch = o->epoch;
 	}
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW, &xfs, NULL);
+	err = extref_fs_open(o->image, EXTREF_OPEN_RW |
+			     (o->verify ? EXTREF_OPEN_VERIFY : 0), &xfs, NULL);
 	if (err) {
 		error_line("%s: %s", o->image, error_message(err));
 		return 1;

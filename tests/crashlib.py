@@ -18,7 +18,7 @@ leaves stale bitmaps and group checksums (libext2fs writes them at close),
 and plain debugfs refuses to open such an image at all.
 
 The operations run in debugfs.extref under the fault-injecting io manager
-(libfs/tree/faultio.c), selected by EXTREF_FAULT.  That manager exists only
+(libfs/txn/faultio.c), selected by EXTREF_FAULT.  That manager exists only
 in builds configured with --enable-fault-injection (scripts/test passes
 it); elsewhere EXTREF_FAULT is ignored, and the tests using these helpers
 skip (helpers.fault_injection_skip_reason()).

@@ -328,7 +328,7 @@ def loop_mount(img, mnt, options="ro", check=True, extra_args=()):
 
 def fault_injection_skip_reason():
     """None when the library was built with configure
-    --enable-fault-injection (libfs/tree/faultio.c: EXTREF_FAULT,
+    --enable-fault-injection (libfs/txn/faultio.c: EXTREF_FAULT,
     EXTREF_FAULT_NOMEM), else why the tests that need it skip.  Judged by
     the symbols of the built libextref.a, not by a setting."""
     lib = BUILD_DIR / "libextref.a"

@@ -155,7 +155,7 @@ def test_raw_edit_in_session_brings_whole_checks_back(tmp_path):
 
 def test_crc32c_matches_libext2fs():
     """The crc32c of the tree's blocks and the journal's records
-    (tree/crc32c.c, the CPU's instruction where it has one) is libext2fs's
+    (base/crc32c.c, the CPU's instruction where it has one) is libext2fs's
     ext2fs_crc32c_le, for every length, alignment and seed tried."""
     res = helpers.run([helpers.binary("tests/unit/crc32c_test")],
                       check=False)

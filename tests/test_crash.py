@@ -3,7 +3,7 @@ images without a journal (the ordered, flushed path; test_crash_txn.py has
 the journal's transactions).
 
 The operations run in debugfs.extref on top of the fault-injecting io
-manager (libfs/tree/faultio.c, selected by the environment variable
+manager (libfs/txn/faultio.c, selected by the environment variable
 EXTREF_FAULT):
 
 - EXTREF_FAULT=count counts the writes W of an operation;

@@ -12,7 +12,7 @@ journal:
   - ROOM (30): the new tree does not fit but the blocks that were in use
     before do: the new nodes are written in place early, unjournaled,
     and the one commit holds inode 5's inode, bitmaps, descriptors and
-    the superblock (libfs/check/fsck_txn.c, libfs/tree/txn_split.c);
+    the superblock (libfs/check/fsck_txn.c, libfs/txn/txn_split.c);
   - 5: not even those fit: the rebuild takes the ordered path.
 
 Crashed after a sample of its writes (EXTREF_CRASH_FULL=1: every write),

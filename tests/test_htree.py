@@ -146,7 +146,7 @@ def _names(img, path):
 
 def test_crash_while_a_directory_becomes_indexed(tmp_path):
     """The reflink that makes a directory indexed, crashed after every
-    one of its writes (libfs/tree/faultio.c): after fsck.extref -y (e2fsck
+    one of its writes (libfs/txn/faultio.c): after fsck.extref -y (e2fsck
     first), both checkers are clean and the directory holds every old
     name once, plus the new one or not, with nothing in lost+found.
     Needs a build with configure --enable-fault-injection (else skips)."""

@@ -10,7 +10,7 @@
   operational error (exit 8), never a list of problems that are not
   there nor a problem silently dropped.  Allocations are failed one at a
   time with EXTREF_FAULT_NOMEM=N (the N-th array growth fails; a test
-  build's hook, libfs/tree/faultio.c), for every N the run reaches.
+  build's hook, libfs/txn/faultio.c), for every N the run reaches.
 - A reflink whose second range fails to be raised, and whose undo of the
   first fails too (EXTREF_FAULT_NOMEM=N-M), leaves the tree marked
   broken: nothing commits the first range's raised count (ops/counts.c).

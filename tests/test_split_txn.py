@@ -5,7 +5,7 @@ The images have the smallest ext4 journal (mke2fs -J size=1: 1024 blocks
 of 1 KiB).  The source tree holds more directories than the journal has
 blocks, so its copy's blocks could never be one journal transaction: the
 recursive reflink writes the blocks it allocates in place before its one
-commit (libfs/tree/txn_split.c) and journals only the blocks that were in
+commit (libfs/txn/txn_split.c) and journals only the blocks that were in
 use before.  Crashed after a sample of its writes (spread over the whole
 run; EXTREF_CRASH_FULL=1 for every write) and replayed by stock
 `e2fsck -fy` or by the next extref open, the image is clean for stock

@@ -1,5 +1,5 @@
 """A block freed and allocated again by its number inside one transaction
-stays in use at the commit (libfs/tree/txn.c, deferred frees).
+stays in use at the commit (libfs/txn/txn.c, deferred frees).
 
 Blocks freed in a transaction stay marked in the bitmap until the commit
 (so that nothing reuses them before), and the commit unmarks them.  The

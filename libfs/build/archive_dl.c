@@ -1,63 +1,32 @@
 /*
- * archive_dl.c --- open libarchive at the first archive (archive_dl.h
- * says why it is not linked).  Once: the handle stays open for the life
- * of the process, and a failure is remembered with the loader's message.
+ * archive_dl.c --- libarchive's functions, loaded by base/dl.c at the first
+ * archive (archive_dl.h says why libarchive is not linked).
  */
 #define XR_ARCHIVE_LOADER
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <string.h>
 #include "extref_err.h"
+#include "base/xr_dl.h"
 #include "archive_dl.h"
 
 struct xr_archive_api xr_archive;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static errcode_t load_err;
-static char load_why[256];
+#define XR_ARCHIVE_NAME(name) #name,
+static const char *const names[] = { XR_ARCHIVE_FUNCS(XR_ARCHIVE_NAME) };
+#undef XR_ARCHIVE_NAME
 
-static void fail(const char *what)
-{
-	const char *e = dlerror();
+_Static_assert(sizeof(xr_archive) == sizeof(names) / sizeof(*names) * sizeof(void *),
+	       "one pointer for each name");
 
-	snprintf(load_why, sizeof(load_why), "%s: %s", what,
-		 e ? e : "not found");
-	load_err = EXTREF_ERR_ARCHIVE_LIB;
-}
-
-/* Look up every function; a missing one fails the whole load. */
-static int lookup(void *h)
-{
-#define XR_ARCHIVE_SYM(name) \
-	*(void **)&xr_archive.name = dlsym(h, #name); \
-	if (!xr_archive.name) { \
-		fail(XR_ARCHIVE_SONAME " lacks " #name); \
-		return -1; \
-	}
-	XR_ARCHIVE_FUNCS(XR_ARCHIVE_SYM)
-#undef XR_ARCHIVE_SYM
-	return 0;
-}
-
-static void load(void)
-{
-	void *h = dlopen(XR_ARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		fail("cannot load libarchive, needed to read an archive");
-		return;
-	}
-	if (lookup(h)) {
-		memset(&xr_archive, 0, sizeof(xr_archive));
-		dlclose(h);
-	}
-}
+static struct xr_dl lib = {
+	.soname = XR_ARCHIVE_SONAME,
+	.need = "to read an archive",
+	.fail_code = EXTREF_ERR_ARCHIVE_LIB,
+	.names = names,
+	.slots = (void **)&xr_archive,
+	.n = sizeof(names) / sizeof(*names),
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
 
 errcode_t xr_archive_load(const char **why)
 {
-	pthread_once(&load_once, load);
-	if (load_err && why)
-		*why = load_why;
-	return load_err;
+	return xr_dl_load(&lib, why);
 }

@@ -14,7 +14,7 @@
 #include "tree/extref_int.h"
 #include "ops/extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 #include "populate_int.h"	/* xr_block_hash */
 
 struct cand {

@@ -22,7 +22,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "populate_int.h"
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 
 #define READ_BYTES	(256 * 1024)
 /* room for extended attributes inside a 256-byte inode */

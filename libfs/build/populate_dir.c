@@ -22,7 +22,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "populate_int.h"
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 
 struct walk {
 	struct xr_pop		*p;

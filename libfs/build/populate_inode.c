@@ -11,7 +11,7 @@
  */
 #include <string.h>
 #include "populate_int.h"
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 
 static void set_time(const struct xr_pop *p, __u32 *sec, __u32 *extra,
 		     int large, const struct timespec *ts)

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "update_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
 			 struct xr_upd *up)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "update_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 static int by_name(const void *key, const void *elt)
 {

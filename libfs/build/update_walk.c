@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "update_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 /* One source entry and what the image has at its name. */
 struct ent {

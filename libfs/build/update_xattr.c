@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "update_int.h"
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 
 struct extra {
 	const struct xr_pop_xattrs *x;

@@ -5,8 +5,8 @@
 #define EXTREF_FSCK_INT_H
 
 #include "extref_fsck.h"
-#include "tree/extref_vec.h"
-#include "tree/xr_search.h"
+#include "base/extref_vec.h"
+#include "base/xr_search.h"
 
 struct xr_problem {
 	int		code;

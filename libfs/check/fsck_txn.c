@@ -17,7 +17,7 @@
  * A rebuild estimated larger than what is left of the journal is still
  * one commit: its new blocks (the nodes, the header, inode 5's extent
  * blocks) are written in place early, unjournaled, as a recursive
- * reflink's are (tree/txn_split.c), and the commit journals only the
+ * reflink's are (txn/txn_split.c), and the commit journals only the
  * blocks that were in use before (inode 5's inode, bitmaps, descriptors,
  * the superblock).  Only a journal too small even for those leaves the
  * transactions for the ordered, flushed path (xr_fsck_tx_before_rebuild).
@@ -27,7 +27,7 @@
  */
 #include <stdlib.h>
 #include "extref_fsck_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 #ifdef EXTREF_FAULT_INJECTION
 /*
@@ -144,7 +144,7 @@ static void rebuild_cost(const struct xr_fsck *c, blk64_t nrec,
  * Before the rebuild, which is one transaction whatever its size.  If
  * it fits what is left of the running transaction, it is journaled
  * whole.  If not, its new blocks are written in place early
- * (xr_tx_spill_on, tree/txn_split.c: no committed path reaches them
+ * (xr_tx_spill_on, txn/txn_split.c: no committed path reaches them
  * until the commit names the new tree, and the old tree's blocks stay
  * in use until then), and the one commit holds only the blocks that
  * were in use before.  Only if even those do not fit (a journal smaller

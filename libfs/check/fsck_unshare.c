@@ -7,7 +7,7 @@
 #include <string.h>
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
 {

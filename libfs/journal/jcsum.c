@@ -8,7 +8,7 @@
 #include <string.h>
 #include <stddef.h>
 #include "journal_int.h"
-#include "../tree/xr_crc32c.h"
+#include "base/xr_crc32c.h"
 
 /* Bytes of one descriptor tag (without the UUID that may follow it). */
 unsigned xr_jtag_bytes(__u32 incompat)

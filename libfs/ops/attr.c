@@ -22,7 +22,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 #define PFX(name, p)	(strncmp(name, p, sizeof(p) - 1) == 0)
 

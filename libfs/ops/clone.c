@@ -8,7 +8,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 /* The source's mappings of the range, moved to destination offsets. */
 static errcode_t source_maps(ext2_filsys fs, ext2_ino_t src,
@@ -111,7 +111,7 @@ errcode_t extref_clone_range(extref_fs_t xfs, ext2_ino_t src, __u64 soff,
 	if (err)
 		return err;
 	/* the new extent blocks go in place early: a clone bigger than the
-	 * journal is still one commit (tree/txn_split.c) */
+	 * journal is still one commit (txn/txn_split.c) */
 	err = xr_tx_spill_on(xfs);
 	err = xr_tx_end(xfs, err ? err : clone_range_op(xfs, src, soff, dst, doff, len, done));
 	return xr_damage_result(xfs, inos, 2, err);

@@ -9,7 +9,7 @@
  */
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"	/* the tree's sticky error, its depth */
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 static errcode_t count_rec(const struct extref_rec *rec, void *priv)
 {

@@ -4,7 +4,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
 {

@@ -27,7 +27,7 @@
  * blocks it took and does not write the inode.
  */
 #include <string.h>
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 #include "extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
 #include "extent_raw.h"

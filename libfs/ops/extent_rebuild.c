@@ -14,9 +14,9 @@
  * leaf).  The old tree's blocks are freed only after the inode write.
  */
 #include <string.h>
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 #include "extref_ops_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 /* Below this many new mappings the entry-by-entry path is cheaper. */
 #define XR_REBUILD_MIN	32

@@ -5,6 +5,9 @@
 #define EXTREF_OPS_INT_H
 
 #include "extref_ops.h"
+#include "base/xr_clock.h"
+#include "quota/xr_quota.h"
+#include "txn/xr_handle.h"
 
 /* A run of physical blocks. */
 struct xr_prange {
@@ -177,7 +180,6 @@ blk64_t xr_size_blocks(ext2_filsys fs, __u64 size);
 #define XR_TIME_MTIME	1	/* and the modification time */
 errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
-time_t xr_now(ext2_filsys fs);
 
 /* perm.c: the kernel's checks for the acting identity (NULL: none). */
 #define XR_MAY_EXEC	1
@@ -279,5 +281,32 @@ errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 		       struct ext2_inode *inode, __u64 off, const void *buf,
 		       __u64 len, int mode);
+
+/*
+ * quota_limits.c: limits checked for an identity (quota/ keeps usage).
+ * Refuse (EXTREF_ERR_DQUOT) when bytes and inodes more for the owner ids
+ * would pass a hard limit, or a soft limit whose grace time is over.
+ * Only with an identity lacking EXTREF_CAP_SYS_RESOURCE.
+ */
+errcode_t xr_quota_check(extref_fs_t xfs, const __u32 id[XR_QTYPES],
+			 __u64 bytes, __u64 inodes);
+/* The same for the inode's owner. */
+errcode_t xr_quota_check_ino(extref_fs_t xfs, ext2_ino_t ino, __u64 bytes,
+			     __u64 inodes);
+/* Before a write or clone onto a range: the blocks of its holes. */
+errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
+			       __u64 len);
+/* Before a reflink: each new file's whole i_blocks, to its owner-to-be. */
+errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src,
+				 ext2_ino_t dir, int flags,
+				 const struct extref_cred *cred);
+/*
+ * chown: ino (old_inode as it is now) moves to new_uid/new_gid; the limits
+ * of the new owner are checked for its whole usage.  The caller writes
+ * the inode; the write charges the new owner (the inode-write hook).
+ */
+errcode_t xr_quota_transfer(extref_fs_t xfs, ext2_ino_t ino,
+			    const struct ext2_inode *old_inode,
+			    __u32 new_uid, __u32 new_gid);
 
 #endif /* EXTREF_OPS_INT_H */

@@ -23,7 +23,7 @@
 #include <string.h>
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
-#include "tree/xr_search.h"
+#include "base/xr_search.h"
 
 #define ROOT_INFO_OFF	24	/* after "." (12) and ".." (12) */
 #define ROOT_ENTRIES	32	/* after the root info (8) */

@@ -126,12 +126,6 @@ blk64_t xr_size_blocks(ext2_filsys fs, __u64 size)
 	return (size + fs->blocksize - 1) / fs->blocksize;
 }
 
-/* The time operations stamp: SOURCE_DATE_EPOCH (fs->now) or now. */
-time_t xr_now(ext2_filsys fs)
-{
-	return fs->now ? fs->now : time(NULL);
-}
-
 void extref_cred_current(struct extref_cred *cred)
 {
 	mode_t m = umask(022);

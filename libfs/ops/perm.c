@@ -35,6 +35,7 @@
 #include <string.h>
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
+#include "txn/xr_handle.h"
 
 #define ACL_NO_ACL		1	/* none on the inode: use the mode */
 
@@ -46,6 +47,33 @@
 #define XR_S_IRWXG	00070
 
 #define XATTR_NAME_CAPS	"security.capability"
+
+/* The identity lives in the handle (txn/xr_handle.h), a copy of the
+ * caller's, freed with the handle. */
+errcode_t extref_set_identity(extref_fs_t xfs, const struct extref_cred *cred)
+{
+	struct extref_cred **slot = xr_fs_identp(xfs);
+	errcode_t err;
+
+	if (cred && cred->ngroups > EXTREF_NGROUPS_MAX)
+		return EXT2_ET_INVALID_ARGUMENT;
+	if (!cred) {
+		ext2fs_free_mem(slot);
+		return 0;
+	}
+	if (!*slot) {
+		err = ext2fs_get_mem(sizeof(**slot), slot);
+		if (err)
+			return err;
+	}
+	**slot = *cred;
+	return 0;
+}
+
+const struct extref_cred *extref_identity(extref_fs_t xfs)
+{
+	return *xr_fs_identp(xfs);
+}
 
 const struct extref_cred *xr_actor(extref_fs_t xfs)
 {

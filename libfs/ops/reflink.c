@@ -19,7 +19,7 @@
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 /* Directory levels below the source that a recursive reflink copies. */
 #define RL_MAX_DEPTH	1024
@@ -758,7 +758,7 @@ static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	if (err)
 		return err;
 	/* One transaction whatever its size: the blocks it allocates go in
-	 * place early, the rest in one commit (tree/txn_split.c). */
+	 * place early, the rest in one commit (txn/txn_split.c). */
 	err = xr_tx_spill_on(xfs);
 	if (err)
 		return err;

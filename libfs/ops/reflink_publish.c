@@ -4,7 +4,7 @@
  *
  * A recursive reflink is one transaction whatever its size: the blocks it
  * allocates (the new directories', extent trees', symlinks' blocks) are
- * written in place before the commit (tree/txn_split.c), and the commit
+ * written in place before the commit (txn/txn_split.c), and the commit
  * journals what was in use before: the inode table blocks of the new
  * inodes, the bitmaps and descriptors of their groups, the superblock,
  * the parent directory's block and the tree's header and reused nodes.
@@ -16,7 +16,7 @@
  */
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 static blk64_t div_up(__u64 a, __u64 b)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got)

@@ -4,7 +4,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 /* Zero [off, off+len) inside one block, if that block holds data. */
 static errcode_t zero_partial(extref_fs_t xfs, ext2_ino_t ino,

@@ -5,7 +5,7 @@
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
-#include "tree/xr_txio.h"
+#include "txn/xr_txio.h"
 
 static int count_entry(struct ext2_dir_entry *d, int offset, int bs,
 		       char *buf, void *priv)

@@ -14,8 +14,8 @@
  */
 #include <string.h>
 #include "quota/xr_quota.h"
-#include "ops/extref_ops_int.h"
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
+#include "base/xr_clock.h"
 
 struct charge {
 	int	charged;
@@ -390,3 +390,16 @@ errcode_t xr_quota_end(extref_fs_t xfs, errcode_t err)
 
 	return err ? err : e;
 }
+
+/* After a rollback the usage recorded is the rolled-back operation's:
+ * start again from the image as it is. */
+static errcode_t quota_reset(ext2_filsys fs)
+{
+	xr_quota_detach(fs);
+	return xr_quota_attach(fs);
+}
+
+const struct xr_tx_hook xr_quota_tx_hook = {
+	.flush = xr_quota_flush,
+	.reset = quota_reset,
+};

@@ -5,7 +5,8 @@
 #ifndef XR_QUOTA_H
 #define XR_QUOTA_H
 
-#include "extref_ops.h"
+#include "extref.h"
+#include "txn/xr_handle.h"
 
 #define XR_QTYPES	3	/* EXTREF_QUOTA_USER, _GROUP, _PROJECT */
 
@@ -55,30 +56,8 @@ void xr_quota_ids(ext2_filsys fs, const struct ext2_inode_large *inode,
 		  __u32 id[XR_QTYPES]);
 errcode_t xr_quota_ino_ids(ext2_filsys fs, ext2_ino_t ino,
 			   __u32 id[XR_QTYPES]);
-/*
- * Refuse (EXTREF_ERR_DQUOT) when bytes and inodes more for the owner ids
- * would pass a hard limit, or a soft limit whose grace time is over.
- * Only with an identity lacking EXTREF_CAP_SYS_RESOURCE.
- */
-errcode_t xr_quota_check(extref_fs_t xfs, const __u32 id[XR_QTYPES],
-			 __u64 bytes, __u64 inodes);
-/* The same for the inode's owner. */
-errcode_t xr_quota_check_ino(extref_fs_t xfs, ext2_ino_t ino, __u64 bytes,
-			     __u64 inodes);
-/* Before a write or clone onto a range: the blocks of its holes. */
-errcode_t xr_quota_check_range(extref_fs_t xfs, ext2_ino_t ino, __u64 off,
-			       __u64 len);
-/* Before a reflink: each new file's whole i_blocks, to its owner-to-be. */
-errcode_t xr_quota_check_reflink(extref_fs_t xfs, ext2_ino_t src,
-				 ext2_ino_t dir, int flags,
-				 const struct extref_cred *cred);
-/*
- * chown: ino (old_inode as it is now) moves to new_uid/new_gid; the limits
- * of the new owner are checked for its whole usage.  The caller writes
- * the inode; the write charges the new owner (the inode-write hook).
- */
-errcode_t xr_quota_transfer(extref_fs_t xfs, ext2_ino_t ino,
-			    const struct ext2_inode *old_inode,
-			    __u32 new_uid, __u32 new_gid);
+/* The transactions' hook: usage flushed at each commit, read again after
+ * a rollback (txn/xr_handle.h). */
+extern const struct xr_tx_hook xr_quota_tx_hook;
 
 #endif /* XR_QUOTA_H */

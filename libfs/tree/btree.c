@@ -9,7 +9,7 @@
  */
 #include <string.h>
 #include "extref_int.h"
-#include "xr_search.h"
+#include "base/xr_search.h"
 
 #define VISIT_STOP	1
 

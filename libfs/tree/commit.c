@@ -62,7 +62,7 @@ static errcode_t write_subtree(struct extref_tree *t, struct xr_node *n)
  */
 errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 {
-	struct xr_hdr c = t->hdr;
+	struct extref_tree_hdr c = t->hdr;
 	errcode_t err;
 
 	c.h_root = t->root ? t->root->lblk : 0;
@@ -72,6 +72,7 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 	c.h_free_head = t->free.n ? t->free.v[0] : 0;
 	c.h_free_count = t->free.n;
 	c.h_generation = t->generation;
+	c.h_stamp = t->stamp;
 	err = xr_lblk_prove(t, 0);
 	if (err)
 		return err;
@@ -82,7 +83,7 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 	if (!err && sync_after)
 		err = io_channel_flush(t->fs->io);
 	if (!err)
-		xr_hdr_from_disk(&t->hdr, (const void *)t->buf);
+		extref_tree_hdr_decode(&t->hdr, (const void *)t->buf);
 	return err;
 }
 

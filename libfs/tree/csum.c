@@ -2,7 +2,7 @@
  * csum.c --- checksums of the tree's blocks.
  */
 #include "extref_int.h"
-#include "xr_crc32c.h"
+#include "base/xr_crc32c.h"
 
 /*
  * The seed: the filesystem's checksum seed when it stores one

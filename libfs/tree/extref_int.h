@@ -11,7 +11,8 @@
 #define EXTREF_INT_H
 
 #include "extref.h"
-#include "extref_vec.h"
+#include "base/extref_vec.h"
+#include "base/xr_fault.h"
 #include "xr_hdr.h"
 
 /* An interior entry in memory. */
@@ -47,7 +48,7 @@ struct extref_tree {
 	unsigned int	disk_cap;	/* entries per node the block holds */
 
 	/* The header as last committed, decoded (xr_hdr.h). */
-	struct xr_hdr	hdr;
+	struct extref_tree_hdr	hdr;
 
 	/* The tree in memory. */
 	struct xr_node	*root;		/* NULL for an empty tree */
@@ -77,19 +78,9 @@ struct extref_tree {
 	struct xr_lblk_vec pending;
 
 	__u64		generation;
+	__u32		stamp;		/* h_stamp of the next header write */
 	char		*buf;		/* one block of scratch */
 };
-
-/*
- * faultio.c: test hooks, built only with configure --enable-fault-injection
- * (EXTREF_FAULT_INJECTION): the fault-injecting io manager (EXTREF_FAULT),
- * and xr_fault_nomem(), true when this array growth is to fail
- * (EXTREF_FAULT_NOMEM).
- */
-#ifdef EXTREF_FAULT_INJECTION
-extern io_manager extref_fault_io_manager;
-int xr_fault_nomem(void);
-#endif
 
 /* vec.c: extref_vec.h */
 
@@ -99,7 +90,7 @@ __u32 xr_block_csum(__u32 seed, const void *block, unsigned int bs,
 __u32 xr_header_csum(__u32 seed, const void *block);
 
 /* ondisk.c */
-void xr_hdr_encode(__u32 seed, const struct xr_hdr *h, void *block,
+void xr_hdr_encode(__u32 seed, const struct extref_tree_hdr *h, void *block,
 		   unsigned int bs);
 void xr_node_encode(const struct extref_tree *t, const struct xr_node *n,
 		    __u32 lblk, void *block);
@@ -181,21 +172,12 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after);
 errcode_t xr_free_load(struct extref_tree *t);
 errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
 
-/*
- * fs.c: while held (an operation's own inner steps: the files a
- * reflink makes, the entries it writes), the entry points do not check
- * the identity again (ops/perm.c).  Nested holds count.
- */
-void xr_perm_hold(extref_fs_t xfs, int delta);
-int xr_perm_held(extref_fs_t xfs);
-/* fs.c: where a checksum failed an operation (extref_damage_where). */
-void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk);
-/*
- * fs.c: nothing changed on disk since the read-write open verified the
- * tree and every extent tree, but through this library's transactions:
- * an operation may skip reading them all again before its first write.
- */
-int xr_fs_verified(extref_fs_t xfs);
+/* stamp.c: the header's h_stamp (FORMAT.md, "What a writer trusts"). */
+__u32 xr_tree_stamp(extref_tree_t t);
+__u64 xr_tree_generation(extref_tree_t t);
+void xr_tree_stamp_clear(extref_tree_t t);
+errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp);
+__u32 xr_state_stamp(extref_tree_t t);
 
 /* tree_open.c */
 errcode_t xr_tree_init(ext2_filsys fs, int flags, struct extref_tree **ret);

@@ -18,7 +18,7 @@ errcode_t xr_free_load(struct extref_tree *t)
 {
 	__u32 lblk = t->hdr.h_free_head;
 	__u32 count = t->hdr.h_free_count;
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 	ext2fs_generic_bitmap seen = NULL;
 	errcode_t err;
 
@@ -42,7 +42,7 @@ errcode_t xr_free_load(struct extref_tree *t)
 		err = xr_lblk_push(&t->free, lblk);
 		if (err)
 			break;
-		xr_node_hdr_from_disk(&h, (const void *)t->buf);
+		extref_node_hdr_decode(&h, (const void *)t->buf);
 		lblk = h.n_next;
 	}
 	ext2fs_free_generic_bitmap(seen);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "extref_int.h"
 
-void xr_hdr_from_disk(struct xr_hdr *to, const struct extref_disk_header *from)
+void extref_tree_hdr_decode(struct extref_tree_hdr *to, const struct extref_disk_header *from)
 {
 	memset(to, 0, sizeof(*to));
 	to->h_magic = ext2fs_le32_to_cpu(from->h_magic);
@@ -26,10 +26,11 @@ void xr_hdr_from_disk(struct xr_hdr *to, const struct extref_disk_header *from)
 	to->h_free_head = ext2fs_le32_to_cpu(from->h_free_head);
 	to->h_free_count = ext2fs_le32_to_cpu(from->h_free_count);
 	to->h_generation = ext2fs_le64_to_cpu(from->h_generation);
+	to->h_stamp = ext2fs_le32_to_cpu(from->h_stamp);
 	to->h_checksum = ext2fs_le32_to_cpu(from->h_checksum);
 }
 
-void xr_hdr_to_disk(struct extref_disk_header *to, const struct xr_hdr *from)
+void xr_hdr_to_disk(struct extref_disk_header *to, const struct extref_tree_hdr *from)
 {
 	memset(to, 0, sizeof(*to));
 	to->h_magic = ext2fs_cpu_to_le32(from->h_magic);
@@ -46,10 +47,11 @@ void xr_hdr_to_disk(struct extref_disk_header *to, const struct xr_hdr *from)
 	to->h_free_head = ext2fs_cpu_to_le32(from->h_free_head);
 	to->h_free_count = ext2fs_cpu_to_le32(from->h_free_count);
 	to->h_generation = ext2fs_cpu_to_le64(from->h_generation);
+	to->h_stamp = ext2fs_cpu_to_le32(from->h_stamp);
 	to->h_checksum = ext2fs_cpu_to_le32(from->h_checksum);
 }
 
-void xr_node_hdr_from_disk(struct xr_node_hdr *to,
+void extref_node_hdr_decode(struct extref_node_hdr *to,
 			   const struct extref_disk_node *from)
 {
 	memset(to, 0, sizeof(*to));
@@ -63,7 +65,7 @@ void xr_node_hdr_from_disk(struct xr_node_hdr *to,
 }
 
 void xr_node_hdr_to_disk(struct extref_disk_node *to,
-			 const struct xr_node_hdr *from)
+			 const struct extref_node_hdr *from)
 {
 	memset(to, 0, sizeof(*to));
 	to->n_magic = ext2fs_cpu_to_le32(from->n_magic);

@@ -96,7 +96,7 @@ static void decode_entries(struct xr_node *n, const void *block)
 errcode_t xr_node_read(struct extref_tree *t, __u32 lblk, int level,
 		       const struct xr_bounds *b, struct xr_node **ret)
 {
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 	struct xr_node *n;
 	errcode_t err;
 
@@ -108,7 +108,7 @@ errcode_t xr_node_read(struct extref_tree *t, __u32 lblk, int level,
 	err = xr_check_node_block(t->buf, t->bs, t->seed, lblk);
 	if (err)
 		return err;
-	xr_node_hdr_from_disk(&h, (const void *)t->buf);
+	extref_node_hdr_decode(&h, (const void *)t->buf);
 	err = xr_node_new(t, h.n_level, &n);
 	if (err)
 		return err;

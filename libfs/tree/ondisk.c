@@ -12,10 +12,10 @@
  * Encode the header h as the whole block (the rest of the block zero),
  * with the checksum of what was encoded; h's own h_checksum is ignored.
  */
-void xr_hdr_encode(__u32 seed, const struct xr_hdr *h, void *block,
+void xr_hdr_encode(__u32 seed, const struct extref_tree_hdr *h, void *block,
 		   unsigned int bs)
 {
-	struct xr_hdr c = *h;
+	struct extref_tree_hdr c = *h;
 
 	memset(block, 0, bs);
 	c.h_checksum = 0;
@@ -28,7 +28,7 @@ static void node_hdr_encode(const struct extref_tree *t, __u32 magic,
 			    int level, int nr, __u32 lblk, __u32 next,
 			    void *block)
 {
-	struct xr_node_hdr h = {
+	struct extref_node_hdr h = {
 		.n_magic = magic,
 		.n_level = level,
 		.n_nr = nr,
@@ -44,9 +44,9 @@ static void node_hdr_encode(const struct extref_tree *t, __u32 magic,
 /* Checksum an encoded node block: its header is decoded and encoded anew. */
 static void node_set_csum(const struct extref_tree *t, void *block)
 {
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 
-	xr_node_hdr_from_disk(&h, block);
+	extref_node_hdr_decode(&h, block);
 	h.n_checksum = xr_block_csum(t->seed, block, t->bs,
 				     EXTREF_NODE_CSUM_OFFSET);
 	xr_node_hdr_to_disk(block, &h);

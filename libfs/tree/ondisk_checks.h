@@ -33,7 +33,8 @@ EXTREF_CHECK_OFF(extref_disk_header, h_nrecords, 0x30);
 EXTREF_CHECK_OFF(extref_disk_header, h_free_head, 0x38);
 EXTREF_CHECK_OFF(extref_disk_header, h_free_count, 0x3c);
 EXTREF_CHECK_OFF(extref_disk_header, h_generation, 0x40);
-EXTREF_CHECK_OFF(extref_disk_header, h_reserved, 0x48);
+EXTREF_CHECK_OFF(extref_disk_header, h_stamp, 0x48);
+EXTREF_CHECK_OFF(extref_disk_header, h_reserved, 0x4c);
 EXTREF_CHECK_OFF(extref_disk_header, h_checksum, EXTREF_HDR_CSUM_OFFSET);
 
 EXTREF_CHECK_SIZE(extref_disk_node, 0x20);

@@ -115,7 +115,7 @@ static void walk_free(struct walk *w)
 {
 	__u32 lblk = w->t->hdr.h_free_head;
 	__u32 count = w->t->hdr.h_free_count;
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 	__u32 i;
 
 	for (i = 0; i < count && !w->stop; i++) {
@@ -130,7 +130,7 @@ static void walk_free(struct walk *w)
 			return;
 		}
 		ext2fs_mark_generic_bitmap(w->seen, lblk);
-		xr_node_hdr_from_disk(&h, (const void *)w->t->buf);
+		extref_node_hdr_decode(&h, (const void *)w->t->buf);
 		lblk = h.n_next;
 	}
 }

@@ -103,7 +103,7 @@ static errcode_t load_header(struct extref_tree *t)
 				      t->fs->super->s_uuid, max);
 	if (err)
 		return err;
-	xr_hdr_from_disk(&t->hdr, (const void *)t->buf);
+	extref_tree_hdr_decode(&t->hdr, (const void *)t->buf);
 	if ((t->flags & EXTREF_TREE_RW) &&
 	    (t->hdr.h_ro_compat & ~EXTREF_FEATURE_RO_COMPAT_SUPP))
 		return EXTREF_ERR_HDR_RO_COMPAT;
@@ -112,6 +112,7 @@ static errcode_t load_header(struct extref_tree *t)
 	t->nblocks = t->hdr.h_nblocks;
 	t->open_nblocks = t->nblocks;
 	t->generation = t->hdr.h_generation;
+	t->stamp = t->hdr.h_stamp;
 	return 0;
 }
 

@@ -16,9 +16,9 @@
 errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
 			  const __u8 *uuid, __u64 max_nblocks)
 {
-	struct xr_hdr h;
+	struct extref_tree_hdr h;
 
-	xr_hdr_from_disk(&h, block);
+	extref_tree_hdr_decode(&h, block);
 	if (h.h_magic != EXTREF_HDR_MAGIC)
 		return EXTREF_ERR_HDR_MAGIC;
 	if (h.h_checksum != ext2fs_crc32c_le(seed, block,
@@ -49,9 +49,9 @@ errcode_t xr_check_header(const void *block, unsigned int bs, __u32 seed,
 static errcode_t check_node_hdr(const void *block, unsigned int bs,
 				__u32 seed, __u32 lblk, __u32 magic)
 {
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 
-	xr_node_hdr_from_disk(&h, block);
+	extref_node_hdr_decode(&h, block);
 	if (h.n_magic != magic)
 		return magic == EXTREF_FREE_MAGIC ? EXTREF_ERR_FREE_LIST :
 			EXTREF_ERR_NODE_MAGIC;
@@ -67,13 +67,13 @@ static errcode_t check_node_hdr(const void *block, unsigned int bs,
 errcode_t xr_check_node_block(const void *block, unsigned int bs,
 			      __u32 seed, __u32 lblk)
 {
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 	errcode_t err;
 
 	err = check_node_hdr(block, bs, seed, lblk, EXTREF_NODE_MAGIC);
 	if (err)
 		return err;
-	xr_node_hdr_from_disk(&h, block);
+	extref_node_hdr_decode(&h, block);
 	if (h.n_nr == 0 || h.n_nr > EXTREF_NODE_CAPACITY(bs))
 		return EXTREF_ERR_NODE_NR;
 	if (h.n_level >= EXTREF_MAX_DEPTH)
@@ -85,13 +85,13 @@ errcode_t xr_check_node_block(const void *block, unsigned int bs,
 errcode_t xr_check_free_block(const void *block, unsigned int bs,
 			      __u32 seed, __u32 lblk, __u32 nblocks)
 {
-	struct xr_node_hdr h;
+	struct extref_node_hdr h;
 	errcode_t err;
 
 	err = check_node_hdr(block, bs, seed, lblk, EXTREF_FREE_MAGIC);
 	if (err)
 		return err == EXTREF_ERR_FREE_LIST ? err : EXTREF_ERR_FREE_LIST;
-	xr_node_hdr_from_disk(&h, block);
+	extref_node_hdr_decode(&h, block);
 	if (h.n_next >= nblocks)
 		return EXTREF_ERR_FREE_LIST;
 	return 0;

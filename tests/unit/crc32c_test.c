@@ -6,7 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include "tree/xr_crc32c.h"
+#include "base/xr_crc32c.h"
 
 int main(void)
 {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include "extref_ops.h"
 #include "quota/xr_quota.h"
+#include "ops/extref_ops_int.h"
 
 static errcode_t ino_of(extref_fs_t xfs, const char *path, ext2_ino_t *ino)
 {

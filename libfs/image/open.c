@@ -1,106 +1,16 @@
 /*
- * fs.c --- an extref image: the ext4 filesystem and its tree together.
+ * open.c --- the session: an extref image opened, locked, its journal
+ * replayed, its tree loaded and verified, quota and transactions
+ * attached; and closed again.  The one place that composes the layers
+ * (docs/HACKING): the handle itself and its accessors are txn/handle.c.
  */
-#include <stdlib.h>
-#include <errno.h>
-#include "extref_int.h"
-/*
- * The tree layer reaches up to the checker here, through its public
- * header only: a read-write open verifies the tree with the fsck core's
- * read-only passes (extref_fsck_verify_write, check/fsck_trust.c).  The
- * checker's internals stay private to check/; the call is the one place
- * the tree layer depends on it, and the open is where it belongs: every
- * tool and library user that writes goes through here.
- */
-#include "extref_fsck.h"
-#include "extref_ops.h"
+#include "tree/extref_int.h"
+#include "txn/xr_handle.h"
+#include "txn/xr_txio.h"
+#include "journal/xr_journal.h"
 #include "quota/xr_quota.h"
-#include "xr_txio.h"
-#include "../journal/xr_journal.h"
-
-struct extref_fs {
-	ext2_filsys	fs;
-	extref_tree_t	tree;
-	int		flags;
-	struct struct_io_manager iom;	/* the channel's, without write_byte */
-	io_manager	orig_iom;
-	errcode_t	(*sync_flush)(io_channel);	/* EXTREF_OPEN_NOSYNC */
-	extref_image_lock_t lock;	/* held until close (imglock.c) */
-	struct extref_cred ident;	/* extref_set_identity */
-	int		have_ident;
-	int		perm_hold;	/* xr_perm_hold: inner steps unchecked */
-	struct xr_tx	*tx;		/* transactions (txn.c), journaled images */
-	int		verified;	/* the open's verification passed */
-	unsigned long	verified_at;	/* raw writes (txio.c) then */
-	unsigned	replayed;	/* transactions the open replayed */
-	errcode_t	replay_err;	/* why a read-only open could not */
-	ext2_ino_t	damage_ino;	/* where a checksum failed an */
-	blk64_t		damage_blk;	/* operation (extref_damage_where) */
-};
-
-errcode_t extref_tx_begin(extref_fs_t xfs)
-{
-	return xr_tx_begin2(xfs, 1);
-}
-
-errcode_t extref_tx_begin2(extref_fs_t xfs, int flags)
-{
-	if (flags & ~EXTREF_TX_SPLIT)
-		return EXT2_ET_INVALID_ARGUMENT;
-	return xr_tx_begin2(xfs, !(flags & EXTREF_TX_SPLIT));
-}
-
-errcode_t extref_tx_end(extref_fs_t xfs, errcode_t err)
-{
-	return xr_tx_end2(xfs, err);
-}
-
-int extref_fs_journaled(extref_fs_t xfs)
-{
-	return xfs->tx != NULL;
-}
-
-unsigned extref_fs_replayed(extref_fs_t xfs)
-{
-	return xfs->replayed;
-}
-
-errcode_t extref_fs_replay_error(extref_fs_t xfs)
-{
-	return xfs->replay_err;
-}
-
-void extref_damage_where(extref_fs_t xfs, ext2_ino_t *ino, blk64_t *blk)
-{
-	*ino = xfs->damage_ino;
-	*blk = xfs->damage_blk;
-}
-
-void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk)
-{
-	xfs->damage_ino = ino;
-	xfs->damage_blk = blk;
-}
-
-struct xr_tx **xr_fs_txp(extref_fs_t xfs)
-{
-	return &xfs->tx;
-}
-
-/* After a rollback: the tree as committed (it was verified at open and
- * every commit since is ours). */
-errcode_t xr_fs_reload_tree(extref_fs_t xfs)
-{
-	if (!xfs->tree)
-		return 0;
-	extref_tree_free(xfs->tree);
-	xfs->tree = NULL;
-	/* a conversion rolled back: the image has no tree (again) */
-	if (!ext2fs_has_feature_shared_blocks(xfs->fs->super))
-		return 0;
-	return extref_tree_open(xfs->fs, (xfs->flags & EXTREF_OPEN_RW) ?
-				EXTREF_TREE_RW : 0, &xfs->tree);
-}
+#include "base/xr_clock.h"
+#include "extref_fsck.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
 static errcode_t flush_later(io_channel io)
@@ -132,57 +42,43 @@ static void set_io_manager(struct extref_fs *xfs)
 	io->manager = &xfs->iom;
 }
 
-ext2_filsys extref_fs_ext2(extref_fs_t xfs)
+/*
+ * The tree's stamp (tree/stamp.c) says that a writer of this library
+ * proved the counts against every extent mapping and closed cleanly, and
+ * the image's allocation state is still the one it left.  Journaled
+ * images only: only there does the holding channel count every write
+ * that is not the library's own (xr_fs_verified), which a stamp needs.
+ */
+static int stamp_holds(extref_fs_t xfs)
 {
-	return xfs->fs;
+	__u32 s = xr_tree_stamp(xfs->tree);
+
+	return s && !(xfs->flags & EXTREF_OPEN_VERIFY) &&
+	       ext2fs_has_feature_journal(xfs->fs->super) &&
+	       !(xfs->flags & EXTREF_OPEN_NO_JOURNAL) &&
+	       s == xr_state_stamp(xfs->tree);
 }
 
-extref_tree_t extref_fs_tree(extref_fs_t xfs)
+/*
+ * At a clean close: the stamp of the state this session leaves, when
+ * everything it wrote went through the library's own transactions after
+ * a proof (xr_fs_verified); else no stamp, so that an expert's raw edit
+ * is proven again at the next open.  The bitmaps are written first: they
+ * set the descriptors' checksums, which the stamp covers.
+ */
+static errcode_t leave_stamp(extref_fs_t xfs, int proven)
 {
-	return xfs->tree;
-}
+	extref_tree_t t = xfs->tree;
+	errcode_t err;
 
-errcode_t extref_set_identity(extref_fs_t xfs, const struct extref_cred *cred)
-{
-	if (!cred) {
-		xfs->have_ident = 0;
+	if (!t || !(xfs->flags & EXTREF_OPEN_RW))
 		return 0;
-	}
-	if (cred->ngroups > EXTREF_NGROUPS_MAX)
-		return EXT2_ET_INVALID_ARGUMENT;
-	xfs->ident = *cred;
-	xfs->have_ident = 1;
-	return 0;
-}
-
-const struct extref_cred *extref_identity(extref_fs_t xfs)
-{
-	return xfs->have_ident ? &xfs->ident : NULL;
-}
-
-void xr_perm_hold(extref_fs_t xfs, int delta)
-{
-	xfs->perm_hold += delta;
-}
-
-int xr_perm_held(extref_fs_t xfs)
-{
-	return xfs->perm_hold > 0;
-}
-
-/* fs->now from SOURCE_DATE_EPOCH, when it holds a plain number. */
-static void set_clock(ext2_filsys fs)
-{
-	const char *s = getenv("SOURCE_DATE_EPOCH");
-	char *end;
-	unsigned long long v;
-
-	if (!s || !*s)
-		return;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == 0 && *end == 0)
-		fs->now = (time_t)v;
+	err = extref_tree_commit(t);
+	if (!err && proven)
+		err = ext2fs_write_bitmaps(xfs->fs);
+	if (err)
+		return err;
+	return xr_tree_write_stamp(t, proven ? xr_state_stamp(t) : 0);
 }
 
 /*
@@ -200,31 +96,20 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 	err = extref_tree_open(xfs->fs, rw ? EXTREF_TREE_RW : 0, &xfs->tree);
 	if (err || !rw || (xfs->flags & EXTREF_OPEN_TRUSTED))
 		return err;
+	if (stamp_holds(xfs)) {
+		xr_tree_stamp_clear(xfs->tree);	/* the next commit clears it */
+		xr_fs_mark_verified(xfs, EXTREF_PROOF_STAMP);
+		return 0;
+	}
 	err = extref_fsck_verify_write(xfs->fs, NULL);
 	if (err) {
 		extref_tree_free(xfs->tree);
 		xfs->tree = NULL;
 		return err;
 	}
-	xfs->verified = 1;
-	xfs->verified_at = xr_txio_of(xfs->fs) ?
-			   xr_txio_raw_writes(xr_txio_of(xfs->fs)) : 0;
+	xr_tree_stamp_clear(xfs->tree);
+	xr_fs_mark_verified(xfs, EXTREF_PROOF_FULL);
 	return 0;
-}
-
-/*
- * The open's verification still holds: it read and checked every node of
- * the tree and of every extent tree, and since then only this library's
- * operations wrote to the image (the lock keeps other writers out; any
- * other write through the channel, such as an expert's raw edit, says
- * no).  An image without a journal has no such count: no.
- */
-int xr_fs_verified(extref_fs_t xfs)
-{
-	struct xr_txio *t = xr_txio_of(xfs->fs);
-
-	return xfs->verified && xfs->tx && t &&
-	       xr_txio_raw_writes(t) == xfs->verified_at;
 }
 
 /* The wrap proper; on success the extref_fs owns fs and lock. */
@@ -242,7 +127,7 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 		return err;
 	xfs->fs = fs;
 	xfs->flags = flags;
-	set_clock(fs);
+	xr_clock_init(fs);
 	set_io_manager(xfs);
 	if (!(flags & EXTREF_OPEN_NO_TREE)) {
 		err = extref_fs_load_tree(xfs);
@@ -254,6 +139,8 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	}
 	if (!err && (fs->flags & EXT2_FLAG_RW))
 		err = xr_quota_attach(fs);	/* usage kept per inode write */
+	if (!err && (fs->flags & EXT2_FLAG_RW))
+		err = xr_fs_add_hook(xfs, &xr_quota_tx_hook);
 	if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL))
 		err = xr_tx_attach(xfs);
 	if (err) {
@@ -430,14 +317,39 @@ cleanup:
 	return err;
 }
 
+/*
+ * ext2fs_close2 writes what is dirty, then frees fs, and with it closes
+ * the channel, whose last flush (and fsync) can fail: ext2fs_free ignores
+ * that.  A reference of ours keeps the channel past the free, so that its
+ * flush and close are ours to check.  Journaled, the superblock is
+ * written without flushes of its own and the one flush here syncs it.
+ */
+static errcode_t close_checked(ext2_filsys fs, int journaled)
+{
+	io_channel io = fs->io;
+	int rw = fs->flags & EXT2_FLAG_RW;
+	errcode_t err, err2;
+
+	io->refcount++;
+	err = ext2fs_close2(fs, journaled ? EXT2_FLAG_FLUSH_NO_SYNC : 0);
+	if (err)
+		ext2fs_free(fs);
+	err2 = rw ? io_channel_flush(io) : 0;
+	if (!err)
+		err = err2;
+	err2 = io_channel_close(io);
+	return err ? err : err2;
+}
+
 errcode_t extref_fs_close(extref_fs_t xfs)
 {
 	errcode_t err, err2;
-	int journaled;
+	int journaled, proven;
 
 	if (!xfs)
 		return 0;
 	journaled = xfs->tx != NULL;
+	proven = xr_fs_verified(xfs);	/* counted by the holding channel */
 	err = xr_tx_detach(xfs);	/* commits, empties the journal */
 	if (err) {
 		extref_fs_abort(xfs);	/* nothing more is written */
@@ -445,17 +357,19 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	}
 	err = xr_quota_flush(xfs->fs);
 	xr_quota_detach(xfs->fs);
+	if (!err)
+		err = leave_stamp(xfs, proven);
 	err2 = extref_tree_close(xfs->tree);
 	if (!err)
 		err = err2;
 	if (xfs->sync_flush)
 		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
-	/* journaled: the holding channel flushes once, as it closes */
-	err2 = ext2fs_close2(xfs->fs, journaled ? EXT2_FLAG_FLUSH_NO_SYNC : 0);
-	if (err2)
-		ext2fs_free(xfs->fs);
+	err2 = close_checked(xfs->fs, journaled);
+	if (!err)
+		err = err2;
 	xfs->fs = NULL;
 	extref_image_unlock(xfs->lock);	/* after the last write */
+	ext2fs_free_mem(&xfs->ident);
 	ext2fs_free_mem(&xfs);
 	return err ? err : err2;
 }
@@ -469,18 +383,6 @@ void extref_fs_abort(extref_fs_t xfs)
 	extref_tree_free(xfs->tree);
 	ext2fs_free(xfs->fs);
 	extref_image_unlock(xfs->lock);
+	ext2fs_free_mem(&xfs->ident);
 	ext2fs_free_mem(&xfs);
-}
-
-/*
- * Register the library's error table and libext2fs's when the library is
- * loaded, so that error_message() names every code a call returns without
- * the program registering anything.  Registering a table twice (a program
- * that also does it) is harmless: the first match wins.
- */
-__attribute__((constructor))
-static void xr_register_error_tables(void)
-{
-	initialize_xref_error_table();
-	initialize_ext2_error_table();
 }

@@ -1,5 +1,5 @@
 /*
- * extref_vec.h --- growable arrays (tree/vec.c), shared by the layers.
+ * extref_vec.h --- growable arrays (base/vec.c), shared by the layers.
  *
  * The one piece of the tree layer's helpers that the other layers use
  * for their own arrays; it does not expose the tree itself.

@@ -17,7 +17,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "extref_int.h"
+#include "tree/extref_int.h"
 
 struct extref_image_lock {
 	int	fd;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
-#include "tree/extref_vec.h"
+#include "base/extref_vec.h"
 
 static int over(__u64 cur, __u64 more, __u64 soft, __u64 hard,
 		__u64 grace_end, __u64 now)

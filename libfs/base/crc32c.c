@@ -9,7 +9,7 @@
  */
 #include <stdint.h>
 #include <string.h>
-#include "xr_crc32c.h"
+#include "base/xr_crc32c.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <nmmintrin.h>

@@ -18,6 +18,9 @@
  *                      order; every later write is dropped and flushes do
  *                      nothing.  A close without a power cut applies what
  *                      is held.
+ *   flusheio=N         everything passes through, but the N-th flush and
+ *                      every later one fail with EIO (a write-back error
+ *                      that fsync reports)
  *
  * A write is one write_blk/write_blk64 call (any length) or one write_byte
  * call.  At close, when EXTREF_FAULT_OUT names a file, a line is appended
@@ -27,11 +30,7 @@
  * extref_fs_open() uses this manager when EXTREF_FAULT is set and not
  * empty.
  *
- * EXTREF_FAULT_NOMEM=N makes the N-th growth of an array (xr_grow,
- * xr_big_grow in vec.c, counted from 1 in each process) fail with
- * EXT2_ET_NO_MEMORY; N+ makes that one and every later one fail, N-M
- * the N-th to the M-th.  Each failure made is announced on stderr
- * ("EXTREF_FAULT_NOMEM: growth N fails").
+ * The allocation hook (EXTREF_FAULT_NOMEM) is base/fault.c.
  *
  * All of this file is built only with configure --enable-fault-injection
  * (EXTREF_FAULT_INJECTION): other builds have neither hook, and the
@@ -43,11 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "extref_int.h"
+#include "tree/extref_int.h"
 
 #ifdef EXTREF_FAULT_INJECTION
 
-enum fault_mode { FAULT_COUNT, FAULT_CRASH, FAULT_POWERCUT };
+enum fault_mode { FAULT_COUNT, FAULT_CRASH, FAULT_POWERCUT, FAULT_FLUSH_EIO };
 
 /* A write held until the next flush (powercut mode). */
 struct held_write {
@@ -59,7 +58,8 @@ struct held_write {
 struct fault_data {
 	int			fd;
 	enum fault_mode		mode;
-	unsigned long long	limit;		/* N of crash=N / powercut=N */
+	unsigned long long	limit;		/* N of crash=N, powercut=N,
+						   flusheio=N */
 	__u64			rng;		/* powercut generator state */
 	unsigned long long	writes;
 	unsigned long long	flushes;
@@ -120,8 +120,13 @@ static errcode_t parse_mode(const char *spec, struct fault_data *d)
 		d->rng = seed;
 		return 0;
 	}
+	if (parse_num(spec, "flusheio=", &p, &n) == 0 && n >= 1 && *p == 0) {
+		d->mode = FAULT_FLUSH_EIO;
+		d->limit = n;
+		return 0;
+	}
 	fprintf(stderr, "EXTREF_FAULT: cannot parse \"%s\" (count, crash=N, "
-		"powercut=N,seed=S with N >= 1)\n", spec);
+		"powercut=N,seed=S, flusheio=N with N >= 1)\n", spec);
 	return EXT2_ET_INVALID_ARGUMENT;
 }
 
@@ -231,6 +236,7 @@ static errcode_t fault_write(struct fault_data *d, __u64 off, size_t len,
 	d->writes++;
 	switch (d->mode) {
 	case FAULT_COUNT:
+	case FAULT_FLUSH_EIO:
 		break;
 	case FAULT_CRASH:
 		if (d->writes > d->limit) {
@@ -419,6 +425,8 @@ static errcode_t fault_flush(io_channel channel)
 	d->flushes++;
 	if (d->dead)
 		return 0;
+	if (d->mode == FAULT_FLUSH_EIO && d->flushes >= d->limit)
+		return EIO;	/* the disk lost what was written */
 	if (d->mode == FAULT_POWERCUT)
 		err = apply_held(d, 0);
 	if (!err && fsync(d->fd) < 0 && errno != EINVAL && errno != EBADF)
@@ -508,44 +516,6 @@ fail:
 		ext2fs_free_mem(&io->name);
 	ext2fs_free_mem(&io);
 	return err;
-}
-
-/* The allocation hook: see the head of this file. */
-int xr_fault_nomem(void)
-{
-	static int parsed;
-	static unsigned long long at, last, seen;
-	const char *spec;
-	char *end;
-
-	if (!parsed) {
-		parsed = 1;
-		spec = getenv("EXTREF_FAULT_NOMEM");
-		if (spec && *spec) {
-			at = last = strtoull(spec, &end, 10);
-			if (*end == '+') {
-				last = ~0ULL;
-				end++;
-			} else if (*end == '-') {
-				last = strtoull(end + 1, &end, 10);
-			}
-			if (*end || !at || last < at) {
-				fprintf(stderr, "EXTREF_FAULT_NOMEM: cannot "
-					"parse \"%s\" (N, N+ or N-M, "
-					"1 <= N <= M)\n", spec);
-				at = 0;
-			}
-		}
-	}
-	if (!at)
-		return 0;
-	seen++;
-	if (seen >= at && seen <= last) {
-		fprintf(stderr, "EXTREF_FAULT_NOMEM: growth %llu fails\n",
-			seen);
-		return 1;
-	}
-	return 0;
 }
 
 #endif /* EXTREF_FAULT_INJECTION */

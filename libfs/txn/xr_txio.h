@@ -179,9 +179,7 @@ void xr_block_alloc_stats_range(ext2_filsys fs, blk64_t blk, blk_t num,
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
 
-/* fs.c: the transaction state slot of xfs, and a fresh tree after a
- * rollback. */
+/* handle.c: the transaction state slot of xfs. */
 struct xr_tx **xr_fs_txp(extref_fs_t xfs);
-errcode_t xr_fs_reload_tree(extref_fs_t xfs);
 
 #endif /* XR_TXIO_H */

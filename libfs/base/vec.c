@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "extref_int.h"
+#include "extref_vec.h"
+#include "xr_fault.h"
 
 /*
  * Make room for element n of an array of esz-byte elements at *vp whose

@@ -24,8 +24,8 @@
  * logged as metadata is revoked in the commit (txio.c), or a replay would
  * put the old copy back over it.
  */
-#include "extref_int.h"
-#include "xr_txio.h"
+#include "tree/extref_int.h"
+#include "txn/xr_txio.h"
 
 struct xr_fresh {
 	ext2_filsys		fs;

@@ -29,10 +29,10 @@
  */
 #include <stddef.h>
 #include <string.h>
-#include "extref_int.h"
-#include "xr_txio.h"
-#include "../journal/xr_journal.h"
-#include "../quota/xr_quota.h"
+#include "tree/extref_int.h"
+#include "txn/xr_txio.h"
+#include "journal/xr_journal.h"
+#include "txn/xr_handle.h"
 
 struct xr_tx {
 	extref_fs_t	xfs;
@@ -532,8 +532,8 @@ static errcode_t commit_writes(struct xr_tx *tx)
 
 	if (!err && t && (t->flags & EXTREF_TREE_RW))
 		err = extref_tree_commit(t);
-	if (!err)
-		err = xr_quota_flush(tx->fs);
+	if (!err)	/* quota usage and any other layer's hook */
+		err = xr_fs_hooks_flush(tx->xfs);
 	if (!err) {
 		release_freed(tx);
 		err = put_groups(tx);
@@ -594,10 +594,8 @@ static errcode_t rollback(struct xr_tx *tx)
 	err = ext2fs_read_bitmaps(fs);
 	if (!err)
 		err = xr_fs_reload_tree(tx->xfs);
-	if (!err) {
-		xr_quota_detach(fs);
-		err = xr_quota_attach(fs);
-	}
+	if (!err)
+		err = xr_fs_hooks_reset(tx->xfs);
 	memset(tx->dirty, 0, fs->group_desc_count);
 	tx->ndirty = 0;
 	forget_freed(tx);
@@ -676,6 +674,8 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 
 	if (!tx)
 		return err;
+	if (tx->depth <= 0)	/* an end without its begin */
+		return err ? err : EXT2_ET_INVALID_ARGUMENT;
 	if (tx->depth-- == tx->atomic_depth)
 		tx->atomic_depth = 0;
 	if (tx->depth > 0 && tx->depth < tx->spill_depth && !tx->atomic_depth)

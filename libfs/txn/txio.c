@@ -14,8 +14,8 @@
  * replay would put the old metadata over the new data.
  */
 #include <string.h>
-#include "extref_int.h"
-#include "xr_txio.h"
+#include "tree/extref_int.h"
+#include "txn/xr_txio.h"
 
 #define TXIO_MAGIC	0x74786f31	/* "txo1" */
 
@@ -63,7 +63,7 @@ io_channel xr_txio_lower(struct xr_txio *t)
 static errcode_t tx_read_blk64(io_channel ch, unsigned long long block,
 			       int count, void *data);
 
-/* Ours, also under a copy of our manager (fs.c's set_io_manager). */
+/* Ours, also under a copy of our manager (image/open.c's set_io_manager). */
 static int is_txio(io_channel io)
 {
 	return io && io->manager && io->manager->read_blk64 == tx_read_blk64;
@@ -639,8 +639,12 @@ static void free_txio(struct xr_txio *t)
 static errcode_t tx_close(io_channel ch)
 {
 	struct xr_txio *t = chan_txio(ch);
-	errcode_t err = t->holding ? 0 : io_channel_flush(t->lower);
-	errcode_t err2 = io_channel_close(t->lower);
+	errcode_t err, err2;
+
+	if (--ch->refcount > 0)		/* extref_fs_close holds one */
+		return 0;
+	err = t->holding ? 0 : io_channel_flush(t->lower);
+	err2 = io_channel_close(t->lower);
 
 	if (!err)
 		err = err2;

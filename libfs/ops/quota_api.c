@@ -4,8 +4,8 @@
 #include <string.h>
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
-#include "tree/extref_vec.h"
-#include "tree/xr_txio.h"
+#include "base/extref_vec.h"
+#include "txn/xr_txio.h"
 
 static void to_public(const struct xr_dquot *dq, struct extref_quota *q)
 {
@@ -275,4 +275,9 @@ errcode_t extref_quota_recompute(extref_fs_t xfs)
 	errcode_t err = xr_tx_begin(xfs);
 
 	return err ? err : xr_tx_end(xfs, quota_recompute_op(xfs));
+}
+
+ext2_ino_t extref_quota_inum(ext2_filsys fs, int type)
+{
+	return type >= 0 && type < XR_QTYPES ? xr_quota_inum(fs, type) : 0;
 }
