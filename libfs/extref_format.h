@@ -4,10 +4,11 @@
  * This is the only header that describes bytes on disk.  Every structure
  * but the jbd2 ones (big-endian, as the kernel writes them; see below)
  * is little-endian, packed by construction (no implicit padding), and has
- * its size and field offsets checked at compile time at the end of this
- * file.  Code never byte-swaps these structures in place: it decodes into
+ * its size and field offsets checked at compile time (tree/ondisk_checks.h,
+ * compiled with the library).  Code never byte-swaps these structures in place: it decodes into
  * the in-memory forms and encodes back.  The tree header and the node
- * header have one decoder and one encoder each (tree/xr_hdr.h, hdr.c);
+ * header have one decoder (public: extref_tree_hdr_decode, in extref.h)
+ * and one encoder each (tree/xr_hdr.h, hdr.c);
  * records and keys are converted in tree/node.c and tree/ondisk.c.
  *
  * docs/FORMAT.md is the prose version of this file; keep them in step.

@@ -98,7 +98,19 @@ def test_stock_freeb_then_write_is_refused(image, tmp_path):
 def test_expert_edit_clears_the_stamp(image):
     xdebugfs(image, "sif /a mtime 12345")
     assert proof(image) == "full"
+    assert proof(image) == "full"     # a session that wrote nothing
+    xdebugfs(image, "mkdir /d")       # a proven one that writes
     assert proof(image) == "stamp"
+
+
+def test_refused_operation_leaves_the_image(image):
+    """A session that writes nothing (an operation refused) leaves the
+    image byte for byte as it was, the stamp too."""
+    before = image.read_bytes()
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                       "rm /nonexistent", str(image)], check=False)
+    assert res.returncode != 0
+    assert image.read_bytes() == before
 
 
 def test_stock_sif_is_not_seen(image):

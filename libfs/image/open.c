@@ -59,6 +59,18 @@ static int stamp_holds(extref_fs_t xfs)
 	       s == xr_state_stamp(xfs->tree);
 }
 
+/* Whether anything reached the image through this session's channel: a
+ * session that wrote nothing (a refused operation, one rolled back) leaves
+ * the image as it was, byte for byte, stamp and all. */
+static int wrote(ext2_filsys fs)
+{
+	io_stats st = NULL;
+
+	return !fs->io->manager->get_stats ||
+	       fs->io->manager->get_stats(fs->io, &st) || !st ||
+	       st->bytes_written > 0;
+}
+
 /*
  * At a clean close: the stamp of the state this session leaves, when
  * everything it wrote went through the library's own transactions after
@@ -71,7 +83,7 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
 	extref_tree_t t = xfs->tree;
 	errcode_t err;
 
-	if (!t || !(xfs->flags & EXTREF_OPEN_RW))
+	if (!t || !(xfs->flags & EXTREF_OPEN_RW) || !wrote(xfs->fs))
 		return 0;
 	err = extref_tree_commit(t);
 	if (!err && proven)
