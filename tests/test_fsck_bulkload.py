@@ -162,6 +162,8 @@ def visible_records(img):
         return None
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["crash", "powercut"])
 def test_rebuild_crash_leaves_old_or_new(tmp_path, mode):
     """The rebuild stopped after any write (crash=N) or by a power cut

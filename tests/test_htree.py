@@ -139,6 +139,8 @@ def test_small_directories_stay_linear(tmp_path):
     helpers.e2fsck_fn(img)
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def _names(img, path):
     out = helpers.debugfs(img, f"ls {path}").stdout
     return re.findall(r"\b(name-number-\d+)\b", out)

@@ -325,6 +325,8 @@ def test_update_bad_calls(tmp_path):
     assert not img.exists()
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def _state(root):
     """Every regular file's bytes and every name, of a dumped tree."""
     out = {}
@@ -432,6 +434,8 @@ def test_update_delete(tmp_path):
     assert used_blocks(img) < before        # dir4's 20 files went
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def _files_state(root):
     """Each regular file's bytes and user.big, by path (a kernel mount)."""
     out = {}

@@ -301,6 +301,8 @@ def _cat(img, path):
     return res.stdout if b"not found" not in res.stderr else None
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 @pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
 @pytest.mark.parametrize("what", ["reflink", "clone", "cow"])
 def test_crash_after_each_write(tmp_path, what):
