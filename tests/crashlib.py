@@ -491,6 +491,11 @@ def shell_op(cmds):
     return op
 
 
+def request_op(request, env=None):
+    """debugfs.extref -w -R REQUEST IMG."""
+    return tool_op([debugfs_extref(), "-w", "-R", request], env)
+
+
 def tool_op(argv, env=None):
     """ARGV IMG with env (fixed settings, e.g. EXTREF_FAULT_TX_ROOM)."""
     def op(img, more=None):
@@ -558,6 +563,14 @@ def crash_or_powercut(every, at):
     return faults
 
 
+def only(kind):
+    """One fault of kind at every crash point n: crash=n, or
+    powercut=n,seed=n."""
+    def faults(i, n, is_last):
+        return [f"crash={n}" if kind == "crash" else f"powercut={n},seed={n}"]
+    return faults
+
+
 class Swept:
     """What a sweep did: W writes and flushes of the whole operation,
     the faults run, and the failures [(fault, replayed by, problems)]."""
@@ -584,8 +597,8 @@ class Swept:
 
 
 def sweep(img0, op, oracle, workdir, limit, faults=crash_and_powercut(3),
-          replayers=("extref", "e2fsck"), count_status=0, stop_after=3,
-          keep=3, **replay_opts):
+          replayers=("extref", "e2fsck"), count_status=0, crash_exits=None,
+          stop_after=3, keep=3, **replay_opts):
     """Crash op on copies of img0 at a sample of its writes and judge
     each crashed image.
 
@@ -594,7 +607,8 @@ def sweep(img0, op, oracle, workdir, limit, faults=crash_and_powercut(3),
     crash_points(W, limit), faults(i, n, last) gives the faults to run
     (EXTREF_FAULT); each crashed copy is replayed by the next of
     replayers in turn (see replay(); None: not replayed) and judged by
-    oracle(img, how) -> problems (empty: none).  A failing image is kept
+    oracle(img, how) -> problems (empty: none); with crash_exits, the
+    crashed run's exit must be one of them.  A failing image is kept
     (the first keep of them, workdir/failed-*.img); the sweep stops at
     the end of a point once stop_after runs failed (None: never).
     Returns a Swept.
@@ -611,8 +625,10 @@ def sweep(img0, op, oracle, workdir, limit, faults=crash_and_powercut(3),
             how = replayers[len(done.faults) % len(replayers)]
             done.faults.append(fault)
             sparse_copy(img0, img)
-            op(img, {"EXTREF_FAULT": fault})
-            probs = replay(img, how, **replay_opts) + oracle(img, how)
+            res = op(img, {"EXTREF_FAULT": fault})
+            probs = [] if crash_exits is None or res.returncode in \
+                crash_exits else [f"exit {res.returncode}: {res.stderr}"]
+            probs += replay(img, how, **replay_opts) + oracle(img, how)
             if probs:
                 done.failures.append((fault, how, probs))
                 if len(done.kept) < keep:

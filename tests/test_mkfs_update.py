@@ -325,8 +325,6 @@ def test_update_bad_calls(tmp_path):
     assert not img.exists()
 
 
-@pytest.mark.crash
-@pytest.mark.slow
 def _state(root):
     """Every regular file's bytes and every name, of a dumped tree."""
     out = {}
@@ -343,6 +341,8 @@ def _state(root):
     return out
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def test_update_crash_at_writes(tmp_path):
     """Killed after any of its writes (a spread sample), the update
     leaves, once the journal is replayed, an image both checkers pass
@@ -434,8 +434,6 @@ def test_update_delete(tmp_path):
     assert used_blocks(img) < before        # dir4's 20 files went
 
 
-@pytest.mark.crash
-@pytest.mark.slow
 def _files_state(root):
     """Each regular file's bytes and user.big, by path (a kernel mount)."""
     out = {}
@@ -453,6 +451,8 @@ def _files_state(root):
     return out
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def test_update_crash_split(tmp_path):
     """An update bigger than half the journal commits between entries:
     killed anywhere, once replayed, every file is wholly there (data and
