@@ -526,15 +526,17 @@ def count(op, img, workdir, status=0):
 
 
 def replay(img, how, e2fsck_worst=1, extref_opens=True):
-    """Replay the journal of a crashed img by stock e2fsck -fy (its exit
-    at most e2fsck_worst) or by the next extref open for writing
+    """Replay the journal of a crashed img by stock e2fsck -fy, or only
+    the journal by e2fsck -y -E journal_only ("journal"; the exit at most
+    e2fsck_worst), or by the next extref open for writing
     (debugfs.extref -w; with extref_opens it must succeed); None: no
     replay.  Returns problems (empty: none), the journal still needing
     recovery among them."""
     if how is None:
         return []
-    if how == "e2fsck":
-        res = e2fsck(img, "-fy")
+    if how in ("e2fsck", "journal"):
+        res = e2fsck(img, *(["-fy"] if how == "e2fsck"
+                            else ["-y", "-E", "journal_only"]))
         ok = res.returncode <= e2fsck_worst
     else:
         res = _run([debugfs_extref(), "-w", "-R", "stats", str(img)])
