@@ -1,4 +1,10 @@
-"""Helpers for the crash tests (tests/test_crash.py).
+"""The crash tests' loop and helpers.
+
+sweep(img0, op, oracle, workdir, limit) is the one crash loop: it counts
+the writes of an operation, crashes copies of the image at a sample of
+them (crash=N, powercut=N,seed=N), replays each (stock e2fsck, the next
+extref open, or none) and collects what oracle(img, how) finds wrong.
+The operations are shell_op, request_op, fsck_op and tool_op.
 
 Everything that judges a crashed image works without libextref's own view
 of the mappings:
