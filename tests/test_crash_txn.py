@@ -265,6 +265,7 @@ def test_small_operation_flushes_no_more_than_without_journal(tmp_path, req):
     assert journaled <= plain, (journaled, plain)
 
 
+@pytest.mark.slow
 def test_crash_during_convert_dedupe(tmp_path):
     """mkfs.extref --convert --dedup=block of a plain ext4 image, crashed
     after each of its writes: after stock e2fsck -fy, the image is either
