@@ -3,12 +3,21 @@
 Run from the repository root with Debian's pytest:
 
     /usr/bin/python3 -m pytest tests/
+    /usr/bin/python3 -m pytest -m "not slow" tests/     # the fast part
 
 EXTREF_BUILD_DIR selects the build directory (default: helpers.BUILD_DIR).
 A missing binary fails the tests with "run make first"; it never skips them.
+The markers are described in tests/README and registered below; at the
+end of a run the time each file took is printed (slowest first), with
+the tests over SLOW_SECONDS not marked slow.
 """
 
 import contextlib
+import functools
+import inspect
+import re
+import time
+from collections import defaultdict
 import shutil
 import subprocess
 import sys
@@ -20,6 +29,93 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import helpers  # noqa: E402
+
+
+MARKERS = {
+    "slow": "takes more than about 5 s (deselect with -m 'not slow')",
+    "crash": "crashes a tool at its writes (fault-injection builds)",
+    "root": "needs root (ownership, another user, mounts)",
+    "loop": "mounts an image on a loop device (root, /dev/loop-control)",
+    "sanitizers": "uses the copy of the tree built with --enable-sanitizers",
+}
+SLOW_SECONDS = 5.0
+
+
+def pytest_configure(config):
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    config.stash[_TIMES] = defaultdict(float)
+    config.stash[_UNMARKED] = {}
+
+
+# What the test's own code (and the module's functions it calls by name)
+# says it needs: loop mounts through helpers.loop_mount, the loop_mount
+# fixture or a losetup; root through another user or a chown.
+_LOOP = re.compile(r"loop_mount|require_loop|losetup|\"mount\"")
+_ROOT = re.compile(r"setpriv|as_user|geteuid|chown|NOBODY")
+
+
+@functools.lru_cache(maxsize=None)
+def _source(fn):
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+
+
+def _source_of(item):
+    fn = getattr(item, "function", None)
+    if fn is None:
+        return ""
+    text = _source(fn)
+    for name in set(re.findall(r"\b([A-Za-z_]\w*)\(", text)):
+        f = getattr(item.module, name, None)
+        if inspect.isfunction(f) and f.__module__ == item.module.__name__:
+            text += _source(f)
+    return text
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        text = _source_of(item)
+        if "loop_mount" in item.fixturenames or _LOOP.search(text):
+            item.add_marker(pytest.mark.loop)
+            item.add_marker(pytest.mark.root)
+        elif _ROOT.search(text):
+            item.add_marker(pytest.mark.root)
+        if "san_build" in item.fixturenames:
+            item.add_marker(pytest.mark.sanitizers)
+            item.add_marker(pytest.mark.slow)
+
+
+_TIMES = pytest.StashKey()
+_UNMARKED = pytest.StashKey()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    t0 = time.monotonic()
+    yield
+    took = time.monotonic() - t0
+    item.config.stash[_TIMES][item.location[0]] += took
+    if took > SLOW_SECONDS and item.get_closest_marker("slow") is None:
+        item.config.stash[_UNMARKED][item.nodeid] = took
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    times = config.stash.get(_TIMES, {})
+    if not times:
+        return
+    tr = terminalreporter
+    tr.section("seconds per file")
+    for path, secs in sorted(times.items(), key=lambda kv: -kv[1]):
+        tr.write_line(f"{secs:8.1f}  {path}")
+    tr.write_line(f"{sum(times.values()):8.1f}  (all)")
+    unmarked = config.stash[_UNMARKED]
+    if unmarked:
+        tr.section(f"over {SLOW_SECONDS:.0f} s, not marked slow")
+        for nodeid, secs in sorted(unmarked.items(), key=lambda kv: -kv[1]):
+            tr.write_line(f"{secs:8.1f}  {nodeid}")
 
 
 def pytest_report_header(config):
@@ -109,3 +205,24 @@ def san_build():
            "debugfs": str(build / "debug/debugfs.extref"),
            "trusted_op": str(build / "tests/unit/trusted_op")}
     shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def production_build():
+    """libextref.a and debugfs.extref of a copy of the tree configured
+    without --enable-fault-injection (the default), built once a session
+    in a temp dir (-O0 to keep it short)."""
+    work = Path(tempfile.mkdtemp(prefix="extref-prod-"))
+    try:
+        helpers.copy_sources(work)
+        for cmd in (["sh", "./autogen.sh"],
+                    ["sh", "./configure", "--enable-werror"],
+                    ["make", "-j2", "CFLAGS=-O0", "libextref.a",
+                     "debug/debugfs.extref"]):
+            res = subprocess.run(cmd, cwd=work, capture_output=True,
+                                 text=True, timeout=900)
+            assert res.returncode == 0, helpers.describe(res)
+        yield {"lib": work / "libextref.a",
+               "debugfs": str(work / "debug/debugfs.extref")}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

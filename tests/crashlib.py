@@ -1,4 +1,10 @@
-"""Helpers for the crash tests (tests/test_crash.py).
+"""The crash tests' loop and helpers.
+
+sweep(img0, op, oracle, workdir, limit) is the one crash loop: it counts
+the writes of an operation, crashes copies of the image at a sample of
+them (crash=N, powercut=N,seed=N), replays each (stock e2fsck, the next
+extref open, or none) and collects what oracle(img, how) finds wrong.
+The operations are shell_op, request_op, fsck_op and tool_op.
 
 Everything that judges a crashed image works without libextref's own view
 of the mappings:
@@ -435,3 +441,220 @@ def fsck_run(img, *args):
 
 def e2fsck(img, *args):
     return _run(["e2fsck", *args, str(img)])
+
+
+def needs_recovery(img):
+    """The superblock says the journal needs recovery (stock dumpe2fs)."""
+    return "needs_recovery" in _run(["dumpe2fs", "-h", str(img)]).stdout
+
+
+def fsck_problems(img):
+    """(sorted problem lines, exit) of fsck.extref -fn -E no_e2fsck."""
+    res = fsck_run(img, "-fn", "-E", "no_e2fsck")
+    return sorted(ln for ln in res.stdout.splitlines()
+                  if re.match(r"^0x[0-9a-f]{4} ", ln)), res.returncode
+
+
+def checkers_clean(img, fsck=True, tail=800, stock=True):
+    """Problems (empty: none) of stock e2fsck -fn and fsck.extref -fn."""
+    probs = []
+    res = e2fsck(img, "-fn") if stock else None
+    if res and res.returncode != 0:
+        probs.append("e2fsck -fn: " + res.stdout[-tail:])
+    if fsck:
+        res = fsck_run(img, "-fn")
+        if res.returncode != 0:
+            probs.append("fsck.extref -fn: " + res.stdout[-tail:])
+    return probs
+
+
+def converted_or_not(read, want, records):
+    """The oracle of a crashed mkfs.extref --convert --dedup=block: stock
+    e2fsck -fn clean and read(img) == want (every file's bytes); once the
+    feature is set, fsck.extref -fn clean and records(the refcount
+    records) -> no problem."""
+    def oracle(img, how):
+        probs = checkers_clean(img, fsck=False)
+        if read(img) != want:
+            probs.append("file contents changed")
+        if "shared_blocks" in _run(["dumpe2fs", "-h", str(img)]).stdout:
+            probs += checkers_clean(img, stock=False)
+            probs += records(refcount_records(img))
+        return probs
+    return oracle
+
+
+# ----- operations: op(img, env=None) runs one on img, with env added -----
+
+
+def shell_op(cmds):
+    """debugfs.extref -w -f CMDS IMG (the requests in one session)."""
+    def op(img, env=None):
+        cmdfile = Path(str(img) + ".cmds")
+        cmdfile.write_text("\n".join(cmds) + "\n")
+        return _run([debugfs_extref(), "-w", "-f", str(cmdfile), str(img)],
+                    env=env)
+    return op
+
+
+def request_op(request, env=None):
+    """debugfs.extref -w -R REQUEST IMG."""
+    return tool_op([debugfs_extref(), "-w", "-R", request], env)
+
+
+def tool_op(argv, env=None):
+    """ARGV IMG with env (fixed settings, e.g. EXTREF_FAULT_TX_ROOM)."""
+    def op(img, more=None):
+        return _run([*argv, str(img)], env={**(env or {}), **(more or {})})
+    return op
+
+
+def fsck_op(*opts, env=None):
+    """fsck.extref -fy OPTS IMG (the path is looked up at each run)."""
+    def op(img, more=None):
+        return _run([fsck_path(), "-fy", *opts, str(img)],
+                    env={**(env or {}), **(more or {})})
+    return op
+
+
+def count(op, img, workdir, status=0):
+    """(writes, flushes) of op run on img with EXTREF_FAULT=count (the
+    first io channel the run opens); its exit must be status."""
+    out = Path(workdir) / "count.out"
+    if out.exists():
+        out.unlink()
+    res = op(img, {"EXTREF_FAULT": "count", "EXTREF_FAULT_OUT": str(out)})
+    assert res.returncode == status, helpers.describe(res)
+    m = re.match(r"writes=(\d+) flushes=(\d+)$",
+                 out.read_text().splitlines()[0])
+    assert m, out.read_text()
+    return int(m.group(1)), int(m.group(2))
+
+
+def replay(img, how, e2fsck_worst=1, extref_opens=True):
+    """Replay the journal of a crashed img by stock e2fsck -fy, or only
+    the journal by e2fsck -y -E journal_only ("journal"; the exit at most
+    e2fsck_worst), or by the next extref open for writing
+    (debugfs.extref -w; with extref_opens it must succeed); None: no
+    replay.  Returns problems (empty: none), the journal still needing
+    recovery among them."""
+    if how is None:
+        return []
+    if how in ("e2fsck", "journal"):
+        res = e2fsck(img, *(["-fy"] if how == "e2fsck"
+                            else ["-y", "-E", "journal_only"]))
+        ok = res.returncode <= e2fsck_worst
+    else:
+        res = _run([debugfs_extref(), "-w", "-R", "stats", str(img)])
+        ok = res.returncode == 0 or not extref_opens
+    probs = [] if ok else [f"replay by {how}: {helpers.describe(res)}"]
+    if needs_recovery(img):
+        probs.append(f"still needs recovery after the replay by {how}")
+    return probs
+
+
+def crash_and_powercut(every, at=0, last=False):
+    """Faults at the i-th crash point n: crash=n, and also a power cut
+    where i % every == at (and at the last point, with last)."""
+    def faults(i, n, is_last):
+        cut = i % every == at or (last and is_last)
+        return [f"crash={n}"] + ([f"powercut={n},seed={n}"] if cut else [])
+    return faults
+
+
+def crash_or_powercut(every, at):
+    """One fault at the i-th crash point n: a power cut where
+    i % every == at, else crash=n."""
+    def faults(i, n, is_last):
+        return [f"powercut={n},seed={n}" if i % every == at
+                else f"crash={n}"]
+    return faults
+
+
+def only(kind):
+    """One fault of kind at every crash point n: crash=n, or
+    powercut=n,seed=n."""
+    def faults(i, n, is_last):
+        return [f"crash={n}" if kind == "crash" else f"powercut={n},seed={n}"]
+    return faults
+
+
+class Swept:
+    """What a sweep did: W writes and flushes of the whole operation,
+    the faults run, and the failures [(fault, replayed by, problems)]."""
+
+    def __init__(self, writes, flushes, counted):
+        self.writes, self.flushes = writes, flushes
+        self.counted = counted      # the image the counting run left
+        self.faults = []
+        self.failures = []
+        self.kept = []
+
+    def report(self, label, failures=None):
+        lines = [f"{f}" + (f" (replayed by {h})" if h else "") + f": {p}"
+                 for f, h, p in (self.failures if failures is None
+                                 else failures)]
+        if len(lines) > 40:
+            lines = lines[:40] + [f"... {len(lines) - 40} more"]
+        return (f"{label} W={self.writes}, {len(self.faults)} faults, "
+                f"failed images kept: {self.kept}:\n  "
+                + "\n  ".join(lines))
+
+    def assert_clean(self, label=""):
+        assert not self.failures, self.report(label)
+
+
+def sweep(img0, op, oracle, workdir, limit, faults=crash_and_powercut(3),
+          replayers=("extref", "e2fsck"), count_status=0, crash_exits=None,
+          stop_after=3, keep=3, **replay_opts):
+    """Crash op on copies of img0 at a sample of its writes and judge
+    each crashed image.
+
+    The writes W of the whole op are counted first (EXTREF_FAULT=count,
+    on workdir/probe.img, left there: Swept.counted).  At each of
+    crash_points(W, limit), faults(i, n, last) gives the faults to run
+    (EXTREF_FAULT); each crashed copy is replayed by the next of
+    replayers in turn (see replay(); None: not replayed) and judged by
+    oracle(img, how) -> problems (empty: none); with crash_exits, the
+    crashed run's exit must be one of them.  A failing image is kept
+    (the first keep of them, workdir/failed-*.img); the sweep stops at
+    the end of a point once stop_after runs failed (None: never).
+    Returns a Swept.
+    """
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    probe = workdir / "probe.img"
+    sparse_copy(img0, probe)
+    done = Swept(*count(op, probe, workdir, count_status), probe)
+    points = crash_points(done.writes, limit)
+    img = workdir / "crash.img"
+    for i, n in enumerate(points):
+        for fault in faults(i, n, n == points[-1]):
+            how = replayers[len(done.faults) % len(replayers)]
+            done.faults.append(fault)
+            sparse_copy(img0, img)
+            res = op(img, {"EXTREF_FAULT": fault})
+            probs = [] if crash_exits is None or res.returncode in \
+                crash_exits else [f"exit {res.returncode}: {res.stderr}"]
+            probs += replay(img, how, **replay_opts) + oracle(img, how)
+            if probs:
+                done.failures.append((fault, how, probs))
+                if len(done.kept) < keep:
+                    kept = workdir / f"failed-{fault.replace(',', '-')}.img"
+                    sparse_copy(img, kept)
+                    done.kept.append(str(kept))
+        if stop_after and len(done.failures) >= stop_after:
+            break
+    img.unlink(missing_ok=True)
+    return done
+
+
+def first_crash(img0, op, img, pred, points):
+    """Crash op on a copy of img0 at img at each of points in turn until
+    pred(img) holds; returns that point, or None."""
+    for n in points:
+        sparse_copy(img0, img)
+        op(img, {"EXTREF_FAULT": f"crash={n}"})
+        if pred(img):
+            return n
+    return None

@@ -13,6 +13,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
 import struct
 import subprocess
 from pathlib import Path
@@ -83,6 +84,23 @@ def run(cmd, check=True, input=None, env=None, text=True, timeout=600):
     if check and res.returncode != 0:
         raise AssertionError("command failed:\n" + describe(res))
     return res
+
+
+def default_signals():
+    """preexec_fn for a child the test will signal: every disposition
+    back to its default and no signal blocked, whatever the test run
+    inherited.  Under nohup SIGHUP is ignored, in a shell's background
+    job SIGINT and SIGQUIT are, and exec keeps an ignored signal ignored:
+    a tool that rightly leaves such a signal alone would never see the
+    test's signal."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass    # the C library's own real-time signals
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 def mkfs(img, size=None, *opts, check=True, env=None):

@@ -77,6 +77,7 @@ import helpers
 _NO_FAULTS = helpers.fault_injection_skip_reason()
 needs_faults = pytest.mark.skipif(_NO_FAULTS is not None,
                                   reason=_NO_FAULTS or "")
+pytestmark = pytest.mark.crash
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
 POINT_LIMIT = 200 if FULL else 60
@@ -385,107 +386,80 @@ def _short(res):
     return " | ".join(text[-6:])
 
 
-class Sweep:
-    def __init__(self, op_name, bs):
-        self.op_name, self.bs = op_name, bs
-        self.writes = self.flushes = 0
-        self.points = []          # fault specs run
-        self.pre = []             # (fault, problem) before repair
-        self.repair = []          # (fault, problem) in/after repair
-        self.final = []           # problems of the completed operation
-        self.fsck = crashlib.fsck_path() is not None
-        self.seconds = 0.0
-        self.kept = []
-
-    def report(self, problems):
-        lines = [f"{f}: {p}" for f, p in problems]
-        if len(lines) > 40:
-            lines = lines[:40] + [f"... {len(lines) - 40} more"]
-        return (f"{self.op_name} (bs {self.bs}, request "
-                f"'{OPS[self.op_name].request}', W={self.writes}, "
-                f"{len(self.points)} faults; failed images kept: "
-                f"{self.kept}):\n  " + "\n  ".join(lines))
-
-
-def _crash_one(sweep, op, base_img, c, workdir, fault):
-    img = workdir / "crash.img"
-    crashlib.sparse_copy(base_img, img)
-    res, lines = crashlib.run_op(img, op.request, fault,
-                                 workdir / "fault.out")
-    failed = False
-
-    def pre(problem):
-        nonlocal failed
-        failed = True
-        sweep.pre.append((fault, problem))
-
-    def rep(problem):
-        nonlocal failed
-        failed = True
-        sweep.repair.append((fault, problem))
-
-    if not lines:
-        pre(f"the tool wrote no fault report (exit {res.returncode}: "
-            f"{_short(res)})")
-    for p in crashlib.count_violations(img, workdir):
-        pre("count too low: " + p)
-    for p in content_violations(op, img, c, sweep.bs, workdir):
-        pre("content: " + p)
-
-    if sweep.fsck:
+def _judge(op, c, bs, workdir, fsck):
+    """The oracle of a crashed image: [(stage, problem)], stage "pre"
+    (before any repair) or "repair" (in or after fsck.extref -fy)."""
+    def oracle(img, how):
+        out = workdir / "fault.out"
+        probs = []
+        if not out.exists() or not out.read_text().strip():
+            probs.append(("pre", "the tool wrote no fault report"))
+        out.unlink(missing_ok=True)
+        probs += [("pre", "count too low: " + p)
+                  for p in crashlib.count_violations(img, workdir)]
+        probs += [("pre", "content: " + p)
+                  for p in content_violations(op, img, c, bs, workdir)]
+        if not fsck:
+            return probs
         r = crashlib.fsck_run(img, "-fy")
         if r.returncode & (4 | 8) or r.returncode >= 16:
-            rep(f"fsck.extref -fy exit {r.returncode}: {_short(r)}")
+            probs.append(("repair", f"fsck.extref -fy exit {r.returncode}: "
+                          f"{_short(r)}"))
         # (-E no_e2fsck: stock e2fsck -fn runs next anyway)
         r = crashlib.fsck_run(img, "-fn", "-E", "no_e2fsck")
         if r.returncode != 0:
-            rep(f"fsck.extref -fn after -fy exit {r.returncode}: "
-                f"{_short(r)}")
+            probs.append(("repair", f"fsck.extref -fn after -fy exit "
+                          f"{r.returncode}: {_short(r)}"))
         r = crashlib.e2fsck(img, "-fn")
         if r.returncode != 0:
-            rep(f"e2fsck -fn after repair exit {r.returncode}: {_short(r)}")
-        for p in crashlib.count_violations(img, workdir, exact=True):
-            rep("after repair: " + p)
-        for p in content_violations(op, img, c, sweep.bs, workdir,
-                                    lost_found=True):
-            rep("content after repair: " + p)
-
-    if failed and len(sweep.kept) < KEEP_FAILED:
-        keep = workdir / f"failed-{fault.replace(',', '-')}.img"
-        crashlib.sparse_copy(img, keep)
-        sweep.kept.append(str(keep))
-    img.unlink()
+            probs.append(("repair", f"e2fsck -fn after repair exit "
+                          f"{r.returncode}: {_short(r)}"))
+        probs += [("repair", "after repair: " + p) for p in
+                  crashlib.count_violations(img, workdir, exact=True)]
+        probs += [("repair", "content after repair: " + p) for p in
+                  content_violations(op, img, c, bs, workdir,
+                                     lost_found=True)]
+        return probs
+    return oracle
 
 
 def run_sweep(op_name, bs, base_img, c, workdir):
+    """Every crash point of the operation judged (crashlib.sweep, none
+    replayed: no journal); the whole operation (the counting run) must
+    be the exact result.  Returns the crashlib.Swept, with final (the
+    problems of the whole operation), fsck and seconds added."""
     op = OPS[op_name]
-    sweep = Sweep(op_name, bs)
+    fsck = crashlib.fsck_path() is not None
     t0 = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
-
-    # The whole operation, counted: also its exact result.
-    img = workdir / "count.img"
-    crashlib.sparse_copy(base_img, img)
-    sweep.writes, sweep.flushes = crashlib.count_writes(img, op.request,
-                                                        workdir)
-    sweep.final += crashlib.count_violations(img, workdir, exact=True)
-    sweep.final += content_violations(op, img, c, bs, workdir, final=True)
+    swept = crashlib.sweep(
+        base_img, crashlib.tool_op([crashlib.debugfs_extref(), "-w", "-R",
+                                    op.request],
+                                   {"EXTREF_FAULT_OUT": workdir / "fault.out"}),
+        _judge(op, c, bs, workdir, fsck), workdir, POINT_LIMIT,
+        faults=crashlib.crash_and_powercut(POWERCUT_EVERY, POWERCUT_EVERY - 1,
+                                           last=True),
+        replayers=(None,), stop_after=None, keep=KEEP_FAILED)
+    channels = (workdir / "count.out").read_text().splitlines()
+    swept.final = [] if len(channels) == 1 else [f"channels: {channels}"]
+    img = swept.counted
+    swept.final += crashlib.count_violations(img, workdir, exact=True)
+    swept.final += content_violations(op, img, c, bs, workdir, final=True)
     r = crashlib.e2fsck(img, "-fn")
     if r.returncode != 0:
-        sweep.final.append(f"e2fsck -fn after the whole operation exit "
+        swept.final.append(f"e2fsck -fn after the whole operation exit "
                            f"{r.returncode}: {_short(r)}")
     img.unlink()
+    swept.fsck, swept.seconds = fsck, time.monotonic() - t0
+    swept.label = (f"{op_name} (bs {bs}, request '{op.request}')")
+    return swept
 
-    points = crashlib.crash_points(sweep.writes, POINT_LIMIT)
-    for i, n in enumerate(points):
-        faults = [f"crash={n}"]
-        if i % POWERCUT_EVERY == POWERCUT_EVERY - 1 or n == points[-1]:
-            faults.append(f"powercut={n},seed={n}")
-        for fault in faults:
-            sweep.points.append(fault)
-            _crash_one(sweep, op, base_img, c, workdir, fault)
-    sweep.seconds = time.monotonic() - t0
-    return sweep
+
+def _stage(swept, name):
+    """The failures of one stage of the oracle, for Swept.report."""
+    return [(f, h, [p for st, p in probs if st == name])
+            for f, h, probs in swept.failures
+            if any(st == name for st, _ in probs)]
 
 
 _SWEEPS = {}
@@ -598,6 +572,7 @@ def test_mapping_counter_matches_known_image(base, tmp_path):
         assert f0 & f1 <= shared
 
 
+@pytest.mark.slow
 @needs_faults
 @pytest.mark.parametrize("op_name,bs", CASES,
                          ids=[f"{o}-{b}" for o, b in CASES])
@@ -606,13 +581,15 @@ def test_crash(sweeps, op_name, bs):
     state FORMAT.md allows; the completed operation exact."""
     sweep = sweeps(op_name, bs)
     print(f"{op_name} bs={bs}: W={sweep.writes} flushes={sweep.flushes} "
-          f"faults={len(sweep.points)} in {sweep.seconds:.1f}s")
+          f"faults={len(sweep.faults)} in {sweep.seconds:.1f}s")
     assert sweep.writes > 0
-    assert not sweep.final, sweep.report([("complete", p)
-                                          for p in sweep.final])
-    assert not sweep.pre, sweep.report(sweep.pre)
+    assert not sweep.final, sweep.report(sweep.label, [
+        ("complete", None, sweep.final)])
+    assert not _stage(sweep, "pre"), sweep.report(sweep.label,
+                                                  _stage(sweep, "pre"))
 
 
+@pytest.mark.slow
 @needs_faults
 @pytest.mark.parametrize("op_name,bs", CASES,
                          ids=[f"{o}-{b}" for o, b in CASES])
@@ -623,4 +600,5 @@ def test_crash_repair(sweeps, op_name, bs):
         pytest.skip(FSCK_SKIP)
     sweep = sweeps(op_name, bs)
     assert sweep.fsck, "fsck.extref appeared after this sweep ran"
-    assert not sweep.repair, sweep.report(sweep.repair)
+    assert not _stage(sweep, "repair"), sweep.report(
+        sweep.label, _stage(sweep, "repair"))

@@ -36,8 +36,9 @@ import crashlib
 import helpers
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
-pytestmark = pytest.mark.skipif(_NO_FAULTS is not None,
-                                reason=_NO_FAULTS or "")
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(_NO_FAULTS is not None,
+                                 reason=_NO_FAULTS or "")]
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
 POINT_LIMIT = 1000 if FULL else 18
@@ -93,35 +94,10 @@ def planted(tmp_path_factory):
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _problems(img):
-    res = crashlib.fsck_run(img, "-fn", "-E", "no_e2fsck")
-    return sorted(ln for ln in res.stdout.splitlines()
-                  if re.match(r"^0x[0-9a-f]{4} ", ln)), res.returncode
-
-
-def _fsck_fy(img, room, fault=None, out=None):
-    env = {"EXTREF_FAULT_TX_ROOM": room}
-    if fault:
-        env["EXTREF_FAULT"] = fault
-    if out:
-        env["EXTREF_FAULT_OUT"] = str(out)
-    return crashlib._run([crashlib.fsck_path(), "-fy", str(img)], env=env)
-
-
-def _needs_recovery(img):
-    return "needs_recovery" in crashlib._run(["dumpe2fs", "-h",
-                                              str(img)]).stdout
-
-
-def _count(img, room, workdir):
-    out = workdir / "count.out"
-    if out.exists():
-        out.unlink()
-    res = _fsck_fy(img, room, "count", out)
-    assert res.returncode == 1, helpers.describe(res)
-    m = re.match(r"writes=(\d+) flushes=(\d+)$",
-                 out.read_text().splitlines()[0])
-    return int(m.group(1)), int(m.group(2))
+def fsck_fy(room):
+    """fsck.extref -fy seeing at most room blocks of room in the journal
+    ("": no limit)."""
+    return crashlib.fsck_op(env={"EXTREF_FAULT_TX_ROOM": room})
 
 
 def test_rebuild_bigger_than_the_room_is_one_commit(planted, tmp_path):
@@ -133,10 +109,10 @@ def test_rebuild_bigger_than_the_room_is_one_commit(planted, tmp_path):
     for room in ("", str(ROOM), "5"):
         img = tmp_path / f"r{room}.img"
         crashlib.sparse_copy(img0, img)
-        counts[room] = _count(img, room, tmp_path)
-        assert not _needs_recovery(img)
+        counts[room] = crashlib.count(fsck_fy(room), img, tmp_path, 1)
+        assert not crashlib.needs_recovery(img)
         assert crashlib.refcount_records(img) == good
-        assert _problems(img) == ([], 0)
+        assert crashlib.fsck_problems(img) == ([], 0)
         helpers.e2fsck_fn(img)
         assert not crashlib.count_violations(img, tmp_path, exact=True)
         assert crashlib.dump_files(img, FILES, tmp_path) == files
@@ -147,47 +123,29 @@ def test_rebuild_bigger_than_the_room_is_one_commit(planted, tmp_path):
     assert ordered[1] > whole[1], counts
 
 
+@pytest.mark.slow
 def test_rebuild_bigger_than_the_room_crash_is_atomic(planted, tmp_path):
     img0, good, bad, files = planted
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total, _ = _count(probe, str(ROOM), tmp_path)
-    planted_lines, st = _problems(img0)
+    planted_lines, st = crashlib.fsck_problems(img0)
     assert planted_lines and st == 4
-    failures, seen = [], set()
-    for i, n in enumerate(crashlib.crash_points(total, POINT_LIMIT)):
-        fault = f"powercut={n},seed={n}" if i % 3 == 2 else f"crash={n}"
-        img = tmp_path / "crash.img"
-        crashlib.sparse_copy(img0, img)
-        _fsck_fy(img, str(ROOM), fault)
-        how = "e2fsck" if i % 2 else "extref"
-        if how == "e2fsck":
-            res = crashlib.e2fsck(img, "-fy")
-            assert res.returncode < 4, helpers.describe(res)
-        else:
-            crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
-                           str(img)])
+    seen = set()
+
+    def oracle(img, how):
         probs = []
-        if _needs_recovery(img):
-            probs.append("still needs recovery")
         recs = crashlib.refcount_records(img)
         seen.add("new" if recs == good else "old" if recs == bad else "?")
         if recs not in (good, bad):
             probs.append("the tree is neither the old nor the new one")
-        got, st = _problems(img)
+        got, st = crashlib.fsck_problems(img)
         want = ([], 0) if recs == good else (planted_lines, 4)
         if (got, st) != want:
             probs.append(f"fsck.extref -fn: exit {st}, {got}")
-        res = crashlib.e2fsck(img, "-fn")
-        if res.returncode != 0:
-            probs.append(f"e2fsck -fn: {res.stdout[-400:]}")
+        probs += crashlib.checkers_clean(img, fsck=False, tail=400)
         if crashlib.dump_files(img, FILES, tmp_path) != files:
             probs.append("files changed")
-        if probs:
-            failures.append(f"{fault} (replayed by {how}): {probs}")
-            shutil.copy(img, tmp_path / f"failed-{len(failures)}.img")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"W={total}:\n" + "\n".join(failures)
+        return probs
+    crashlib.sweep(img0, fsck_fy(str(ROOM)), oracle, tmp_path, POINT_LIMIT,
+                   faults=crashlib.crash_or_powercut(3, 2), count_status=1,
+                   e2fsck_worst=3, extref_opens=False).assert_clean()
     # the sample reaches both sides of the commit
     assert seen == {"old", "new"}, seen

@@ -20,7 +20,6 @@ the journal (EXTREF_OPEN_NO_JOURNAL in fsck.extref's open) makes these
 tests fail: crashes then leave a missing or unreadable tree.
 """
 
-import re
 import shutil
 from pathlib import Path
 
@@ -30,8 +29,9 @@ import crashlib
 import helpers
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
-pytestmark = pytest.mark.skipif(_NO_FAULTS is not None,
-                                reason=_NO_FAULTS or "")
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(_NO_FAULTS is not None,
+                                 reason=_NO_FAULTS or "")]
 
 CASES_DIR = Path(__file__).resolve().parent / "fsck"
 POINT_LIMIT = 14
@@ -63,39 +63,6 @@ def files_of(img, workdir):
                                workdir)
 
 
-def problems(img):
-    """The problem lines of fsck.extref -fn -E no_e2fsck, and its exit."""
-    res = crashlib.fsck_run(img, "-fn", "-E", "no_e2fsck")
-    lines = sorted(ln for ln in res.stdout.splitlines()
-                   if re.match(r"^0x[0-9a-f]{4} ", ln))
-    return lines, res.returncode
-
-
-def needs_recovery(img):
-    res = crashlib._run(["dumpe2fs", "-h", str(img)])
-    return "needs_recovery" in res.stdout
-
-
-def replay(img, how):
-    if how == "e2fsck":
-        res = crashlib.e2fsck(img, "-fy")
-        assert res.returncode < 8, helpers.describe(res)
-    else:
-        # the open replays before it verifies the tree (which may refuse)
-        crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
-                       str(img)])
-
-
-def fsck_fy(img, opts, fault=None, out=None):
-    env = {}
-    if fault:
-        env["EXTREF_FAULT"] = fault
-    if out:
-        env["EXTREF_FAULT_OUT"] = str(out)
-    path = crashlib.fsck_path()
-    return crashlib._run([path, "-fy", *opts, str(img)], env=env)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("crash-fsck")
@@ -118,65 +85,57 @@ def check_repaired(img, opts, files, workdir):
     """fsck.extref -fy, then both checkers clean and the files as they
     were; returns the problems found."""
     probs = []
-    res = fsck_fy(img, opts)
+    res = crashlib.fsck_op(*opts)(img)
     if res.returncode not in (0, 1):
         probs.append(f"fsck.extref -fy exit {res.returncode}: "
                      f"{res.stdout[-400:]}{res.stderr[-400:]}")
-    res = crashlib.fsck_run(img, "-fn")
-    if res.returncode != 0:
-        probs.append(f"fsck.extref -fn after -fy: {res.stdout[-500:]}")
-    res = crashlib.e2fsck(img, "-fn")
-    if res.returncode != 0:
-        probs.append(f"e2fsck -fn after -fy: {res.stdout[-500:]}")
+    probs += [p + " (after -fy)"
+              for p in crashlib.checkers_clean(img, tail=500)]
     if files_of(img, workdir) != files:
         probs.append("files changed by the repair")
     return probs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,opts", CASES,
                          ids=[c + ("-unshare" if o and o[1] == "unshare"
                                    else "") for c, o in CASES])
 def test_repair_crash_is_atomic(built, tmp_path, case, opts):
     img0 = built(case)
-    planted, st = problems(img0)
+    planted, st = crashlib.fsck_problems(img0)
     assert planted and st == 4, (case, planted, st)
     files = files_of(img0, tmp_path)
     # without a fault: repaired, through the journal
     done = tmp_path / "done.img"
     crashlib.sparse_copy(img0, done)
     assert not check_repaired(done, opts, files, tmp_path)
-    out = tmp_path / "count.out"
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    res = fsck_fy(probe, opts, "count", out)
-    assert res.returncode == 1, helpers.describe(res)
-    m = re.match(r"writes=(\d+) flushes=(\d+)$",
-                 out.read_text().splitlines()[0])
-    total = int(m.group(1))
-    failures = []
-    for i, n in enumerate(crashlib.crash_points(total, POINT_LIMIT)):
-        fault = f"powercut={n},seed={n}" if i % 3 == 2 else f"crash={n}"
-        img = tmp_path / "crash.img"
-        crashlib.sparse_copy(img0, img)
-        fsck_fy(img, opts, fault)
-        how = "e2fsck" if i % 2 else "extref"
-        replay(img, how)
+
+    def oracle(img, how):
         probs = []
-        if needs_recovery(img):
-            probs.append("still needs recovery after the replay")
-        got, st = problems(img)
+        got, st = crashlib.fsck_problems(img)
         if got and got != planted:
             probs.append(f"problems neither the planted ones nor none: "
                          f"{got}")
         if files_of(img, tmp_path) != files:
             probs.append("files changed")
-        probs += check_repaired(img, opts, files, tmp_path)
-        if probs:
-            failures.append(f"{fault} (replayed by {how}): {probs}")
-            shutil.copy(img, tmp_path / f"failed-{len(failures)}.img")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"{case} W={total}:\n" + "\n".join(failures)
+        return probs + check_repaired(img, opts, files, tmp_path)
+    # (the open replays before it verifies the tree, which may refuse)
+    crashlib.sweep(img0, crashlib.fsck_op(*opts), oracle, tmp_path,
+                   POINT_LIMIT, faults=crashlib.crash_or_powercut(3, 2),
+                   count_status=1, e2fsck_worst=7,
+                   extref_opens=False).assert_clean(case)
+
+
+def committed_repair(img0, img):
+    """Crash the repair of a copy of img0 at img at the first point that
+    leaves it committed in the journal only; fails the test if none."""
+    total, _ = crashlib.count(crashlib.fsck_op(), img, img.parent, 1)
+    if crashlib.first_crash(
+            img0, crashlib.fsck_op(), img,
+            lambda i: crashlib.needs_recovery(i)
+            and crashlib.fsck_problems(i)[0] == [],
+            range(1, total + 1)) is None:
+        pytest.fail("no crash point leaves a committed repair to replay")
 
 
 def test_check_only_of_an_image_needing_recovery(built, tmp_path):
@@ -185,29 +144,19 @@ def test_check_only_of_an_image_needing_recovery(built, tmp_path):
     problem: the repair committed), says so, and writes nothing; -y
     replays it for good."""
     img0 = built("f_0301_count_too_low")
-    out = tmp_path / "count.out"
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    fsck_fy(probe, [], "count", out)
-    total = int(out.read_text().split()[0].split("=")[1])
     img = tmp_path / "crash.img"
-    for n in range(1, total + 1):
-        crashlib.sparse_copy(img0, img)
-        fsck_fy(img, [], f"crash={n}")
-        if needs_recovery(img) and problems(img)[0] == []:
-            break
-    else:
-        pytest.fail("no crash point leaves a committed repair to replay")
+    crashlib.sparse_copy(img0, img)
+    committed_repair(img0, img)
     before = img.read_bytes()
     res = crashlib.fsck_run(img, "-fn", "-E", "no_e2fsck")
     assert res.returncode == 0, helpers.describe(res)
     assert "journal needs recovery: checked as its replay leaves it" \
         in res.stdout
     assert img.read_bytes() == before
-    res = fsck_fy(img, ["-E", "no_e2fsck"])
+    res = crashlib.fsck_op("-E", "no_e2fsck")(img)
     assert res.returncode == 0, helpers.describe(res)
     assert "journal recovered" in res.stdout
-    assert not needs_recovery(img)
+    assert not crashlib.needs_recovery(img)
     helpers.e2fsck_fn(img)
 
 
@@ -229,16 +178,10 @@ def test_rebuild_larger_than_the_journal_takes_the_ordered_path(
     for room in ("", "1"):
         img = tmp_path / f"r{room}.img"
         crashlib.sparse_copy(img0, img)
-        out = tmp_path / f"count{room}.out"
-        res = crashlib._run([crashlib.fsck_path(), "-fy", str(img)],
-                            env={"EXTREF_FAULT": "count",
-                                 "EXTREF_FAULT_OUT": str(out),
-                                 "EXTREF_FAULT_TX_ROOM": room})
-        assert res.returncode == 1, helpers.describe(res)
-        flushes[room] = int(re.search(r"flushes=(\d+)",
-                                      out.read_text()).group(1))
-        assert not needs_recovery(img)
-        assert problems(img) == ([], 0)
+        op = crashlib.fsck_op(env={"EXTREF_FAULT_TX_ROOM": room})
+        flushes[room] = crashlib.count(op, img, tmp_path, 1)[1]
+        assert not crashlib.needs_recovery(img)
+        assert crashlib.fsck_problems(img) == ([], 0)
         helpers.e2fsck_fn(img)
         assert files_of(img, tmp_path) == files
     assert flushes["1"] > flushes[""], flushes
@@ -252,19 +195,9 @@ def test_kernel_replays_a_crashed_repair(built, tmp_path):
     helpers.require_loop()
     img0 = built("f_0301_count_too_low")
     files = files_of(img0, tmp_path)
-    out = tmp_path / "count.out"
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    fsck_fy(probe, [], "count", out)
-    total = int(out.read_text().split()[0].split("=")[1])
     img = tmp_path / "crash.img"
-    for n in range(1, total + 1):
-        crashlib.sparse_copy(img0, img)
-        fsck_fy(img, [], f"crash={n}")
-        if needs_recovery(img) and problems(img)[0] == []:
-            break
-    else:
-        pytest.fail("no crash point leaves a committed repair to replay")
+    crashlib.sparse_copy(img0, img)
+    committed_repair(img0, img)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     dev = crashlib._run(["losetup", "-f", "--show", str(img)]).stdout.strip()
@@ -277,7 +210,7 @@ def test_kernel_replays_a_crashed_repair(built, tmp_path):
         if helpers.mount_entry(mnt) is not None:
             crashlib._run(["umount", "-l", str(mnt)])
         crashlib._run(["losetup", "-d", dev])
-    assert not needs_recovery(img)
-    assert problems(img) == ([], 0)
+    assert not crashlib.needs_recovery(img)
+    assert crashlib.fsck_problems(img) == ([], 0)
     helpers.e2fsck_fn(img)
     assert files_of(img, tmp_path) == files

@@ -20,7 +20,6 @@ every write), as a crash or as a power cut, and replayed by stock
 
 import os
 import random
-import re
 import shutil
 
 import pytest
@@ -29,8 +28,9 @@ import crashlib
 import helpers
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
-pytestmark = pytest.mark.skipif(_NO_FAULTS is not None,
-                                reason=_NO_FAULTS or "")
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(_NO_FAULTS is not None,
+                                 reason=_NO_FAULTS or "")]
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
 POINT_LIMIT = 1000 if FULL else 16
@@ -68,41 +68,22 @@ def planted(tmp_path_factory):
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _problems(img):
-    res = crashlib.fsck_run(img, "-fn", "-E", "no_e2fsck")
-    return [ln for ln in res.stdout.splitlines()
-            if re.match(r"^0x[0-9a-f]{4} ", ln)], res.returncode
-
-
-def _fsck_fy(img, room, fault=None, out=None):
-    env = {"EXTREF_FAULT_TX_ROOM": room}
-    if fault:
-        env["EXTREF_FAULT"] = fault
-    if out:
-        env["EXTREF_FAULT_OUT"] = str(out)
-    return crashlib._run([crashlib.fsck_path(), "-fy", "-E", "unshare",
-                          str(img)], env=env)
-
-
-def _count(img, room, workdir):
-    out = workdir / "count.out"
-    if out.exists():
-        out.unlink()
-    res = _fsck_fy(img, room, "count", out)
-    assert res.returncode == 1, helpers.describe(res)
-    m = re.match(r"writes=(\d+) flushes=(\d+)$",
-                 out.read_text().splitlines()[0])
-    return int(m.group(1)), int(m.group(2))
+def unshare(room):
+    """fsck.extref -fy -E unshare committing as with a journal of room
+    blocks ("": the image's own)."""
+    return crashlib.fsck_op("-E", "unshare",
+                            env={"EXTREF_FAULT_TX_ROOM": room})
 
 
 def _finished(img, files, workdir):
     """What is wrong after fsck.extref -fy -E unshare finishes."""
     probs = []
-    res = _fsck_fy(img, "")
+    res = unshare("")(img)
     if res.returncode not in (0, 1):
         probs.append(f"fsck.extref -fy exit {res.returncode}")
-    if _problems(img) != ([], 0):
-        probs.append(f"fsck.extref -fn after -fy: {_problems(img)}")
+    if crashlib.fsck_problems(img) != ([], 0):
+        probs.append(f"fsck.extref -fn after -fy: "
+                     f"{crashlib.fsck_problems(img)}")
     res = crashlib.e2fsck(img, "-fn")
     if res.returncode != 0:
         probs.append(f"e2fsck -fn after -fy: {res.stdout[-400:]}")
@@ -121,49 +102,31 @@ def test_unshare_commits_in_parts(planted, tmp_path):
     for room in ("", ROOM):
         img = tmp_path / f"r{room}.img"
         crashlib.sparse_copy(img0, img)
-        flushes[room] = _count(img, room, tmp_path)[1]
+        flushes[room] = crashlib.count(unshare(room), img, tmp_path, 1)[1]
         assert not _finished(img, files, tmp_path)
     assert flushes[ROOM] >= flushes[""] + 4, flushes
 
 
+@pytest.mark.slow
 def test_unshare_in_parts_crash_keeps_every_file(planted, tmp_path):
     img0, files = planted
-    planted_lines, st = _problems(img0)
+    planted_lines, st = crashlib.fsck_problems(img0)
     assert len(planted_lines) == NX and st == 4
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total, _ = _count(probe, ROOM, tmp_path)
-    failures, partial = [], 0
-    for i, n in enumerate(crashlib.crash_points(total, POINT_LIMIT)):
-        fault = f"powercut={n},seed={n}" if i % 3 == 2 else f"crash={n}"
-        img = tmp_path / "crash.img"
-        crashlib.sparse_copy(img0, img)
-        _fsck_fy(img, ROOM, fault)
-        how = "e2fsck" if i % 2 else "extref"
-        if how == "e2fsck":
-            res = crashlib.e2fsck(img, "-fy")
-            assert res.returncode < 4, helpers.describe(res)
-        else:
-            crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
-                           str(img)])
-        probs = []
-        res = crashlib.e2fsck(img, "-fn")
-        if res.returncode != 0:
-            probs.append(f"e2fsck -fn: {res.stdout[-400:]}")
-        got, st = _problems(img)
+    partial = []
+
+    def oracle(img, how):
+        probs = crashlib.checkers_clean(img, fsck=False, tail=400)
+        got, st = crashlib.fsck_problems(img)
         if not set(got) <= set(planted_lines) or st not in (0, 4):
             probs.append(f"fsck.extref -fn: exit {st}, "
                          f"{sorted(set(got) - set(planted_lines))[:3]}")
         if 0 < len(got) < NX:
-            partial += 1
+            partial.append(len(got))
         if crashlib.dump_files(img, FILES, tmp_path) != files:
             probs.append("files changed")
-        probs += _finished(img, files, tmp_path)
-        if probs:
-            failures.append(f"{fault} (replayed by {how}): {probs}")
-            shutil.copy(img, tmp_path / f"failed-{len(failures)}.img")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"W={total}:\n" + "\n".join(failures)
+        return probs + _finished(img, files, tmp_path)
+    crashlib.sweep(img0, unshare(ROOM), oracle, tmp_path, POINT_LIMIT,
+                   faults=crashlib.crash_or_powercut(3, 2), count_status=1,
+                   e2fsck_worst=3, extref_opens=False).assert_clean()
     # some crash left a part committed: the parts are real
     assert partial, "no crash point fell between two commits"

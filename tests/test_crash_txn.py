@@ -22,7 +22,6 @@ EXTREF_CRASH_FULL=1 sweeps every write point of every operation.
 import os
 import random
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -30,8 +29,9 @@ import crashlib
 import helpers
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
-pytestmark = pytest.mark.skipif(_NO_FAULTS is not None,
-                                reason=_NO_FAULTS or "")
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(_NO_FAULTS is not None,
+                                 reason=_NO_FAULTS or "")]
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
 POINT_LIMIT = 400 if FULL else 24
@@ -96,63 +96,25 @@ def state(img, workdir):
 
 
 def run(img, cmds, fault=None):
-    env = {"EXTREF_FAULT": fault} if fault else {}
-    cmdfile = Path(str(img) + ".cmds")
-    cmdfile.write_text("\n".join(cmds) + "\n")
-    return crashlib._run([crashlib.debugfs_extref(), "-w", "-f",
-                          str(cmdfile), str(img)], env=env)
+    return crashlib.shell_op(cmds)(img, {"EXTREF_FAULT": fault}
+                                   if fault else None)
 
 
-def count_writes(img, cmds, workdir):
-    out = Path(workdir) / "count.out"
-    if out.exists():
-        out.unlink()
-    cmdfile = Path(str(img) + ".cmds")
-    cmdfile.write_text("\n".join(cmds) + "\n")
-    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-f", str(cmdfile),
-                         str(img)],
-                        env={"EXTREF_FAULT": "count",
-                             "EXTREF_FAULT_OUT": str(out)})
-    assert res.returncode == 0, helpers.describe(res)
-    line = out.read_text().splitlines()[0]
-    return int(line.split()[0].split("=")[1])
-
-
-def needs_recovery(img):
-    res = crashlib._run(["dumpe2fs", "-h", str(img)])
-    return "needs_recovery" in res.stdout
-
-
-def replay(img, how):
-    if how == "e2fsck":
-        res = crashlib.e2fsck(img, "-fy")
-        assert res.returncode in (0, 1), helpers.describe(res)
-    else:
-        res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
-                             str(img)])
-        assert res.returncode == 0, helpers.describe(res)
-
-
-def check_point(img, before, after, workdir, how):
-    problems = []
-    replay(img, how)
-    if needs_recovery(img):
-        problems.append("still needs recovery after the replay")
-    res = crashlib.e2fsck(img, "-fn")
-    if res.returncode != 0:
-        problems.append("e2fsck -fn: " + res.stdout[-800:])
-    res = crashlib.fsck_run(img, "-fn")
-    if res.returncode != 0:
-        problems.append("fsck.extref -fn: " + res.stdout[-800:])
-    got = state(img, workdir)
-    if got != before and got != after:
-        diff = [k for k in got if got[k] != before[k] and got[k] != after[k]]
-        if "files" in diff:
-            diff = [p for p in PATHS
-                    if got["files"][p] not in (before["files"][p],
-                                               after["files"][p])]
-        problems.append(f"neither the state before nor after: {diff}")
-    return problems
+def atomic(before, after, workdir):
+    """The oracle: both checkers clean, the state before or after."""
+    def oracle(img, how):
+        problems = crashlib.checkers_clean(img)
+        got = state(img, workdir)
+        if got != before and got != after:
+            diff = [k for k in got
+                    if got[k] != before[k] and got[k] != after[k]]
+            if "files" in diff:
+                diff = [p for p in PATHS
+                        if got["files"][p] not in (before["files"][p],
+                                                   after["files"][p])]
+            problems.append(f"neither the state before nor after: {diff}")
+        return problems
+    return oracle
 
 
 @pytest.fixture(scope="module")
@@ -172,6 +134,7 @@ CASES = [(op, 1024) for op in OPS] + \
     [(op, 4096) for op in ("reflink_r", "pwrite", "batch")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op,bs", CASES, ids=[f"{o}-{b}" for o, b in CASES])
 def test_crash_is_atomic(base, tmp_path, op, bs):
     img0 = base(bs)
@@ -184,30 +147,14 @@ def test_crash_is_atomic(base, tmp_path, op, bs):
     helpers.e2fsck_fn(done)
     after = state(done, tmp_path)
     assert after != before
-    assert not needs_recovery(done)
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
-    failures = []
-    points = crashlib.crash_points(total, POINT_LIMIT)
-    for i, n in enumerate(points):
-        faults = [f"crash={n}"]
-        if i % POWERCUT_EVERY == 0:
-            faults.append(f"powercut={n},seed={n}")
-        for fault in faults:
-            img = tmp_path / "crash.img"
-            crashlib.sparse_copy(img0, img)
-            run(img, cmds, fault)
-            how = "e2fsck" if (n + len(fault)) % 2 else "extref"
-            probs = check_point(img, before, after, tmp_path, how)
-            if probs:
-                failures.append(f"{fault} (replayed by {how}): {probs}")
-                shutil.copy(img, tmp_path / f"failed-{len(failures)}.img")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"{op} bs={bs} W={total}:\n" + "\n".join(failures)
+    assert not crashlib.needs_recovery(done)
+    crashlib.sweep(img0, crashlib.shell_op(cmds),
+                   atomic(before, after, tmp_path), tmp_path, POINT_LIMIT,
+                   faults=crashlib.crash_and_powercut(POWERCUT_EVERY)
+                   ).assert_clean(f"{op} bs={bs}")
 
 
+@pytest.mark.slow
 def test_crash_in_a_session_that_wraps_the_journal(base, tmp_path):
     """120 reflinks in one session: more than the 1 MiB journal of a 16 MiB
     image with 1 KiB blocks holds, so the log is emptied and wraps while
@@ -215,39 +162,22 @@ def test_crash_in_a_session_that_wraps_the_journal(base, tmp_path):
     first k of the new names for some k, each a copy of /keep, and both
     checkers are clean."""
     img0 = base(1024)
-    n = 120
-    cmds = [f"reflink /keep /r{i:03d}" for i in range(n)]
+    cmds = [f"reflink /keep /r{i:03d}" for i in range(120)]
     keep = crashlib.dump_files(img0, ["/keep"], tmp_path)["/keep"]
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
-    failures = []
-    for i, w in enumerate(crashlib.crash_points(total, POINT_LIMIT)):
-        fault = f"crash={w}" if i % 2 else f"powercut={w},seed={w}"
-        img = tmp_path / "crash.img"
-        crashlib.sparse_copy(img0, img)
-        run(img, cmds, fault)
-        how = "e2fsck" if i % 4 < 2 else "extref"
-        replay(img, how)
-        probs = []
-        for tool in (("e2fsck",), ("fsck",)):
-            res = crashlib.e2fsck(img, "-fn") if tool[0] == "e2fsck" \
-                else crashlib.fsck_run(img, "-fn")
-            if res.returncode != 0:
-                probs.append(f"{tool[0]} -fn: {res.stdout[-600:]}")
+
+    def oracle(img, how):
+        probs = crashlib.checkers_clean(img, tail=600)
         names = sorted(x for x in (crashlib.ls_dir(img, "/") or {})
                        if x.startswith("r"))
-        k = len(names)
-        if names != [f"r{j:03d}" for j in range(k)]:
+        if names != [f"r{j:03d}" for j in range(len(names))]:
             probs.append(f"not a prefix of the session: {names[:5]}...")
         got = crashlib.dump_files(img, [f"/{x}" for x in names], tmp_path)
         if any(v != keep for v in got.values()):
             probs.append("a new name's content differs from /keep")
-        if probs:
-            failures.append(f"{fault} (replayed by {how}): {probs}")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"W={total}:\n" + "\n".join(failures)
+        return probs
+    crashlib.sweep(img0, crashlib.shell_op(cmds), oracle, tmp_path,
+                   POINT_LIMIT, faults=crashlib.crash_or_powercut(2, 0)
+                   ).assert_clean()
 
 
 def crash_committed(img0, cmds, img, tmp_path, look, want,
@@ -258,19 +188,19 @@ def crash_committed(img0, cmds, img, tmp_path, look, want,
     unreplayed is not: the result is in the journal only)."""
     probe = tmp_path / "probe.img"
     crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
+    total, _ = crashlib.count(crashlib.shell_op(cmds), probe, tmp_path)
     trial = tmp_path / "trial.img"
-    for n in range(1, total + 1):
-        crashlib.sparse_copy(img0, img)
-        run(img, cmds, f"crash={n}")
-        if not needs_recovery(img) or (not_in_place and look(img) == want):
-            continue
+
+    def committed(img):
+        if not crashlib.needs_recovery(img) or (
+                not_in_place and look(img) == want):
+            return False
         crashlib.sparse_copy(img, trial)
-        replay(trial, "e2fsck")
-        if look(trial) == want:
-            return
-    pytest.fail("no crash point leaves a committed transaction in the "
-                "journal")
+        return not crashlib.replay(trial, "e2fsck") and look(trial) == want
+    if crashlib.first_crash(img0, crashlib.shell_op(cmds), img, committed,
+                            range(1, total + 1)) is None:
+        pytest.fail("no crash point leaves a committed transaction in the "
+                    "journal")
 
 
 def test_kernel_replays_a_committed_transaction(base, tmp_path):
@@ -307,9 +237,8 @@ def test_kernel_replays_a_committed_transaction(base, tmp_path):
             crashlib._run(["umount", str(mnt)])
     finally:
         crashlib._run(["losetup", "-d", dev])
-    assert not needs_recovery(img)
-    assert crashlib.e2fsck(img, "-fn").returncode == 0
-    assert crashlib.fsck_run(img, "-fn").returncode == 0
+    assert not crashlib.needs_recovery(img)
+    assert not crashlib.checkers_clean(img)
     assert state(img, tmp_path) == after
 
 
@@ -329,20 +258,14 @@ def test_small_operation_flushes_no_more_than_without_journal(tmp_path, req):
         f.write_bytes(random.Random(1).randbytes(40000))
         res = run(img, [f"write {f} /src", "reflink /src /shared"])
         assert res.returncode == 0, helpers.describe(res)
-        out = tmp_path / "count.out"
-        if out.exists():
-            out.unlink()
-        res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", req,
-                             str(img)],
-                            env={"EXTREF_FAULT": "count",
-                                 "EXTREF_FAULT_OUT": str(out)})
-        assert res.returncode == 0, helpers.describe(res)
+        flushes = crashlib.count_writes(img, req, tmp_path)[1]
         helpers.e2fsck_fn(img)
-        return int(out.read_text().split()[1].split("=")[1])
+        return flushes
     journaled, plain = flushes(()), flushes(("-O", "^has_journal"))
     assert journaled <= plain, (journaled, plain)
 
 
+@pytest.mark.slow
 def test_crash_during_convert_dedupe(tmp_path):
     """mkfs.extref --convert --dedup=block of a plain ext4 image, crashed
     after each of its writes: after stock e2fsck -fy, the image is either
@@ -361,42 +284,20 @@ def test_crash_during_convert_dedupe(tmp_path):
                  str(plain), "16M"])
     paths = [f"/f{i}" for i in range(12)]
     want = crashlib.dump_files(plain, paths, tmp_path)
-    mkfs = [helpers.binary("mkfs.extref"), "-q", "--convert",
-            "--dedup=block"]
+    mkfs = crashlib.tool_op([helpers.binary("mkfs.extref"), "-q",
+                             "--convert", "--dedup=block"])
     done = tmp_path / "done.img"
     crashlib.sparse_copy(plain, done)
-    helpers.run(mkfs + [str(done)])
+    assert mkfs(done).returncode == 0
     after = crashlib.refcount_records(done)
     assert after
-    out = tmp_path / "count.out"
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(plain, probe)
-    crashlib._run(mkfs + [str(probe)], env={"EXTREF_FAULT": "count",
-                                            "EXTREF_FAULT_OUT": str(out)})
-    total = int(out.read_text().split()[0].split("=")[1])
-    failures = []
-    for i, n in enumerate(crashlib.crash_points(total, POINT_LIMIT)):
-        fault = f"crash={n}" if i % 3 else f"powercut={n},seed={n}"
-        img = tmp_path / "crash.img"
-        crashlib.sparse_copy(plain, img)
-        crashlib._run(mkfs + [str(img)], env={"EXTREF_FAULT": fault})
-        replay(img, "e2fsck")
-        probs = []
-        if crashlib.e2fsck(img, "-fn").returncode != 0:
-            probs.append("e2fsck -fn")
-        if crashlib.dump_files(img, paths, tmp_path) != want:
-            probs.append("file contents changed")
-        feats = crashlib._run(["dumpe2fs", "-h", str(img)]).stdout
-        if "shared_blocks" in feats:
-            if crashlib.fsck_run(img, "-fn").returncode != 0:
-                probs.append("fsck.extref -fn")
-            if crashlib.refcount_records(img) != after:
-                probs.append("converted, but not shared as after")
-        if probs:
-            failures.append(f"{fault}: {probs}")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"W={total}:\n" + "\n".join(failures)
+    oracle = crashlib.converted_or_not(
+        lambda img: crashlib.dump_files(img, paths, tmp_path), want,
+        lambda recs: [] if recs == after else
+        ["converted, but not shared as after"])
+    crashlib.sweep(plain, mkfs, oracle, tmp_path, POINT_LIMIT,
+                   faults=crashlib.crash_or_powercut(3, 0),
+                   replayers=("e2fsck",)).assert_clean()
 
 
 def test_read_only_open_shows_the_replayed_state(base, tmp_path):
@@ -427,7 +328,7 @@ def test_read_only_open_shows_the_replayed_state(base, tmp_path):
                          str(img)])
     assert "dup2" not in res.stdout.split()
     assert helpers.sha256(img) == digest
-    assert needs_recovery(img)
+    assert crashlib.needs_recovery(img)
 
 
 def test_damaged_journal_is_refused_for_writing_shown_read_only(base,
@@ -439,7 +340,7 @@ def test_damaged_journal_is_refused_for_writing_shown_read_only(base,
     img = tmp_path / "j.img"
     crashlib.sparse_copy(base(1024), img)
     run(img, ["reflink /src /src.copy"], "crash=12")
-    assert needs_recovery(img)
+    assert crashlib.needs_recovery(img)
     jsb = min(helpers.journal_blocks(img))
     helpers.run(["dd", "if=/dev/zero", f"of={img}", "bs=1024",
                  f"seek={jsb}", "count=1", "conv=notrunc"])

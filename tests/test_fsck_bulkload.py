@@ -145,14 +145,6 @@ def test_rebuild_of_an_empty_expectation(tmp_path):
         == (0, 0, 0, 1), st
 
 
-def rebuild_fault(img, fault, out=None):
-    env = {"EXTREF_FAULT": fault}
-    if out is not None:
-        env["EXTREF_FAULT_OUT"] = str(out)
-    return crashlib._run([helpers.binary("tests/unit/rebuild_fault"),
-                          str(img)], env=env)
-
-
 def visible_records(img):
     """The records the tree shows after a crash, or None when it cannot
     be read (inode 5 emptied, not yet formatted)."""
@@ -162,6 +154,8 @@ def visible_records(img):
         return None
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["crash", "powercut"])
 def test_rebuild_crash_leaves_old_or_new(tmp_path, mode):
     """The rebuild stopped after any write (crash=N) or by a power cut
@@ -174,29 +168,27 @@ def test_rebuild_crash_leaves_old_or_new(tmp_path, mode):
         pytest.skip(reason)
     base, recs = build(tmp_path, 400, "base")
     damage_header(base)
-    cnt = tmp_path / "count.out"
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(base, probe)
-    r = rebuild_fault(probe, "count", cnt)
-    assert r.returncode == 0, helpers.describe(r)
-    m = re.match(r"writes=(\d+) flushes=(\d+)$", cnt.read_text().strip())
-    assert m, cnt.read_text()
-    total = int(m.group(1))
-    assert crashlib.refcount_records(probe) == recs
     seen_states = set()
-    img = tmp_path / "crash.img"
-    for n in crashlib.crash_points(total, 60):
-        fault = f"crash={n}" if mode == "crash" else f"powercut={n},seed={n}"
-        crashlib.sparse_copy(base, img)
-        r = rebuild_fault(img, fault)
-        assert r.returncode in (0, 1), helpers.describe(r)
+
+    def oracle(img, how):
         got = visible_records(img)
-        assert got in (None, [], recs), \
-            f"{fault}: a partial tree of {len(got)} records"
+        if got not in (None, [], recs):
+            return [f"a partial tree of {len(got)} records"]
         seen_states.add("none" if got is None else len(got))
         r = crashlib.fsck_run(img, "-fy")
-        assert not r.returncode & 12, f"{fault}: {helpers.describe(r)}"
-        assert_repaired(img, recs, tmp_path)
+        if r.returncode & 12:
+            return [helpers.describe(r)]
+        try:
+            assert_repaired(img, recs, tmp_path)
+        except AssertionError as e:
+            return [str(e)]
+        return []
+    swept = crashlib.sweep(
+        base, crashlib.tool_op([helpers.binary("tests/unit/rebuild_fault")]),
+        oracle, tmp_path, 60, faults=crashlib.only(mode), replayers=(None,),
+        crash_exits=(0, 1), stop_after=1)
+    assert crashlib.refcount_records(swept.counted) == recs
+    swept.assert_clean(mode)
     if mode == "crash":
         assert len(recs) in seen_states and \
             seen_states & {"none", 0}, seen_states

@@ -120,6 +120,8 @@ def test_feature_with_a_journal_that_cannot_be_replayed(tmp_path):
 _NO_FAULTS = helpers.fault_injection_skip_reason()
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 @pytest.mark.skipif(_NO_FAULTS is not None, reason=_NO_FAULTS or "")
 def test_feature_set_crashed_then_run_again(tmp_path):
     """fsck.extref -fy on an image without the feature, crashed after

@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 
+import crashlib
 import helpers
 
 N = 2500
@@ -34,7 +35,8 @@ def dir_flags(img, path):
     return int(re.search(r"Flags: (0x[0-9a-f]+)", out)[1], 16)
 
 
-@pytest.fixture(params=[1024, 4096], ids=["1k", "4k"])
+@pytest.fixture(params=[pytest.param(bs, marks=pytest.mark.slow)
+                        for bs in (1024, 4096)], ids=["1k", "4k"])
 def big_dir(request, tmp_path):
     """/d holding N reflinks of /f (about 50 bytes of entry each)."""
     img = tmp_path / "h.img"
@@ -144,6 +146,8 @@ def _names(img, path):
     return re.findall(r"\b(name-number-\d+)\b", out)
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def test_crash_while_a_directory_becomes_indexed(tmp_path):
     """The reflink that makes a directory indexed, crashed after every
     one of its writes (libfs/txn/faultio.c): after fsck.extref -y (e2fsck
@@ -175,29 +179,24 @@ def test_crash_while_a_directory_becomes_indexed(tmp_path):
     old = {f"name-number-{i}" for i in range(n)}
     new = f"name-number-{n}"
     req = f"reflink /f /d/{new}"
-    out = tmp_path / "fault.out"
-    env = dict(os.environ, EXTREF_FAULT="count", EXTREF_FAULT_OUT=str(out))
-    trial.write_bytes(img.read_bytes())
-    subprocess.run([dbg, "-w", "-R", req, str(trial)], env=env,
-                   capture_output=True, check=False)
-    writes = int(re.search(r"writes=(\d+)", out.read_text())[1])
-    assert writes > 4
-    for k in range(1, writes + 1):
-        t = tmp_path / "t.img"
-        t.write_bytes(img.read_bytes())
-        env = dict(os.environ, EXTREF_FAULT=f"crash={k}")
-        subprocess.run([dbg, "-w", "-R", req, str(t)], env=env,
-                       capture_output=True, check=False)
-        res = subprocess.run([helpers.binary("fsck/fsck.extref"), "-y",
-                              "-f", str(t)], capture_output=True, text=True)
-        assert res.returncode in (0, 1), f"crash={k}: " + \
-            helpers.describe(res)
-        helpers.e2fsck_fn(t)
-        res = subprocess.run([helpers.binary("fsck/fsck.extref"), "-n",
-                              "-f", str(t)], capture_output=True, text=True)
-        assert res.returncode == 0, f"crash={k}: " + helpers.describe(res)
+    fsck = helpers.binary("fsck/fsck.extref")
+
+    def oracle(t, how):
+        res = subprocess.run([fsck, "-y", "-f", str(t)],
+                             capture_output=True, text=True)
+        if res.returncode not in (0, 1):
+            return [helpers.describe(res)]
+        probs = crashlib.checkers_clean(t)
         names = _names(t, "/d")
-        assert len(names) == len(set(names)), f"crash={k}: duplicates"
-        assert set(names) - {new} == old, f"crash={k}: names lost"
-        assert not re.search(r"#\d+", helpers.debugfs(
-            t, "ls /lost+found").stdout), f"crash={k}: lost+found"
+        if len(names) != len(set(names)):
+            probs.append("duplicates")
+        if set(names) - {new} != old:
+            probs.append("names lost")
+        if re.search(r"#\d+", helpers.debugfs(t, "ls /lost+found").stdout):
+            probs.append("lost+found")
+        return probs
+    swept = crashlib.sweep(img, crashlib.request_op(req), oracle, tmp_path,
+                           1 << 30, faults=crashlib.only("crash"),
+                           replayers=(None,), stop_after=1)
+    assert swept.writes > 4
+    swept.assert_clean(req)

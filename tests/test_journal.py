@@ -557,6 +557,8 @@ def replay_states(img, blocks, old, new, nbs):
              else "?") for i, b in enumerate(blocks)]
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["crash", "powercut"])
 def test_crash_at_any_write_replays_all_or_nothing(tmp_path, mode):
     """The sequence a caller runs (commit, write the blocks home, flush,

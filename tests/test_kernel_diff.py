@@ -37,6 +37,9 @@ import pytest
 
 import helpers
 
+
+pytestmark = pytest.mark.slow     # seeds of random operations
+
 BS = 4096
 NFILES = 4
 MAXBLK = 16          # offsets and lengths mostly within 16 blocks

@@ -30,6 +30,9 @@ import pytest
 
 import helpers
 
+
+pytestmark = pytest.mark.slow     # SECONDS of fuzzing per target
+
 SECONDS = int(os.environ.get("EXTREF_LIBFUZZER_SECONDS", "15"))
 KEEP = Path(os.environ.get("EXTREF_LIBFUZZER_KEEP",
                            "/tmp/extref-libfuzzer-crashes"))

@@ -196,7 +196,8 @@ def start(work, user, img, src, size=None, **env):
     cmd = mkfs_cmd(img, src) + ([size] if size else [])
     return subprocess.Popen(as_user(cmd) if user else cmd,
                             env=environ(work, **env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE,
+                            preexec_fn=helpers.default_signals)
 
 
 def start_from_pipe(work, user, img, size=None):

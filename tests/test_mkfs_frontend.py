@@ -51,7 +51,8 @@ def run_pty(cmd, env=None, until=None, sig=None):
     master, slave = os.openpty()
     full_env = dict(os.environ, **(env or {}))
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=slave, stderr=slave, env=full_env)
+    proc = subprocess.Popen(cmd, stdout=slave, stderr=slave, env=full_env,
+                            preexec_fn=helpers.default_signals)
     os.close(slave)
     out, sent = b"", False
     while True:

@@ -341,6 +341,8 @@ def _state(root):
     return out
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def test_update_crash_at_writes(tmp_path):
     """Killed after any of its writes (a spread sample), the update
     leaves, once the journal is replayed, an image both checkers pass
@@ -352,37 +354,33 @@ def test_update_crash_at_writes(tmp_path):
     v2 = make_v2(v1, tmp_path / "v2")
     base = tmp_path / "base.img"
     mkfs_d(base, v1)
+    op = crashlib.tool_op([helpers.binary("mkfs.extref"), "--update", "-q",
+                           "-d", v2])
     work = tmp_path / "w.img"
     crashlib.sparse_copy(base, work)
-    out = tmp_path / "count.out"
-    update(work, v2, "-q", env={"EXTREF_FAULT": "count",
-                                "EXTREF_FAULT_OUT": str(out)})
-    writes = int(re.match(r"writes=(\d+)", out.read_text()).group(1))
-    assert writes > 10
+    assert op(work).returncode == 0
     old = _state_of(base, tmp_path / "old")
     new = _state_of(work, tmp_path / "new")
-    for n in crashlib.crash_points(writes, 14):
-        crashlib.sparse_copy(base, work)
-        res = update(work, v2, "-q", env={"EXTREF_FAULT": f"crash={n}"},
-                     check=False)
-        replay = helpers.run(["e2fsck", "-y", "-E", "journal_only",
-                              str(work)], check=False)
-        assert replay.returncode in (0, 1), helpers.describe(replay)
-        checkers_clean(work)
-        got = _state_of(work, tmp_path / f"c{n}")
-        for rel in set(old) | set(new):
-            assert got.get(rel) in (old.get(rel), new.get(rel)), \
-                (n, rel, res.stderr)
+    dumps = iter(range(1 << 30))
+
+    def oracle(img, how):
+        try:
+            checkers_clean(img)
+        except AssertionError as e:
+            return [str(e)[-1000:]]
+        got = _state_of(img, tmp_path / f"c{next(dumps)}")
+        return [rel for rel in set(old) | set(new)
+                if got.get(rel) not in (old.get(rel), new.get(rel))]
+    swept = crashlib.sweep(base, op, oracle, tmp_path, 14,
+                           faults=crashlib.only("crash"),
+                           replayers=("journal",), stop_after=1)
+    assert swept.writes > 10
+    swept.assert_clean()
     # killed after its commit block, not replayed: the next update's open
     # replays the journal, and the update then finds nothing left to do
-    for n in range(writes - 1, 0, -1):     # the last such point
-        crashlib.sparse_copy(base, work)
-        update(work, v2, "-q", env={"EXTREF_FAULT": f"crash={n}"},
-               check=False)
-        if "needs_recovery" in helpers.run(
-                ["dumpe2fs", "-h", str(work)]).stdout:
-            break
-    else:
+    # (the last such point)
+    if crashlib.first_crash(base, op, work, crashlib.needs_recovery,
+                            range(swept.writes - 1, 0, -1)) is None:
         pytest.fail("no crash point leaves the journal to replay")
     res = update(work, v2)
     assert ", 0 reflinked" in res.stdout, res.stdout
@@ -449,6 +447,8 @@ def _files_state(root):
     return out
 
 
+@pytest.mark.crash
+@pytest.mark.slow
 def test_update_crash_split(tmp_path):
     """An update bigger than half the journal commits between entries:
     killed anywhere, once replayed, every file is wholly there (data and
@@ -467,29 +467,30 @@ def test_update_crash_split(tmp_path):
     base, work = tmp_path / "base.img", tmp_path / "w.img"
     helpers.run([helpers.binary("mkfs.extref"), "-q", "-d", str(v1),
                  str(base), "64M"])          # a 4 MiB journal
+    op = crashlib.tool_op([helpers.binary("mkfs.extref"), "--update", "-q",
+                           "-d", many])
     crashlib.sparse_copy(base, work)
-    out = tmp_path / "count.out"
-    update(work, many, "-q", env={"EXTREF_FAULT": "count",
-                                  "EXTREF_FAULT_OUT": str(out)})
-    writes = int(re.match(r"writes=(\d+)", out.read_text()).group(1))
+    assert op(work).returncode == 0
     with helpers.loop_mount(base, tmp_path / "m0"):
         old = _files_state(tmp_path / "m0")
     with helpers.loop_mount(work, tmp_path / "m1"):
         new = _files_state(tmp_path / "m1")
-    partial = 0
-    for n in crashlib.crash_points(writes, 10):
-        crashlib.sparse_copy(base, work)
-        update(work, many, "-q", env={"EXTREF_FAULT": f"crash={n}"},
-               check=False)
-        helpers.run(["e2fsck", "-y", "-E", "journal_only", str(work)],
-                    check=False)
-        checkers_clean(work)
-        with helpers.loop_mount(work, tmp_path / "m2"):
+    partial = []
+
+    def oracle(img, how):
+        try:
+            checkers_clean(img)
+        except AssertionError as e:
+            return [str(e)[-1000:]]
+        with helpers.loop_mount(img, tmp_path / "m2"):
             got = _files_state(tmp_path / "m2")
-        for rel in set(old) | set(new) | set(got):
-            assert got.get(rel) in (old.get(rel), new.get(rel)), (n, rel)
-        partial += old != got != new
-    assert partial, "no crash point fell between two commits"
+        partial.append(old != got != new)
+        return [rel for rel in set(old) | set(new) | set(got)
+                if got.get(rel) not in (old.get(rel), new.get(rel))]
+    crashlib.sweep(base, op, oracle, tmp_path, 10,
+                   faults=crashlib.only("crash"), replayers=("journal",),
+                   stop_after=1, e2fsck_worst=255).assert_clean()
+    assert any(partial), "no crash point fell between two commits"
 
 
 def test_update_progress_on_a_terminal(tmp_path):

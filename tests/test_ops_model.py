@@ -28,6 +28,9 @@ import helpers
 import opsmodel
 from opsmodel import OpFailure
 
+
+pytestmark = pytest.mark.slow     # OPS random operations
+
 OPS = int(os.environ.get("EXTREF_MODEL_OPS", "4000"))
 SEEDS = [int(s) for s in
          os.environ.get("EXTREF_MODEL_SEEDS", "1,2,3,4").split(",")]

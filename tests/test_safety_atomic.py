@@ -98,6 +98,11 @@ def refused_trusted(img, args, pattern, tool=None, env=None):
     assert helpers.sha256(img) == before, f"{args!r} changed the image"
 
 
+# the sanitized copy is built once a session (conftest.py's san_build)
+BUILDS = ["plain", pytest.param("asan", marks=[pytest.mark.sanitizers,
+                                               pytest.mark.slow])]
+
+
 def tools(build, request):
     """(debugfs.extref, trusted_op, env) of the plain or sanitized build."""
     if build == "asan":
@@ -169,7 +174,7 @@ def small_pair(tmp_path):
     return img, {"/a": a, "/b": b}
 
 
-@pytest.mark.parametrize("build", ["plain", "asan"])
+@pytest.mark.parametrize("build", BUILDS)
 def test_clone_into_root_with_too_many_entries(tmp_path, build, request):
     """eh_entries 100 in an inode root that holds 4 (stock debugfs sif)."""
     tool, top, env = tools(build, request)
@@ -190,7 +195,7 @@ def test_clone_into_root_with_too_many_entries(tmp_path, build, request):
     # eh_entries 0xffff, past eh_max
     ("-o 2 -l 2 -p 0xff", r"extent header"),
 ], ids=["bad-csum", "entries"])
-@pytest.mark.parametrize("build", ["plain", "asan"])
+@pytest.mark.parametrize("build", BUILDS)
 def test_clone_into_corrupt_leaf(tmp_path, damage, pattern, build, request):
     tool, top, env = tools(build, request)
     img, files = striped(tmp_path)

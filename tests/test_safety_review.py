@@ -3,8 +3,8 @@
 - A production build (configure without --enable-fault-injection) holds
   no fault-injecting io manager and no allocation hook: EXTREF_FAULT and
   EXTREF_FAULT_NOMEM in the environment change nothing.  A copy of the
-  tree is built that way (module fixture, in a temporary directory, as
-  test_fuzz.py builds its sanitizer copy; -O0 to keep it short).
+  tree is built that way (conftest.py's production_build, once a
+  session, in a temporary directory).
 - An allocation failure while fsck.extref loads the tree's records
   (fsck_compare.c, load_rec) or defers a problem (report) is an
   operational error (exit 8), never a list of problems that are not
@@ -26,35 +26,13 @@
 import os
 import re
 import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 import helpers
 
 
-@pytest.fixture(scope="module")
-def production_build():
-    """libextref.a and debugfs.extref of a build configured without
-    --enable-fault-injection (the default)."""
-    work = Path(tempfile.mkdtemp(prefix="extref-prod-"))
-    try:
-        helpers.copy_sources(work)
-        for cmd in (["sh", "./autogen.sh"],
-                    ["sh", "./configure", "--enable-werror"],
-                    ["make", "-j2", "CFLAGS=-O0", "libextref.a",
-                     "debug/debugfs.extref"]):
-            res = subprocess.run(cmd, cwd=work, capture_output=True,
-                                 text=True, timeout=900)
-            assert res.returncode == 0, helpers.describe(res)
-        yield {"lib": work / "libextref.a",
-               "debugfs": str(work / "debug/debugfs.extref")}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
+@pytest.mark.slow
 def test_production_build_has_no_fault_hooks(production_build):
     """No symbol of faultio.c in the library, and nothing refers to one."""
     res = helpers.run(["nm", str(production_build["lib"])])
@@ -65,6 +43,7 @@ def test_production_build_has_no_fault_hooks(production_build):
     assert bad == [], bad
 
 
+@pytest.mark.slow
 def test_production_build_ignores_extref_fault(production_build, tmp_path):
     """EXTREF_FAULT=crash=0 (every write dropped, in a test build) and
     EXTREF_FAULT_NOMEM=1+ (every array growth fails) have no effect: the

@@ -27,8 +27,9 @@ import crashlib
 import helpers
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
-pytestmark = pytest.mark.skipif(_NO_FAULTS is not None,
-                                reason=_NO_FAULTS or "")
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(_NO_FAULTS is not None,
+                                 reason=_NO_FAULTS or "")]
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
 POINTS = 4000 if FULL else 26
@@ -103,71 +104,36 @@ def base(tmp_path_factory):
 
 
 def run_cmds(img, cmds, fault=None):
-    env = {"EXTREF_FAULT": fault} if fault else {}
-    cmdfile = Path(str(img) + ".cmds")
-    cmdfile.write_text("\n".join(cmds) + "\n")
-    return crashlib._run([crashlib.debugfs_extref(), "-w", "-f",
-                          str(cmdfile), str(img)], env=env)
-
-
-def count_writes(img, cmds, workdir):
-    out = Path(workdir) / "count.out"
-    if out.exists():
-        out.unlink()
-    cmdfile = Path(str(img) + ".cmds")
-    cmdfile.write_text("\n".join(cmds) + "\n")
-    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-f", str(cmdfile),
-                         str(img)], env={"EXTREF_FAULT": "count",
-                                         "EXTREF_FAULT_OUT": str(out)})
-    assert res.returncode == 0, helpers.describe(res)
-    return int(out.read_text().split()[0].split("=")[1])
-
-
-def needs_recovery(img):
-    return "needs_recovery" in crashlib._run(["dumpe2fs", "-h",
-                                              str(img)]).stdout
-
-
-def replay(img, how):
-    if how == "e2fsck":
-        res = crashlib.e2fsck(img, "-fy")
-        assert res.returncode in (0, 1), helpers.describe(res)
-    else:
-        res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R", "stats",
-                             str(img)])
-        assert res.returncode == 0, helpers.describe(res)
+    return crashlib.shell_op(cmds)(img, {"EXTREF_FAULT": fault}
+                                   if fault else None)
 
 
 def lost_found(img):
     return sorted((crashlib.ls_dir(img, "/lost+found") or {}).keys())
 
 
-def judge(img, src, before, after, workdir, how):
-    """Problems of a crashed image after its replay (empty: none)."""
-    probs = []
-    replay(img, how)
-    if needs_recovery(img):
-        probs.append("still needs recovery")
-    res = crashlib.e2fsck(img, "-fn")
-    if res.returncode != 0:
-        probs.append("e2fsck -fn: " + res.stdout[-600:])
-    res = crashlib.fsck_run(img, "-fn")
-    if res.returncode != 0:
-        probs.append("fsck.extref -fn: " + res.stdout[-600:])
-    if lost_found(img):
-        probs.append(f"lost+found: {lost_found(img)[:5]}")
-    names = crashlib.ls_dir(img, "/") or {}
-    recs = crashlib.refcount_records(img)
-    if "t.copy" in names:
-        if tree_of(img, "/t.copy", workdir) != src:
-            probs.append("a partial or different copy is visible")
-        if recs != after:
-            probs.append("copied, but the counts are not those after")
-    elif recs != before:
-        probs.append("no copy, but the counts changed")
-    if tree_of(img, "/t", workdir) != src:
-        probs.append("the source changed")
-    return probs
+def nothing_or_the_copy(src, before, after, workdir, seen):
+    """The oracle: both checkers clean, lost+found empty, the copy absent
+    with the counts before or whole with the counts after; the outcome
+    is added to seen."""
+    def oracle(img, how):
+        probs = crashlib.checkers_clean(img, tail=600)
+        if lost_found(img):
+            probs.append(f"lost+found: {lost_found(img)[:5]}")
+        names = crashlib.ls_dir(img, "/") or {}
+        seen.add("t.copy" in names)
+        recs = crashlib.refcount_records(img)
+        if "t.copy" in names:
+            if tree_of(img, "/t.copy", workdir) != src:
+                probs.append("a partial or different copy is visible")
+            if recs != after:
+                probs.append("copied, but the counts are not those after")
+        elif recs != before:
+            probs.append("no copy, but the counts changed")
+        if tree_of(img, "/t", workdir) != src:
+            probs.append("the source changed")
+        return probs
+    return oracle
 
 
 def test_reflink_r_bigger_than_the_journal_is_one_commit(base, tmp_path):
@@ -193,6 +159,7 @@ def test_reflink_r_bigger_than_the_journal_is_one_commit(base, tmp_path):
         assert n == NDIRS
 
 
+@pytest.mark.slow
 def test_crash_leaves_nothing_or_the_whole_copy(base, tmp_path):
     img0, src = base["img"], base["src"]
     cmds = ["reflink -r /t /t.copy"]
@@ -201,28 +168,26 @@ def test_crash_leaves_nothing_or_the_whole_copy(base, tmp_path):
     crashlib.sparse_copy(img0, done)
     assert run_cmds(done, cmds).returncode == 0
     after = crashlib.refcount_records(done)
+    seen = set()
+    swept = crashlib.sweep(img0, crashlib.shell_op(cmds),
+                           nothing_or_the_copy(src, before, after, tmp_path,
+                                               seen),
+                           tmp_path, POINTS,
+                           faults=crashlib.crash_and_powercut(3, 0))
+    assert swept.writes > _journal_blocks(img0)
+    swept.assert_clean()
+    assert seen == {True, False}   # both outcomes were met
+
+
+def crash_half_way(img0, cmds, tmp_path):
+    """A copy of img0 crashed half-way through cmds."""
     probe = tmp_path / "probe.img"
     crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
-    assert total > _journal_blocks(img0)
-    failures, seen = [], set()
-    for i, n in enumerate(crashlib.crash_points(total, POINTS)):
-        faults = [f"crash={n}"] + ([f"powercut={n},seed={n}"]
-                                   if i % 3 == 0 else [])
-        for fault in faults:
-            img = tmp_path / "crash.img"
-            crashlib.sparse_copy(img0, img)
-            run_cmds(img, cmds, fault)
-            how = "e2fsck" if (i + len(fault)) % 2 else "extref"
-            probs = judge(img, src, before, after, tmp_path, how)
-            seen.add("t.copy" in (crashlib.ls_dir(img, "/") or {}))
-            if probs:
-                failures.append(f"{fault} (replayed by {how}): {probs}")
-                shutil.copy(img, tmp_path / f"failed-{len(failures)}.img")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"W={total}:\n" + "\n".join(failures)
-    assert seen == {True, False}   # both outcomes were met
+    total, _ = crashlib.count(crashlib.shell_op(cmds), probe, tmp_path)
+    img = tmp_path / "crash.img"
+    crashlib.sparse_copy(img0, img)
+    run_cmds(img, cmds, f"crash={total // 2}")
+    return img
 
 
 def test_kernel_shows_no_partial_copy(base, tmp_path):
@@ -230,14 +195,8 @@ def test_kernel_shows_no_partial_copy(base, tmp_path):
     allocated: nothing is committed, no recovery needed), the image
     mounted read-only by the kernel shows the source and no copy."""
     img0, src = base["img"], base["src"]
-    cmds = ["reflink -r /t /t.copy"]
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
-    img = tmp_path / "crash.img"
-    crashlib.sparse_copy(img0, img)
-    run_cmds(img, cmds, f"crash={total // 2}")
-    assert not needs_recovery(img)
+    img = crash_half_way(img0, ["reflink -r /t /t.copy"], tmp_path)
+    assert not crashlib.needs_recovery(img)
     assert helpers.sha256(img) != helpers.sha256(img0)   # it wrote
     helpers.require_loop()
     mnt = tmp_path / "mnt"
@@ -267,6 +226,7 @@ def _growths(img0, cmds, workdir):
     return lo - 1
 
 
+@pytest.mark.slow
 def test_late_failure_rolls_back_the_whole_copy(base, tmp_path):
     """A recursive reflink made to fail late (an allocation of memory,
     EXTREF_FAULT_NOMEM, near the end of the run, after blocks were
@@ -328,6 +288,7 @@ def test_too_big_is_refused_up_front(tmp_path):
     helpers.e2fsck_fn(img)
 
 
+@pytest.mark.slow
 def test_crash_between_dedupe_parts_keeps_every_file(tmp_path):
     """mkfs.extref --convert --dedup=block of an image with the smallest
     journal and enough duplicates (1 KiB inodes: an inode table block
@@ -349,43 +310,20 @@ def test_crash_between_dedupe_parts_keeps_every_file(tmp_path):
     shutil.rmtree(host)
     want = tree_of(plain, "/", tmp_path)
     assert want and sum(1 for v in want.values() if v) == NFILES
-    mkfs = [helpers.binary("mkfs.extref"), "-q", "--convert",
-            "--dedup=block"]
-    out = tmp_path / "count.out"
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(plain, probe)
-    res = crashlib._run(mkfs + [str(probe)],
-                        env={"EXTREF_FAULT": "count",
-                             "EXTREF_FAULT_OUT": str(out)})
-    assert res.returncode == 0, helpers.describe(res)
-    total = int(out.read_text().split()[0].split("=")[1])
-    failures, parts = [], set()
-    for i, n in enumerate(crashlib.crash_points(total, 16 if not FULL
-                                                else 400)):
-        fault = f"crash={n}" if i % 3 else f"powercut={n},seed={n}"
-        img = tmp_path / "crash.img"
-        crashlib.sparse_copy(plain, img)
-        crashlib._run(mkfs + [str(img)], env={"EXTREF_FAULT": fault})
-        replay(img, "e2fsck")
-        probs = []
-        if crashlib.e2fsck(img, "-fn").returncode != 0:
-            probs.append("e2fsck -fn")
-        if tree_of(img, "/", tmp_path) != want:
-            probs.append("file contents changed")
-        feats = crashlib._run(["dumpe2fs", "-h", str(img)]).stdout
-        if "shared_blocks" in feats:
-            if crashlib.fsck_run(img, "-fn").returncode != 0:
-                probs.append("fsck.extref -fn")
-            parts.add(tuple(crashlib.refcount_records(img)))
-        if probs:
-            failures.append(f"{fault}: {probs}")
-        if len(failures) >= 3:
-            break
-    assert not failures, f"W={total}:\n" + "\n".join(failures)
+    mkfs = crashlib.tool_op([helpers.binary("mkfs.extref"), "-q",
+                             "--convert", "--dedup=block"])
+    parts = set()
+    oracle = crashlib.converted_or_not(
+        lambda img: tree_of(img, "/", tmp_path), want,
+        lambda recs: parts.add(tuple(recs)) or [])
+    crashlib.sweep(plain, mkfs, oracle, tmp_path, 16 if not FULL else 400,
+                   faults=crashlib.crash_or_powercut(3, 0),
+                   replayers=("e2fsck",)).assert_clean()
     # a crash left the sharing part-done: the dedupe was in parts
     assert len(parts) >= 2, len(parts)
 
 
+@pytest.mark.slow
 def test_single_file_bigger_than_the_journal(tmp_path):
     """A file of 86,000 one-block extents (data every other block): its
     copy's extent tree alone needs more blocks than the 1024-block
@@ -423,13 +361,8 @@ def test_single_file_bigger_than_the_journal(tmp_path):
     with helpers.loop_mount(img, mnt):
         assert (mnt / "frag.copy").read_bytes() == \
             (host / "frag").read_bytes()
-    probe = tmp_path / "probe.img"
-    crashlib.sparse_copy(img0, probe)
-    total = count_writes(probe, cmds, tmp_path)
-    crash = tmp_path / "crash.img"
-    crashlib.sparse_copy(img0, crash)
-    run_cmds(crash, cmds, f"crash={total // 2}")
-    replay(crash, "extref")
+    crash = crash_half_way(img0, cmds, tmp_path)
+    assert not crashlib.replay(crash, "extref")
     assert "frag.copy" not in (crashlib.ls_dir(crash, "/") or {})
     helpers.e2fsck_fn(crash)
     assert crashlib.fsck_run(crash, "-fn").returncode == 0
