@@ -171,7 +171,8 @@ static int rd_special(struct rd_ctx *c, struct ext2_inode_large *inode,
 		return 0;
 	}
 	link_meta(c, inode, dirfd, name);
-	if (fchmodat(dirfd, name, host_mode(&c->hm, inode), 0))
+	if (fchmodat(dirfd, name, host_mode(&c->hm, inode),
+		     AT_SYMLINK_NOFOLLOW))
 		host_warn(c->a, "setting the mode", name);
 	return 0;
 }
