@@ -124,6 +124,22 @@ static const struct cmd_spec *find_spec(const char *canon)
 	return NULL;
 }
 
+/* The letter --long stands for in longopts ("raw=R,xattrs=X"), or 0. */
+static int long_letter(const char *longopts, const char *lng)
+{
+	size_t n = strlen(lng);
+	const char *p = longopts;
+
+	while (p && *p) {
+		if (!strncmp(p, lng, n) && p[n] == '=')
+			return (unsigned char)p[n + 1];
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
 /*
  * Options come before the positional arguments ("--" ends them); a
  * lone "-" or anything not starting with '-' is the first positional.
@@ -144,11 +160,12 @@ static int parse_args(const struct cmd_spec *spec, int argc, char **argv,
 				break;
 			}
 			if (s[1] == '-') {
-				if (spec->longopt && !strcmp(s + 2, spec->longopt)) {
-					a->opts[(int)spec->longchar] = 1;
-					continue;
-				}
-				return opt_fail(a, "unknown option %s", s);
+				int c = long_letter(spec->longopts, s + 2);
+
+				if (!c)
+					return opt_fail(a, "unknown option %s", s);
+				a->opts[c] = 1;
+				continue;
 			}
 			for (s++; *s; s++) {
 				const char *o = strchr(spec->optstring, *s);

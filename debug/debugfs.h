@@ -5,6 +5,8 @@
 #define DEBUGFS_EXTREF_H
 
 #include <stdio.h>
+#include <time.h>
+#include <sys/types.h>
 #include <ext2fs/ext2fs.h>
 #include "extref.h"
 #include "extref_ops.h"
@@ -61,8 +63,7 @@ struct cmd_spec {
 	int		min_args;	/* positional arguments */
 	int		max_args;	/* -1: no limit */
 	const char	*optstring;	/* getopt-style, NULL: no options */
-	const char	*longopt;	/* "--raw" style alias ... */
-	char		longchar;	/* ... for this option letter */
+	const char	*longopts;	/* "raw=R,xattrs=X": --raw is -R */
 	unsigned	needs;		/* CMD_* */
 	const char	*usage;		/* arguments, after the name */
 };
@@ -169,11 +170,31 @@ void ls_date(struct ext2_inode_large *inode, char *buf, size_t len);
 /* One ls -p line. */
 void ls_parsable(ext2_ino_t ino, const char *name, int namelen);
 
-/* ----- rdump.c ----- */
-/* Owner, mode, times (and xattrs) of inode on the host file fd. */
-void set_host_meta(const struct cmd_args *a, ext2_ino_t ino,
-		   struct ext2_inode_large *inode, int fd, const char *name,
-		   int xattrs);
+/* ----- hostmeta.c: what dump and rdump keep beyond the data ----- */
+#define HM_OWNER	0x01	/* -p, --same-owner: owner and group */
+#define HM_MODE		0x02	/* the permission bits, set-id ones cleared */
+#define HM_SETID	0x04	/* --same-permissions: set-id bits kept too */
+#define HM_TIMES	0x08	/* access and modification times */
+#define HM_XATTRS	0x10	/* user.* extended attributes */
+#define HM_ALL_XATTRS	0x20	/* --xattrs: every namespace's */
+#define HM_DEVICES	0x40	/* --devices: devices, FIFOs, sockets made */
+
+struct host_meta {
+	unsigned	flags;			/* HM_* */
+	unsigned long	setid_dropped;		/* what was left out */
+	unsigned long	specials_skipped;
+	unsigned long	xattrs_dropped;
+};
+
+void host_meta_init(struct host_meta *hm, const struct cmd_args *a, int tree);
+void host_meta_report(const struct cmd_args *a, const struct host_meta *hm);
+void host_warn(const struct cmd_args *a, const char *what, const char *name);
+void host_times(const struct ext2_inode_large *inode, struct timespec ts[2]);
+mode_t host_mode(struct host_meta *hm, const struct ext2_inode_large *inode);
+/* Owner, mode, xattrs and times of inode on the host file fd, as asked. */
+void set_host_meta(const struct cmd_args *a, struct host_meta *hm,
+		   ext2_ino_t ino, struct ext2_inode_large *inode, int fd,
+		   const char *name);
 
 /* ----- blockwalk.c ----- */
 /* What a block is to the inode mapping it. */

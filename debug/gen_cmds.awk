@@ -45,16 +45,20 @@ function parse_args(s,    p) {
 	}
 }
 
-function parse_opts(s,    p) {
-	optstr[n] = ""; longopt[n] = ""; longch[n] = ""
+# OPTIONS: letters, then any number of ",--LONG=C" (--LONG is -C).
+function parse_opts(s,    p, k, i, f) {
+	optstr[n] = ""; longopts[n] = ""
 	if (s == "-")
 		return
 	p = index(s, ",--")
 	if (p) {
-		if (!match(substr(s, p + 3), /^[a-z][a-z0-9-]*=[A-Za-z]$/))
-			fail("OPTIONS " s ": expected LETTERS,--LONG=C")
-		longopt[n] = substr(s, p + 3, length(s) - p - 4)
-		longch[n] = substr(s, length(s))
+		k = split(substr(s, p + 1), f, ",")
+		for (i = 1; i <= k; i++) {
+			if (f[i] !~ /^--[a-z][a-z0-9-]*=[A-Za-z]$/)
+				fail("OPTIONS " s ": expected LETTERS,--LONG=C...")
+			longopts[n] = longopts[n] (i > 1 ? "," : "") \
+				substr(f[i], 3)
+		}
 		s = substr(s, 1, p - 1)
 	}
 	if (s !~ /^([A-Za-z]:?)+$/)
@@ -193,10 +197,9 @@ function emit_c(    i) {
 	print ""
 	print "const struct cmd_spec cmd_table[] = {"
 	for (i = 1; i <= n; i++) {
-		printf "\t{ \"%s\", impl_%s, %d, %d, %s, %s, %s, %s, \"%s\" },\n", \
+		printf "\t{ \"%s\", impl_%s, %d, %d, %s, %s, %s, \"%s\" },\n", \
 			name[i], name[i], amin[i], amax[i], c_str(optstr[i]), \
-			c_str(longopt[i]), longch[i] == "" ? "0" : "'" longch[i] "'", \
-			needs[i], usage[i]
+			c_str(longopts[i]), needs[i], usage[i]
 	}
 	print "};"
 	print ""

@@ -386,8 +386,12 @@ int impl_cat(struct cmd_args *a)
 	return ret;
 }
 
-/* dump -p: the image file's owner, mode and times on the host file. */
-static int dump_meta(struct cmd_args *a, FILE *out)
+/*
+ * dump -p: the image file's owner, mode (no set-id bit without
+ * --same-permissions) and times on the host file; --xattrs: its
+ * extended attributes.
+ */
+static int dump_meta(struct cmd_args *a, FILE *out, struct host_meta *hm)
 {
 	struct ext2_inode_large inode;
 	ext2_ino_t ino;
@@ -396,12 +400,14 @@ static int dump_meta(struct cmd_args *a, FILE *out)
 		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	if (resolve_path(a, a->argv[0], &ino) || read_inode(a, ino, &inode))
 		return 1;
-	set_host_meta(a, ino, &inode, fileno(out), a->argv[1], 0);
+	set_host_meta(a, hm, ino, &inode, fileno(out), a->argv[1]);
+	host_meta_report(a, hm);
 	return 0;
 }
 
 int impl_dump(struct cmd_args *a)
 {
+	struct host_meta hm;
 	ext2_file_t file;
 	FILE *out;
 	int ret;
@@ -414,8 +420,9 @@ int impl_dump(struct cmd_args *a)
 		return cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	}
 	ret = copy_out(a, a->argv[0], file, out, a->argv[1]);
-	if (!ret && a->opts['p'])
-		ret = dump_meta(a, out);
+	host_meta_init(&hm, a, 0);
+	if (!ret && hm.flags)
+		ret = dump_meta(a, out, &hm);
 	if (fclose(out) && !ret)
 		ret = cmd_fail(a, "%s: %s", a->argv[1], strerror(errno));
 	return ret;

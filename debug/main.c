@@ -21,14 +21,16 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-n] [--as UID[:GID[,GID...]] [--cap CAP,...]] "
-		"[--verify] [-R request] [-f cmdfile] [-V|--version] [-h|--help] "
-		"[IMAGE]\n"
+		"Usage: %s [-w] [-n] [--consistent] [--verify] "
+		"[--as UID[:GID[,GID...]] [--cap CAP,...]] [-R request] "
+		"[-f cmdfile] [-V|--version] [-h|--help] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
 		"tree in inode 5).\n\n"
 		"  -w             open the image read-write\n"
 		"  -n             do not verify ext4 metadata checksums (with -w:\n"
 		"                 only the expert commands may write)\n"
+		"  --consistent   refuse to read an image another extref writer\n"
+		"                 holds (by default it is read, with a warning)\n"
 		"  --as UID[:GID[,GID...]]\n"
 		"                 act as that user, groups first GID, then the\n"
 		"                 others: every command checks what the kernel would\n"
@@ -79,6 +81,9 @@ static errcode_t check_descs(ext2_filsys fs)
 	return 0;
 }
 
+/* --consistent: a read-only open refuses an image a writer holds. */
+static int consistent;
+
 /*
  * The ext4 part, verifying checksums unless nocsum.  A read-only open
  * whose superblock fails its checksum goes on without verifying, and
@@ -94,6 +99,17 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 	/* With NO_TREE, FORCE only sets EXT2_FLAG_IGNORE_CSUM_ERRORS. */
 	err = extref_fs_open(image, flags | (*nocsum ? EXTREF_OPEN_FORCE : 0),
 			     xfs, NULL);
+	/* a reader is not shut out by a writer, as with stock debugfs,
+	 * unless it asked for a consistent view */
+	if (err == EXTREF_ERR_LOCKED_WRITER && !rw && !consistent) {
+		fprintf(stderr, "%s: warning: %s: %s; reading it anyway: what "
+			"is read may change under the shell (--consistent "
+			"refuses)\n", who, image, error_message(err));
+		flags |= EXTREF_OPEN_NO_LOCK;
+		err = extref_fs_open(image, flags |
+				     (*nocsum ? EXTREF_OPEN_FORCE : 0),
+				     xfs, NULL);
+	}
 	if (err && csum_error(err) && !rw && !*nocsum) {
 		fprintf(stderr, "%s: warning: %s: %s; reading it without "
 			"verifying checksums (fsck.extref repairs it)\n",
@@ -264,6 +280,7 @@ static const struct option long_opts[] = {
 	{ "as",		required_argument, NULL, 'A' },
 	{ "cap",	required_argument, NULL, 'C' },
 	{ "verify",	no_argument,	NULL, 'P' },
+	{ "consistent",	no_argument,	NULL, 'c' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -303,6 +320,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			sh.verify = 1;
+			break;
+		case 'c':
+			consistent = 1;
 			break;
 		case 'V':
 			printf("%s %s (libextref %s)\n", PROG_NAME,

@@ -1,7 +1,8 @@
 /*
- * rdump.c --- copying out with the metadata: dump -p's owner, mode and
- * times, and rdump (a directory tree to the host, as stock debugfs's
- * rdump, plus extended attributes where the host takes them).
+ * rdump.c --- a directory tree to the host, as stock debugfs's rdump:
+ * data, modes and times, plus user.* extended attributes where the host
+ * takes them; what else is kept (owner, set-id bits, devices, every
+ * xattr) the options say (hostmeta.c).
  *
  * The image is hostile: every host object is made relative to an open
  * directory (mkdirat, openat with O_NOFOLLOW and O_EXCL, symlinkat),
@@ -18,84 +19,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include "debugfs.h"
 
 #define RDUMP_MAX_DEPTH	1024
-
-static void warn(const struct cmd_args *a, const char *what, const char *name)
-{
-	fflush(stdout);
-	fprintf(stderr, "%s: warning: %s: %s: %s\n", a->name, name, what,
-		strerror(errno));
-}
-
-static void to_timespec(__u32 secs, __u32 extra, int big, struct timespec *ts)
-{
-	ts->tv_sec = (__s32)secs;
-	ts->tv_nsec = 0;
-	if (big) {
-		ts->tv_sec += (time_t)(extra & EXT4_EPOCH_MASK) << 32;
-		ts->tv_nsec = extra >> EXT4_EPOCH_BITS;
-		if (ts->tv_nsec >= 1000000000L)
-			ts->tv_nsec = 0;
-	}
-}
-
-struct xa_ctx {
-	const struct cmd_args *a;
-	int		fd;
-	const char	*name;
-};
-
-static int xa_set_cb(char *name, char *value, size_t value_len, void *priv)
-{
-	struct xa_ctx *c = priv;
-
-	if (!strncmp(name, "system.data", 11))
-		return 0;	/* inline data, not an attribute */
-	if (fsetxattr(c->fd, name, value, value_len, 0))
-		warn(c->a, name, c->name);
-	return 0;
-}
-
-static void copy_xattrs(const struct cmd_args *a, ext2_ino_t ino, int fd,
-			const char *name)
-{
-	struct ext2_xattr_handle *h;
-	struct xa_ctx c = { a, fd, name };
-
-	if (ext2fs_xattrs_open(sh.fs, ino, &h))
-		return;
-	if (ext2fs_xattrs_read(h) == 0)
-		ext2fs_xattrs_iterate(h, xa_set_cb, &c);
-	ext2fs_xattrs_close(&h);
-}
-
-/*
- * Owner, then mode (chown clears set-id bits), then times; then the
- * extended attributes when xattrs is set.  Failures are warnings, as in
- * stock debugfs: the data is out.
- */
-void set_host_meta(const struct cmd_args *a, ext2_ino_t ino,
-		   struct ext2_inode_large *inode, int fd, const char *name,
-		   int xattrs)
-{
-	int big = EXT2_INODE_SIZE(sh.fs->super) > EXT2_GOOD_OLD_INODE_SIZE &&
-		  inode->i_extra_isize >= 24;
-	struct timespec ts[2];
-
-	if (fchown(fd, inode_uid(*inode), inode_gid(*inode)))
-		warn(a, "setting the owner", name);
-	if (fchmod(fd, inode->i_mode & 07777))
-		warn(a, "setting the mode", name);
-	if (xattrs)
-		copy_xattrs(a, ino, fd, name);
-	to_timespec(inode->i_atime, inode->i_atime_extra, big, &ts[0]);
-	to_timespec(inode->i_mtime, inode->i_mtime_extra, big, &ts[1]);
-	if (futimens(fd, ts))
-		warn(a, "setting the times", name);
-}
 
 /* ----- rdump ----- */
 
@@ -105,6 +31,7 @@ struct rd_ctx {
 	int		depth;
 	int		failed;
 	char		*buf;
+	struct host_meta hm;
 };
 
 static int rd_fail(struct rd_ctx *c, const char *name, const char *what)
@@ -156,23 +83,24 @@ static int rd_file(struct rd_ctx *c, ext2_ino_t ino,
 	}
 	ext2fs_file_close(file);
 	if (!ret)
-		set_host_meta(c->a, ino, inode, fd, name, 1);
+		set_host_meta(c->a, &c->hm, ino, inode, fd, name);
 	close(fd);
 	return ret;
 }
 
-/* Times of a name that is not opened (symlink, special file). */
-static void link_times(struct rd_ctx *c, struct ext2_inode_large *inode,
-		       int dirfd, const char *name)
+/* Owner (-p) and times of a name that is not opened (symlink, special). */
+static void link_meta(struct rd_ctx *c, struct ext2_inode_large *inode,
+		      int dirfd, const char *name)
 {
-	int big = inode->i_extra_isize >= 24 &&
-		  EXT2_INODE_SIZE(sh.fs->super) > EXT2_GOOD_OLD_INODE_SIZE;
 	struct timespec ts[2];
 
-	to_timespec(inode->i_atime, inode->i_atime_extra, big, &ts[0]);
-	to_timespec(inode->i_mtime, inode->i_mtime_extra, big, &ts[1]);
+	if ((c->hm.flags & HM_OWNER) &&
+	    fchownat(dirfd, name, inode_uid(*inode), inode_gid(*inode),
+		     AT_SYMLINK_NOFOLLOW))
+		host_warn(c->a, "setting the owner", name);
+	host_times(inode, ts);
 	if (utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW))
-		warn(c->a, "setting the times", name);
+		host_warn(c->a, "setting the times", name);
 }
 
 static int rd_symlink(struct rd_ctx *c, ext2_ino_t ino,
@@ -204,14 +132,14 @@ static int rd_symlink(struct rd_ctx *c, ext2_ino_t ino,
 	c->buf[got] = 0;
 	if (symlinkat(c->buf, dirfd, name))
 		return rd_fail(c, name, "making the symlink");
-	if (fchownat(dirfd, name, inode_uid(*inode), inode_gid(*inode),
-		     AT_SYMLINK_NOFOLLOW))
-		warn(c->a, "setting the owner", name);
-	link_times(c, inode, dirfd, name);
+	link_meta(c, inode, dirfd, name);
 	return 0;
 }
 
-/* A FIFO, socket or device: made with mknodat where the host lets us. */
+/*
+ * A FIFO, socket or device: skipped (and counted) unless --devices asks
+ * for it, then made with mknodat where the host lets us.
+ */
 static int rd_special(struct rd_ctx *c, struct ext2_inode_large *inode,
 		      int dirfd, const char *name)
 {
@@ -230,20 +158,22 @@ static int rd_special(struct rd_ctx *c, struct ext2_inode_large *inode,
 			c->a->name, name, inode->i_mode & LINUX_S_IFMT);
 		return 0;
 	}
+	if (!(c->hm.flags & HM_DEVICES)) {
+		c->hm.specials_skipped++;
+		return 0;
+	}
 	if (type == S_IFCHR || type == S_IFBLK)
 		dev = b0 ? makedev((b0 >> 8) & 0xff, b0 & 0xff) :
 			   makedev((b1 & 0xfff00) >> 8,
 				   (b1 & 0xff) | ((b1 >> 12) & 0xfff00));
 	if (mknodat(dirfd, name, type | 0600, dev)) {
-		warn(c->a, "making the special file (skipped)", name);
+		host_warn(c->a, "making the special file (skipped)", name);
 		return 0;
 	}
-	if (fchownat(dirfd, name, inode_uid(*inode), inode_gid(*inode),
+	link_meta(c, inode, dirfd, name);
+	if (fchmodat(dirfd, name, host_mode(&c->hm, inode),
 		     AT_SYMLINK_NOFOLLOW))
-		warn(c->a, "setting the owner", name);
-	if (fchmodat(dirfd, name, inode->i_mode & 07777, 0))
-		warn(c->a, "setting the mode", name);
-	link_times(c, inode, dirfd, name);
+		host_warn(c->a, "setting the mode", name);
 	return 0;
 }
 
@@ -308,7 +238,7 @@ static int rd_contents(struct rd_ctx *c, ext2_ino_t ino,
 	c->depth--;
 	if (err)
 		rd_err(c, name, err);
-	set_host_meta(c->a, ino, inode, fd, name, 1);
+	set_host_meta(c->a, &c->hm, ino, inode, fd, name);
 	return err ? 1 : 0;
 }
 
@@ -414,6 +344,7 @@ int impl_rdump(struct cmd_args *a)
 		return cmd_fail(a, "out of memory");
 	}
 	c->a = a;
+	host_meta_init(&c->hm, a, 1);
 	for (i = 0; i < a->argc - 1; i++) {
 		char base[4096];
 		const char *name;
@@ -433,6 +364,7 @@ int impl_rdump(struct cmd_args *a)
 		}
 		rd_inode(c, ino, destfd, name);
 	}
+	host_meta_report(a, &c->hm);
 	ret = c->failed;
 	free(c->buf);
 	free(c);

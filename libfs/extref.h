@@ -82,6 +82,15 @@ struct extref_rec {
 #define EXTREF_QUOTA_USER	0
 #define EXTREF_QUOTA_GROUP	1
 #define EXTREF_QUOTA_PROJECT	2
+/*
+ * A read-only open that takes no lock (extref_fs_open only; with
+ * EXTREF_OPEN_RW: EXT2_ET_INVALID_ARGUMENT): it opens an image a writer
+ * holds, as stock debugfs reads a busy image, and what it reads may
+ * change under it, a writer's commit half seen.  Without it a reader
+ * waits for no one but is refused (EXTREF_ERR_LOCKED_WRITER): the
+ * consistent view.
+ */
+#define EXTREF_OPEN_NO_LOCK	0x0080
 
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a

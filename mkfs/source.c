@@ -196,13 +196,16 @@ void source_check(struct mkfs_opts *o)
 	o->source_need = bytes + 32 * 1024 * 1024;
 }
 
-/* Is err the image running out of room? */
+/*
+ * Is err the image running out of room?  Not EXT2_ET_EA_NO_SPACE: an
+ * entry's extended attributes larger than its inode and one block fit
+ * in no image, whatever its size (the error names the entry).
+ */
 static int out_of_room(errcode_t err)
 {
 	return err == EXT2_ET_BLOCK_ALLOC_FAIL ||
 	       err == EXT2_ET_INODE_ALLOC_FAIL || err == ENOSPC ||
-	       err == EXT2_ET_DIR_NO_SPACE_FOR_CSUM ||
-	       err == EXT2_ET_EA_NO_SPACE;
+	       err == EXT2_ET_DIR_NO_SPACE_FOR_CSUM;
 }
 
 static void report(const struct mkfs_opts *o, errcode_t err,

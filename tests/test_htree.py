@@ -200,3 +200,56 @@ def test_crash_while_a_directory_becomes_indexed(tmp_path):
                            replayers=(None,), stop_after=1)
     assert swept.writes > 4
     swept.assert_clean(req)
+
+
+def _set_leaf_csum(img, path, block):
+    """A linear block's tail checksum recomputed (crc32c of the inode
+    number, its generation and the block up to the 12-byte tail)."""
+    st = helpers.debugfs(img, f"stat {path}").stdout
+    ino = int(re.search(r"Inode: (\d+)", st)[1])
+    gen = int(re.search(r"Generation: (\d+)", st)[1])
+    bs = len(block)
+    assert struct.unpack_from("<IHBB", block, bs - 12) == (0, 12, 0, 0xDE)
+    crc = helpers.crc32c_le(helpers.csum_seed(img), struct.pack("<I", ino))
+    crc = helpers.crc32c_le(crc, struct.pack("<I", gen))
+    crc = helpers.crc32c_le(crc, bytes(block[:bs - 12]))
+    struct.pack_into("<I", block, bs - 4, crc)
+
+
+@pytest.mark.parametrize("damage", ["name_past_record", "no_dot"])
+def test_indexing_a_corrupt_block_refused(tmp_path, damage):
+    """xr_dx_make_indexed on a one-block directory whose entry claims a
+    name longer than its record (255 bytes: it was read past the record,
+    and past the block for the last one), or whose first entry is not
+    ".": refused as corrupt, nothing written (tests/unit/dir_ops calls
+    it directly; the operations run ext2fs_link first, which fails on
+    such a block, so only a direct call reaches it)."""
+    img = tmp_path / "c.img"
+    helpers.mkfs(img, "16M", "-q", "-b", "1024")
+    src = tmp_path / "src"
+    src.write_bytes(b"x" * 100)
+    res = shell(img, [f"write {src} /f", "mkdir /d"] +
+                [f"reflink /f /d/n{i:03d}" for i in range(40)], tmp_path)
+    assert res.returncode == 0, helpers.describe(res)
+    assert not dir_flags(img, "/d") & 0x1000
+    pblk = int(helpers.debugfs(img, "bmap /d 0").stdout)
+    with open(img, "r+b") as f:
+        f.seek(pblk * 1024)
+        block = bytearray(f.read(1024))
+        if damage == "no_dot":
+            block[8] = ord("x")             # "." -> "x"
+        else:
+            off = 24                        # the first entry after ".."
+            rec = struct.unpack_from("<H", block, off + 4)[0]
+            assert rec < 255 + 8
+            block[off + 6] = 255            # name_len
+        _set_leaf_csum(img, "/d", block)
+        f.seek(pblk * 1024)
+        f.write(block)
+    digest = helpers.sha256(img)
+    res = subprocess.run([helpers.binary("tests/unit/dir_ops"), str(img),
+                          "index", "/d"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "directory corrupted" in res.stderr
+    assert helpers.sha256(img) == digest

@@ -206,6 +206,48 @@ def test_bad_source(tmp_path, what):
     assert not img.exists()
 
 
+def _pax(path, entries):
+    """A pax archive of (name, data, xattrs) regular files."""
+    import io
+    import tarfile
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+        for name, data, xattrs in entries:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            ti.pax_headers = {f"SCHILY.xattr.{k}": v
+                              for k, v in xattrs.items()}
+            tf.addfile(ti, io.BytesIO(data))
+
+
+def test_archive_sized_for_the_directories_it_implies(tmp_path):
+    """One entry 1,333 directories deep, none of them listed: each is an
+    inode and a block the image is sized for (it was not: "image too
+    small ... needs about" the size just made)."""
+    tar = tmp_path / "deep.tar"
+    _pax(tar, [("/".join(["d"] * 1333) + "/f", b"deep\n", {})])
+    img = tmp_path / "t.img"
+    mkfs_d(img, tar)
+    helpers.e2fsck_fn(img)
+    path = "/" + "/".join(["d"] * 1333) + "/f"
+    assert helpers.debugfs_cat(img, path) == b"deep\n"
+
+
+def test_archive_xattrs_larger_than_a_block(tmp_path):
+    """Attributes that fit in no inode and block are refused naming the
+    entry, not taken for an image too small."""
+    tar = tmp_path / "xa.tar"
+    _pax(tar, [("ok", b"x", {"user.a": "v" * 900}),
+               ("big", b"x", {"user.a": "v" * 900, "user.b": "w" * 900})])
+    img = tmp_path / "t.img"
+    res = helpers.run([helpers.binary("mkfs.extref"), "-q", "-b", "1024",
+                       "-d", str(tar), str(img)], check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "too small" not in res.stderr, helpers.describe(res)
+    assert "big: Insufficient space to store extended attribute data" in \
+        res.stderr, helpers.describe(res)
+    assert not img.exists()
+
+
 @pytest.mark.parametrize("compress", ["", "z", "J"])
 def test_tar_archive_source(tmp_path, loop_mount, compress):
     """A tar archive (plain, gzip, xz) gives the same image contents as its

@@ -267,6 +267,44 @@ def test_update_at_path(tmp_path):
         img, "ea_list /dir3").stdout
 
 
+def test_update_at_symlink_to_dir_goes_into_its_target(tmp_path):
+    """--at through a symlink to a directory of the image resolves inside
+    the image, into the target: nothing is added beside the symlink."""
+    v1 = build_v1(tmp_path / "v1")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "own").write_bytes(b"own data\n")
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    helpers.run(["debugfs", "-w", "-R", "symlink /to3 dir3", str(img)])
+    update(img, extra, "--at", "/to3")
+    checkers_clean(img)
+    assert helpers.debugfs_cat(img, "/dir3/own") == b"own data\n"
+    names = helpers.debugfs(img, "ls -l /").stdout.split()
+    assert names.count("to3") == 1
+
+
+def test_library_link_refuses_a_second_entry(tmp_path):
+    """The library's link call refuses a name its directory holds (stock
+    ext2fs_link adds it again: e2fsck's "Duplicate entry") and writes
+    nothing (tests/unit/dir_ops calls it directly)."""
+    v1 = build_v1(tmp_path / "v1")
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    digest = helpers.sha256(img)
+    res = helpers.run([helpers.binary("tests/unit/dir_ops"), str(img),
+                       "link",
+                       "/dir0", "f00", "/dir1/f01"], check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "Destination already exists" in res.stderr
+    assert helpers.sha256(img) == digest
+    checkers_clean(img)
+    res = helpers.run([helpers.binary("tests/unit/dir_ops"), str(img),
+                       "link",
+                       "/dir0", "a/b", "/dir1/f01"], check=False)
+    assert res.returncode == 1 and helpers.sha256(img) == digest
+
+
 def _refused(img, res, needle):
     assert res.returncode != 0, helpers.describe(res)
     assert needle in res.stderr, res.stderr
@@ -274,7 +312,8 @@ def _refused(img, res, needle):
 
 
 @pytest.mark.parametrize("what", ["not_extref", "at_file", "at_missing",
-                                  "dir_in_image", "read_only"])
+                                  "at_dangling_symlink", "dir_in_image",
+                                  "read_only"])
 def test_update_refused_leaves_image(tmp_path, what):
     v1 = build_v1(tmp_path / "v1")
     v2 = make_v2(v1, tmp_path / "v2")
@@ -289,6 +328,10 @@ def test_update_refused_leaves_image(tmp_path, what):
         opts, needle = ["--at", "/dir0/f00"], "/dir0/f00"
     elif what == "at_missing":
         opts, needle = ["--at", "/nope/deeper"], "/nope/deeper"
+    elif what == "at_dangling_symlink":
+        # /link_slow -> "xxx...": a symlink whose target does not resolve;
+        # a new directory link_slow beside it was a duplicate entry
+        opts, needle = ["--at", "/link_slow"], "/link_slow: Not a directory"
     elif what == "dir_in_image":
         # v2 has a file where the image has the directory dir4
         shutil.rmtree(v2 / "dir4")

@@ -190,7 +190,8 @@ def test_unknown_request_fails(img):
 @pytest.mark.parametrize("request_, usage", [
     ("stat", "stat: usage: stat PATH"),
     ("stat / /", "stat: usage: stat PATH"),
-    ("dump /", "dump: usage: dump [-p] PATH HOSTFILE"),
+    ("dump /", "dump: usage: dump [-p] [--same-permissions] [--xattrs] "
+               "PATH HOSTFILE"),
     ("ls / /", "ls: usage: ls [-l] [-p] [PATH]"),
     ("refcount 1 2 3", "refcount: usage: refcount [START [LEN]]"),
     ("owners", "owners: usage: owners BLOCK"),

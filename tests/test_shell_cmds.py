@@ -235,7 +235,7 @@ def check_meta(img, path, host):
 def test_rdump_keeps_data_and_metadata(base, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    ours(base, f"rdump /d /a /lnk /fifo {out}")
+    ours(base, f"rdump -p --devices /d /a /lnk /fifo {out}")
     assert (out / "a").read_bytes() == H.debugfs_cat(base, "/a")
     assert (out / "d" / "big2").read_bytes() == H.debugfs_cat(base,
                                                              "/d/big2")
@@ -356,7 +356,8 @@ def test_ssv_checksum_writes_a_bad_checksum(img):
 
 def test_help_command_prints_usage(base):
     res = ours(base, "help dump_inode")
-    assert res.stdout.splitlines()[-1] == "usage: dump [-p] PATH HOSTFILE"
+    assert res.stdout.splitlines()[-1] == \
+        "usage: dump [-p] [--same-permissions] [--xattrs] PATH HOSTFILE"
     res = ours(base, "help sif")
     assert res.stdout.splitlines()[-1] == \
         "usage: set_inode_field INODE FIELD VALUE"

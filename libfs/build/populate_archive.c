@@ -590,6 +590,40 @@ static void measure_meta(struct archive_entry *e, struct xr_measure *m,
 		m->s->meta_blocks++;
 }
 
+/*
+ * The directories an entry implies without the archive listing them (its
+ * parents not seen yet): an inode, a block and a name in its parent
+ * each, as dir_of makes them.  dirs holds every directory seen; path is
+ * a PATH_MAX buffer.
+ */
+static errcode_t measure_implied(struct archive_entry *e,
+				 struct xr_pop_table *dirs, char *path,
+				 struct xr_measure *m, __u64 *dirent_bytes)
+{
+	const char *name = entry_name(e), *slash;
+	size_t len;
+	errcode_t err = 0;
+
+	if (!name || normalise(name, path, PATH_MAX))
+		return 0;		/* refused when populated */
+	len = strlen(path);
+	if (archive_entry_filetype(e) == AE_IFDIR &&
+	    (err = xr_pop_table_put(dirs, path, len, 1, 1)))
+		return err;
+	while (!err && (slash = memrchr(path, '/', len))) {
+		len = slash - path;
+		if (xr_pop_table_get(dirs, path, len, NULL))
+			break;
+		err = xr_pop_table_put(dirs, path, len, 1, 1);
+		slash = memrchr(path, '/', len);
+		*dirent_bytes += (8 + len - (slash ? slash + 1 - path : 0) +
+				  3) & ~3UL;
+		m->s->entries++;
+		m->s->meta_blocks++;
+	}
+	return err;
+}
+
 errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 				  extref_progress_func progress, void *priv,
 				  struct extref_source_size *s, char **why)
@@ -599,12 +633,16 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	struct archive *a = NULL;
 	struct archive_entry *e;
 	struct xr_measure m;
+	struct xr_pop_table dirs = { NULL, 0, 0 };
+	char *path = NULL;
 	__u64 dirent_bytes = 24;
 	errcode_t err;
 	int ar = ARCHIVE_FATAL;
 
 	*why = NULL;
 	err = xr_measure_begin(&m, s, blocksize, mode);
+	if (!err)
+		err = ext2fs_get_mem(PATH_MAX, &path);
 	if (err) {
 		xr_measure_end(&m);
 		return err;
@@ -613,6 +651,7 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	if (err) {
 		*why = lib_why ? strdup(lib_why) : NULL;
 		xr_measure_end(&m);
+		ext2fs_free_mem(&path);
 		return err;
 	}
 	a = open_reader();
@@ -626,7 +665,9 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 			ar == ARCHIVE_WARN)) {
 			s->entries++;
 			measure_meta(e, &m, &dirent_bytes);
-			if (archive_entry_filetype(e) == AE_IFREG &&
+			err = measure_implied(e, &dirs, path, &m,
+					      &dirent_bytes);
+			if (!err && archive_entry_filetype(e) == AE_IFREG &&
 			    !archive_entry_hardlink(e))
 				err = measure_data(a, e, &m);
 			if (progress)
@@ -641,6 +682,8 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	s->meta_blocks += dirent_bytes / (blocksize - 12) * 3 / 2;
 	s->entries++;			/* the root */
 	xr_measure_end(&m);
+	xr_pop_table_free(&dirs);
+	ext2fs_free_mem(&path);
 	if (a)
 		archive_read_free(a);
 	if (utf8 && prev)

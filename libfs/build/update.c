@@ -86,6 +86,9 @@ static errcode_t is_dir(struct xr_upd *up, const char *path,
  * The directory the source goes into: *ino, or 0 when its last
  * component is missing in a directory that exists (up->at_dir,
  * up->at_name): the update makes it, as rsync makes its destination.
+ * A symlink to a directory in the image is followed; one whose target
+ * does not resolve is not a directory (EXTREF_ERR_NOT_DIR), as a
+ * regular file is: the last component exists, nothing is made beside it.
  */
 static errcode_t target_dir(struct xr_upd *up, const char *at,
 			    ext2_ino_t *ino)
@@ -96,6 +99,8 @@ static errcode_t target_dir(struct xr_upd *up, const char *at,
 
 	if (err != EXT2_ET_FILE_NOT_FOUND)
 		return err;
+	if (!extref_namei(up->xfs, EXT2_ROOT_INO, EXT2_ROOT_INO, at, 0, ino))
+		return EXTREF_ERR_NOT_DIR;
 	while (len > 1 && at[len - 1] == '/')
 		len--;
 	for (cut = len; cut && at[cut - 1] != '/'; cut--)

@@ -291,7 +291,11 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 #endif
 
 	/* the mount check and the lock come before libext2fs opens it */
-	err = extref_image_lock(name, rw ? EXTREF_LOCK_WRITE : 0, &lock);
+	lock = NULL;
+	if ((flags & EXTREF_OPEN_NO_LOCK) && rw)
+		return EXT2_ET_INVALID_ARGUMENT;
+	err = (flags & EXTREF_OPEN_NO_LOCK) ? 0 :
+	      extref_image_lock(name, rw ? EXTREF_LOCK_WRITE : 0, &lock);
 	if (err)
 		return err;
 	if (rw)

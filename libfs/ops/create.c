@@ -29,15 +29,19 @@ errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name)
 }
 
 /*
- * Add NAME -> ino to DIR.  A full directory of one block becomes indexed
+ * Add NAME -> ino to DIR, which must not hold NAME yet (EXTREF_ERR_EXISTS:
+ * ext2fs_link would add a second entry of the name, which e2fsck reports
+ * as "Duplicate entry").  A full directory of one block becomes indexed
  * (htree.c), as the kernel makes it, and libext2fs then inserts through
  * the index; other full linear directories get one more block.
  */
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype)
 {
-	errcode_t err = ext2fs_link(fs, dir, name, ino, ftype);
+	errcode_t err = xr_name_free(fs, dir, name);
 
+	if (!err)
+		err = ext2fs_link(fs, dir, name, ino, ftype);
 	if (err != EXT2_ET_DIR_NO_SPACE)
 		return err;
 	err = xr_dx_make_indexed(fs, dir);

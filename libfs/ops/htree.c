@@ -109,7 +109,12 @@ static int by_hash(const void *a, const void *b)
 	return x->hash < y->hash ? -1 : x->hash > y->hash;
 }
 
-/* The entries of block 0 other than "." and "..", with their hashes. */
+/*
+ * The entries of block 0 other than "." and "..", with their hashes.  A
+ * record shorter than 8 bytes plus its name, or running past the block,
+ * or a block not starting with "." (12 bytes) and ".." is
+ * EXT2_ET_DIR_CORRUPTED (a name is never read past its record).
+ */
 static errcode_t collect(ext2_filsys fs, const char *blk, int version,
 			 struct dx_ent **ret, size_t *ret_n)
 {
@@ -123,8 +128,15 @@ static errcode_t collect(ext2_filsys fs, const char *blk, int version,
 		int len = ext2fs_dirent_name_len(d);
 
 		err = ext2fs_get_rec_len(fs, d, &rl);
-		if (err || rl < 8 || off + rl > fs->blocksize)
-			return err ? err : EXT2_ET_DIR_CORRUPTED;
+		if (!err && (rl < 8 || (unsigned)len + 8 > rl ||
+			     off + rl > fs->blocksize))
+			err = EXT2_ET_DIR_CORRUPTED;
+		if (!err && off < 24 &&
+		    !(off == 0 ? len == 1 && d->name[0] == '.' && rl == 12 :
+		      len == 2 && d->name[0] == '.' && d->name[1] == '.'))
+			err = EXT2_ET_DIR_CORRUPTED;	/* the caller reads ".." */
+		if (err)
+			break;
 		if (d->inode && !(len == 1 && d->name[0] == '.') &&
 		    !(len == 2 && d->name[0] == '.' && d->name[1] == '.')) {
 			err = xr_grow(&v, &cap, n, sizeof(*v));
