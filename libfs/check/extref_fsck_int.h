@@ -106,6 +106,7 @@ struct xr_fsck {
 	size_t			npend, cappend;
 
 	int			had_feature;	/* shared_blocks was set */
+	int			plain;		/* not an extref image at all */
 	int			tree_present;	/* inode 5 holds a header */
 	int			tree_bad;	/* structure problems found */
 	int			need_rebuild;
