@@ -211,3 +211,29 @@ def test_primary_superblock_zeroed(tmp_path):
     assert _same_as_e2fsck(img, "-n")[0] == 4
     assert _same_as_e2fsck(img, "-y")[0] == 1
     helpers.e2fsck_fn(img)
+
+
+def test_extref_image_primary_superblock_zeroed(tmp_path):
+    """An extref image whose primary superblock is gone: -n checks the
+    counts through the backup as e2fsck -n checks the rest, writes
+    nothing; -y lets e2fsck restore the primary, then checks them."""
+    img = tmp_path / "x.img"
+    helpers.mkfs(img, "20M", "-q", "-b", "1024")
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                 "write /etc/services s", str(img)])
+    with open(img, "r+b") as f:
+        f.seek(1024)
+        f.write(bytes(1024))
+    before = helpers.sha256(img)
+    ref = tmp_path / "stock.img"
+    shutil.copyfile(img, ref)
+    stock = helpers.run(["e2fsck", "-fn", str(ref)], check=False)
+    ours = helpers.run([fsck(), "-fn", str(img)], check=False)
+    assert ours.returncode == stock.returncode == 4, helpers.describe(ours)
+    assert "through the backup at block 8193" in ours.stdout
+    assert "while opening" not in ours.stderr, helpers.describe(ours)
+    assert helpers.sha256(img) == before
+    ours = helpers.run([fsck(), "-fy", str(img)], check=False)
+    assert ours.returncode == 1, helpers.describe(ours)
+    helpers.e2fsck_fn(img)
+    assert "shared_blocks" in _features(img)
