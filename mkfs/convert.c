@@ -78,8 +78,6 @@ static errcode_t convert_open(const struct mkfs_opts *o, extref_fs_t xfs,
 	err = extref_convert(fs);
 	if (err)
 		return err;
-	if (!o->quiet)
-		printf("%s: converted to an extref image\n", o->image);
 	progress_update("checking mappings", 0, 0);
 	err = extref_fs_load_tree(xfs);
 	return err ? err : extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL,
@@ -107,6 +105,91 @@ static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 }
 
 /*
+ * --convert --dedup is one transaction of the image file, whatever the
+ * journal's transactions inside it: every block is saved, before its
+ * first write, in IMAGE.convert.e2undo (e2fsprogs' undo io manager), and
+ * a run that fails puts them all back with stock e2undo.  A block device
+ * cannot hold its undo file beside it: it is converted without.
+ */
+static errcode_t open_undo(const struct mkfs_opts *o, extref_fs_t *xfs)
+{
+	const char *undo = undo_file(o, UNDO_CONVERT);
+	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
+	ext2_filsys fs;
+	errcode_t err;
+
+	if (extref_image_is_blockdev(o->image))
+		return extref_fs_open(o->image, EXTREF_OPEN_RW |
+				      EXTREF_OPEN_NO_TREE, xfs, NULL);
+	unlink(undo);
+	err = set_undo_io_backing_manager(extref_io_manager());
+	if (!err)
+		err = undo_file_set(undo);
+	if (!err)
+		err = ext2fs_open2(o->image, NULL, flags, 0, 0,
+				   undo_io_manager, &fs);
+	if (err) {
+		unlink(undo);
+		return err;
+	}
+	err = extref_fs_wrap(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, xfs,
+			     NULL);
+	if (err) {
+		ext2fs_free(fs);	/* nothing was written */
+		unlink(undo);
+	}
+	return err;
+}
+
+/*
+ * Whether the undo file saved no block: its header (e2fsprogs' undo
+ * format, "E2UNDO02" then the number of key blocks, little-endian) says
+ * none.  The run then failed before writing anything to the image.
+ */
+static int undo_empty(const char *undo)
+{
+	unsigned char h[16];
+	FILE *f = fopen(undo, "rb");
+	int n, i, empty;
+	__u64 keys = 0;
+
+	if (!f)
+		return 0;
+	n = fread(h, 1, sizeof(h), f);
+	fclose(f);
+	if (n != (int)sizeof(h) || memcmp(h, "E2UNDO02", 8))
+		return 0;
+	for (i = 15; i >= 8; i--)
+		keys = keys << 8 | h[i];
+	empty = keys == 0;
+	return empty;
+}
+
+/* After a failed --convert --dedup: the image back as it was. */
+static int take_back(const struct mkfs_opts *o, int opened)
+{
+	const char *undo = undo_file(o, UNDO_CONVERT);
+
+	if (!opened || extref_image_is_blockdev(o->image) ||
+	    access(undo, F_OK))
+		return 1;
+	if (undo_empty(undo)) {
+		unlink(undo);
+		error_line("%s: not converted; nothing was written",
+			   o->image);
+		return 1;
+	}
+	if (run_e2undo(o, undo)) {
+		error_line("%s: not converted, but the image could not be put "
+			   "back: run e2undo %s %s", o->image, undo, o->image);
+		return 1;
+	}
+	error_line("%s: not converted; the image was put back as it was "
+		   "(e2undo)", o->image);
+	return 1;
+}
+
+/*
  * Share what is identical; the blocks that frees leave the image file
  * (punch.c) once the image is closed.
  */
@@ -129,10 +212,12 @@ int dedupe_image(const struct mkfs_opts *o)
 	 * unfinished whatever was written.  A converted one goes through
 	 * its journal, in transactions as large as the journal holds.
 	 */
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ?
-			     EXTREF_OPEN_NO_TREE : EXTREF_OPEN_NOSYNC |
-			     EXTREF_OPEN_TRUSTED | EXTREF_OPEN_NO_JOURNAL),
-			     &xfs, NULL);
+	if (o->convert)
+		err = open_undo(o, &xfs);
+	else
+		err = extref_fs_open(o->image, EXTREF_OPEN_RW |
+				     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED |
+				     EXTREF_OPEN_NO_JOURNAL, &xfs, NULL);
 	if (!err && o->convert && !o->quiet && !extref_fs_journaled(xfs))
 		printf("%s: no journal: each deduplicated range is written "
 		       "with its own flushes (slower), and a crash can leave "
@@ -163,9 +248,9 @@ int dedupe_image(const struct mkfs_opts *o)
 		if (xfs)
 			extref_fs_abort(xfs);
 		punch_free(&pl);
-		error_line("%s: %s while deduplicating", o->image,
-			   error_message(err));
-		return 1;
+		error_line("%s: %s while %s", o->image, error_message(err),
+			   o->convert ? "converting" : "deduplicating");
+		return o->convert ? take_back(o, xfs != NULL) : 1;
 	}
 	err = extref_fs_close(xfs);
 	cleanup_set_note(NULL);
@@ -173,7 +258,12 @@ int dedupe_image(const struct mkfs_opts *o)
 		punch_free(&pl);
 		error_line("%s: %s while writing", o->image,
 			   error_message(err));
-		return 1;
+		return o->convert ? take_back(o, 1) : 1;
+	}
+	if (o->convert) {
+		unlink(undo_file(o, UNDO_CONVERT));
+		if (!o->quiet)
+			printf("%s: converted to an extref image\n", o->image);
 	}
 	err = punch_apply(o->image, &pl, &punched);
 	punch_free(&pl);

@@ -183,7 +183,7 @@ int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
 /* The undo files of --shrink, IMAGE + suffix (one buffer each): the
  * cut's (resize2fs -z), the tail saved before it (resize_tail.c), and
  * the new layout's (step 1), in the order e2undo must take them. */
-enum undo_kind { UNDO_CUT, UNDO_TAIL, UNDO_LAYOUT };
+enum undo_kind { UNDO_CUT, UNDO_TAIL, UNDO_LAYOUT, UNDO_CONVERT };
 const char *undo_file(const struct mkfs_opts *o, enum undo_kind kind);
 /* Stock e2undo puts the image back from undo (then removed): 0, or -1
  * with the undo file kept and named. */
