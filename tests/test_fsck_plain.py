@@ -237,3 +237,45 @@ def test_extref_image_primary_superblock_zeroed(tmp_path):
     assert ours.returncode == 1, helpers.describe(ours)
     helpers.e2fsck_fn(img)
     assert "shared_blocks" in _features(img)
+
+
+def test_extref_image_data_on_an_index_block(tmp_path):
+    """In an extref image a file block that is also another file's extent
+    index block is not a share (e2fsck, with shared_blocks, says
+    nothing): fsck.extref gives the file its own copy (0x0102), after
+    which both checkers are clean and the other file reads as before."""
+    img = tmp_path / "x.img"
+    helpers.mkfs(img, "8M", "-q", "-b", "1024")
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(8192))
+    frag = tmp_path / "frag"
+    frag.write_bytes(b"".join(os.urandom(1024) + bytes(1024)
+                              for _ in range(20)))
+    _write(img, data, "b")
+    _write(img, frag, "c")
+    c_before = helpers.run(["debugfs", "-R", "cat c", str(img)],
+                           text=False).stdout
+    leaf = [p for lvl, p in _extents(img, "c") if lvl == 0][0]
+    _point_extent(img, "b", leaf)
+    b_now = helpers.run(["debugfs", "-R", "cat b", str(img)],
+                        text=False).stdout
+    # with shared_blocks e2fsck sees no cross-link (only b's old blocks,
+    # now leaked)
+    e2 = helpers.run(["e2fsck", "-fn", str(img)], check=False)
+    assert "multiply-claimed" not in e2.stdout
+    assert "Block bitmap differences:  -(" in e2.stdout, helpers.describe(e2)
+    res = helpers.run([fsck(), "-fn", str(img)], check=False)
+    assert res.returncode == 4 and "0x0102" in res.stdout, \
+        helpers.describe(res)
+    assert "index block" in res.stdout
+    res = helpers.run([fsck(), "-fy", str(img)], check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "give the file its own copy" in res.stdout
+    helpers.e2fsck_fn(img)
+    res = helpers.run([fsck(), "-fn", str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert helpers.run(["debugfs", "-R", "cat c", str(img)],
+                       text=False).stdout == c_before
+    assert helpers.run(["debugfs", "-R", "cat b", str(img)],
+                       text=False).stdout == b_now
+    assert leaf not in _blocks(img, "b")

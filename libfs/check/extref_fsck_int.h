@@ -99,7 +99,8 @@ struct xr_fsck {
 	size_t			nparents, capparents;
 	int			parents_loaded;
 
-	struct extref_rec	*uns;		/* ranges to unshare (-E unshare) */
+	struct extref_rec	*uns;		/* ranges to copy; count: inodes
+						   that keep theirs (0, 1) */
 	size_t			nuns, capuns;
 
 	struct xr_pending_problem *pend;	/* tree problems to report */
@@ -247,7 +248,8 @@ errcode_t xr_fsck_compare(struct xr_fsck *c);
 void xr_fsck_describe(struct xr_fsck *c, blk64_t start, blk64_t end,
 		      char *buf, size_t len);
 /* fsck_unshare.c */
-errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e);
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
+			       int keep);
 errcode_t xr_fsck_unshare(struct xr_fsck *c);
 
 /* fsck_repair.c */

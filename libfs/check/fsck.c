@@ -99,7 +99,9 @@ static errcode_t run_passes(struct xr_fsck *c)
 		return err;
 	xr_fsck_sort(c);
 	xr_fsck_check_metadata(c);
-	err = xr_fsck_check_tree_blocks(c);
+	err = c->err;
+	if (!err)
+		err = xr_fsck_check_tree_blocks(c);
 	if (!err)
 		err = xr_fsck_check_bitmap(c);
 	if (err || c->probe_dirty)
@@ -133,7 +135,8 @@ static errcode_t run_passes(struct xr_fsck *c)
 		c->no_fix = 0;
 		return 0;
 	}
-	if (!err && xr_problems_flush(c)) {
+	/* a rebuild, or copies (0x0102, -E unshare) and then one */
+	if (!err && (xr_problems_flush(c) | (c->nuns != 0))) {
 		if (c->nuns && (err = xr_fsck_unshare(c)) == 0)
 			err = rescan(c);
 		if (!err)

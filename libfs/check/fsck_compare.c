@@ -189,7 +189,7 @@ static void report(struct cmp *m)
 	if (!m->code)
 		return;
 	if (m->code == PR_X_SHARED_NO_RECORD && m->c->opts->unshare &&
-	    xr_fsck_note_unshare(m->c, m->ps, m->pe) && !m->c->err)
+	    xr_fsck_note_unshare(m->c, m->ps, m->pe, 1) && !m->c->err)
 		m->c->err = EXT2_ET_NO_MEMORY;
 	xr_fsck_describe(m->c, m->ps, m->pe, who, sizeof(who));
 	mapped = m->pec ? m->pec : (m->ptc ? 1 : 0);

@@ -2,14 +2,22 @@
  * fsck_unshare.c --- -E unshare: blocks mapped several times with no
  * record are not recorded as shared; each mapping but the first gets its
  * own copy of the data (what e2fsck's pass 1D does for multiply-claimed
- * blocks).  The tree is rebuilt afterwards from a fresh scan.
+ * blocks).  A data block that is also metadata (0x0102) gives every file
+ * that maps it a copy.  The tree is rebuilt afterwards from a fresh scan.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
 #include "tree/xr_txio.h"
 
-errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
+/*
+ * Note [s, e) for copies: keep is how many inodes keep their mapping (1:
+ * blocks mapped several times, the first stays; 0: the blocks are
+ * metadata, every file gets a copy).  Returns non-zero when out of
+ * memory.
+ */
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
+			       int keep)
 {
 	errcode_t err = xr_grow(&c->uns, &c->capuns, c->nuns, sizeof(*c->uns));
 
@@ -17,6 +25,7 @@ errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
 		return err;
 	c->uns[c->nuns].start = s;
 	c->uns[c->nuns].len = e - s;
+	c->uns[c->nuns].count = keep;	/* the inodes that keep it */
 	c->nuns++;
 	return 0;
 }
@@ -115,7 +124,8 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c)
 				inos[n++] = m->ino;
 		}
 		for (i = 0; !err && i < n; i++)
-			err = unshare_inode(c, inos[i], s, e, i == 0, buf);
+			err = unshare_inode(c, inos[i], s, e,
+					    i < c->uns[r].count, buf);
 		/* the range copied for all: a commit may go here */
 		if (!err)
 			err = xr_fsck_tx_split(c);
