@@ -231,6 +231,17 @@ static int set_feature(struct fsck_opts *o, extref_image_lock_t *lock)
 	return 0;
 }
 
+/* Why fs is no extref image (PLAIN_*), 0 when it is one. */
+#define PLAIN_NO_TREE		1
+#define PLAIN_NO_EXTENTS	2
+static int plain_kind(ext2_filsys fs)
+{
+	if (extref_fsck_is_extref(fs))
+		return 0;
+	return ext2fs_has_feature_shared_blocks(fs->super) ?
+	       PLAIN_NO_EXTENTS : PLAIN_NO_TREE;
+}
+
 /*
  * Before e2fsck: without shared_blocks, e2fsck treats every shared block
  * as multiply claimed (slow, and under -y it clones them all).  Set the
@@ -258,7 +269,7 @@ static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
 	 * backup tells whether the image is ours.
 	 */
 	if (o->backup_sb) {
-		*plain = !extref_fsck_is_extref(fs);
+		*plain = plain_kind(fs);
 		ext2fs_close_free(&fs);
 		return 0;
 	}
@@ -271,18 +282,14 @@ static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
 		if (open_sb(o, &fs))
 			return 0;
 	}
-	if (ext2fs_has_feature_shared_blocks(fs->super)) {
-		ext2fs_close_free(&fs);
-		return 0;
-	}
 	/*
-	 * No feature and no tree of ours: a plain image, stock e2fsck's
-	 * alone.  Blocks it maps twice are cross-links (e2fsck clones
-	 * them), never shares: the feature is not set.
+	 * No feature and no tree of ours (or no extents): a plain image,
+	 * stock e2fsck's alone.  Blocks it maps twice are cross-links
+	 * (e2fsck clones them), never shares: the feature is not set.
 	 */
-	if (!extref_fsck_is_extref(fs)) {
+	if ((*plain = plain_kind(fs)) ||
+	    ext2fs_has_feature_shared_blocks(fs->super)) {
 		ext2fs_close_free(&fs);
-		*plain = 1;
 		return 0;
 	}
 	err = extref_fsck(fs, &probe, &res);
@@ -503,8 +510,10 @@ int main(int argc, char **argv)
 		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
 	if (plain)
-		printf("%s: not an extref image (no shared_blocks feature, no "
-		       "tree in inode 5): e2fsck's check is the whole check\n", o.image);
+		printf("%s: not an extref image (%s): e2fsck's check is the "
+		       "whole check\n", o.image, plain == PLAIN_NO_EXTENTS ?
+		       "shared_blocks without the extent feature" :
+		       "no shared_blocks feature, no tree in inode 5");
 	else
 		status |= check_counts(&o, &lock);
 out:

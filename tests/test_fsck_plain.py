@@ -279,3 +279,24 @@ def test_extref_image_data_on_an_index_block(tmp_path):
     assert helpers.run(["debugfs", "-R", "cat b", str(img)],
                        text=False).stdout == b_now
     assert leaf not in _blocks(img, "b")
+
+
+def test_shared_blocks_without_extents(tmp_path):
+    """shared_blocks set by hand on an ext2 image: no tree can live there
+    (inode 5 would be an extent file), so it is no extref image; the
+    result is stock e2fsck's and inode 5 stays empty (it used to get an
+    extent-mapped tree e2fsck then rejected)."""
+    img = _plain(tmp_path, "-t", "ext2")
+    _point_block(img, "b", _blocks(img, "a")[0])
+    helpers.run(["debugfs", "-w", "-R", "feature shared_blocks", str(img)])
+    ref = img.with_name("stock.img")
+    shutil.copyfile(img, ref)
+    stock = helpers.run(["e2fsck", "-fy", str(ref)], check=False, env=ENV)
+    ours = helpers.run([fsck(), "-fy", str(img)], check=False, env=ENV)
+    assert ours.returncode == stock.returncode, helpers.describe(ours)
+    assert "not an extref image (shared_blocks without the extent " \
+        "feature)" in ours.stdout, helpers.describe(ours)
+    assert helpers.sha256(img) == helpers.sha256(ref)
+    helpers.e2fsck_fn(img)
+    ino5 = helpers.run(["debugfs", "-R", "stat <5>", str(img)]).stdout
+    assert "Type: bad type" in ino5 or "Mode:  0000" in ino5, ino5

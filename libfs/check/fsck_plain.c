@@ -35,8 +35,11 @@ static int ino5_holds_header(ext2_filsys fs)
 	return ours;
 }
 
+/* Without extents there is no tree (inode 5 is one extent file), and
+ * shared_blocks alone (set by hand) makes it no extref image. */
 int extref_fsck_is_extref(ext2_filsys fs)
 {
-	return ext2fs_has_feature_shared_blocks(fs->super) ||
-	       ino5_holds_header(fs);
+	return ext2fs_has_feature_extents(fs->super) &&
+	       (ext2fs_has_feature_shared_blocks(fs->super) ||
+		ino5_holds_header(fs));
 }
