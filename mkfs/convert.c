@@ -36,8 +36,10 @@ static int to_extref(const struct mkfs_opts *o)
 		return 1;
 	}
 	if (extref_image_is_blockdev(o->image))
-		flags |= EXT2_FLAG_EXCLUSIVE;
-	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, &fs);
+		err = ext2fs_open2(o->image, NULL, flags | EXT2_FLAG_EXCLUSIVE,
+				   0, 0, unix_io_manager, &fs);
+	else
+		err = convert_undo_open(o, &fs);	/* one transaction */
 	if (err) {
 		extref_image_unlock(lock);
 		error_line("%s: %s", o->image, error_message(err));
@@ -48,18 +50,19 @@ static int to_extref(const struct mkfs_opts *o)
 	err = extref_convert(fs);
 	if (err) {
 		ext2fs_free(fs);
-		extref_image_unlock(lock);
 		error_line("%s: %s", o->image, error_message(err));
-		return 1;
+	} else {
+		err = ext2fs_close_free(&fs);
+		if (err)
+			error_line("%s: %s while writing", o->image,
+				   error_message(err));
 	}
-	err = ext2fs_close_free(&fs);
+	if (err)
+		convert_undo_take_back(o, 1);
+	else
+		convert_undo_done(o);
 	extref_image_unlock(lock);
-	if (err) {
-		error_line("%s: %s while writing", o->image,
-			   error_message(err));
-		return 1;
-	}
-	return 0;
+	return err ? 1 : 0;
 }
 
 /*
@@ -105,88 +108,27 @@ static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 }
 
 /*
- * --convert --dedup is one transaction of the image file, whatever the
- * journal's transactions inside it: every block is saved, before its
- * first write, in IMAGE.convert.e2undo (e2fsprogs' undo io manager), and
- * a run that fails puts them all back with stock e2undo.  A block device
- * cannot hold its undo file beside it: it is converted without.
+ * --convert --dedup: the image opened through its undo file
+ * (convert_undo.c) and wrapped; a block device is opened as usual.
  */
 static errcode_t open_undo(const struct mkfs_opts *o, extref_fs_t *xfs)
 {
-	const char *undo = undo_file(o, UNDO_CONVERT);
-	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
 	ext2_filsys fs;
 	errcode_t err;
 
 	if (extref_image_is_blockdev(o->image))
 		return extref_fs_open(o->image, EXTREF_OPEN_RW |
 				      EXTREF_OPEN_NO_TREE, xfs, NULL);
-	unlink(undo);
-	err = set_undo_io_backing_manager(extref_io_manager());
-	if (!err)
-		err = undo_file_set(undo);
-	if (!err)
-		err = ext2fs_open2(o->image, NULL, flags, 0, 0,
-				   undo_io_manager, &fs);
-	if (err) {
-		unlink(undo);
+	err = convert_undo_open(o, &fs);
+	if (err)
 		return err;
-	}
 	err = extref_fs_wrap(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, xfs,
 			     NULL);
 	if (err) {
 		ext2fs_free(fs);	/* nothing was written */
-		unlink(undo);
+		convert_undo_done(o);
 	}
 	return err;
-}
-
-/*
- * Whether the undo file saved no block: its header (e2fsprogs' undo
- * format, "E2UNDO02" then the number of key blocks, little-endian) says
- * none.  The run then failed before writing anything to the image.
- */
-static int undo_empty(const char *undo)
-{
-	unsigned char h[16];
-	FILE *f = fopen(undo, "rb");
-	int n, i, empty;
-	__u64 keys = 0;
-
-	if (!f)
-		return 0;
-	n = fread(h, 1, sizeof(h), f);
-	fclose(f);
-	if (n != (int)sizeof(h) || memcmp(h, "E2UNDO02", 8))
-		return 0;
-	for (i = 15; i >= 8; i--)
-		keys = keys << 8 | h[i];
-	empty = keys == 0;
-	return empty;
-}
-
-/* After a failed --convert --dedup: the image back as it was. */
-static int take_back(const struct mkfs_opts *o, int opened)
-{
-	const char *undo = undo_file(o, UNDO_CONVERT);
-
-	if (!opened || extref_image_is_blockdev(o->image) ||
-	    access(undo, F_OK))
-		return 1;
-	if (undo_empty(undo)) {
-		unlink(undo);
-		error_line("%s: not converted; nothing was written",
-			   o->image);
-		return 1;
-	}
-	if (run_e2undo(o, undo)) {
-		error_line("%s: not converted, but the image could not be put "
-			   "back: run e2undo %s %s", o->image, undo, o->image);
-		return 1;
-	}
-	error_line("%s: not converted; the image was put back as it was "
-		   "(e2undo)", o->image);
-	return 1;
 }
 
 /*
@@ -250,7 +192,7 @@ int dedupe_image(const struct mkfs_opts *o)
 		punch_free(&pl);
 		error_line("%s: %s while %s", o->image, error_message(err),
 			   o->convert ? "converting" : "deduplicating");
-		return o->convert ? take_back(o, xfs != NULL) : 1;
+		return o->convert ? convert_undo_take_back(o, xfs != NULL) : 1;
 	}
 	err = extref_fs_close(xfs);
 	cleanup_set_note(NULL);
@@ -258,10 +200,10 @@ int dedupe_image(const struct mkfs_opts *o)
 		punch_free(&pl);
 		error_line("%s: %s while writing", o->image,
 			   error_message(err));
-		return o->convert ? take_back(o, 1) : 1;
+		return o->convert ? convert_undo_take_back(o, 1) : 1;
 	}
 	if (o->convert) {
-		unlink(undo_file(o, UNDO_CONVERT));
+		convert_undo_done(o);
 		if (!o->quiet)
 			printf("%s: converted to an extref image\n", o->image);
 	}

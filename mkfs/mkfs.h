@@ -219,6 +219,13 @@ static inline errcode_t undo_file_set(const char *path)
 	undo_leak_on();
 	return err;
 }
+/* convert_undo.c: --convert as one transaction of the image file.
+ * convert_undo_take_back returns 1 (the run failed) after putting the
+ * image back (opened: the undo file was made). */
+errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs);
+void convert_undo_done(const struct mkfs_opts *o);
+int convert_undo_take_back(const struct mkfs_opts *o, int opened);
+
 /* Stock e2fsck -fn on the image: 0 when it finds it clean (its report
  * printed otherwise). */
 int run_e2fsck_fn(const struct mkfs_opts *o);

@@ -16,9 +16,9 @@ import pytest
 
 import helpers
 
-pytestmark = pytest.mark.skipif(helpers.fault_injection_skip_reason()
-                                is not None,
-                                reason=str(helpers.fault_injection_skip_reason()))
+needs_faults = pytest.mark.skipif(
+    helpers.fault_injection_skip_reason() is not None,
+    reason=str(helpers.fault_injection_skip_reason()))
 
 
 JOURNAL = {
@@ -48,6 +48,7 @@ def _convert(img, env=None):
                         "--dedup=block", str(img)], check=False, env=env)
 
 
+@needs_faults
 @pytest.mark.parametrize("journal", sorted(JOURNAL))
 def test_failed_convert_leaves_the_image_as_it_was(tmp_path, journal):
     img = _image(tmp_path, journal)
@@ -80,3 +81,28 @@ def test_failed_convert_leaves_the_image_as_it_was(tmp_path, journal):
     fres = helpers.run([helpers.binary("fsck/fsck.extref"), "-fn",
                         str(img)], check=False)
     assert fres.returncode == 0, helpers.describe(fres)
+
+
+@pytest.mark.parametrize("dedup", ["none", "block"])
+def test_full_image_is_left_as_it_was(tmp_path, dedup):
+    """No free block for the tree: the conversion fails and the image
+    stays byte for byte as it was (no fault injection needed)."""
+    img = tmp_path / "full.img"
+    helpers.run(["mke2fs", "-qF", "-t", "ext4", "-b", "1024", "-O",
+                 "^has_journal", str(img), "2M"])
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(3 << 20))
+    helpers.run(["debugfs", "-w", "-R", f"write {big} big", str(img)])
+    assert helpers.dumpe2fs_header(img)["Free blocks"] == "0"
+    helpers.e2fsck_fn(img)
+    before = helpers.sha256(img)
+    res = _convert_mode(img, dedup)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "not converted" in res.stderr, helpers.describe(res)
+    assert helpers.sha256(img) == before
+    assert not img.with_name(img.name + ".convert.e2undo").exists()
+
+
+def _convert_mode(img, dedup):
+    return helpers.run([helpers.binary("mkfs.extref"), "-q", "--convert",
+                        f"--dedup={dedup}", str(img)], check=False)
