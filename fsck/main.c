@@ -248,8 +248,9 @@ static int plain_kind(ext2_filsys fs)
  * feature first when inode 5 holds a tree of ours (an extref image that
  * lost it; a plain image is left to e2fsck alone); under -n, skip
  * e2fsck instead; on a terminal without a mode, ask.  Returns exit bits;
- * *skip tells whether to skip e2fsck, *plain that the image is plain ext4
- * (no feature, no tree, nothing shared): nothing for fsck.extref to do.
+ * *skip tells whether to skip e2fsck, *plain why the image is plain
+ * ext2/3/4 (PLAIN_*: no feature and no tree of ours, or no extents):
+ * nothing for fsck.extref to do.
  */
 static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
 			   int *skip, int *plain)
@@ -273,7 +274,7 @@ static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
 		ext2fs_close_free(&fs);
 		return 0;
 	}
-	if (o->mode != EXTREF_FSCK_NO && !o->backup_sb &&
+	if (o->mode != EXTREF_FSCK_NO &&
 	    ext2fs_has_feature_journal_needs_recovery(fs->super)) {
 		/* look at (and set the feature on) the replayed image */
 		ext2fs_close_free(&fs);
