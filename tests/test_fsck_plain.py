@@ -300,3 +300,35 @@ def test_shared_blocks_without_extents(tmp_path):
     helpers.e2fsck_fn(img)
     ino5 = helpers.run(["debugfs", "-R", "stat <5>", str(img)]).stdout
     assert "Type: bad type" in ino5 or "Mode:  0000" in ino5, ino5
+
+
+@pytest.mark.parametrize("victim", ["<2>", "<8>"])
+def test_extref_image_data_on_a_directory_or_journal(tmp_path, victim):
+    """In an extref image a file whose block is the root directory's (or
+    the journal's) is not a share (it used to be recorded as one: 0x0304
+    'record them as shared'): 0x0102, the file gets its own copy, the
+    directory or journal keeps its block; both checkers clean after."""
+    img = tmp_path / "x.img"
+    helpers.mkfs(img, "8M", "-q", "-b", "1024")
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1024))
+    _write(img, data, "b")
+    target = _blocks(img, victim)[0]
+    _point_extent(img, "b", target)
+    helpers.run(["debugfs", "-w", "-R", "sif b block[4] 1", str(img)])
+    b_now = helpers.run(["debugfs", "-R", "cat b", str(img)],
+                        text=False).stdout
+    res = helpers.run([fsck(), "-fn", str(img)], check=False)
+    assert res.returncode == 4, helpers.describe(res)
+    assert "0x0102" in res.stdout and "0x0304" not in res.stdout, \
+        helpers.describe(res)
+    res = helpers.run([fsck(), "-fy", str(img)], check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    helpers.e2fsck_fn(img)
+    res = helpers.run([fsck(), "-fn", str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert target in _blocks(img, victim)
+    assert target not in _blocks(img, "b")
+    assert helpers.run(["debugfs", "-R", "cat b", str(img)],
+                       text=False).stdout == b_now
+    assert "b" in helpers.run(["debugfs", "-R", "ls /", str(img)]).stdout

@@ -99,6 +99,7 @@ static errcode_t run_passes(struct xr_fsck *c)
 		return err;
 	xr_fsck_sort(c);
 	xr_fsck_check_metadata(c);
+	xr_fsck_check_special(c);
 	err = c->err;
 	if (!err)
 		err = xr_fsck_check_tree_blocks(c);

@@ -225,7 +225,8 @@ void xr_fsck_check_metadata(struct xr_fsck *c)
 				       meta_kind(md->kind),
 				       md->ino ? " of another inode" : "") &&
 			    xr_fsck_note_unshare(c, s, md->pblk + md->len < e ?
-						 md->pblk + md->len : e, 0) &&
+						 md->pblk + md->len : e,
+						 XR_UNS_KEEP_NONE) &&
 			    !c->err)
 				c->err = EXT2_ET_NO_MEMORY;
 		}

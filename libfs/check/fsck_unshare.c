@@ -11,10 +11,8 @@
 #include "tree/xr_txio.h"
 
 /*
- * Note [s, e) for copies: keep is how many inodes keep their mapping (1:
- * blocks mapped several times, the first stays; 0: the blocks are
- * metadata, every file gets a copy).  Returns non-zero when out of
- * memory.
+ * Note [s, e) for copies; keep (XR_UNS_KEEP_*) says which inodes keep
+ * their mapping.  Returns non-zero when out of memory.
  */
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
 			       int keep)
@@ -25,7 +23,7 @@ errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
 		return err;
 	c->uns[c->nuns].start = s;
 	c->uns[c->nuns].len = e - s;
-	c->uns[c->nuns].count = keep;	/* the inodes that keep it */
+	c->uns[c->nuns].count = keep;
 	c->nuns++;
 	return 0;
 }
@@ -98,7 +96,17 @@ static errcode_t unshare_inode(struct xr_fsck *c, ext2_ino_t ino,
 	return err;
 }
 
-/* Copy every noted range for all its mappings but the first. */
+/* Whether the i-th inode (ino) mapping a range keeps its mapping. */
+static int keeps(const struct xr_fsck *c, int keep, size_t i, ext2_ino_t ino)
+{
+	if (keep == XR_UNS_KEEP_FIRST)
+		return i == 0;
+	if (keep == XR_UNS_KEEP_SPECIAL)
+		return xr_fsck_special_ino(c, ino);
+	return 0;
+}
+
+/* Copy every noted range for the mappings that do not keep it. */
 errcode_t xr_fsck_unshare(struct xr_fsck *c)
 {
 	char *buf = NULL;
@@ -125,7 +133,8 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c)
 		}
 		for (i = 0; !err && i < n; i++)
 			err = unshare_inode(c, inos[i], s, e,
-					    i < c->uns[r].count, buf);
+					    keeps(c, c->uns[r].count, i,
+						  inos[i]), buf);
 		/* the range copied for all: a commit may go here */
 		if (!err)
 			err = xr_fsck_tx_split(c);
