@@ -46,6 +46,8 @@ seeds_of() {
 	case $1 in
 	shell) echo "$ROOT/fuzz/seeds/shell 512" ;;
 	archive) echo "$ROOT/fuzz/seeds/archive 16384" ;;
+	archive_acl) echo "$ROOT/fuzz/seeds/archive_acl 16384" ;;
+	quota) echo "$ROOT/fuzz/seeds/quota 65536" ;;
 	*) echo "$ROOT/fuzz/seeds/image 65536" ;;
 	esac
 }

@@ -26,12 +26,17 @@ struct fsck_opts {
 	int			e2fsck_clean;	/* e2fsck ran and left no error */
 	int			mode_given;	/* -n, -p/-a or -y on the line */
 	int			answer_all;	/* ASK: 'a' answered: yes from now */
+	blk64_t			backup_sb;	/* opened through this backup */
+	unsigned int		backup_bs;	/* of this block size; 0: primary */
 };
 
 extern const char *prog;
 
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);
+
+/* open_sb.c */
+errcode_t open_sb(struct fsck_opts *o, ext2_filsys *fs);
 
 /* report.c */
 void print_problem(const struct extref_problem_report *r, void *priv);

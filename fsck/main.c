@@ -231,56 +231,73 @@ static int set_feature(struct fsck_opts *o, extref_image_lock_t *lock)
 	return 0;
 }
 
+/* Why fs is no extref image (PLAIN_*), 0 when it is one. */
+#define PLAIN_NO_TREE		1
+#define PLAIN_NO_EXTENTS	2
+static int plain_kind(ext2_filsys fs)
+{
+	if (extref_fsck_is_extref(fs))
+		return 0;
+	return ext2fs_has_feature_shared_blocks(fs->super) ?
+	       PLAIN_NO_EXTENTS : PLAIN_NO_TREE;
+}
+
 /*
  * Before e2fsck: without shared_blocks, e2fsck treats every shared block
  * as multiply claimed (slow, and under -y it clones them all).  Set the
- * feature first when blocks are shared or a tree exists; under -n, skip
+ * feature first when inode 5 holds a tree of ours (an extref image that
+ * lost it; a plain image is left to e2fsck alone); under -n, skip
  * e2fsck instead; on a terminal without a mode, ask.  Returns exit bits;
- * *skip tells whether to skip e2fsck, *plain that the image is plain ext4
- * (no feature, no tree, nothing shared): nothing for fsck.extref to do.
+ * *skip tells whether to skip e2fsck, *plain why the image is plain
+ * ext2/3/4 (PLAIN_*: no feature and no tree of ours, or no extents):
+ * nothing for fsck.extref to do.
  */
 static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
 			   int *skip, int *plain)
 {
 	struct extref_fsck_opts probe = { .mode = EXTREF_FSCK_NO };
 	struct extref_fsck_result res;
-	struct ext2_inode ino5;
 	ext2_filsys fs;
-	int st, tree;
+	int st;
 	errcode_t err;
 
 	*skip = *plain = 0;
+	if (open_sb(o, &fs))
+		return 0;	/* e2fsck says why */
 	/*
 	 * A primary superblock that does not open (torn by a crash) is
-	 * e2fsck's to repair from a backup, which carries the feature.
+	 * e2fsck's to repair from a backup, which carries the feature; the
+	 * backup tells whether the image is ours.
 	 */
-	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			 unix_io_manager, &fs))
+	if (o->backup_sb) {
+		*plain = plain_kind(fs);
+		ext2fs_close_free(&fs);
 		return 0;
+	}
 	if (o->mode != EXTREF_FSCK_NO &&
 	    ext2fs_has_feature_journal_needs_recovery(fs->super)) {
 		/* look at (and set the feature on) the replayed image */
 		ext2fs_close_free(&fs);
 		if ((st = replay_first(o, lock)))
 			return st;
-		if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-				 unix_io_manager, &fs))
+		if (open_sb(o, &fs))
 			return 0;
 	}
-	if (ext2fs_has_feature_shared_blocks(fs->super)) {
+	/*
+	 * No feature and no tree of ours (or no extents): a plain image,
+	 * stock e2fsck's alone.  Blocks it maps twice are cross-links
+	 * (e2fsck clones them), never shares: the feature is not set.
+	 */
+	if ((*plain = plain_kind(fs)) ||
+	    ext2fs_has_feature_shared_blocks(fs->super)) {
 		ext2fs_close_free(&fs);
 		return 0;
 	}
-	tree = !ext2fs_read_inode(fs, EXTREF_INO, &ino5) && ino5.i_mode;
 	err = extref_fsck(fs, &probe, &res);
 	ext2fs_close_free(&fs);
 	if (err) {
 		com_err(prog, err, "while scanning %s", o->image);
 		return FSCK_ERROR;
-	}
-	if (!tree && !res.records) {
-		*plain = 1;	/* plain ext4: nothing of ours here */
-		return 0;
 	}
 	if (o->mode == EXTREF_FSCK_ASK) {
 		printf("0x%04x shared_blocks feature is not set but %s\n",
@@ -360,6 +377,30 @@ static errcode_t close_checked(extref_fs_t xfs, errcode_t err)
 	return extref_fs_close(xfs);
 }
 
+/*
+ * -n on an image whose primary superblock does not open: e2fsck -n
+ * checked it through a backup and wrote nothing; so are the counts
+ * checked (no journal replay: e2fsck -n does not replay one either).
+ */
+static errcode_t check_backup(const struct fsck_opts *o,
+			      const struct extref_fsck_opts *eo,
+			      struct extref_fsck_result *res)
+{
+	ext2_filsys fs;
+	errcode_t err;
+
+	printf("%s: primary superblock damaged: counts checked through the "
+	       "backup at block %llu, as e2fsck -n does\n", o->image,
+	       (unsigned long long)o->backup_sb);
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, o->backup_sb,
+			   o->backup_bs, unix_io_manager, &fs);
+	if (err)
+		return err;
+	err = extref_fsck(fs, eo, res);
+	ext2fs_close_free(&fs);
+	return err;
+}
+
 static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 {
 	struct extref_fsck_opts eo = {
@@ -375,11 +416,17 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 	errcode_t err, cerr;
 	int st;
 
-	if ((st = open_checked(o, lock, &xfs)))
-		return st;
-	err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
-	progress_done(o);
-	cerr = close_checked(xfs, err);
+	if (o->backup_sb && o->mode == EXTREF_FSCK_NO) {
+		err = check_backup(o, &eo, &res);
+		progress_done(o);
+		cerr = 0;
+	} else {
+		if ((st = open_checked(o, lock, &xfs)))
+			return st;
+		err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
+		progress_done(o);
+		cerr = close_checked(xfs, err);
+	}
 	if (err || cerr) {
 		com_err(prog, err ? err : cerr, "while checking %s", o->image);
 		return FSCK_ERROR;
@@ -464,9 +511,10 @@ int main(int argc, char **argv)
 		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
 	if (plain)
-		printf("%s: not an extref image (no shared_blocks feature, no "
-		       "tree in inode 5, no shared blocks): e2fsck's check "
-		       "is the whole check\n", o.image);
+		printf("%s: not an extref image (%s): e2fsck's check is the "
+		       "whole check\n", o.image, plain == PLAIN_NO_EXTENTS ?
+		       "shared_blocks without the extent feature" :
+		       "no shared_blocks feature, no tree in inode 5");
 	else
 		status |= check_counts(&o, &lock);
 out:

@@ -58,6 +58,16 @@ void fz_report(const char *what, errcode_t err);
 /* A file beside the target's executable: ../seeds/NAME. */
 int fz_seed_path(const char *name, char *buf, size_t len);
 
+/* ----- fz_archive.c: the archive targets ----- */
+
+/*
+ * Populate a fresh copy of an empty image (made once by mke2fs with
+ * mke2fs_opts added) from the archive data holds; with recompute_quota,
+ * recompute the quota usage after it (as mkfs.extref -d does); close.
+ */
+void fz_archive_run(const uint8_t *data, size_t size,
+		    const char *mke2fs_opts, int recompute_quota);
+
 /* ----- fz_ops.c: the modifying targets ----- */
 
 /* The files and directories fuzz/mkseeds.py puts in its images. */

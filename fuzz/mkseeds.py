@@ -15,6 +15,10 @@ times with different operation arguments:
   OUTDIR/shell/    command lines for fuzz_shell
   OUTDIR/archive/  tar and cpio archives, plain and compressed, of every
                    entry type
+  OUTDIR/archive_acl/  pax archives with xattrs, ACLs, a capability and
+                   several owners (archive_acl)
+  OUTDIR/quota/    images with user, group and project quota files
+                   holding entries and limits (quota)
 
 Usage: fuzz/mkseeds.py OUTDIR [--image-only IMG OUT] (the second form
 turns one raw image into a sparse input, e.g. an image that
@@ -64,10 +68,15 @@ def sparse(img, flags=FIX_CSUMS, arg16=0, arg0=0, arg1=0, bs=1024):
     return b"".join(out)
 
 
-def make_image(path, tmp, csum, many=0):
+def make_image(path, tmp, csum, many=0, quota=False):
     feats = "^has_journal" + ("" if csum else ",^metadata_csum")
-    run([MKFS, "-q", "-b", "1024", "-N", "64", "-U", UUID, "-O", feats,
-         path, "1M"], env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"))
+    inode = []
+    if quota:
+        feats += ",quota,project"
+        inode = ["-I", "256"]
+    run([MKFS, "-q", "-b", "1024", "-N", "64", *inode, "-U", UUID, "-O",
+         feats, path, "1M"],
+        env=dict(os.environ, SOURCE_DATE_EPOCH="1700000000"))
     # Data blocks of zeros (but f0's first): the sparse input leaves
     # them out, and the input is nearly all metadata.
     host = {}
@@ -94,6 +103,14 @@ def make_image(path, tmp, csum, many=0):
     for i in range(many):
         cmds.append(f"clone_range /many {2 * i * 1024} /many "
                     f"{(2 * i + 1) * 1024} 1024")
+    if quota:
+        # owners with entries and limits in the three quota files
+        cmds += ["chown 1000:2000 /f1", "chown 1001:2000 /d/x",
+                 "chown 1000:2001 /d/s/z",
+                 "set_quota user 1000 100 200 10 20",
+                 "set_quota user 1001 1 2 1 1",
+                 "set_quota group 2000 50 0 0 5",
+                 "set_quota project 0 10 20 1 2"]
     script = tmp / "cmds"
     script.write_text("\n".join(cmds) + "\n")
     run([DEBUGFS, "-w", "-f", script, path])
@@ -118,6 +135,22 @@ def image_seeds(out, tmp):
             (d / f"{name}-{k}").write_bytes(sparse(img, FIX_CSUMS, a16,
                                                    a0, a1))
         (d / f"{name}-nofix").write_bytes(sparse(img, 0, 0x213, 1, 2))
+
+
+def quota_seeds(out, tmp):
+    """Images with user, group and project quota files holding entries
+    and limits; arg0 is an id the target reads, limits and charges."""
+    d = out / "quota"
+    d.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(7)
+    for name, csum in (("quota", 0), ("quota-csum", 1)):
+        img = tmp / f"{name}.img"
+        make_image(img, tmp, csum, 0, quota=True)
+        for k, uid in enumerate((0, 1000, 1001, 2000, 77)):
+            a1 = rng.getrandbits(32) & ~(0x80000000 if k % 2 else 0)
+            (d / f"{name}-{k}").write_bytes(
+                sparse(img, FIX_CSUMS, rng.getrandbits(4), uid, a1))
+        (d / f"{name}-nofix").write_bytes(sparse(img, 0, 1, 1000, 3))
 
 
 SHELL_SEEDS = [
@@ -190,6 +223,65 @@ def archive_seeds(out):
     cpio_seeds(d)
 
 
+def posix_acl(entries):
+    """A system.posix_acl_* value: version 2, then (tag, perm, id)."""
+    return struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, qid) for tag, perm, qid in entries)
+
+
+def archive_acl_seeds(out):
+    """pax archives whose entries carry extended attributes (SCHILY and
+    LIBARCHIVE records, text and binary, small and past an inode's room),
+    POSIX ACLs (text access and default ACLs, a raw xattr one), an NFSv4
+    ACL and a capability, owned by several ids (charged to quota)."""
+    d = out / "archive_acl"
+    d.mkdir(parents=True, exist_ok=True)
+    raw_acl = posix_acl([(0x01, 6, 0xffffffff), (0x02, 4, 1000),
+                         (0x04, 4, 0xffffffff), (0x10, 4, 0xffffffff),
+                         (0x20, 4, 0xffffffff)])
+    cap = struct.pack("<IIIII", 0x02000001, 0x400, 0, 0, 0)
+    metas = [
+        {"SCHILY.acl.access": "user::rw-,user:1000:r--,group::r--,"
+                              "mask::r--,other::r--"},
+        {"SCHILY.acl.access": "user::rwx,group::r-x,other::r-x",
+         "SCHILY.acl.default": "user::rwx,user:1001:rwx,group::r-x,"
+                               "mask::rwx,other::---"},
+        {"SCHILY.xattr.user.k": "v", "SCHILY.xattr.trusted.t": "t" * 300,
+         "SCHILY.xattr.system.posix_acl_access":
+             raw_acl.decode("utf-8", "surrogateescape")},
+        {"LIBARCHIVE.xattr.user.b64": "aGVsbG8=",
+         "SCHILY.xattr.security.capability":
+             cap.decode("utf-8", "surrogateescape")},
+        {"SCHILY.acl.ace": "owner@:rw-p--aARWcCos::allow,"
+                           "everyone@:r-----a-R-c--s::allow"},
+    ]
+
+    def add(tf, name, typ, data=b"", uid=0, gid=0, pax=None):
+        ti = tarfile.TarInfo(name)
+        ti.type = typ
+        ti.linkname = "f" if typ == tarfile.SYMTYPE else ""
+        ti.size = len(data)
+        ti.mtime = 1700000000
+        ti.mode = 0o755 if typ == tarfile.DIRTYPE else 0o644
+        ti.uid, ti.gid = uid, gid
+        ti.pax_headers = pax or {}
+        tf.addfile(ti, io.BytesIO(data) if data else None)
+
+    for i, meta in enumerate(metas):
+        for mode, ext in (("w", "tar"), ("w:gz", "tgz")):
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode=mode,
+                              format=tarfile.PAX_FORMAT) as tf:
+                add(tf, "dir", tarfile.DIRTYPE, uid=1000, gid=2000,
+                    pax=metas[1])
+                add(tf, "dir/f", tarfile.REGTYPE, b"acl\n" * 40,
+                    uid=1000 + i, gid=2000, pax=meta)
+                add(tf, "dir/l", tarfile.SYMTYPE, pax=metas[2])
+                add(tf, "g", tarfile.REGTYPE, b"x" * 3000, uid=1001,
+                    gid=2001, pax=metas[(i + 1) % len(metas)])
+            (d / f"acl{i}.{ext}").write_bytes(buf.getvalue())
+
+
 def newc(entries):
     """A cpio archive (newc) of (name, mode, data, ino, nlink, rdev)."""
     out = b""
@@ -253,8 +345,10 @@ def main():
         tmp = Path(t)
         image_seeds(out, tmp)
         journal_seeds(out, tmp)
+        quota_seeds(out, tmp)
     shell_seeds(out)
     archive_seeds(out)
+    archive_acl_seeds(out)
 
 
 if __name__ == "__main__":

@@ -112,6 +112,12 @@ struct extref_rec {
 errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret_fs,
 			 errcode_t *tree_err);
 /*
+ * The io manager extref_fs_open() opens images with: unix_io_manager (in
+ * test builds, the fault-injecting one when EXTREF_FAULT is set), for a
+ * caller that opens the image itself (as the undo io manager's backing).
+ */
+io_manager extref_io_manager(void);
+/*
  * Wrap an ext2_filsys opened by the caller; the extref_fs then owns it.
  * The lock, mount check and verification are those of extref_fs_open(),
  * on fs->device_name (read-write when fs was opened with EXT2_FLAG_RW).

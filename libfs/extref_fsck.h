@@ -118,6 +118,15 @@ errcode_t extref_fsck(ext2_filsys fs, const struct extref_fsck_opts *opts,
 errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
 
 /*
+ * Whether fs is an extref image: it has extents, and shared_blocks is
+ * set or inode 5 holds a tree of ours (a regular extent file whose first
+ * block has the header's magic) whose feature was lost.  Any other image
+ * is plain, stock e2fsck's alone:
+ * extref_fsck() checks nothing on it and never makes it an extref image.
+ */
+int extref_fsck_is_extref(ext2_filsys fs);
+
+/*
  * Run the stock e2fsck (found on PATH) as "e2fsck ARGS... IMAGE", sharing
  * the caller's standard streams (standard output discarded with
  * EXTREF_E2FSCK_QUIET); *status gets its exit status (fsck(8) bits).

@@ -36,8 +36,10 @@ static int to_extref(const struct mkfs_opts *o)
 		return 1;
 	}
 	if (extref_image_is_blockdev(o->image))
-		flags |= EXT2_FLAG_EXCLUSIVE;
-	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, &fs);
+		err = ext2fs_open2(o->image, NULL, flags | EXT2_FLAG_EXCLUSIVE,
+				   0, 0, unix_io_manager, &fs);
+	else
+		err = convert_undo_open(o, &fs);	/* one transaction */
 	if (err) {
 		extref_image_unlock(lock);
 		error_line("%s: %s", o->image, error_message(err));
@@ -48,18 +50,19 @@ static int to_extref(const struct mkfs_opts *o)
 	err = extref_convert(fs);
 	if (err) {
 		ext2fs_free(fs);
-		extref_image_unlock(lock);
 		error_line("%s: %s", o->image, error_message(err));
-		return 1;
+	} else {
+		err = ext2fs_close_free(&fs);
+		if (err)
+			error_line("%s: %s while writing", o->image,
+				   error_message(err));
 	}
-	err = ext2fs_close_free(&fs);
+	if (err)
+		convert_undo_take_back(o, 1);
+	else
+		convert_undo_done(o);
 	extref_image_unlock(lock);
-	if (err) {
-		error_line("%s: %s while writing", o->image,
-			   error_message(err));
-		return 1;
-	}
-	return 0;
+	return err ? 1 : 0;
 }
 
 /*
@@ -78,8 +81,6 @@ static errcode_t convert_open(const struct mkfs_opts *o, extref_fs_t xfs,
 	err = extref_convert(fs);
 	if (err)
 		return err;
-	if (!o->quiet)
-		printf("%s: converted to an extref image\n", o->image);
 	progress_update("checking mappings", 0, 0);
 	err = extref_fs_load_tree(xfs);
 	return err ? err : extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL,
@@ -107,6 +108,30 @@ static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 }
 
 /*
+ * --convert --dedup: the image opened through its undo file
+ * (convert_undo.c) and wrapped; a block device is opened as usual.
+ */
+static errcode_t open_undo(const struct mkfs_opts *o, extref_fs_t *xfs)
+{
+	ext2_filsys fs;
+	errcode_t err;
+
+	if (extref_image_is_blockdev(o->image))
+		return extref_fs_open(o->image, EXTREF_OPEN_RW |
+				      EXTREF_OPEN_NO_TREE, xfs, NULL);
+	err = convert_undo_open(o, &fs);
+	if (err)
+		return err;
+	err = extref_fs_wrap(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, xfs,
+			     NULL);
+	if (err) {
+		ext2fs_free(fs);	/* nothing was written */
+		convert_undo_done(o);
+	}
+	return err;
+}
+
+/*
  * Share what is identical; the blocks that frees leave the image file
  * (punch.c) once the image is closed.
  */
@@ -129,10 +154,12 @@ int dedupe_image(const struct mkfs_opts *o)
 	 * unfinished whatever was written.  A converted one goes through
 	 * its journal, in transactions as large as the journal holds.
 	 */
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | (o->convert ?
-			     EXTREF_OPEN_NO_TREE : EXTREF_OPEN_NOSYNC |
-			     EXTREF_OPEN_TRUSTED | EXTREF_OPEN_NO_JOURNAL),
-			     &xfs, NULL);
+	if (o->convert)
+		err = open_undo(o, &xfs);
+	else
+		err = extref_fs_open(o->image, EXTREF_OPEN_RW |
+				     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED |
+				     EXTREF_OPEN_NO_JOURNAL, &xfs, NULL);
 	if (!err && o->convert && !o->quiet && !extref_fs_journaled(xfs))
 		printf("%s: no journal: each deduplicated range is written "
 		       "with its own flushes (slower), and a crash can leave "
@@ -163,9 +190,9 @@ int dedupe_image(const struct mkfs_opts *o)
 		if (xfs)
 			extref_fs_abort(xfs);
 		punch_free(&pl);
-		error_line("%s: %s while deduplicating", o->image,
-			   error_message(err));
-		return 1;
+		error_line("%s: %s while %s", o->image, error_message(err),
+			   o->convert ? "converting" : "deduplicating");
+		return o->convert ? convert_undo_take_back(o, xfs != NULL) : 1;
 	}
 	err = extref_fs_close(xfs);
 	cleanup_set_note(NULL);
@@ -173,7 +200,12 @@ int dedupe_image(const struct mkfs_opts *o)
 		punch_free(&pl);
 		error_line("%s: %s while writing", o->image,
 			   error_message(err));
-		return 1;
+		return o->convert ? convert_undo_take_back(o, 1) : 1;
+	}
+	if (o->convert) {
+		convert_undo_done(o);
+		if (!o->quiet)
+			printf("%s: converted to an extref image\n", o->image);
 	}
 	err = punch_apply(o->image, &pl, &punched);
 	punch_free(&pl);
@@ -220,6 +252,57 @@ static int replay_first(const struct mkfs_opts *o)
 	return err ? 1 : 0;
 }
 
+/* Whether every group descriptor's checksum is right: stock e2fsck
+ * 1.47.0 -fn reports a wrong one ("IGNORED") yet exits 0. */
+static errcode_t check_desc_csums(const struct mkfs_opts *o, int *found,
+				  dgrp_t *bad)
+{
+	ext2_filsys fs;
+	errcode_t err;
+	dgrp_t g;
+
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS |
+			   EXT2_FLAG_IGNORE_CSUM_ERRORS, 0, 0,
+			   unix_io_manager, &fs);
+	if (err)
+		return err;
+	*found = 0;
+	for (g = 0; g < fs->group_desc_count && !*found; g++)
+		if (!ext2fs_group_desc_csum_verify(fs, g)) {
+			*bad = g;
+			*found = 1;
+		}
+	ext2fs_close_free(&fs);
+	return err;
+}
+
+/*
+ * Refuse (exit) what stock e2fsck -fn calls damaged, before any write:
+ * a conversion builds on the bitmaps and the block map, and a damaged
+ * image's are not to be trusted (a tree could land in a block a damaged
+ * inode still references).  --shrink has its own (shrink.c).
+ */
+static void convert_check_clean(const struct mkfs_opts *o)
+{
+	dgrp_t bad = 0;
+	errcode_t err;
+	int found;
+
+	if (run_e2fsck_fn(o))
+		fatal("%s: e2fsck -fn finds it damaged (above): --convert "
+		      "runs only on a clean filesystem; run e2fsck -fy %s "
+		      "first; nothing was changed", o->image, o->image);
+	err = check_desc_csums(o, &found, &bad);
+	if (!err && found)
+		fatal("%s: group descriptor %u has a wrong checksum (e2fsck "
+		      "-fn reports it): --convert runs only on a clean "
+		      "filesystem; run e2fsck -fy %s first; nothing was "
+		      "changed", o->image, (unsigned)bad, o->image);
+	if (err)
+		fatal("%s: %s; nothing was changed", o->image,
+		      error_message(err));
+}
+
 int convert_image(const struct mkfs_opts *o)
 {
 	if (o->shrink)
@@ -228,6 +311,8 @@ int convert_image(const struct mkfs_opts *o)
 		return 1;
 	if (o->shrink)
 		shrink_check_clean(o);
+	else
+		convert_check_clean(o);
 	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
 		if (dedupe_image(o))
 			return 1;

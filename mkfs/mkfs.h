@@ -185,7 +185,7 @@ int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
 /* The undo files of --shrink, IMAGE + suffix (one buffer each): the
  * cut's (resize2fs -z), the tail saved before it (resize_tail.c), and
  * the new layout's (step 1), in the order e2undo must take them. */
-enum undo_kind { UNDO_CUT, UNDO_TAIL, UNDO_LAYOUT };
+enum undo_kind { UNDO_CUT, UNDO_TAIL, UNDO_LAYOUT, UNDO_CONVERT };
 const char *undo_file(const struct mkfs_opts *o, enum undo_kind kind);
 /* Stock e2undo puts the image back from undo (then removed): 0, or -1
  * with the undo file kept and named. */
@@ -221,6 +221,13 @@ static inline errcode_t undo_file_set(const char *path)
 	undo_leak_on();
 	return err;
 }
+/* convert_undo.c: --convert as one transaction of the image file.
+ * convert_undo_take_back returns 1 (the run failed) after putting the
+ * image back (opened: the undo file was made). */
+errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs);
+void convert_undo_done(const struct mkfs_opts *o);
+int convert_undo_take_back(const struct mkfs_opts *o, int opened);
+
 /* Stock e2fsck -fn on the image: 0 when it finds it clean (its report
  * printed otherwise). */
 int run_e2fsck_fn(const struct mkfs_opts *o);

@@ -134,8 +134,9 @@ const char *undo_file(const struct mkfs_opts *o, enum undo_kind kind)
 		[UNDO_CUT] = ".e2undo",
 		[UNDO_TAIL] = ".tail.e2undo",
 		[UNDO_LAYOUT] = ".layout.e2undo",
+		[UNDO_CONVERT] = ".convert.e2undo",
 	};
-	static char path[3][PATH_MAX];
+	static char path[4][PATH_MAX];
 
 	if (snprintf(path[kind], sizeof(path[kind]), "%s%s", o->image,
 		     suffix[kind]) >= (int)sizeof(path[kind]))

@@ -34,7 +34,7 @@ UPDATE = os.environ.get("EXTREF_UPDATE_EXPECT") == "1"
 
 # extref_problem_info has no "fix" field: the codes whose table entry has
 # no repair (libfs/check/problem.c), for which -y exits 4.
-UNFIXABLE = {0x0101, 0x0102}
+UNFIXABLE = {0x0101}
 
 
 def fsck_bin():

@@ -51,6 +51,8 @@ TARGETS = {
     "reflink": ("image", 65536),
     "shell": ("shell", 512),
     "archive": ("archive", 16384),
+    "archive_acl": ("archive_acl", 16384),
+    "quota": ("quota", 65536),
     "journal": ("journal", 65536),
 }
 

@@ -149,7 +149,11 @@ static errcode_t meta_of(struct archive_entry *e, struct xr_pop_meta *m)
 	return 0;
 }
 
-/* The extended attributes and ACLs of e into r->xa. */
+/*
+ * The extended attributes and ACLs of e into r->xa.  A default ACL is
+ * kept on a directory only, as libarchive's own extraction and GNU tar
+ * do (the kernel refuses one on anything else: EACCES).
+ */
 static errcode_t read_xattrs(struct rd *r, struct archive_entry *e)
 {
 	static const char *const acl_names[2] = {
@@ -160,13 +164,15 @@ static errcode_t read_xattrs(struct rd *r, struct archive_entry *e)
 	const void *value;
 	size_t len;
 	errcode_t err = 0;
+	int dir = archive_entry_filetype(e) == AE_IFDIR;
 
 	xr_pop_xattrs_reset(&r->xa);
 	archive_entry_xattr_reset(e);
 	while (!err && archive_entry_xattr_next(e, &name, &value, &len) ==
 	       ARCHIVE_OK)
-		err = xr_pop_xattrs_add(&r->xa, name, value, len);
-	for (int i = 0; !err && i < 2; i++) {
+		if (dir || strcmp(name, acl_names[1]))
+			err = xr_pop_xattrs_add(&r->xa, name, value, len);
+	for (int i = 0; !err && i < (dir ? 2 : 1); i++) {
 		ext2fs_free_mem(&r->acl[i]);
 		err = xr_pop_archive_acl(e, acl_types[i], &r->acl[i], &len);
 		if (!err && r->acl[i])

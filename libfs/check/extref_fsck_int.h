@@ -99,13 +99,15 @@ struct xr_fsck {
 	size_t			nparents, capparents;
 	int			parents_loaded;
 
-	struct extref_rec	*uns;		/* ranges to unshare (-E unshare) */
+	struct extref_rec	*uns;		/* ranges to copy; count:
+						   XR_UNS_KEEP_* */
 	size_t			nuns, capuns;
 
 	struct xr_pending_problem *pend;	/* tree problems to report */
 	size_t			npend, cappend;
 
 	int			had_feature;	/* shared_blocks was set */
+	int			plain;		/* not an extref image at all */
 	int			tree_present;	/* inode 5 holds a header */
 	int			tree_bad;	/* structure problems found */
 	int			need_rebuild;
@@ -246,7 +248,16 @@ errcode_t xr_fsck_compare(struct xr_fsck *c);
 void xr_fsck_describe(struct xr_fsck *c, blk64_t start, blk64_t end,
 		      char *buf, size_t len);
 /* fsck_unshare.c */
-errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e);
+/* keep: which inodes keep their mapping of the range (the rest copy) */
+#define XR_UNS_KEEP_NONE	0	/* metadata: every file copies */
+#define XR_UNS_KEEP_FIRST	1	/* -E unshare: the first inode keeps */
+#define XR_UNS_KEEP_SPECIAL	2	/* directories, reserved inodes keep */
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
+			       int keep);
+/* fsck_special.c */
+int xr_fsck_special_ino(const struct xr_fsck *c, ext2_ino_t ino);
+void xr_fsck_check_special(struct xr_fsck *c);
+int xr_fsck_range_special(const struct xr_fsck *c, blk64_t s, blk64_t e);
 errcode_t xr_fsck_unshare(struct xr_fsck *c);
 
 /* fsck_repair.c */

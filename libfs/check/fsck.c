@@ -11,6 +11,7 @@ static void setup(struct xr_fsck *c)
 	struct ext2_inode inode;
 
 	c->had_feature = ext2fs_has_feature_shared_blocks(c->fs->super);
+	c->plain = !extref_fsck_is_extref(c->fs);
 	c->tree_present = !ext2fs_read_inode(c->fs, EXTREF_INO, &inode) &&
 			  inode.i_mode != 0;
 	/* The structure check needs the feature; set it in memory only. */
@@ -19,7 +20,7 @@ static void setup(struct xr_fsck *c)
 
 static errcode_t fix_feature(struct xr_fsck *c)
 {
-	int want = c->tree_present || c->res->records;
+	int want = c->tree_present;	/* records alone: cross-links */
 
 	if (c->had_feature || !want) {
 		if (!c->had_feature)
@@ -91,12 +92,17 @@ static errcode_t run_passes(struct xr_fsck *c)
 
 	setup(c);
 	progress(c, 0);
+	if (c->plain)
+		return 0;	/* e2fsck's alone: nothing of ours here */
 	err = xr_fsck_scan(c);
 	if (err || c->probe_dirty)
 		return err;
 	xr_fsck_sort(c);
 	xr_fsck_check_metadata(c);
-	err = xr_fsck_check_tree_blocks(c);
+	xr_fsck_check_special(c);
+	err = c->err;
+	if (!err)
+		err = xr_fsck_check_tree_blocks(c);
 	if (!err)
 		err = xr_fsck_check_bitmap(c);
 	if (err || c->probe_dirty)
@@ -130,7 +136,8 @@ static errcode_t run_passes(struct xr_fsck *c)
 		c->no_fix = 0;
 		return 0;
 	}
-	if (!err && xr_problems_flush(c)) {
+	/* a rebuild, or copies (0x0102, -E unshare) and then one */
+	if (!err && (xr_problems_flush(c) | (c->nuns != 0))) {
 		if (c->nuns && (err = xr_fsck_unshare(c)) == 0)
 			err = rescan(c);
 		if (!err)

@@ -188,8 +188,15 @@ static void report(struct cmp *m)
 
 	if (!m->code)
 		return;
+	/* a directory's or reserved inode's block: 0x0102, not a share */
+	if (m->code == PR_X_SHARED_NO_RECORD &&
+	    xr_fsck_range_special(m->c, m->ps, m->pe)) {
+		m->code = 0;
+		return;
+	}
 	if (m->code == PR_X_SHARED_NO_RECORD && m->c->opts->unshare &&
-	    xr_fsck_note_unshare(m->c, m->ps, m->pe) && !m->c->err)
+	    xr_fsck_note_unshare(m->c, m->ps, m->pe, XR_UNS_KEEP_FIRST) &&
+	    !m->c->err)
 		m->c->err = EXT2_ET_NO_MEMORY;
 	xr_fsck_describe(m->c, m->ps, m->pe, who, sizeof(who));
 	mapped = m->pec ? m->pec : (m->ptc ? 1 : 0);

@@ -190,7 +190,12 @@ static const char *meta_kind(int kind)
 	}
 }
 
-/* Data mappings that land on metadata. */
+/*
+ * Data mappings that land on metadata.  The fix, as e2fsck's pass 1D
+ * for a block claimed by a file and by the filesystem: every file that
+ * maps the block gets its own copy; the metadata keeps the block.  A
+ * cross-link with metadata never becomes a share.
+ */
 void xr_fsck_check_metadata(struct xr_fsck *c)
 {
 	char who[XR_NAME_LEN];
@@ -212,13 +217,18 @@ void xr_fsck_check_metadata(struct xr_fsck *c)
 			if (md->pblk + md->len <= mp ||
 			    (md->ino == EXTREF_INO && !c->probe))
 				continue;
-			xr_problem(c, PR_X_DATA_IS_METADATA,
-				   "inode %s maps block %llu, which is %s%s",
-				   xr_fsck_ino_name(c, xr_map_ino(c, i), who,
-						    sizeof(who)),
-				   (unsigned long long)s,
-				   meta_kind(md->kind),
-				   md->ino ? " of another inode" : "");
+			if (xr_problem(c, PR_X_DATA_IS_METADATA,
+				       "inode %s maps block %llu, which is %s%s",
+				       xr_fsck_ino_name(c, xr_map_ino(c, i),
+							who, sizeof(who)),
+				       (unsigned long long)s,
+				       meta_kind(md->kind),
+				       md->ino ? " of another inode" : "") &&
+			    xr_fsck_note_unshare(c, s, md->pblk + md->len < e ?
+						 md->pblk + md->len : e,
+						 XR_UNS_KEEP_NONE) &&
+			    !c->err)
+				c->err = EXT2_ET_NO_MEMORY;
 		}
 	}
 }

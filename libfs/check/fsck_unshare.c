@@ -2,14 +2,20 @@
  * fsck_unshare.c --- -E unshare: blocks mapped several times with no
  * record are not recorded as shared; each mapping but the first gets its
  * own copy of the data (what e2fsck's pass 1D does for multiply-claimed
- * blocks).  The tree is rebuilt afterwards from a fresh scan.
+ * blocks).  A data block that is also metadata (0x0102) gives every file
+ * that maps it a copy.  The tree is rebuilt afterwards from a fresh scan.
  */
 #include <string.h>
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
 #include "txn/xr_txio.h"
 
-errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
+/*
+ * Note [s, e) for copies; keep (XR_UNS_KEEP_*) says which inodes keep
+ * their mapping.  Returns non-zero when out of memory.
+ */
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
+			       int keep)
 {
 	errcode_t err = xr_grow(&c->uns, &c->capuns, c->nuns, sizeof(*c->uns));
 
@@ -17,6 +23,7 @@ errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e)
 		return err;
 	c->uns[c->nuns].start = s;
 	c->uns[c->nuns].len = e - s;
+	c->uns[c->nuns].count = keep;
 	c->nuns++;
 	return 0;
 }
@@ -89,7 +96,17 @@ static errcode_t unshare_inode(struct xr_fsck *c, ext2_ino_t ino,
 	return err;
 }
 
-/* Copy every noted range for all its mappings but the first. */
+/* Whether the i-th inode (ino) mapping a range keeps its mapping. */
+static int keeps(const struct xr_fsck *c, int keep, size_t i, ext2_ino_t ino)
+{
+	if (keep == XR_UNS_KEEP_FIRST)
+		return i == 0;
+	if (keep == XR_UNS_KEEP_SPECIAL)
+		return xr_fsck_special_ino(c, ino);
+	return 0;
+}
+
+/* Copy every noted range for the mappings that do not keep it. */
 errcode_t xr_fsck_unshare(struct xr_fsck *c)
 {
 	char *buf = NULL;
@@ -115,7 +132,9 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c)
 				inos[n++] = m->ino;
 		}
 		for (i = 0; !err && i < n; i++)
-			err = unshare_inode(c, inos[i], s, e, i == 0, buf);
+			err = unshare_inode(c, inos[i], s, e,
+					    keeps(c, c->uns[r].count, i,
+						  inos[i]), buf);
 		/* the range copied for all: a commit may go here */
 		if (!err)
 			err = xr_fsck_tx_split(c);

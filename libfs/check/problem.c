@@ -31,7 +31,7 @@ static const struct xr_problem table[] = {
 	  NULL, 0),
 	P(PR_X_DATA_IS_METADATA, DATA_IS_METADATA,
 	  "data block is also filesystem metadata",
-	  NULL, 0),
+	  "give the file its own copy", 0),
 	P(PR_X_MAPPED_BLOCK_FREE, MAPPED_BLOCK_FREE,
 	  "mapped blocks are marked free in the block bitmap",
 	  "mark them in use", 1),

@@ -268,6 +268,22 @@ static errcode_t replay_in_memory(ext2_filsys fs, unsigned *n)
 	return err;
 }
 
+io_manager extref_io_manager(void)
+{
+#ifdef EXTREF_FAULT_INJECTION
+	/*
+	 * Tests only (configure --enable-fault-injection): EXTREF_FAULT
+	 * selects the fault-injecting io manager.  Other builds have no such
+	 * manager and ignore the variable.
+	 */
+	const char *fault = getenv("EXTREF_FAULT");
+
+	if (fault && *fault)
+		return extref_fault_io_manager;
+#endif
+	return unix_io_manager;
+}
+
 errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 			 errcode_t *tree_err)
 {
@@ -277,18 +293,7 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	extref_image_lock_t lock;
 	unsigned replayed = 0;
 	errcode_t err, replay_err = 0;
-#ifdef EXTREF_FAULT_INJECTION
-	/*
-	 * Tests only (configure --enable-fault-injection): EXTREF_FAULT
-	 * selects the fault-injecting io manager.  Other builds have no such
-	 * manager and ignore the variable.
-	 */
-	const char *fault = getenv("EXTREF_FAULT");
-	io_manager iom = fault && *fault ? extref_fault_io_manager
-					 : unix_io_manager;
-#else
-	io_manager iom = unix_io_manager;
-#endif
+	io_manager iom = extref_io_manager();
 
 	/* the mount check and the lock come before libext2fs opens it */
 	lock = NULL;
