@@ -221,6 +221,10 @@ errcode_t xr_fsck_note_dir(struct xr_fsck *c, ext2_ino_t ino);
 const char *xr_fsck_ino_name(struct xr_fsck *c, ext2_ino_t ino, char *buf,
 			     size_t len);
 const char *xr_fsck_range(blk64_t s, blk64_t e, char *buf, size_t len);
+errcode_t xr_fsck_owner_inos(struct xr_fsck *c, blk64_t s, blk64_t e,
+			     __u32 **v, size_t *n);
+errcode_t xr_fsck_owners(struct xr_fsck *c, blk64_t s, blk64_t e,
+			 size_t max, char **out);
 void xr_fsck_names_free(struct xr_fsck *c);
 #define XR_NAME_LEN	256	/* room for "N (/path)", the path cut */
 /* fsck_sort.c */
@@ -243,10 +247,9 @@ errcode_t xr_fsck_check_tree_blocks(struct xr_fsck *c);
 /* fsck_compare.c (passes 2, 3) */
 errcode_t xr_fsck_structure(struct xr_fsck *c);
 errcode_t xr_fsck_compare(struct xr_fsck *c);
-void xr_fsck_describe(struct xr_fsck *c, blk64_t start, blk64_t end,
-		      char *buf, size_t len);
 /* fsck_unshare.c */
-errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e);
+errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
+			       __u32 keep);
 errcode_t xr_fsck_unshare(struct xr_fsck *c);
 
 /* fsck_repair.c */
