@@ -8,6 +8,7 @@
 #include <string.h>
 #include "debugfs.h"
 #include "tree/xr_search.h"
+#include "tree/xr_blockiter.h"
 
 struct bw_ctx {
 	const blk64_t	*blocks;	/* sorted, unique */
@@ -86,8 +87,8 @@ static void bw_inode(struct bw_ctx *c, struct ext2_inode_large *inode)
 	if (inode->i_flags & EXT4_EXTENTS_FL)
 		bw_extents(c, inode);
 	else
-		ext2fs_block_iterate3(sh.fs, c->ino, BLOCK_FLAG_READ_ONLY, NULL,
-				      bw_block_cb, c);
+		xr_block_iterate(sh.fs, c->ino, BLOCK_FLAG_READ_ONLY,
+				 bw_block_cb, c);
 }
 
 errcode_t scan_block_owners(const blk64_t *blocks, size_t n, bown_func func,

@@ -11,6 +11,7 @@
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
+#include "tree/xr_blockiter.h"
 
 /*
  * Record a mapping.  The same inode mapping the same blocks again right
@@ -177,8 +178,8 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 		return xr_fsck_extent_root(c, ino, inode);
 	if (ino == EXT2_RESIZE_INO)
 		return 0;	/* its blocks are the reserved GDT blocks */
-	err = ext2fs_block_iterate3(c->fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
-				    scan_block, &w);
+	err = xr_block_iterate(c->fs, ino, BLOCK_FLAG_READ_ONLY, scan_block,
+			       &w);
 	if (err && !w.err)
 		return xr_fsck_scan_bad(c, ino, err, 0, 0);
 	return w.err;

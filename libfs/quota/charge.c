@@ -17,6 +17,7 @@
 #include "quota/xr_quota.h"
 #include "ops/extref_ops_int.h"
 #include "tree/extref_vec.h"
+#include "tree/xr_blockiter.h"
 
 struct charge {
 	int	charged;
@@ -221,9 +222,9 @@ static errcode_t check_unshared(extref_fs_t xfs, ext2_ino_t ino)
 
 	if (!c.tree)
 		return 0;
-	err = ext2fs_block_iterate3(extref_fs_ext2(xfs), ino,
-				    BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
-				    NULL, unshared_blk, &c);
+	err = xr_block_iterate(extref_fs_ext2(xfs), ino,
+			       BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+			       unshared_blk, &c);
 	return err ? err : c.err;
 }
 

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "extref_int.h"
+#include "tree/xr_blockiter.h"
 
 /* Room for lblks below len; the capacity doubles, never past 2^32 - 1. */
 static errcode_t pmap_reserve(struct extref_tree *t, __u32 len)
@@ -75,9 +76,9 @@ errcode_t xr_pmap_load(struct extref_tree *t)
 	err = pmap_reserve(t, t->nblocks);
 	if (err)
 		return err;
-	err = ext2fs_block_iterate3(t->fs, EXTREF_INO,
-				    BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
-				    NULL, pmap_block, &w);
+	err = xr_block_iterate(t->fs, EXTREF_INO,
+			       BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+			       pmap_block, &w);
 	return err ? err : w.err;
 }
 
