@@ -95,8 +95,8 @@ static void bw_inode(struct bw_ctx *c, struct ext2_inode_large *inode)
 	if (inode->i_flags & EXT4_EXTENTS_FL)
 		bw_extents(c, inode);
 	else
-		ext2fs_block_iterate3(sh.fs, c->ino, BLOCK_FLAG_READ_ONLY, NULL,
-				      bw_block_cb, c);
+		extref_block_iterate(sh.fs, c->ino, BLOCK_FLAG_READ_ONLY,
+				 bw_block_cb, c);
 }
 
 errcode_t scan_block_owners(const blk64_t *blocks, size_t n, bown_func func,

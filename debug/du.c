@@ -80,7 +80,8 @@ struct du_opts {
 	int			summary;
 	int			raw;
 	int			nomem;
-	ext2fs_inode_bitmap	seen;	/* files with several links, counted */
+	ext2fs_inode_bitmap	seen;	/* files with several links and
+					 * directories, counted */
 };
 
 struct file_ctx {
@@ -202,6 +203,13 @@ static int du_path(struct cmd_args *a, const struct du_opts *o,
 		blk64_t t = 0, x = 0;
 		int ret;
 
+		/* directories have one name: a second (a damaged image)
+		 * would make the walk as long as the paths are many */
+		if (ext2fs_test_inode_bitmap2(o->seen, ino))
+			return cmd_fail(a, "%s: directory inode %u reached "
+					"again by another name, not followed",
+					name, ino);
+		ext2fs_mark_inode_bitmap2(o->seen, ino);
 		ret = du_dir(a, o, ino, name, &t, &x, &set, depth);
 		if (show)
 			du_row(o, t, x, (long long)rv_union(&set), name);

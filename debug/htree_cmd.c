@@ -5,7 +5,9 @@
  * (rec_len) name") wrapped at 80 columns.
  *
  * Every count, length and block number comes from a hostile image: index
- * entries are clamped to what fits in the block, levels to 3, and a
+ * entries are clamped to what fits in the block, levels to 3, an index
+ * block named twice is followed once (entries all naming one block
+ * would make the dump entries to the power of the levels long), and a
  * logical block the directory does not map is reported, not read.
  */
 #include <stdlib.h>
@@ -21,6 +23,7 @@ struct ht_ctx {
 	int		hash_alg;
 	int		hash_flags;
 	int		failed;
+	ext2fs_block_bitmap seen;	/* index blocks followed */
 };
 
 static int ht_map(struct ht_ctx *c, blk64_t lblk, blk64_t *pblk)
@@ -181,6 +184,13 @@ static void ht_block(struct ht_ctx *c, blk64_t lblk, char *buf, int level)
 	blk64_t pblk;
 	errcode_t err;
 
+	if (ext2fs_test_block_bitmap2(c->seen, lblk)) {
+		printf("Index block %llu named again, not followed\n",
+		       (unsigned long long)lblk);
+		c->failed = 1;
+		return;
+	}
+	ext2fs_mark_block_bitmap2(c->seen, lblk);
 	if (ht_map(c, lblk, &pblk))
 		return;
 	err = io_channel_read_blk64(sh.fs->io, pblk, 1, buf);
@@ -244,6 +254,14 @@ int impl_htree(struct cmd_args *a)
 		c.hash_alg += 3;
 	c.hash_flags = c.inode.i_flags & EXT4_CASEFOLD_FL;
 	levels = root->indirect_levels;
+	err = ext2fs_alloc_generic_bmap(sh.fs, EXT2_ET_MAGIC_BLOCK_BITMAP64,
+					EXT2FS_BMAP64_RBTREE, 0, 0xffffffffULL,
+					0xffffffffULL, "htree", &c.seen);
+	if (err) {
+		free(buf);
+		return cmd_err(a, err, "allocating a bitmap");
+	}
+	ext2fs_mark_block_bitmap2(c.seen, 0);
 	if (levels >= HT_MAX_LEVELS) {
 		printf("Indirect levels %d: more than %d, not followed\n",
 		       levels, HT_MAX_LEVELS - 1);
@@ -251,6 +269,7 @@ int impl_htree(struct cmd_args *a)
 	} else {
 		ht_node(&c, buf, 24 + root->info_length, levels);
 	}
+	ext2fs_free_block_bitmap(c.seen);
 	free(buf);
 	return c.failed;
 }

@@ -268,8 +268,8 @@ int impl_blocks(struct cmd_args *a)
 	if (resolve_path(a, a->argv[0], &ino) || read_inode(a, ino, &inode))
 		return 1;
 	if (ext2fs_inode_has_valid_blocks2(sh.fs, (struct ext2_inode *)&inode))
-		err = ext2fs_block_iterate3(sh.fs, ino, BLOCK_FLAG_READ_ONLY,
-					    NULL, blocks_cb, NULL);
+		err = extref_block_iterate(sh.fs, ino, BLOCK_FLAG_READ_ONLY,
+				       blocks_cb, NULL);
 	printf("\n");
 	if (err)
 		return cmd_err(a, err, "walking the blocks of %s", a->argv[0]);
@@ -367,8 +367,7 @@ int impl_dirsearch(struct cmd_args *a)
 	c.buf = malloc(sh.fs->blocksize);
 	if (!c.buf)
 		return cmd_fail(a, "out of memory");
-	err = ext2fs_block_iterate3(sh.fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
-				    ds_block, &c);
+	err = extref_block_iterate(sh.fs, ino, BLOCK_FLAG_READ_ONLY, ds_block, &c);
 	free(c.buf);
 	if (c.err)
 		return cmd_err(a, c.err, "reading a block of %s", a->argv[0]);

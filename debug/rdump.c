@@ -9,7 +9,9 @@
  * never through a path, so no name and no symlink, in the image or
  * planted on the host, can lead outside the target directory; names
  * holding '/' and the entries "." and ".." are skipped; a directory
- * that contains itself (a loop) is refused.
+ * that contains itself (a loop) is refused, and one reached again by
+ * another name (directories have one) is dumped once: each argument
+ * costs at most its tree's size, never its paths' number.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +34,7 @@ struct rd_ctx {
 	int		failed;
 	char		*buf;
 	struct host_meta hm;
+	ext2fs_inode_bitmap dumped;	/* directories of this argument */
 };
 
 static int rd_fail(struct rd_ctx *c, const char *name, const char *what)
@@ -231,6 +234,15 @@ static int rd_contents(struct rd_ctx *c, ext2_ino_t ino,
 		c->failed = 1;
 		return 1;
 	}
+	if (ext2fs_test_inode_bitmap2(c->dumped, ino)) {
+		fflush(stdout);
+		fprintf(stderr, "%s: %s: directory inode %u reached again "
+			"by another name, not followed\n", c->a->name, name,
+			ino);
+		c->failed = 1;
+		return 1;
+	}
+	ext2fs_mark_inode_bitmap2(c->dumped, ino);
 	c->stack[c->depth++] = ino;
 	d.c = c;
 	d.fd = fd;
@@ -337,9 +349,13 @@ int impl_rdump(struct cmd_args *a)
 	c = calloc(1, sizeof(*c));
 	if (c)
 		c->buf = malloc(65536);
-	if (!c || !c->buf) {
+	if (c && c->buf &&
+	    ext2fs_allocate_inode_bitmap(sh.fs, "rdump", &c->dumped))
+		c->dumped = NULL;
+	if (!c || !c->buf || !c->dumped) {
 		if (c)
-			free(c);
+			free(c->buf);
+		free(c);
 		close(destfd);
 		return cmd_fail(a, "out of memory");
 	}
@@ -350,6 +366,7 @@ int impl_rdump(struct cmd_args *a)
 		const char *name;
 		ext2_ino_t ino;
 
+		ext2fs_clear_inode_bitmap(c->dumped);
 		if (resolve_path(a, a->argv[i], &ino)) {
 			c->failed = 1;
 			continue;
@@ -366,6 +383,7 @@ int impl_rdump(struct cmd_args *a)
 	}
 	host_meta_report(a, &c->hm);
 	ret = c->failed;
+	ext2fs_free_inode_bitmap(c->dumped);
 	free(c->buf);
 	free(c);
 	close(destfd);

@@ -186,9 +186,10 @@ errcode_t walk_extents(ext2_ino_t ino, struct ext2_inode_large *inode,
 		if (!ext2fs_inode_has_valid_blocks2(sh.fs,
 						    (struct ext2_inode *)inode))
 			return 0;
-		err = ext2fs_block_iterate3(sh.fs, ino, BLOCK_FLAG_READ_ONLY |
-					    BLOCK_FLAG_DATA_ONLY, NULL,
-					    bmap_cb, &c);
+		err = extref_block_iterate(sh.fs, ino,
+				       BLOCK_FLAG_READ_ONLY |
+				       BLOCK_FLAG_DATA_ONLY,
+				       bmap_cb, &c);
 		if (!err && c.have && !c.stop)
 			func(&c.cur, priv);
 		return err;

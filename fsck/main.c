@@ -27,7 +27,7 @@ static void usage(FILE *f, int status)
 "  -p, -a      repair what is safe without asking (preen)\n"
 "  -y          repair everything\n"
 "  -f          force checking (accepted for e2fsck compatibility)\n"
-"  -v          verbose: name the passes, print the summary\n"
+"  -v          verbose: name the passes, name every owner of a block\n"
 "  -C FD       progress: to file descriptor FD, or 0 for a terminal bar\n"
 "  -E OPTS     extended options, comma separated:\n"
 "                no_e2fsck  skip running e2fsck\n"
@@ -431,14 +431,13 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 		com_err(prog, err ? err : cerr, "while checking %s", o->image);
 		return FSCK_ERROR;
 	}
-	if (o->verbose || res.problems)
-		printf("%s: %llu inodes, %llu extent mappings, %llu shared "
-		       "blocks in %llu records; %d problems, %d fixed\n",
-		       o->image, (unsigned long long)res.inodes,
-		       (unsigned long long)res.mappings,
-		       (unsigned long long)res.shared_blocks,
-		       (unsigned long long)res.records, res.problems,
-		       res.fixed);
+	/* one line for the passes, as e2fsck's last line for its own */
+	printf("%s: %llu inodes, %llu extent mappings, %llu shared "
+	       "blocks in %llu records; %d problems, %d fixed\n",
+	       o->image, (unsigned long long)res.inodes,
+	       (unsigned long long)res.mappings,
+	       (unsigned long long)res.shared_blocks,
+	       (unsigned long long)res.records, res.problems, res.fixed);
 	if (res.unfixed && o->mode == EXTREF_FSCK_PREEN)
 		printf("\n%s: UNEXPECTED INCONSISTENCY; RUN %s MANUALLY.\n"
 		       "\t(i.e., without -a or -p options)\n", o->image, prog);

@@ -381,6 +381,22 @@ void extref_tree_hdr_decode(struct extref_tree_hdr *to,
 void extref_node_hdr_decode(struct extref_node_hdr *to,
 			    const struct extref_disk_node *from);
 
+/*
+ * ext2fs_block_iterate3(fs, ino, flags, NULL, func, priv), stopped with
+ * EXTREF_ERR_BLOCK_MAP_LOOP once it has met more blocks, data and
+ * mapping blocks together, than the inode has (i_blocks, at most the
+ * filesystem's): a map whose index or indirect blocks are named again
+ * would otherwise be walked once a path, entries to the power of the
+ * depth.  Every walk of a block map in the library and the tools is this
+ * one.
+ */
+errcode_t extref_block_iterate(ext2_filsys fs, ext2_ino_t ino, int flags,
+			       int (*func)(ext2_filsys fs, blk64_t *blocknr,
+					   e2_blkcnt_t blockcnt,
+					   blk64_t ref_blk, int ref_offset,
+					   void *priv),
+			       void *priv);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -18,6 +18,7 @@
 
 #include <et/com_err.h>
 
+#include "extref.h"
 #include "mkfs.h"
 
 struct tally {
@@ -63,9 +64,10 @@ static errcode_t tally_files(ext2_filsys fs, struct tally *t)
 		if (err || !ino)
 			break;
 		if (is_counted(fs, ino, &in))
-			err = ext2fs_block_iterate3(fs, ino,
-				BLOCK_FLAG_DATA_ONLY | BLOCK_FLAG_READ_ONLY,
-				NULL, count_block, t);
+			err = extref_block_iterate(fs, ino,
+					       BLOCK_FLAG_DATA_ONLY |
+					       BLOCK_FLAG_READ_ONLY,
+					       count_block, t);
 	}
 	if (scan)
 		ext2fs_close_inode_scan(scan);

@@ -223,6 +223,10 @@ errcode_t xr_fsck_note_dir(struct xr_fsck *c, ext2_ino_t ino);
 const char *xr_fsck_ino_name(struct xr_fsck *c, ext2_ino_t ino, char *buf,
 			     size_t len);
 const char *xr_fsck_range(blk64_t s, blk64_t e, char *buf, size_t len);
+errcode_t xr_fsck_owner_inos(struct xr_fsck *c, blk64_t s, blk64_t e,
+			     __u32 **v, size_t *n);
+errcode_t xr_fsck_owners(struct xr_fsck *c, blk64_t s, blk64_t e,
+			 size_t max, char **out);
 void xr_fsck_names_free(struct xr_fsck *c);
 #define XR_NAME_LEN	256	/* room for "N (/path)", the path cut */
 /* fsck_sort.c */
@@ -245,15 +249,18 @@ errcode_t xr_fsck_check_tree_blocks(struct xr_fsck *c);
 /* fsck_compare.c (passes 2, 3) */
 errcode_t xr_fsck_structure(struct xr_fsck *c);
 errcode_t xr_fsck_compare(struct xr_fsck *c);
-void xr_fsck_describe(struct xr_fsck *c, blk64_t start, blk64_t end,
-		      char *buf, size_t len);
 /* fsck_unshare.c */
-/* keep: which inodes keep their mapping of the range (the rest copy) */
-#define XR_UNS_KEEP_NONE	0	/* metadata: every file copies */
-#define XR_UNS_KEEP_FIRST	1	/* -E unshare: the first inode keeps */
-#define XR_UNS_KEEP_SPECIAL	2	/* directories, reserved inodes keep */
+/*
+ * keep: how many mappings of each block keep it, those of its oldest
+ * owners (the rest get copies): XR_UNS_KEEP_NONE for a block that is
+ * metadata (every file copies), the record's count for a count too low,
+ * or XR_UNS_KEEP_SPECIAL: directories and reserved inodes keep theirs.
+ */
+#define XR_UNS_KEEP_NONE	0U
+#define XR_UNS_KEEP_FIRST	1U
+#define XR_UNS_KEEP_SPECIAL	0xffffffffU
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
-			       int keep);
+			       __u32 keep);
 /* fsck_special.c */
 int xr_fsck_special_ino(const struct xr_fsck *c, ext2_ino_t ino);
 void xr_fsck_check_special(struct xr_fsck *c);

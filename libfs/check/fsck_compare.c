@@ -121,48 +121,6 @@ errcode_t xr_fsck_structure(struct xr_fsck *c)
 	return c->err;
 }
 
-/* Up to four inodes that map blocks in [s, e). */
-void xr_fsck_describe(struct xr_fsck *c, blk64_t s, blk64_t e, char *buf,
-		      size_t len)
-{
-	size_t i, shown = 0, more = 0;
-	char name[XR_NAME_LEN];
-	__u32 seen[4];
-	int off = 0;
-
-	buf[0] = 0;
-	if (c->probe) {		/* its problems are reported by the full run */
-		snprintf(buf, len, "none");
-		return;
-	}
-	for (i = xr_fsck_first_map(c, s); i < c->nmap && c->map[i].pblk < e;
-	     i++) {
-		size_t k;
-
-		if (c->map[i].pblk + c->map[i].len <= s)
-			continue;
-		for (k = 0; k < shown && seen[k] != c->map[i].ino; k++)
-			;
-		if (k < shown)
-			continue;
-		if (shown == 4) {
-			more = 1;
-			break;
-		}
-		seen[shown++] = c->map[i].ino;
-		off += snprintf(buf + off, len - off, "%s%s",
-				shown > 1 ? ", " : "",
-				xr_fsck_ino_name(c, c->map[i].ino, name,
-						 sizeof(name)));
-		if ((size_t)off >= len)
-			break;
-	}
-	if (more && (size_t)off + 6 < len)
-		strcat(buf, ", ...");
-	if (!shown)
-		snprintf(buf, len, "none");
-}
-
 struct cmp {
 	struct xr_fsck		*c;
 	struct extref_rec	*t;	/* the tree's records */
@@ -176,13 +134,46 @@ struct cmp {
 };
 
 /*
+ * Under -E unshare, blocks mapped more often than recorded keep as many
+ * mappings as there are (the oldest owners'), the rest get copies: for a
+ * block with no record one, for a count too low the count.
+ */
+static errcode_t note_unshare(struct cmp *m)
+{
+	if (!m->c->opts->unshare)
+		return 0;
+	if (m->code == PR_X_SHARED_NO_RECORD)
+		return xr_fsck_note_unshare(m->c, m->ps, m->pe, 1);
+	if (m->code == PR_X_COUNT_TOO_LOW)
+		return xr_fsck_note_unshare(m->c, m->ps, m->pe, m->ptc);
+	return 0;
+}
+
+/*
+ * The owners named: all of them for a count too low (a cross-link: the
+ * intruder is one of them) or with -v, else the first four.
+ */
+static size_t owners_shown(const struct cmp *m)
+{
+	return m->code == PR_X_COUNT_TOO_LOW || m->c->opts->verbose ? 0 : 4;
+}
+
+/* A count too low: the other repair, when it was not asked for. */
+static const char *way_out(const struct cmp *m)
+{
+	if (m->code != PR_X_COUNT_TOO_LOW || m->c->opts->unshare)
+		return "";
+	return "; -E unshare gives the newest owners their own copies";
+}
+
+/*
  * Defer the problem being coalesced.  A failure (memory) is kept in
  * c->err, the first one only, and ends the pass: a problem dropped would
  * let a damaged tree pass as sound.
  */
 static void report(struct cmp *m)
 {
-	char who[4 * XR_NAME_LEN + 8], what[48], times[24];
+	char what[48], times[24], *who = NULL;
 	__u32 mapped;
 	errcode_t err;
 
@@ -194,21 +185,23 @@ static void report(struct cmp *m)
 		m->code = 0;
 		return;
 	}
-	if (m->code == PR_X_SHARED_NO_RECORD && m->c->opts->unshare &&
-	    xr_fsck_note_unshare(m->c, m->ps, m->pe, XR_UNS_KEEP_FIRST) &&
-	    !m->c->err)
-		m->c->err = EXT2_ET_NO_MEMORY;
-	xr_fsck_describe(m->c, m->ps, m->pe, who, sizeof(who));
+	err = note_unshare(m);
+	if (!err)
+		err = xr_fsck_owners(m->c, m->ps, m->pe, owners_shown(m), &who);
 	mapped = m->pec ? m->pec : (m->ptc ? 1 : 0);
 	if (mapped == 1)
 		snprintf(times, sizeof(times), "once");
 	else
 		snprintf(times, sizeof(times), "%u times", mapped);
-	err = xr_problem_defer(m->c, m->code,
-			       "%s: recorded %u, mapped %s, by %s %s",
-			       xr_fsck_range(m->ps, m->pe, what, sizeof(what)),
-			       m->ptc, times, mapped == 1 ? "inode" : "inodes",
-			       who);
+	if (!err)
+		err = xr_problem_defer(m->c, m->code,
+				       "%s: recorded %u, mapped %s, by %s %s%s",
+				       xr_fsck_range(m->ps, m->pe, what,
+						     sizeof(what)),
+				       m->ptc, times,
+				       mapped == 1 ? "inode" : "inodes", who,
+				       way_out(m));
+	ext2fs_free_mem(&who);
 	if (err && !m->c->err)
 		m->c->err = err;
 	m->code = 0;

@@ -9,6 +9,7 @@
  * for it.  The directories are those the inode scan met.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "extref_fsck_int.h"
 
@@ -94,6 +95,80 @@ const char *xr_fsck_ino_name(struct xr_fsck *c, ext2_ino_t ino, char *buf,
 	snprintf(buf, len, "%u (%s)", ino, name);
 	ext2fs_free_mem(&name);
 	return buf;
+}
+
+static int ino_cmp(const void *a, const void *b)
+{
+	__u32 x = *(const __u32 *)a, y = *(const __u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The distinct inodes that map blocks of [s, e), ascending, into *v
+ * (allocated; *n of them).  Linear in the mappings that reach the range.
+ */
+errcode_t xr_fsck_owner_inos(struct xr_fsck *c, blk64_t s, blk64_t e,
+			     __u32 **v, size_t *n)
+{
+	size_t i, k, cap = 0;
+	errcode_t err = 0;
+
+	*v = NULL;
+	*n = 0;
+	for (i = xr_fsck_first_map(c, s); !err && i < c->nmap &&
+	     c->map[i].pblk < e; i++) {
+		if (c->map[i].pblk + c->map[i].len <= s)
+			continue;
+		err = xr_grow(v, &cap, *n, sizeof(**v));
+		if (!err)
+			(*v)[(*n)++] = c->map[i].ino;
+	}
+	if (err) {
+		ext2fs_free_mem(v);
+		*n = 0;
+		return err;
+	}
+	qsort(*v, *n, sizeof(**v), ino_cmp);
+	for (i = k = 0; i < *n; i++)
+		if (!k || (*v)[k - 1] != (*v)[i])
+			(*v)[k++] = (*v)[i];
+	*n = k;
+	return 0;
+}
+
+/*
+ * "N (/path), M (/path)" for the inodes mapping [s, e), ascending, into
+ * *out (allocated): at most max of them (0: all), then ", and K more".
+ */
+errcode_t xr_fsck_owners(struct xr_fsck *c, blk64_t s, blk64_t e,
+			 size_t max, char **out)
+{
+	char name[XR_NAME_LEN];
+	size_t i, n, shown, len, off = 0;
+	__u32 *v;
+	errcode_t err;
+
+	*out = NULL;
+	v = NULL;
+	n = 0;
+	/* the probe's problems are reported by the full run */
+	err = c->probe ? 0 : xr_fsck_owner_inos(c, s, e, &v, &n);
+	if (err)
+		return err;
+	shown = max && n > max ? max : n;
+	len = shown * (XR_NAME_LEN + 2) + 64;
+	err = ext2fs_get_mem(len, out);
+	for (i = 0; !err && i < shown; i++)
+		off += snprintf(*out + off, len - off, "%s%s", i ? ", " : "",
+				xr_fsck_ino_name(c, v[i], name, sizeof(name)));
+	if (!err && shown < n)
+		snprintf(*out + off, len - off, ", and %zu more (-v names "
+			 "all)", n - shown);
+	if (!err && !n)
+		snprintf(*out, len, "none");
+	ext2fs_free_mem(&v);
+	return err;
 }
 
 /* "block S" or "blocks S-L" for [s, e) into buf. */

@@ -177,8 +177,8 @@ static errcode_t scan_inode(struct xr_fsck *c, ext2_ino_t ino,
 		return xr_fsck_extent_root(c, ino, inode);
 	if (ino == EXT2_RESIZE_INO)
 		return 0;	/* its blocks are the reserved GDT blocks */
-	err = ext2fs_block_iterate3(c->fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
-				    scan_block, &w);
+	err = extref_block_iterate(c->fs, ino, BLOCK_FLAG_READ_ONLY, scan_block,
+			       &w);
 	if (err && !w.err)
 		return xr_fsck_scan_bad(c, ino, err, 0, 0);
 	return w.err;

@@ -54,7 +54,8 @@ static const struct xr_problem table[] = {
 	  "block of inode 5 is also mapped elsewhere (by another inode, or twice)",
 	  "give the tree new blocks", 1),
 	P(PR_X_COUNT_TOO_LOW, COUNT_TOO_LOW,
-	  "reference count too low: a write could go through into another file",
+	  "reference count too low: a cross-link, data may already be "
+	  "overwritten",
 	  "raise the count", 1),
 	P(PR_X_COUNT_TOO_HIGH, COUNT_TOO_HIGH,
 	  "reference count too high: space leaked",
@@ -92,12 +93,44 @@ const struct extref_problem_info *extref_problem_table(size_t *n)
 	return info;
 }
 
-/* "0xCODE description: detail", without the colon when there is no detail. */
-static void say(char *buf, size_t len, int code, const char *description,
-		const char *detail)
+/* printf into a string of its own size (NULL when out of memory). */
+static char *vformat(const char *fmt, va_list ap)
 {
-	snprintf(buf, len, "0x%04x %s%s%s", code, description,
-		 *detail ? ": " : "", detail);
+	va_list aq;
+	char *s = NULL;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0 || ext2fs_get_mem(n + 1, &s))
+		return NULL;
+	vsnprintf(s, n + 1, fmt, ap);
+	return s;
+}
+
+static char *format(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	s = vformat(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/*
+ * "0xCODE description: detail", without the colon when there is no
+ * detail, then tail (the fix said); NULL when out of memory.
+ */
+static char *say(int code, const char *description, const char *detail,
+		 const char *tail)
+{
+	return format("0x%04x %s%s%s%s", code, description,
+		      *detail ? ": " : "", detail, tail);
 }
 
 /* What the fix of a problem does, as said after it. */
@@ -105,6 +138,8 @@ static const char *fix_text(const struct xr_fsck *c, const struct xr_problem *p)
 {
 	if (p->code == PR_X_SHARED_NO_RECORD && c->opts->unshare)
 		return "give each extra mapping its own copy";
+	if (p->code == PR_X_COUNT_TOO_LOW && c->opts->unshare)
+		return "give the newest owners their own copies";
 	return p->fix;
 }
 
@@ -134,6 +169,49 @@ static int ask(struct xr_fsck *c, const struct xr_problem *p,
 	return c->opts->ask(&r, c->opts->priv) != 0;
 }
 
+/* The mode's answer, before the front end is asked (ASK). */
+static int decide(const struct xr_fsck *c, const struct xr_problem *p)
+{
+	if (c->no_fix || !p->fix)
+		return 0;
+	return c->opts->mode == EXTREF_FSCK_YES ||
+	       (c->opts->mode == EXTREF_FSCK_PREEN && p->preen_ok);
+}
+
+/* Report one problem, its detail made; returns 1 when to fix it. */
+static int problem(struct xr_fsck *c, const struct xr_problem *p,
+		   const char *detail)
+{
+	struct extref_problem_report r = { 0 };
+	const char *fixtext = fix_text(c, p);
+	char *line, tail[160] = "";
+	int fix = decide(c, p);
+
+	if (p->fix && c->opts->mode == EXTREF_FSCK_ASK && !c->no_fix) {
+		line = say(p->code, p->description, detail, "");
+		fix = line ? ask(c, p, line) : 0;
+		count(c, p, fix);
+		ext2fs_free_mem(&line);
+		return fix;
+	}
+	if (p->fix && c->opts->mode == EXTREF_FSCK_NO)
+		snprintf(tail, sizeof(tail), " (would %s)", fixtext);
+	else if (p->fix)
+		snprintf(tail, sizeof(tail), " (%s%s)", fix ? "" : "not done: ",
+			 fixtext);
+	line = say(p->code, p->description, detail, tail);
+	count(c, p, fix);
+	r.code = p->code;
+	r.message = line ? line : p->description;
+	r.fixed = fix;
+	r.preen_ok = p->preen_ok;
+	r.fix_text = p->fix ? fixtext : NULL;
+	if (c->opts->report)
+		c->opts->report(&r, c->opts->priv);
+	ext2fs_free_mem(&line);
+	return fix;
+}
+
 /*
  * Decide whether a problem gets fixed in this mode, and report it:
  * "PROBLEM 0xCODE: description: detail.  Fix? yes|no" shaped as one line,
@@ -143,46 +221,19 @@ static int ask(struct xr_fsck *c, const struct xr_problem *p,
 int xr_problem(struct xr_fsck *c, int code, const char *fmt, ...)
 {
 	const struct xr_problem *p = xr_problem_find(code);
-	struct extref_problem_report r = { 0 };
-	const char *fixtext = fix_text(c, p);
-	char detail[1536], line[2048];
-	int fix = 0;
+	char *detail;
 	va_list ap;
+	int fix;
 
 	if (c->probe) {		/* the full run reports it */
 		c->probe_dirty = 1;
 		return 0;
 	}
 	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
+	detail = vformat(fmt, ap);
 	va_end(ap);
-	if (p->fix && c->opts->mode == EXTREF_FSCK_ASK && !c->no_fix) {
-		say(line, sizeof(line), code, p->description, detail);
-		fix = ask(c, p, line);
-		count(c, p, fix);
-		return fix;
-	}
-	if (c->opts->mode == EXTREF_FSCK_YES && p->fix)
-		fix = 1;
-	else if (p->fix && c->opts->mode == EXTREF_FSCK_PREEN && p->preen_ok)
-		fix = 1;
-	if (c->no_fix)
-		fix = 0;
-	say(line, sizeof(line), code, p->description, detail);
-	if (p->fix && c->opts->mode == EXTREF_FSCK_NO)
-		snprintf(line + strlen(line), sizeof(line) - strlen(line),
-			 " (would %s)", fixtext);
-	else if (p->fix)
-		snprintf(line + strlen(line), sizeof(line) - strlen(line),
-			 " (%s%s)", fix ? "" : "not done: ", fixtext);
-	count(c, p, fix);
-	r.code = code;
-	r.message = line;
-	r.fixed = fix;
-	r.preen_ok = p->preen_ok;
-	r.fix_text = p->fix ? fixtext : NULL;
-	if (c->opts->report)
-		c->opts->report(&r, c->opts->priv);
+	fix = problem(c, p, detail ? detail : "");
+	ext2fs_free_mem(&detail);
 	return fix;
 }
 
@@ -194,25 +245,25 @@ static int ask_group(struct xr_fsck *c)
 {
 	struct extref_problem_report r = { 0 };
 	const struct xr_problem *p;
-	char line[2048];
+	char *line, group[96];
 	size_t i;
 	int fix;
 
 	for (i = 0; i < c->npend; i++) {
 		p = xr_problem_find(c->pend[i].code);
-		say(line, sizeof(line), p->code, p->description,
-		    c->pend[i].detail);
+		line = say(p->code, p->description, c->pend[i].detail, "");
 		r.code = p->code;
-		r.message = line;
+		r.message = line ? line : p->description;
 		r.preen_ok = p->preen_ok;
 		r.fix_text = fix_text(c, p);
 		if (c->opts->report)
 			c->opts->report(&r, c->opts->priv);
+		ext2fs_free_mem(&line);
 	}
-	snprintf(line, sizeof(line), "%zu problem%s of the reference-count "
+	snprintf(group, sizeof(group), "%zu problem%s of the reference-count "
 		 "tree above", c->npend, c->npend == 1 ? "" : "s");
 	p = xr_problem_find(c->pend[0].code);
-	fix = ask(c, p, line);
+	fix = ask(c, p, group);
 	for (i = 0; i < c->npend; i++)
 		count(c, xr_problem_find(c->pend[i].code), fix);
 	return fix;
@@ -225,7 +276,7 @@ static int ask_group(struct xr_fsck *c)
 errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 {
 	struct xr_pending_problem *p;
-	char detail[1536];
+	char *detail;
 	va_list ap;
 	errcode_t err;
 
@@ -233,17 +284,16 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 		c->probe_dirty = 1;
 		return 0;
 	}
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
 	err = xr_grow(&c->pend, &c->cappend, c->npend, sizeof(*c->pend));
 	if (err)
 		return err;
+	va_start(ap, fmt);
+	detail = vformat(fmt, ap);
+	va_end(ap);
+	if (!detail)
+		return EXT2_ET_NO_MEMORY;
 	p = &c->pend[c->npend];
-	err = ext2fs_get_mem(strlen(detail) + 1, &p->detail);
-	if (err)
-		return err;
-	strcpy(p->detail, detail);
+	p->detail = detail;
 	p->code = code;
 	c->npend++;
 	return 0;

@@ -40,8 +40,9 @@ static errcode_t map_journal(ext2_filsys fs, ext2_ino_t ino, blk64_t n,
 	err = ext2fs_get_arrayzero(n, sizeof(blk64_t), &c.map);
 	if (err)
 		return err;
-	err = ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_READ_ONLY |
-				    BLOCK_FLAG_DATA_ONLY, NULL, map_one, &c);
+	err = extref_block_iterate(fs, ino,
+			       BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+			       map_one, &c);
 	if (!err)
 		err = c.err;
 	for (i = 0; !err && i < n; i++)

@@ -5,7 +5,7 @@
 #define XR_JOURNAL_INT_H
 
 #include <ext2fs/ext2fs.h>
-#include "extref_format.h"
+#include "extref.h"
 #include "extref_err.h"
 #include "xr_journal.h"
 

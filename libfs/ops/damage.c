@@ -83,9 +83,10 @@ static blk64_t find_bad_block(extref_fs_t xfs, ext2_ino_t ino, errcode_t err)
 		else if (err == EXT2_ET_EXT_ATTR_CSUM_INVALID)
 			b.blk = ext2fs_file_acl_block(fs, &inode);
 		else if (err == EXT2_ET_DIR_CSUM_INVALID)
-			ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_READ_ONLY |
-					      BLOCK_FLAG_DATA_ONLY, NULL,
-					      check_dir_block, &b);
+			extref_block_iterate(fs, ino,
+					 BLOCK_FLAG_READ_ONLY |
+					 BLOCK_FLAG_DATA_ONLY,
+					 check_dir_block, &b);
 	}
 	fs->flags = (fs->flags & ~EXT2_FLAG_IGNORE_CSUM_ERRORS) | saved;
 	ext2fs_free_mem(&b.buf);

@@ -121,6 +121,8 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 	/* one block of scratch per level below the root */
 	max = left = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode) /
 		     (fs->blocksize / 512);
+	if (max > ext2fs_blocks_count(fs->super))	/* i_blocks: 48 bits */
+		max = left = ext2fs_blocks_count(fs->super);
 	err = ext2fs_get_array(depth, fs->blocksize, &bufs);
 	if (!err)
 		err = check_subtree(fs, ino, eh, depth, bufs, &left);

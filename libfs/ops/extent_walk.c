@@ -63,6 +63,24 @@ static errcode_t walk_start(ext2_extent_handle_t h, blk64_t lblk, int *op)
 	return err;
 }
 
+/*
+ * The most steps a walk of a sound tree takes: each node is entered
+ * once and each of its entries met at most twice (down and back up),
+ * and the nodes are at most the inode's blocks, at most the
+ * filesystem's.  Index entries that all name one block would make
+ * libext2fs's walk go down into it again and again (entries to the
+ * power of the depth): past this bound the tree is damaged.
+ */
+static __u64 walk_bound(ext2_filsys fs, const struct ext2_inode *inode)
+{
+	blk64_t nodes = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)
+						 inode) / (fs->blocksize / 512);
+
+	if (nodes > ext2fs_blocks_count(fs->super))
+		nodes = ext2fs_blocks_count(fs->super);
+	return 2 * (nodes + 1) * (fs->blocksize / 12 + 1);
+}
+
 errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
 			      struct ext2_inode *inode, int flags,
 			      blk64_t lblk, xr_extent_func func, void *priv)
@@ -71,9 +89,10 @@ errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
 	struct ext2fs_extent e;
 	errcode_t err;
 	int op, seek;
-	int next = (flags & XR_WALK_INDEX) ? EXT2_EXTENT_NEXT :
-		   EXT2_EXTENT_NEXT_LEAF;
+	/* one entry a step, index entries too, so that the steps count */
+	int next = EXT2_EXTENT_NEXT;
 	blk64_t seen_end = 0;	/* a seek's walk: end of the last extent */
+	__u64 steps = walk_bound(fs, inode);
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
 		return EXT2_ET_INODE_NOT_EXTENT;
@@ -84,6 +103,10 @@ errcode_t xr_extent_walk_from(ext2_filsys fs, ext2_ino_t ino,
 	seek = op == EXT2_EXTENT_CURRENT;
 	while (!err && !(err = ext2fs_extent_get(h, op, &e))) {
 		op = next;
+		if (!steps--) {
+			err = EXT2_ET_EXTENT_INDEX_BAD;
+			break;
+		}
 		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
 			continue;
 		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF) &&

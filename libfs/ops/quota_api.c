@@ -63,7 +63,9 @@ static errcode_t quota_set_op(extref_fs_t xfs, int type, __u32 id,
 
 	if (!(fs->flags & EXT2_FLAG_RW))
 		return EXT2_ET_RO_FILSYS;
-	err = xr_quota_flush(fs);
+	err = xr_quota_verify(xfs);	/* as every writer: the whole file */
+	if (!err)
+		err = xr_quota_flush(fs);
 	if (!err)
 		err = xr_qfile_open(fs, type, &qf);
 	if (err)
@@ -145,7 +147,7 @@ static errcode_t usage_add(struct usages *u, int type, __u32 id,
 
 	for (size_t i = 0; i < u->n; i++)
 		if (u->v[i].type == type && u->v[i].id == id) {
-			u->v[i].bytes += bytes;
+			u->v[i].bytes = xr_usage_add(u->v[i].bytes, bytes);
 			u->v[i].inodes++;
 			return 0;
 		}
@@ -259,7 +261,9 @@ static errcode_t quota_recompute_op(extref_fs_t xfs)
 		return EXT2_ET_RO_FILSYS;
 	if (!ext2fs_has_feature_quota(fs->super))
 		return 0;
-	err = xr_quota_flush(fs);
+	err = xr_quota_verify(xfs);
+	if (!err)
+		err = xr_quota_flush(fs);
 	if (!err)
 		err = scan_usage(fs, &u);
 	for (int t = 0; !err && t < XR_QTYPES; t++)

@@ -16,7 +16,7 @@
 static int over(__u64 cur, __u64 more, __u64 soft, __u64 hard,
 		__u64 grace_end, __u64 now)
 {
-	__u64 n = cur + more;
+	__u64 n = xr_usage_add(cur, more);
 
 	if (!more)
 		return 0;
@@ -193,7 +193,7 @@ static errcode_t est_add(struct estimate *e, const __u32 id[XR_QTYPES],
 		memset(&e->v[e->n], 0, sizeof(e->v[0]));
 		memcpy(e->v[e->n++].id, id, sizeof(e->v[0].id));
 	}
-	e->v[i].bytes += bytes;
+	e->v[i].bytes = xr_usage_add(e->v[i].bytes, bytes);
 	e->v[i].inodes++;
 	return 0;
 }

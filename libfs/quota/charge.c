@@ -12,6 +12,7 @@
  * orphan file nor an EA inode.  Nothing is allocated in the hook: the
  * quota files grow only in the flush, between operations.
  */
+#include <stdint.h>
 #include <string.h>
 #include "quota/xr_quota.h"
 #include "base/extref_vec.h"
@@ -220,9 +221,9 @@ static errcode_t check_unshared(extref_fs_t xfs, ext2_ino_t ino)
 
 	if (!c.tree)
 		return 0;
-	err = ext2fs_block_iterate3(extref_fs_ext2(xfs), ino,
-				    BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
-				    NULL, unshared_blk, &c);
+	err = extref_block_iterate(extref_fs_ext2(xfs), ino,
+			       BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+			       unshared_blk, &c);
 	return err ? err : c.err;
 }
 
@@ -253,6 +254,16 @@ errcode_t xr_quota_verify(extref_fs_t xfs)
 	return err;
 }
 
+/* a + b, kept in [-2^63, 2^63-1]. */
+static __s64 add_s64(__s64 a, __s64 b)
+{
+	__s64 r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* One id's change in an operation. */
 struct delta {
 	int	type;
@@ -272,8 +283,8 @@ static errcode_t add_delta(struct deltas *d, int type, __u32 id,
 
 	for (size_t i = 0; i < d->n; i++)
 		if (d->v[i].type == type && d->v[i].id == id) {
-			d->v[i].bytes += bytes;
-			d->v[i].inodes += inodes;
+			d->v[i].bytes = add_s64(d->v[i].bytes, bytes);
+			d->v[i].inodes = add_s64(d->v[i].inodes, inodes);
 			return 0;
 		}
 	err = xr_grow(&d->v, &d->cap, d->n, sizeof(*d->v));
@@ -297,11 +308,16 @@ static errcode_t add_charge(struct deltas *d, ext2_filsys fs,
 	return err;
 }
 
+/* v + d, kept in [0, XR_USAGE_MAX]. */
 static __u64 add_clamped(__u64 v, __s64 d)
 {
-	if (d < 0 && (__u64)-d > v)
-		return 0;
-	return v + d;
+	__u64 m = d < 0 ? -(__u64)d : (__u64)d;
+
+	if (d == 0)
+		return v;
+	if (d > 0)
+		return xr_usage_add(v, m);
+	return m > v ? 0 : v - m;
 }
 
 /*

@@ -5,7 +5,8 @@
  * magic, any block number, any entry count.  A file that does not hold
  * together is EXTREF_ERR_QUOTA_FILE; nothing is written from it.  The
  * tree has a fixed depth, so a walk cannot loop; the free lists are
- * only ever taken at their head.
+ * checked whole (xr_qfile_verify) and then only ever taken at their
+ * head.
  */
 #include <string.h>
 #include "quota/xr_quota.h"
@@ -212,6 +213,13 @@ static unsigned char *entry_at(unsigned char *buf, unsigned slot)
 		slot * sizeof(struct xr_qt_disk_dqblk);
 }
 
+/* A block limit in bytes; one past 2^64-1 is 2^64-1 (none wraps to small). */
+static __u64 limit_bytes(__u64 units)
+{
+	return units > ~(__u64)0 / XR_QT_LIMIT_UNIT ? ~(__u64)0
+						    : units * XR_QT_LIMIT_UNIT;
+}
+
 static void dq_from_disk(const unsigned char *e, struct xr_dquot *dq)
 {
 	struct xr_qt_disk_dqblk d, marker;
@@ -223,8 +231,8 @@ static void dq_from_disk(const unsigned char *e, struct xr_dquot *dq)
 	dq->ihard = ext2fs_le64_to_cpu(d.dqb_ihardlimit);
 	dq->isoft = ext2fs_le64_to_cpu(d.dqb_isoftlimit);
 	dq->curinodes = ext2fs_le64_to_cpu(d.dqb_curinodes);
-	dq->bhard = ext2fs_le64_to_cpu(d.dqb_bhardlimit) * XR_QT_LIMIT_UNIT;
-	dq->bsoft = ext2fs_le64_to_cpu(d.dqb_bsoftlimit) * XR_QT_LIMIT_UNIT;
+	dq->bhard = limit_bytes(ext2fs_le64_to_cpu(d.dqb_bhardlimit));
+	dq->bsoft = limit_bytes(ext2fs_le64_to_cpu(d.dqb_bsoftlimit));
 	dq->curspace = ext2fs_le64_to_cpu(d.dqb_curspace);
 	dq->btime = ext2fs_le64_to_cpu(d.dqb_btime);
 	dq->itime = ext2fs_le64_to_cpu(d.dqb_itime);
@@ -497,14 +505,19 @@ errcode_t xr_qfile_put(struct xr_qfile *qf, struct xr_dquot *dq)
 /*
  * Every entry reachable from the tree, in id order.  A data block holds
  * up to 14 ids and is reached once for each: an entry is reported only
- * on its own id's path.  A tree block reached twice is a corrupt file
- * (each has one parent), which also bounds the walk.
+ * on its own id's path.  A tree block reached twice (each has one
+ * parent), or a block that is both a tree and a data block, is a corrupt
+ * file.  Blocks reached are kept in bitmaps over the file's blocks
+ * (rbtree: a sparse file of 2^32 blocks costs what it holds), so the
+ * walk reads each tree block once and each data block at most 14 times
+ * plus once; a hole reads as a block without references.  The cost is
+ * linear in the file's size.
  */
 struct walk {
-	struct xr_qfile	*qf;
-	xr_dquot_func	func;
-	void		*priv;
-	ext2_u32_list	seen;
+	struct xr_qfile		*qf;
+	xr_dquot_func		func;
+	void			*priv;
+	ext2fs_block_bitmap	tree, data;	/* blocks reached */
 };
 
 static errcode_t walk_data(struct walk *w, __u32 blk, __u32 id)
@@ -512,8 +525,12 @@ static errcode_t walk_data(struct walk *w, __u32 blk, __u32 id)
 	unsigned char b[XR_QT_BLKSIZE];
 	struct xr_qt_disk_dbheader h;
 	struct xr_dquot dq;
-	errcode_t err = read_dblk(w->qf, blk, b, &h);
+	errcode_t err;
 
+	if (ext2fs_test_block_bitmap2(w->tree, blk))
+		return EXTREF_ERR_QUOTA_FILE;
+	ext2fs_mark_block_bitmap2(w->data, blk);
+	err = read_dblk(w->qf, blk, b, &h);
 	for (unsigned i = 0; !err && i < XR_QT_PER_BLOCK; i++) {
 		if (entry_unused(entry_at(b, i)))
 			continue;
@@ -535,11 +552,11 @@ static errcode_t walk(struct walk *w, __u32 blk, int depth, __u32 id)
 
 	if (depth == XR_QT_DEPTH)
 		return walk_data(w, blk, id);
-	if (ext2fs_u32_list_test(w->seen, blk))
+	if (ext2fs_test_block_bitmap2(w->tree, blk) ||
+	    ext2fs_test_block_bitmap2(w->data, blk))
 		return EXTREF_ERR_QUOTA_FILE;
-	err = ext2fs_u32_list_add(w->seen, blk);
-	if (!err)
-		err = read_blk(w->qf, blk, b);
+	ext2fs_mark_block_bitmap2(w->tree, blk);
+	err = read_blk(w->qf, blk, b);
 	for (unsigned i = 0; !err && i < XR_QT_REFS; i++) {
 		__u32 r = tree_ref(b, i);
 
@@ -552,15 +569,43 @@ static errcode_t walk(struct walk *w, __u32 blk, int depth, __u32 id)
 	return err;
 }
 
+static errcode_t new_map(struct xr_qfile *qf, const char *descr,
+			 ext2fs_block_bitmap *ret)
+{
+	__u64 last = qf->hdr.dqi_blocks - 1;
+
+	return ext2fs_alloc_generic_bmap(qf->fs, EXT2_ET_MAGIC_BLOCK_BITMAP64,
+					 EXT2FS_BMAP64_RBTREE, 0, last, last,
+					 descr, ret);
+}
+
+static void walk_done(struct walk *w)
+{
+	if (w->tree)
+		ext2fs_free_block_bitmap(w->tree);
+	if (w->data)
+		ext2fs_free_block_bitmap(w->data);
+}
+
+/* The walk, its bitmaps left for the caller (walk_done). */
+static errcode_t walk_tree(struct walk *w)
+{
+	errcode_t err = new_map(w->qf, "quota tree blocks", &w->tree);
+
+	if (!err)
+		err = new_map(w->qf, "quota data blocks", &w->data);
+	if (!err)
+		err = walk(w, XR_QT_TREEOFF, 0, 0);
+	return err;
+}
+
 errcode_t xr_qfile_iterate(struct xr_qfile *qf, xr_dquot_func func,
 			   void *priv)
 {
-	struct walk w = { qf, func, priv, NULL };
-	errcode_t err = ext2fs_u32_list_create(&w.seen, 16);
+	struct walk w = { qf, func, priv, NULL, NULL };
+	errcode_t err = walk_tree(&w);
 
-	if (!err)
-		err = walk(&w, XR_QT_TREEOFF, 0, 0);
-	ext2fs_u32_list_free(w.seen);
+	walk_done(&w);
 	return err;
 }
 
@@ -572,22 +617,65 @@ static errcode_t no_op(const struct xr_dquot *dq, void *priv)
 }
 
 /*
- * The whole file checked: every tree and data block reachable, and the
- * heads of both lists, so that a flush later finds nothing it must
- * refuse half-way.
+ * The list of free blocks: each outside the tree, none twice (a loop
+ * would hand out a block in use).  Marked in the tree map as they are
+ * passed, so the list is at most as long as the file.
  */
-errcode_t xr_qfile_verify(struct xr_qfile *qf)
+static errcode_t check_free_blks(struct walk *w)
 {
 	struct xr_qt_disk_dbheader h;
 	unsigned char b[XR_QT_BLKSIZE];
-	errcode_t err = xr_qfile_iterate(qf, no_op, NULL);
+	__u32 blk = w->qf->hdr.dqi_free_blk;
+	errcode_t err = 0;
 
-	if (!err && qf->hdr.dqi_free_blk)
-		err = read_dblk(qf, qf->hdr.dqi_free_blk, b, &h);
-	if (!err && qf->hdr.dqi_free_entry) {
-		err = read_dblk(qf, qf->hdr.dqi_free_entry, b, &h);
+	while (!err && blk) {
+		if (ext2fs_test_block_bitmap2(w->tree, blk) ||
+		    ext2fs_test_block_bitmap2(w->data, blk))
+			return EXTREF_ERR_QUOTA_FILE;
+		ext2fs_mark_block_bitmap2(w->tree, blk);
+		err = read_dblk(w->qf, blk, b, &h);
+		blk = err ? 0 : h.dqdh_next_free;
+	}
+	return err;
+}
+
+/*
+ * The list of data blocks with a free entry: each a data block of the
+ * tree with room, none twice (unmarked in the data map as passed).
+ */
+static errcode_t check_free_entries(struct walk *w)
+{
+	struct xr_qt_disk_dbheader h;
+	unsigned char b[XR_QT_BLKSIZE];
+	__u32 blk = w->qf->hdr.dqi_free_entry;
+	errcode_t err = 0;
+
+	while (!err && blk) {
+		if (!ext2fs_test_block_bitmap2(w->data, blk))
+			return EXTREF_ERR_QUOTA_FILE;
+		ext2fs_unmark_block_bitmap2(w->data, blk);
+		err = read_dblk(w->qf, blk, b, &h);
 		if (!err && h.dqdh_entries >= XR_QT_PER_BLOCK)
 			err = EXTREF_ERR_QUOTA_FILE;
+		blk = err ? 0 : h.dqdh_next_free;
 	}
+	return err;
+}
+
+/*
+ * The whole file checked: every tree and data block reachable, and both
+ * lists whole, so that a flush later finds nothing it must refuse
+ * half-way and takes no block that is in use.
+ */
+errcode_t xr_qfile_verify(struct xr_qfile *qf)
+{
+	struct walk w = { qf, no_op, NULL, NULL, NULL };
+	errcode_t err = walk_tree(&w);
+
+	if (!err)
+		err = check_free_blks(&w);
+	if (!err)
+		err = check_free_entries(&w);
+	walk_done(&w);
 	return err;
 }

@@ -20,6 +20,19 @@ struct xr_dquot {
 	unsigned slot;
 };
 
+/*
+ * Usage saturates at the largest the kernel and e2fsprogs can hold (their
+ * qsize_t is signed 64-bit): a sum past it stays there, where a wrapped
+ * sum would read as small, or as negative.
+ */
+#define XR_USAGE_MAX	0x7fffffffffffffffULL
+
+static inline __u64 xr_usage_add(__u64 a, __u64 b)
+{
+	return a >= XR_USAGE_MAX || b >= XR_USAGE_MAX - a ? XR_USAGE_MAX
+							  : a + b;
+}
+
 /* qfile.c: one quota file, opened on the quota inode of type. */
 struct xr_qfile;
 ext2_ino_t xr_quota_inum(ext2_filsys fs, int type);

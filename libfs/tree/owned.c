@@ -111,9 +111,8 @@ static errcode_t build_maps(struct extref_tree *t)
 		err = new_map(fs, "extref tree: mapped twice", &t->own_twice);
 	if (!err) {
 		mark_group_meta(fs, t->meta_blocks);
-		err = ext2fs_block_iterate3(fs, EXTREF_INO,
-					    BLOCK_FLAG_READ_ONLY, NULL,
-					    note_ino5_block, t);
+		err = extref_block_iterate(fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
+				       note_ino5_block, t);
 	}
 	if (err)
 		xr_owned_free(t);
@@ -144,8 +143,8 @@ static errcode_t scan_one(struct extref_tree *t, ext2_ino_t ino,
 		ext2fs_mark_block_bitmap2(t->foreign, acl);
 	if (!ext2fs_inode_has_valid_blocks2(t->fs, inode))
 		return 0;
-	return ext2fs_block_iterate3(t->fs, ino, BLOCK_FLAG_READ_ONLY, NULL,
-				     note_foreign, t);
+	return extref_block_iterate(t->fs, ino, BLOCK_FLAG_READ_ONLY, note_foreign,
+				t);
 }
 
 /*
@@ -267,10 +266,10 @@ errcode_t xr_lblks_prove_from(struct extref_tree *t, __u32 from)
 
 	err = build_maps(t);
 	if (!err)
-		err = ext2fs_block_iterate3(t->fs, EXTREF_INO,
-					    BLOCK_FLAG_READ_ONLY |
-					    BLOCK_FLAG_DATA_ONLY, NULL,
-					    prove_one, &w);
+		err = extref_block_iterate(t->fs, EXTREF_INO,
+				       BLOCK_FLAG_READ_ONLY |
+				       BLOCK_FLAG_DATA_ONLY,
+				       prove_one, &w);
 	return err ? err : w.err;
 }
 

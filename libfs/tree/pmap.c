@@ -75,9 +75,9 @@ errcode_t xr_pmap_load(struct extref_tree *t)
 	err = pmap_reserve(t, t->nblocks);
 	if (err)
 		return err;
-	err = ext2fs_block_iterate3(t->fs, EXTREF_INO,
-				    BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
-				    NULL, pmap_block, &w);
+	err = extref_block_iterate(t->fs, EXTREF_INO,
+			       BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+			       pmap_block, &w);
 	return err ? err : w.err;
 }
 
