@@ -178,6 +178,11 @@ static int edit_block(const struct cmd_args *a, __u64 lblk, unsigned base,
 	if (!ret) {
 		old = get_le(buf + base + f->off, f->size);
 		put_le(buf + base + f->off, f->size, val);
+		/* an edited header carries no stamp: the next writer's open
+		 * proves the counts again (FORMAT.md section 11) */
+		if (header && strcmp(f->name, "stamp"))
+			put_le(buf + offsetof(struct extref_disk_header,
+					      h_stamp), 4, 0);
 		if (!a->opts['n'] &&
 		    !(base == 0 && !strcmp(f->name, "checksum")))
 			put_le(buf + (header ? EXTREF_HDR_CSUM_OFFSET :

@@ -74,8 +74,9 @@ static int wrote(ext2_filsys fs)
 /*
  * At a clean close: the stamp of the state this session leaves, when
  * everything it wrote went through the library's own transactions after
- * a proof (xr_fs_verified); else no stamp, so that an expert's raw edit
- * is proven again at the next open.  The bitmaps are written first: they
+ * a proof (xr_fs_verified); else none (an expert's raw edit cleared the
+ * stamp before it was written: xr_fs_raw_edit), so that it is proven
+ * again at the next open.  The bitmaps are written first: they
  * set the descriptors' checksums, which the stamp covers.
  */
 static errcode_t leave_stamp(extref_fs_t xfs, int proven)
@@ -86,11 +87,10 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
 	if (!t || !(xfs->flags & EXTREF_OPEN_RW) || !wrote(xfs->fs))
 		return 0;
 	err = extref_tree_commit(t);
-	if (!err && proven)
-		err = ext2fs_write_bitmaps(xfs->fs);
-	if (err)
+	if (err || !proven)	/* a raw edit cleared the stamp (handle.c) */
 		return err;
-	return xr_tree_write_stamp(t, proven ? xr_state_stamp(t) : 0);
+	err = ext2fs_write_bitmaps(xfs->fs);
+	return err ? err : xr_tree_write_stamp(t, xr_state_stamp(t));
 }
 
 /*

@@ -2,6 +2,7 @@
  * handle.c --- the image handle's accessors (xr_handle.h), for every
  * layer above the transactions.  image/open.c makes and frees handles.
  */
+#include "tree/extref_int.h"
 #include "txn/xr_handle.h"
 #include "txn/xr_txio.h"
 #include "extref_err.h"
@@ -126,6 +127,20 @@ errcode_t xr_fs_reload_tree(extref_fs_t xfs)
 		return 0;
 	return extref_tree_open(xfs->fs, (xfs->flags & EXTREF_OPEN_RW) ?
 				EXTREF_TREE_RW : 0, &xfs->tree);
+}
+
+errcode_t xr_fs_raw_edit(extref_fs_t xfs)
+{
+	extref_tree_t t = xfs->tree;
+
+	errcode_t err;
+
+	if (!t || !xr_tree_stamp(t) || !(xfs->flags & EXTREF_OPEN_RW))
+		return 0;
+	err = xr_tree_write_stamp(t, 0);
+	/* the edit is taking inode 5's blocks away (drop_tree): no header
+	 * is left to carry a stamp, and no open will find one */
+	return err == EXTREF_ERR_TREE_BLOCK_FOREIGN ? 0 : err;
 }
 
 void xr_fs_mark_verified(extref_fs_t xfs, int proof)

@@ -42,6 +42,8 @@ struct xr_txio {
 	int		in_op;		/* the library's own operation writes */
 	unsigned long	raw;		/* writes from outside its operations */
 	void		*owner;
+	/* called once, before the first write from outside the operations */
+	errcode_t	(*first_raw)(void *owner);
 	ext2_filsys	fs;		/* whose channel it is (tx_get_stats) */
 	__u64		data;		/* file data written since the mark */
 	__u64		uncounted;	/* written for what was dropped since */
@@ -129,6 +131,28 @@ void xr_txio_op(struct xr_txio *t, int delta)
 unsigned long xr_txio_raw_writes(struct xr_txio *t)
 {
 	return t->raw;
+}
+
+void xr_txio_on_first_raw(struct xr_txio *t, errcode_t (*fn)(void *owner))
+{
+	t->first_raw = fn;
+}
+
+/* A write from outside the library's operations: counted, and the first
+ * one calls the owner's hook first (inside an "operation" of its own). */
+static errcode_t note_raw(struct xr_txio *t)
+{
+	errcode_t err = 0;
+
+	if (t->in_op)
+		return 0;
+	if (!t->raw && t->first_raw && t->owner) {
+		t->in_op++;
+		err = t->first_raw(t->owner);
+		t->in_op--;
+	}
+	t->raw++;
+	return err;
 }
 
 /* ---- the table ---- */
@@ -493,11 +517,12 @@ static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
 				int count, const void *data)
 {
 	struct xr_txio *t = chan_txio(ch);
+	errcode_t err = note_raw(t);
 	__u64 off;
 	size_t len;
 
-	if (!t->in_op)
-		t->raw++;
+	if (err)
+		return err;
 	if (!t->holding)
 		return io_channel_write_blk64(t->lower, block, count, data);
 	span(ch, block, count, &off, &len);
@@ -589,9 +614,10 @@ static errcode_t tx_discard(io_channel ch, unsigned long long block,
 			    unsigned long long count)
 {
 	struct xr_txio *t = chan_txio(ch);
+	errcode_t err = note_raw(t);
 
-	if (!t->in_op)
-		t->raw++;
+	if (err)
+		return err;
 	if (t->holding || !t->lower->manager->discard)
 		return EXT2_ET_UNIMPLEMENTED;
 	return t->lower->manager->discard(t->lower, block, count);
@@ -601,9 +627,10 @@ static errcode_t tx_zeroout(io_channel ch, unsigned long long block,
 			    unsigned long long count)
 {
 	struct xr_txio *t = chan_txio(ch);
+	errcode_t err = note_raw(t);
 
-	if (!t->in_op)
-		t->raw++;
+	if (err)
+		return err;
 	if (t->holding || !t->lower->manager->zeroout)
 		return EXT2_ET_UNIMPLEMENTED;
 	return t->lower->manager->zeroout(t->lower, block, count);

@@ -833,6 +833,15 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 	return 0;
 }
 
+/* An expert's raw edit is about to be written: the tree's stamp goes
+ * first (handle.c), so that the next open proves the counts again. */
+static errcode_t first_raw(void *owner)
+{
+	struct xr_tx *tx = owner;
+
+	return xr_fs_raw_edit(tx->xfs);
+}
+
 errcode_t xr_tx_attach(extref_fs_t xfs)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
@@ -860,6 +869,7 @@ errcode_t xr_tx_attach(extref_fs_t xfs)
 		return err;
 	}
 	xr_txio_set_owner(tx->io, tx);
+	xr_txio_on_first_raw(tx->io, first_raw);
 	ext2fs_set_block_alloc_stats_callback(fs, block_cb, &tx->old_cb);
 	ext2fs_set_block_alloc_stats_range_callback(fs, range_cb,
 						    &tx->old_range_cb);

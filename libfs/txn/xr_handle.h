@@ -76,6 +76,12 @@ void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk);
  * operation may skip reading them all again before its first write.
  */
 int xr_fs_verified(extref_fs_t xfs);
+/*
+ * The first write from outside the library's operations (an expert's raw
+ * edit): a stamp in the tree's header is cleared on disk first, so the
+ * next open proves the counts in full whatever the edit did.
+ */
+errcode_t xr_fs_raw_edit(extref_fs_t xfs);
 /* The identity's slot (ops/perm.c fills it; the handle's close frees it). */
 struct extref_cred **xr_fs_identp(extref_fs_t xfs);
 

@@ -82,6 +82,9 @@ unsigned long xr_txio_held_flushes(struct xr_txio *t);
  */
 void xr_txio_op(struct xr_txio *t, int delta);
 unsigned long xr_txio_raw_writes(struct xr_txio *t);
+/* fn(owner) runs once, before the first such write reaches the channel
+ * (txn.c: the tree's stamp goes first); its error fails that write. */
+void xr_txio_on_first_raw(struct xr_txio *t, errcode_t (*fn)(void *owner));
 
 /*
  * Write count blocks of file data at blk, blocks the running operation
