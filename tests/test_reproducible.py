@@ -1,7 +1,7 @@
 """Reproducible images from real trees: the same input gives the same
 image, byte for byte, whatever the process's memory held and whatever
-order the host lists directories in (docs/FORMAT.md, "Reproducible
-builds").
+order the host lists directories in (mkfs.extref(8), ENVIRONMENT;
+docs/FORMAT.md on directory blocks).
 
 Two builds of a large tree used to differ in the directory blocks that
 libext2fs's leaf split writes from an uncleared buffer: heap contents
