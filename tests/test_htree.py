@@ -6,6 +6,9 @@ Oracles nobody here wrote: stock e2fsck -fn checks every htree (hash
 order of the leaves, the index's limits and checksums); stock debugfs
 `htree` dumps the index; the kernel, through a read-only loop mount,
 looks every name up through the index and reads the files back.
+dirscan.py reads the directory blocks for bytes no entry uses that are
+not zero (libext2fs's leaf split leaves heap contents there; a removal
+leaves the name).
 """
 
 import os
@@ -16,6 +19,7 @@ import subprocess
 import pytest
 
 import crashlib
+import dirscan
 import helpers
 
 N = 2500
@@ -58,6 +62,7 @@ def test_directory_becomes_indexed_and_checks_clean(big_dir, tmp_path):
     if bs == 1024:
         assert levels >= 1, out[:400]    # the index itself grew a level
     helpers.e2fsck_fn(img)
+    assert dirscan.stale_bytes(img) == []
     mnt = tmp_path / "mnt"
     with helpers.loop_mount(img, mnt):
         names = sorted(os.listdir(mnt / "d"))
@@ -68,18 +73,25 @@ def test_directory_becomes_indexed_and_checks_clean(big_dir, tmp_path):
 
 def test_every_existing_name_is_found(big_dir, tmp_path):
     """Through the index: every name is there (reflinking onto it again
-    fails), and names that are not there can still be made."""
+    fails), and names that are not there can still be made: files,
+    directories and symlinks (libext2fs makes those entries), enough to
+    split leaves, leaving no stale byte."""
     img, _, _ = big_dir
     res = shell(img, [f"reflink /f /d/{NAME.format(i)}" for i in range(N)],
                 tmp_path)
     assert res.returncode != 0
     assert res.stderr.count("File exists") == N, res.stderr[-2000:]
-    res = shell(img, [f"reflink /f /d/other-{i}" for i in range(300)],
-                tmp_path)
+    cmds = [f"reflink /f /d/other-{i}" for i in range(300)]
+    cmds += [f"mkdir /d/dir-{NAME.format(i)}" for i in range(150)]
+    cmds += [f"symlink /d/ln-{NAME.format(i)} /f" for i in range(150)]
+    res = shell(img, cmds, tmp_path)
     assert res.returncode == 0, helpers.describe(res)
     helpers.e2fsck_fn(img)
+    assert dirscan.stale_bytes(img) == []
     out = helpers.debugfs(img, "ls /d").stdout
     assert len(re.findall(r"\bother-\d+\b", out)) == 300
+    assert len(re.findall(r"\bdir-file-\S+", out)) == 150
+    assert len(re.findall(r"\bln-file-\S+", out)) == 150
 
 
 def test_removal_from_an_indexed_directory(big_dir, tmp_path):
@@ -88,6 +100,7 @@ def test_removal_from_an_indexed_directory(big_dir, tmp_path):
     res = shell(img, [f"rm /d/{NAME.format(i)}" for i in gone], tmp_path)
     assert res.returncode == 0, helpers.describe(res)
     helpers.e2fsck_fn(img)
+    assert dirscan.stale_bytes(img) == []
     mnt = tmp_path / "mnt"
     with helpers.loop_mount(img, mnt):
         left = set(os.listdir(mnt / "d"))

@@ -5,7 +5,8 @@
  * unpacked on the host and nothing needs root: each entry becomes its
  * inode directly, with the type, mode (setuid, setgid, sticky), numeric
  * owner, device number, times with nanoseconds, extended attributes and
- * POSIX ACLs the archive records.  Names are taken as the archive
+ * POSIX ACLs the archive records (populate_acl.c: ids kept, the mode
+ * the access ACL gives).  Names are taken as the archive
  * stores them: pax UTF-8 names are read under a UTF-8 character type
  * whatever the caller's locale, other names byte for byte.
  *
@@ -120,7 +121,8 @@ static errcode_t meta_of(struct archive_entry *e, struct xr_pop_meta *m)
 	    type != AE_IFCHR && type != AE_IFBLK && type != AE_IFIFO &&
 	    type != AE_IFSOCK)
 		return EXTREF_ERR_ARCHIVE_TYPE;
-	if (uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
+	/* -1 is chown's "no owner", not one ext4 can hold */
+	if (uid < 0 || uid >= UINT32_MAX || gid < 0 || gid >= UINT32_MAX)
 		return EXTREF_ERR_ARCHIVE_RANGE;
 	m->mode = (__u16)(type | (archive_entry_perm(e) & 07777));
 	m->uid = (__u32)uid;
@@ -150,18 +152,16 @@ static errcode_t meta_of(struct archive_entry *e, struct xr_pop_meta *m)
 }
 
 /*
- * The extended attributes and ACLs of e into r->xa.  A default ACL is
- * kept on a directory only, as libarchive's own extraction and GNU tar
- * do (the kernel refuses one on anything else: EACCES).
+ * The extended attributes and ACLs of e into r->xa; m's mode from the
+ * ACL.  A default ACL is kept on a directory only, as libarchive's own
+ * extraction and GNU tar do (the kernel refuses one on anything else).
  */
-static errcode_t read_xattrs(struct rd *r, struct archive_entry *e)
+static errcode_t read_xattrs(struct rd *r, struct archive_entry *e,
+			     struct xr_pop_meta *m)
 {
-	static const char *const acl_names[2] = {
-		"system.posix_acl_access", "system.posix_acl_default" };
-	static const int acl_types[2] = { ARCHIVE_ENTRY_ACL_TYPE_ACCESS,
-					  ARCHIVE_ENTRY_ACL_TYPE_DEFAULT };
 	const char *name;
 	const void *value;
+	char why[160];
 	size_t len;
 	errcode_t err = 0;
 	int dir = archive_entry_filetype(e) == AE_IFDIR;
@@ -170,15 +170,13 @@ static errcode_t read_xattrs(struct rd *r, struct archive_entry *e)
 	archive_entry_xattr_reset(e);
 	while (!err && archive_entry_xattr_next(e, &name, &value, &len) ==
 	       ARCHIVE_OK)
-		if (dir || strcmp(name, acl_names[1]))
+		if (dir || strcmp(name, "system.posix_acl_default"))
 			err = xr_pop_xattrs_add(&r->xa, name, value, len);
-	for (int i = 0; !err && i < (dir ? 2 : 1); i++) {
-		ext2fs_free_mem(&r->acl[i]);
-		err = xr_pop_archive_acl(e, acl_types[i], &r->acl[i], &len);
-		if (!err && r->acl[i])
-			err = xr_pop_xattrs_add(&r->xa, acl_names[i],
-						r->acl[i], len);
-	}
+	if (!err)
+		err = xr_pop_archive_acls(e, &r->xa, r->acl, dir, &m->mode,
+					  why, sizeof(why));
+	if (err == EXTREF_ERR_ARCHIVE_ACL)
+		xr_pop_fail(r->p, r->path, why);
 	return err;
 }
 
@@ -396,7 +394,7 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 		return make_link(r, e, link);
 	err = meta_of(e, &m);
 	if (!err)
-		err = read_xattrs(r, e);
+		err = read_xattrs(r, e, &m);
 	if (err)
 		return err;
 	if (!*r->path)

@@ -171,10 +171,12 @@ ext2_ino_t xr_pop_table_get(const struct xr_pop_table *t, const void *key,
 			    size_t len, int *is_dir);
 void xr_pop_table_free(struct xr_pop_table *t);
 
-/* populate_acl.c: libarchive's ACLs as Linux's xattr (version 2). */
+/* populate_acl.c: an archive entry's ACLs as Linux's xattrs (version
+ * 2), and the mode they give. */
 struct archive_entry;
-errcode_t xr_pop_archive_acl(struct archive_entry *e, int type,
-			     void **buf, size_t *len);
+errcode_t xr_pop_archive_acls(struct archive_entry *e,
+			      struct xr_pop_xattrs *x, void *bufs[2], int dir,
+			      __u16 *mode, char *why, size_t whylen);
 
 /* measure.c: what a source's files take, before the image is made. */
 struct xr_measure {

@@ -45,7 +45,7 @@ errcode_t xr_pop_remove(struct xr_pop *p, ext2_ino_t dir, const char *name,
 	if (!err && LINUX_S_ISDIR(in.i_mode))
 		err = EXTREF_ERR_SOURCE_DUP;
 	if (!err)
-		err = ext2fs_unlink(p->fs, dir, name, ino, 0);
+		err = xr_unlink_name(p->fs, dir, name, ino);
 	if (err)
 		return err;
 	if (in.i_links_count > 1) {

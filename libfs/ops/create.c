@@ -29,25 +29,54 @@ errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name)
 }
 
 /*
- * Add NAME -> ino to DIR, which must not hold NAME yet (EXTREF_ERR_EXISTS:
- * ext2fs_link would add a second entry of the name, which e2fsck reports
- * as "Duplicate entry").  A full directory of one block becomes indexed
- * (htree.c), as the kernel makes it, and libext2fs then inserts through
- * the index; other full linear directories get one more block.
+ * NAME into DIR: -> ino by ext2fs_link, or with ino 0 a new inode by
+ * ext2fs_symlink (to target) or ext2fs_mkdir (target NULL).  The blocks
+ * a split of an indexed DIR wrote are then cleaned (dirclean.c).
  */
-errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
-		  ext2_ino_t ino, int ftype)
+static errcode_t add_name(ext2_filsys fs, ext2_ino_t dir, const char *name,
+			  ext2_ino_t ino, int ftype, const char *target)
 {
-	errcode_t err = xr_name_free(fs, dir, name);
+	struct xr_dx_path path;
+	errcode_t err = xr_dx_path(fs, dir, name, &path);
 
 	if (!err)
-		err = ext2fs_link(fs, dir, name, ino, ftype);
+		err = ino ? ext2fs_link(fs, dir, name, ino, ftype)
+		      : target ? ext2fs_symlink(fs, dir, 0, name, target)
+			       : ext2fs_mkdir(fs, dir, 0, name);
+	return err ? err : xr_dx_clean(fs, dir, &path);
+}
+
+/*
+ * Add NAME to DIR (add_name's arguments), which must not hold NAME yet
+ * (EXTREF_ERR_EXISTS: libext2fs would add a second entry of the name,
+ * which e2fsck reports as "Duplicate entry").  A full directory of one
+ * block becomes indexed (htree.c), as the kernel makes it, and libext2fs
+ * then inserts through the index; other full linear directories get one
+ * more block.
+ */
+static errcode_t add_name_grow(ext2_filsys fs, ext2_ino_t dir,
+			       const char *name, ext2_ino_t ino, int ftype,
+			       const char *target)
+{
+	/* ext2fs_mkdir and ext2fs_symlink look the name up themselves */
+	errcode_t err = ino ? xr_name_free(fs, dir, name) : 0;
+
+	if (!err)
+		err = add_name(fs, dir, name, ino, ftype, target);
+
 	if (err != EXT2_ET_DIR_NO_SPACE)
 		return err;
 	err = xr_dx_make_indexed(fs, dir);
 	if (err == EXT2_ET_DIR_NO_SPACE)
 		err = ext2fs_expand_dir(fs, dir);
-	return err ? err : ext2fs_link(fs, dir, name, ino, ftype);
+	return err ? err : add_name(fs, dir, name, ino, ftype, target);
+}
+
+/* Add NAME -> ino to DIR. */
+errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		  ext2_ino_t ino, int ftype)
+{
+	return add_name_grow(fs, dir, name, ino, ftype, NULL);
 }
 
 /*
@@ -205,7 +234,6 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	__u32 id[XR_QTYPES];
 	ext2_ino_t ino;
 	errcode_t err;
-	int tries;
 
 	err = extref_check_modifiable(xfs, dir);
 	if (!err)
@@ -216,15 +244,8 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		err = entry_owner(xfs, dir, target != NULL, id);
 	if (!err)
 		err = xr_quota_check(xfs, id, fs->blocksize, 1);
-	for (tries = 0; !err && tries < 2; tries++) {
-		err = target ? ext2fs_symlink(fs, dir, 0, name, target)
-			     : ext2fs_mkdir(fs, dir, 0, name);
-		if (err != EXT2_ET_DIR_NO_SPACE || tries)
-			break;
-		err = xr_dx_make_indexed(fs, dir);
-		if (err == EXT2_ET_DIR_NO_SPACE)
-			err = ext2fs_expand_dir(fs, dir);
-	}
+	if (!err)
+		err = add_name_grow(fs, dir, name, 0, 0, target);
 	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
 	if (!err)

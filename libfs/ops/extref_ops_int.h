@@ -247,6 +247,18 @@ void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
 int xr_file_type(__u16 mode);
 /* htree.c */
 errcode_t xr_dx_make_indexed(ext2_filsys fs, ext2_ino_t dir);
+struct xr_dx_path {
+	blk64_t		nblocks;	/* the directory's size, in blocks */
+	unsigned	n;		/* 0: no index */
+	blk64_t		lblk[4];	/* index blocks from the root, leaf */
+};
+errcode_t xr_dx_path(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		     struct xr_dx_path *p);
+/* dirclean.c */
+errcode_t xr_dx_clean(ext2_filsys fs, ext2_ino_t dir,
+		      const struct xr_dx_path *p);
+errcode_t xr_unlink_name(ext2_filsys fs, ext2_ino_t dir, const char *name,
+			 ext2_ino_t ino);
 errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name);
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype);

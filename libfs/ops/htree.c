@@ -354,39 +354,67 @@ static int leaf_find(struct dx_walk *w, const char *name, int len,
 }
 
 /*
+ * Down DIR's index (root in w->buf) to the bottom node for hash: *e,
+ * *count and *i name its entry for the leaf.  Each index block passed
+ * is noted in path (if not NULL).  Returns 0, or -1 when the index
+ * cannot be followed.
+ */
+static int dx_descend(struct dx_walk *w, unsigned levels, __u32 hash,
+		      struct ext2_dx_entry **e, unsigned *count, unsigned *i,
+		      blk64_t *path)
+{
+	unsigned level, off = ROOT_ENTRIES;
+	blk64_t lblk = 0;
+
+	for (level = 0;; level++) {
+		if (path)
+			path[level] = lblk;
+		*e = dx_entries(w, off, count);
+		if (!*e)
+			return -1;
+		*i = dx_search(*e, *count, hash);
+		if (level == levels)
+			return 0;
+		lblk = ext2fs_le32_to_cpu((*e)[*i].block) & EXT4_DX_BLOCK_MASK;
+		if (read_lblk(w, lblk))
+			return -1;
+		off = 8;	/* an empty dirent's header, then the entries */
+	}
+}
+
+/* The root's levels and NAME's hash (in w->buf the root); -1 if bad. */
+static int dx_root(struct dx_walk *w, const char *name, int len,
+		   unsigned *levels, __u32 *hash)
+{
+	struct ext2_dx_root_info *info;
+
+	if (read_lblk(w, 0))
+		return -1;
+	info = (void *)(w->buf + ROOT_INFO_OFF);
+	*levels = info->indirect_levels;
+	if (info->reserved_zero || info->info_length != 8 ||
+	    *levels >= MAX_LEVELS || info->hash_version > EXT2_HASH_TEA ||
+	    name_hash(w->fs, info->hash_version, name, len, hash))
+		return -1;
+	return 0;
+}
+
+/*
  * Look NAME up through DIR's index: 0 with *ino, EXT2_ET_FILE_NOT_FOUND,
  * or *unsure set when only a full scan can tell.
  */
 static errcode_t dx_lookup(struct dx_walk *w, const char *name, int len,
 			   ext2_ino_t *ino, int *unsure)
 {
-	struct ext2_dx_root_info *info;
 	struct ext2_dx_entry *e;
-	unsigned count, i, level, levels, off = ROOT_ENTRIES;
+	unsigned count, i, levels;
 	__u32 hash, next;
 	int r;
 
 	*unsure = 1;
-	if (read_lblk(w, 0))
+	if (dx_root(w, name, len, &levels, &hash) ||
+	    dx_descend(w, levels, hash, &e, &count, &i, NULL))
 		return 0;
-	info = (void *)(w->buf + ROOT_INFO_OFF);
-	levels = info->indirect_levels;
-	if (info->reserved_zero || info->info_length != 8 ||
-	    levels >= MAX_LEVELS || info->hash_version > EXT2_HASH_TEA ||
-	    name_hash(w->fs, info->hash_version, name, len, &hash))
-		return 0;
-	for (level = 0;; level++) {
-		e = dx_entries(w, off, &count);
-		if (!e)
-			return 0;
-		i = dx_search(e, count, hash);
-		if (level == levels)
-			break;
-		if (read_lblk(w, ext2fs_le32_to_cpu(e[i].block) &
-				 EXT4_DX_BLOCK_MASK))
-			return 0;
-		off = 8;	/* an empty dirent's header, then the entries */
-	}
 	for (;;) {
 		/* this leaf, then the next while the hash run goes on */
 		__u32 child = ext2fs_le32_to_cpu(e[i].block) &
@@ -419,6 +447,41 @@ static errcode_t dx_lookup(struct dx_walk *w, const char *name, int len,
 			return 0;
 		i++;
 	}
+}
+
+/*
+ * The blocks an insertion of NAME into DIR passes (p->lblk[0 .. n-1]:
+ * the index blocks from the root, then the leaf) and DIR's size in
+ * blocks.  n is 0 when DIR has no index or it cannot be followed.
+ */
+errcode_t xr_dx_path(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		     struct xr_dx_path *p)
+{
+	struct dx_walk w = { .fs = fs, .dir = dir };
+	struct ext2_dx_entry *e;
+	unsigned count, i, levels;
+	__u32 hash;
+	errcode_t err;
+
+	p->n = 0;
+	err = ext2fs_read_inode(fs, dir, &w.inode);
+	if (err)
+		return err;
+	p->nblocks = w.nblocks = EXT2_I_SIZE(&w.inode) / fs->blocksize;
+	if (!(w.inode.i_flags & EXT2_INDEX_FL) ||
+	    (w.inode.i_flags & EXT4_INLINE_DATA_FL))
+		return 0;
+	err = ext2fs_get_mem(fs->blocksize, &w.buf);
+	if (err)
+		return err;
+	if (!dx_root(&w, name, strlen(name), &levels, &hash) &&
+	    !dx_descend(&w, levels, hash, &e, &count, &i, p->lblk)) {
+		p->lblk[levels + 1] = ext2fs_le32_to_cpu(e[i].block) &
+				      EXT4_DX_BLOCK_MASK;
+		p->n = levels + 2;
+	}
+	ext2fs_free_mem(&w.buf);
+	return 0;
 }
 
 /* NAME in DIR (through its index when it has one), as ext2fs_lookup. */

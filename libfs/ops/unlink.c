@@ -131,7 +131,7 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	    !(inode.i_flags & EXT4_INLINE_DATA_FL) &&
 	    (err = xr_extent_tree_verify(fs, ino, &inode, NULL)))
 		return err;
-	err = ext2fs_unlink(fs, dir, name, ino, 0);
+	err = xr_unlink_name(fs, dir, name, ino);
 	if (!err && isdir)
 		err = parent_unlinked(fs, dir);
 	if (err)
