@@ -106,6 +106,15 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 	return err;
 }
 
+/* The transaction or block a journal error is about, when there is one. */
+static void journal_detail(const char *who, const char *image)
+{
+	const char *d = extref_journal_detail();
+
+	if (*d)
+		fprintf(stderr, "%s: %s: journal: %s\n", who, image, d);
+}
+
 /* Open IMAGE as the shell's image; who names the caller in messages. */
 int shell_open(const char *image, int rw, int nocsum, const char *who)
 {
@@ -121,6 +130,7 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	}
 	if (err) {
 		com_err(who, err, "while opening %s", image);
+		journal_detail(who, image);
 		return 1;
 	}
 	/* The tree may be damaged: the shell inspects the ext4 part then. */
@@ -138,6 +148,8 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 			"and cannot be replayed (%s); showing the image as it "
 			"is on disk, unreplayed\n", who, image,
 			error_message(extref_fs_replay_error(xfs)));
+	if (extref_fs_replay_error(xfs))
+		journal_detail(who, image);
 	else if (extref_fs_replayed(xfs) && rw)
 		fprintf(stderr, "%s: %s: recovered the journal (%u "
 			"transaction%s replayed)\n", who, image,

@@ -165,8 +165,10 @@ static int replay_first(struct fsck_opts *o, extref_image_lock_t *lock)
 		return FSCK_ERROR;
 	}
 	if (err)
-		printf("%s: journal not replayed here (%s): left to e2fsck\n",
-		       o->image, error_message(err));
+		printf("%s: journal not replayed by %s (%s%s%s): left to "
+		       "e2fsck\n", o->image, prog, error_message(err),
+		       *extref_journal_detail() ? ": " : "",
+		       extref_journal_detail());
 	return 0;
 }
 
@@ -344,8 +346,10 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 		       n == 1 ? "" : "s");
 	if (extref_fs_replay_error(*xfs))
 		printf("%s: journal needs recovery but cannot be replayed "
-		       "(%s): checked as it is on disk\n", o->image,
-		       error_message(extref_fs_replay_error(*xfs)));
+		       "(%s%s%s): checked as it is on disk\n", o->image,
+		       error_message(extref_fs_replay_error(*xfs)),
+		       *extref_journal_detail() ? ": " : "",
+		       extref_journal_detail());
 	return 0;
 }
 

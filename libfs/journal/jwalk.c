@@ -74,7 +74,7 @@ static errcode_t end(struct walk *w, enum xr_jend why, __u32 found)
 	r.tid = w->tid;
 	r.end = why;
 	r.found = found;
-	if (why == XR_JEND_TYPE || why == XR_JEND_BAD)
+	if (why == XR_JEND_TYPE)
 		r.blocktype = xr_be32(w->blk + 4);
 	rc = w->fn(&r, w->priv);
 	return rc == XR_JWALK_STOP ? 0 : rc;
@@ -146,8 +146,10 @@ static errcode_t walk_desc(struct walk *w, int *looped)
 	return rc;
 }
 
-/* A revoke block: its records; w->pos ends after it.  *bad: malformed. */
-static errcode_t walk_revoke(struct walk *w, int *bad, int *looped)
+/* A revoke block and its records; w->pos ends after it.  One whose
+ * r_count cannot be is reported malformed, without records: whether
+ * that ends the log or is an error is the caller's (the scan's) call. */
+static errcode_t walk_revoke(struct walk *w, int *looped)
 {
 	__u32 incompat = w->j->sb.incompat;
 	unsigned rs = xr_jrevoke_rec_bytes(incompat);
@@ -158,15 +160,13 @@ static errcode_t walk_revoke(struct walk *w, int *bad, int *looped)
 	unsigned off;
 	errcode_t rc;
 
-	if (count < hdr || count > w->j->bs - xr_jtail_bytes(incompat) ||
-	    (count - hdr) % rs) {
-		*bad = 1;
-		return 0;
-	}
 	header_rec(w, &r, XR_JREC_REVOKE_HDR);
 	r.csum_ok = xr_jtail_ok(w->j, w->blk);
+	r.malformed = count < hdr ||
+		      count > w->j->bs - xr_jtail_bytes(incompat) ||
+		      (count - hdr) % rs;
 	rc = w->fn(&r, w->priv);
-	for (off = hdr; !rc && off < count; off += rs) {
+	for (off = hdr; !rc && !r.malformed && off < count; off += rs) {
 		r.type = XR_JREC_REVOKE;
 		r.fsblk = rs == 8 ? (blk64_t)xr_be32(w->blk + off) << 32 |
 				    xr_be32(w->blk + off + 4)
@@ -195,7 +195,7 @@ static errcode_t walk_commit(struct walk *w, int *looped)
 /* One record at w->pos; *why set when the walk ends there. */
 static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 {
-	int bad = 0, looped = 0;
+	int looped = 0;
 	errcode_t rc;
 
 	switch (xr_be32(w->blk + 4)) {
@@ -203,7 +203,7 @@ static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 		rc = walk_desc(w, &looped);
 		break;
 	case JBD2_REVOKE_BLOCK:
-		rc = walk_revoke(w, &bad, &looped);
+		rc = walk_revoke(w, &looped);
 		break;
 	case JBD2_COMMIT_BLOCK:
 		rc = walk_commit(w, &looped);
@@ -213,9 +213,9 @@ static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 		*why = XR_JEND_TYPE;
 		return 0;
 	}
-	if (bad || looped) {
+	if (looped) {
 		*stop = 1;
-		*why = bad ? XR_JEND_BAD : XR_JEND_LOOPED;
+		*why = XR_JEND_LOOPED;
 	}
 	return rc;
 }
