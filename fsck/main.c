@@ -31,6 +31,9 @@ static void usage(FILE *f, int status)
 "  -C FD       progress: to file descriptor FD, or 0 for a terminal bar\n"
 "  -E OPTS     extended options, comma separated:\n"
 "                no_e2fsck  skip running e2fsck\n"
+"                no_replay  with -n, check an image whose journal needs\n"
+"                           recovery as it is on disk (as e2fsck -n does),\n"
+"                           not as the journal's replay leaves it\n"
 "                unshare    give each extra mapping of blocks mapped several\n"
 "                           times without a record its own copy, instead\n"
 "                           of recording them as shared\n"
@@ -62,6 +65,8 @@ static void parse_ext(struct fsck_opts *o, char *arg)
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "no_e2fsck"))
 			o->no_e2fsck = 1;
+		else if (!strcmp(tok, "no_replay"))
+			o->no_replay = 1;
 		else if (!strcmp(tok, "unshare"))
 			o->unshare = 1;
 		else {
@@ -112,6 +117,11 @@ static void parse_args(int argc, char **argv, struct fsck_opts *o)
 		usage(stderr, FSCK_USAGE);
 	o->image = argv[optind];
 	o->mode_given = seen;
+	if (o->no_replay && o->mode != EXTREF_FSCK_NO) {
+		fprintf(stderr, "%s: -E no_replay needs -n (a repair replays "
+			"the journal first)\n", prog);
+		exit(FSCK_USAGE);
+	}
 	if (!seen && isatty(0) && isatty(1))
 		o->mode = EXTREF_FSCK_ASK;
 }
@@ -329,6 +339,8 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 	/* e2fsck has just verified every metadata checksum: skip them. */
 	if (o->e2fsck_clean)
 		flags |= EXTREF_OPEN_FORCE;
+	if (o->no_replay)
+		flags |= EXTREF_OPEN_NO_JOURNAL;	/* as on disk */
 	if (rw) {
 		extref_image_unlock(*lock);
 		*lock = NULL;
@@ -344,6 +356,10 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 		       rw ? "recovered" : "needs recovery: checked as its "
 		       "replay leaves it, nothing written", n,
 		       n == 1 ? "" : "s");
+	if (o->no_replay && ext2fs_has_feature_journal_needs_recovery(
+				extref_fs_ext2(*xfs)->super))
+		printf("%s: journal needs recovery: checked as it is on "
+		       "disk, unreplayed (-E no_replay)\n", o->image);
 	if (extref_fs_replay_error(*xfs))
 		printf("%s: journal needs recovery but cannot be replayed "
 		       "(%s%s%s): checked as it is on disk\n", o->image,
@@ -377,10 +393,11 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 	struct extref_fsck_result res;
 	extref_fs_t xfs;
 	errcode_t err, cerr;
-	int st;
+	int st, bad_journal;
 
 	if ((st = open_checked(o, lock, &xfs)))
 		return st;
+	bad_journal = extref_fs_replay_error(xfs) != 0;
 	err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
 	progress_done(o);
 	cerr = close_checked(xfs, err);
@@ -399,8 +416,9 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 	if (res.unfixed && o->mode == EXTREF_FSCK_PREEN)
 		printf("\n%s: UNEXPECTED INCONSISTENCY; RUN %s MANUALLY.\n"
 		       "\t(i.e., without -a or -p options)\n", o->image, prog);
+	/* a journal that needs recovery and does not verify: left as is */
 	return (res.fixed ? FSCK_NONDESTRUCT : 0) |
-	       (res.unfixed ? FSCK_UNCORRECTED : 0);
+	       (res.unfixed || bad_journal ? FSCK_UNCORRECTED : 0);
 }
 
 /*

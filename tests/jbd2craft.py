@@ -42,6 +42,12 @@ class Transaction:
         self.revokes = []         # fsblk
         self.revoke_count = None  # override r_count
 
+    def block(self, fsblk, data):
+        self.blocks.append((fsblk, bytes(data)))
+
+    def revoke(self, *fsblks):
+        self.revokes.extend(fsblks)
+
 
 class Log:
     def __init__(self, img):

@@ -19,7 +19,9 @@
 #define _GNU_SOURCE		/* qsort_r */
 #include <string.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include "journal_int.h"
+#include "extref.h"
 #include "../tree/xr_crc32c.h"
 
 struct replay {
@@ -212,6 +214,20 @@ static errcode_t write_home(struct replay *rp)
 	return err;
 }
 
+/* Name the transaction whose superblock copy failed validation. */
+static void name_super(struct replay *rp)
+{
+	const size_t *hit = find(rp, SUPERBLOCK_OFFSET / rp->j->bs);
+	char was[256];
+
+	if (!hit)
+		return;
+	snprintf(was, sizeof(was), "%s", extref_journal_detail());
+	xr_jdetail("transaction %u (the superblock, logged at journal block "
+		   "%u): %s", rp->s->tag[*hit].tid, rp->s->tag[*hit].jblk,
+		   was);
+}
+
 /* The replay proper, once the scan verified the log. */
 static errcode_t replay_log(struct xr_journal *j, int flags)
 {
@@ -226,8 +242,12 @@ static errcode_t replay_log(struct xr_journal *j, int flags)
 		err = check_targets(&rp);
 	if (!err)
 		err = xr_journal_check_blocks(j);
-	if (!err)
+	if (!err) {
 		err = xr_jvalid_fs(j->fs, flags, read_final, has_final, &rp);
+		if (err == EXTREF_ERR_JNL_BAD_FS ||
+		    err == EXTREF_ERR_JNL_RESIZED)
+			name_super(&rp);
+	}
 	if (!err)
 		err = write_home(&rp);
 	ext2fs_free_mem(&rp.w);
