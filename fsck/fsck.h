@@ -31,6 +31,11 @@ struct fsck_opts {
 
 extern const char *prog;
 
+/* journal_fix.c: a journal inode whose blocks are not its own is
+ * cleared before e2fsck (*recreate: its size), made again after */
+int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate);
+int remake_journal(struct fsck_opts *o, blk64_t nblocks);
+
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);
 

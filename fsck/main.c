@@ -463,6 +463,7 @@ int main(int argc, char **argv)
 	struct fsck_opts o;
 	extref_image_lock_t lock = NULL;
 	int status, skip, plain, st;
+	blk64_t new_journal;
 
 	memset(&o, 0, sizeof(o));
 	add_error_table(&et_ext2_error_table);
@@ -471,7 +472,10 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if ((status = guard(&o, &lock)))
 		return status;
-	status = prepare_feature(&o, &lock, &skip, &plain);
+	status = fix_journal_blocks(&o, &new_journal);
+	if (status & FSCK_ERROR)
+		goto out;
+	status |= prepare_feature(&o, &lock, &skip, &plain);
 	if (status & FSCK_ERROR)
 		goto out;
 	if (!o.no_e2fsck && !skip) {
@@ -485,6 +489,8 @@ int main(int argc, char **argv)
 		status |= st;
 		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
+	if (new_journal)
+		status |= remake_journal(&o, new_journal);
 	if (plain)
 		printf("%s: not an extref image (no shared_blocks feature, no "
 		       "tree in inode 5, no shared blocks): e2fsck's check "

@@ -278,3 +278,21 @@ def test_journal_over_a_file_is_refused_by_writers(image, tmp_path):
     H.run(["e2fsck", "-fy", copy], check=False)
     assert H.debugfs_cat(copy, "/f") == FILE_BYTES
     os.unlink(copy)
+
+
+def test_journal_over_a_file_is_repaired_by_fsck(image):
+    """fsck.extref clears the journal as e2fsck clears an invalid
+    journal inode, and makes a new one: /f keeps its bytes, the new
+    journal takes new blocks, writers work again."""
+    _file_in_journal(image)
+    res = fsck(image, "-fn")
+    assert res.returncode == 4 and "0x0005 " in res.stdout, H.describe(res)
+    res = fsck(image, "-fy")
+    assert res.returncode == 1, H.describe(res)
+    assert "journal has been regenerated" in res.stdout, H.describe(res)
+    assert H.debugfs_cat(image, "/f") == FILE_BYTES
+    assert not set(file_blocks(image)) & H.journal_blocks(image)
+    H.e2fsck_fn(image)
+    dfs(image, "-w", "-R", "mkdir /d", check=True)
+    assert H.debugfs_cat(image, "/f") == FILE_BYTES
+    H.e2fsck_fn(image)

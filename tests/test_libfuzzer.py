@@ -49,6 +49,7 @@ TARGETS = {
     "shell": ("shell", 512),
     "archive": ("archive", 16384),
     "journal": ("journal", 65536),
+    "replay": ("journal", 65536),
 }
 
 ENV = {

@@ -82,7 +82,7 @@ static errcode_t check_groups(ext2_filsys fs, struct own_ctx *c)
 			c->blk = b;
 	ext2fs_free_block_bitmap(meta);
 	if (c->blk)
-		xr_jdetail("journal block %llu is group metadata",
+		xr_jdetail("block %llu of the journal is group metadata",
 			   (unsigned long long)c->blk);
 	return c->blk ? EXTREF_ERR_JNL_OVERLAP : 0;
 }
@@ -119,7 +119,7 @@ static errcode_t check_inodes(ext2_filsys fs, ext2_ino_t jino,
 	}
 	ext2fs_close_inode_scan(scan);
 	if (!err && c->hit)
-		xr_jdetail("journal block %llu is mapped by inode %u too",
+		xr_jdetail("block %llu of the journal is mapped by inode %u too",
 			   (unsigned long long)c->blk, c->hit);
 	return err ? err : c->hit ? EXTREF_ERR_JNL_OVERLAP : 0;
 }
