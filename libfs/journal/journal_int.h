@@ -121,11 +121,6 @@ __u32	  xr_jlog_len(const struct xr_journal *j);
 __u32	  xr_jdist(const struct xr_journal *j, __u32 from, __u32 to);
 errcode_t xr_jset_recover(struct xr_journal *j, int on, int *wrote);
 
-/* ----- jwalk.c: xr_journal_walk, with nodata: copies not read (BLOCK
- * records without data, csum_ok 1) ----- */
-errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
-		   void *priv);
-
 /* ----- jscan.c: the complete transactions of a dirty log ----- */
 errcode_t xr_jscan(struct xr_journal *j, struct xr_jscan **ret);
 void	  xr_jscan_free(struct xr_jscan *s);

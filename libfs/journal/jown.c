@@ -39,6 +39,44 @@ static int own_blk(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t lblk,
 	return BLOCK_ABORT;
 }
 
+/* Does [blk, blk + n) hold a journal block?  (Out of range: no.) */
+static int test_range(struct own_ctx *c, blk64_t blk, blk64_t n)
+{
+	if (blk < c->first || blk >= c->nblocks || n > c->nblocks - blk)
+		return 0;
+	return !ext2fs_test_block_bitmap_range2(c->jmap, blk, n);
+}
+
+/* An extent-mapped inode, extent by extent (index blocks included). */
+static errcode_t own_extents(ext2_filsys fs, struct own_ctx *c)
+{
+	ext2_extent_handle_t h;
+	struct ext2fs_extent e;
+	errcode_t err;
+	int op = EXT2_EXTENT_ROOT;
+
+	err = ext2fs_extent_open(fs, c->ino, &h);
+	if (err)
+		return 0;		/* not this check's to judge */
+	while (!(err = ext2fs_extent_get(h, op, &e))) {
+		op = EXT2_EXTENT_NEXT;
+		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
+			continue;
+		if (!(e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ? test(c, e.e_pblk)
+		    : test_range(c, e.e_pblk, e.e_len)) {
+			c->hit = c->ino;
+			c->blk = e.e_pblk;
+			if (e.e_flags & EXT2_EXTENT_FLAGS_LEAF)
+				(void)ext2fs_find_first_set_block_bitmap2(
+					c->jmap, e.e_pblk,
+					e.e_pblk + e.e_len - 1, &c->blk);
+			break;
+		}
+	}
+	ext2fs_extent_free(h);
+	return 0;
+}
+
 /* Mark the journal's blocks; a block mapped twice is an overlap. */
 static errcode_t mark_journal(struct xr_journal *j, struct own_ctx *c)
 {
@@ -112,7 +150,11 @@ static errcode_t check_inodes(ext2_filsys fs, ext2_ino_t jino,
 			c->blk = ext2fs_file_acl_block(fs, &inode);
 			break;
 		}
-		if (ext2fs_inode_has_valid_blocks2(fs, &inode))
+		if (!ext2fs_inode_has_valid_blocks2(fs, &inode))
+			continue;
+		if (inode.i_flags & EXT4_EXTENTS_FL)
+			(void)own_extents(fs, c);
+		else
 			(void)ext2fs_block_iterate3(fs, c->ino,
 					BLOCK_FLAG_READ_ONLY, NULL,
 					own_blk, c);

@@ -2,8 +2,9 @@
  * jwalk.c --- walk the log record by record from s_start, following its
  * structure: block headers and sequence numbers, descriptor tags and the
  * copies after them, revoke records, commit blocks.  Checksums are
- * computed and reported in each record; the callers (scan, replay,
- * logdump) decide what a bad one means.
+ * computed and reported in each record, and so is a revoke block whose
+ * r_count cannot be; the callers (the scan, logdump) decide what they
+ * mean.
  */
 #include <string.h>
 #include <stddef.h>
@@ -18,7 +19,6 @@ struct walk {
 	__u32		pos;		/* journal block of blk */
 	__u32		tid;		/* tid expected */
 	__u32		walked;		/* log blocks walked */
-	int		nodata;		/* copies neither read nor checked */
 };
 
 /* A decoded descriptor tag. */
@@ -102,16 +102,13 @@ static errcode_t walk_tag(struct walk *w, const struct jtag *t)
 	r.tid = w->tid;
 	r.fsblk = t->blk;
 	r.flags = t->flags;
-	r.csum_ok = 1;
-	if (!w->nodata) {
-		err = xr_jread(w->j, w->pos, w->copy);
-		if (err)
-			return err;
-		r.csum_ok = tag_csum_ok(w, t);
-		if (t->flags & JBD2_FLAG_ESCAPE)
-			xr_put_be32(w->copy, JBD2_MAGIC);
-		r.data = w->copy;
-	}
+	err = xr_jread(w->j, w->pos, w->copy);
+	if (err)
+		return err;
+	r.csum_ok = tag_csum_ok(w, t);
+	if (t->flags & JBD2_FLAG_ESCAPE)
+		xr_put_be32(w->copy, JBD2_MAGIC);
+	r.data = w->copy;
 	return w->fn(&r, w->priv);
 }
 
@@ -247,14 +244,12 @@ static errcode_t walk_log(struct walk *w)
 	}
 }
 
-errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
-		   void *priv)
+errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
 {
 	struct walk w;
 	errcode_t err;
 
 	memset(&w, 0, sizeof(w));
-	w.nodata = nodata;
 	w.j = j;
 	w.fn = fn;
 	w.priv = priv;
@@ -270,9 +265,4 @@ errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
 	ext2fs_free_mem(&w.blk);
 	ext2fs_free_mem(&w.copy);
 	return err;
-}
-
-errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
-{
-	return xr_jwalk(j, 0, fn, priv);
 }

@@ -158,7 +158,8 @@ typedef errcode_t (*xr_jwalk_fn)(const struct xr_jrec *r, void *priv);
 /*
  * Call fn for every record of the log from s_start, in order, ending with
  * one XR_JREC_END (also for an empty journal).  The walk follows the
- * structure only (checksums are reported, not acted on).  fn returns 0 to
+ * structure only (checksums and a malformed revoke block are reported,
+ * not acted on: the walk goes on after them).  fn returns 0 to
  * go on, XR_JWALK_STOP to stop, or an error, which the walk returns.
  */
 errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv);
