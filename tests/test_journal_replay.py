@@ -6,6 +6,7 @@ with what stock e2fsck does with the same log on a copy.
 """
 
 import os
+import re
 import shutil
 import struct
 
@@ -296,3 +297,33 @@ def test_journal_over_a_file_is_repaired_by_fsck(image):
     dfs(image, "-w", "-R", "mkdir /d", check=True)
     assert H.debugfs_cat(image, "/f") == FILE_BYTES
     H.e2fsck_fn(image)
+
+
+def test_journal_over_group_metadata(image, tmp_path):
+    """The journal moved (its superblock copied along) so that it covers
+    a backup superblock: writers refuse; fsck.extref makes a new one and
+    the backup is intact for stock e2fsck."""
+    log = J.Log(image)
+    end = log.pblk(log.maxlen - 1)
+    out = H.run(["dumpe2fs", image]).stdout
+    backups = [int(x) for x in
+               re.findall(r"Backup superblock at (\d+)", out)]
+    b = min(x for x in backups if x > end)
+    start = b - log.maxlen + 10
+    assert start > end
+    with open(image, "r+b") as f:
+        f.seek(start * 1024)
+        f.write(log.get(0))
+    H.run(["debugfs", "-w", "-R", f"sif <8> block[5] {start}", image])
+    before = snapshot(image)
+    res = dfs(image, "-w", "-R", "mkdir /d")
+    assert_refused_untouched(image, before, res, "group metadata")
+    res = fsck(image, "-fy")
+    assert res.returncode == 1, H.describe(res)
+    assert "0x0005 " in res.stdout and "regenerated" in res.stdout
+    H.e2fsck_fn(image)
+    backup = block_of(snapshot(image), b)
+    assert struct.unpack_from("<H", backup, 56)[0] == 0xEF53
+    assert backup[104:120] == before[1024 + 104:1024 + 120]   # its UUID
+    dfs(image, "-w", "-R", "mkdir /d", check=True)
+    assert H.debugfs_cat(image, "/f") == FILE_BYTES
