@@ -327,3 +327,33 @@ def test_journal_over_group_metadata(image, tmp_path):
     assert backup[104:120] == before[1024 + 104:1024 + 120]   # its UUID
     dfs(image, "-w", "-R", "mkdir /d", check=True)
     assert H.debugfs_cat(image, "/f") == FILE_BYTES
+
+
+def test_logged_superblock_that_verifies(image, tmp_path):
+    """A logged superblock that validates (a new compat feature,
+    stable_inodes, and a new mount count) is replayed by a writer as
+    stock e2fsck replays it (e2fsck -f then resets the mount count); a read-only view, which keeps the handle's
+    layout, shows the image as on disk instead and says why."""
+    sb = bytearray(snapshot(image)[1024:2048])
+    struct.pack_into("<I", sb, 0x5C, struct.unpack_from("<I", sb, 0x5C)[0]
+                     | 0x800)                           # stable_inodes
+    struct.pack_into("<H", sb, 0x34, 7)                 # s_mnt_count
+    struct.pack_into("<I", sb, 1020, crc32c_le(0xFFFFFFFF, bytes(sb[:1020])))
+    log = J.Log(image)
+    t = log.transaction()
+    t.block(1, bytes(sb))
+    log.commit(t)
+    log.write()
+    before = snapshot(image)
+    res = dfs(image, "-R", "ls -l /")
+    assert res.returncode == 0, H.describe(res)
+    assert "changes the filesystem's size, features or UUID" in res.stderr
+    assert snapshot(image) == before
+
+    stock, stock_bytes = stock_copy(image, tmp_path)
+    assert stock.returncode in (0, 1), H.describe(stock)
+    dfs(image, "-w", "-R", "ls", check=True)
+    assert "stable_inodes" in H.dumpe2fs_features(image)
+    assert struct.unpack_from("<I", stock_bytes, 1024 + 0x5C)[0] & 0x800
+    assert struct.unpack_from("<H", snapshot(image), 1024 + 0x34)[0] == 7
+    H.e2fsck_fn(image)
