@@ -148,8 +148,9 @@ static errcode_t with_library(struct fsck_opts *o, extref_image_lock_t *lock,
 	if (!err) {
 		n = extref_fs_replayed(xfs);
 		if (n)
-			printf("%s: journal recovered (%u transaction%s)\n",
-			       o->image, n, n == 1 ? "" : "s");
+			printf("%s: journal recovered by %s (%u "
+			       "transaction%s replayed)\n", o->image, prog, n,
+			       n == 1 ? "" : "s");
 		err = fn ? fn(xfs) : 0;
 		if (err)
 			extref_fs_abort(xfs);
@@ -351,11 +352,14 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 		return FSCK_ERROR;
 	}
 	n = extref_fs_replayed(*xfs);
-	if (n)
-		printf("%s: journal %s (%u transaction%s)\n", o->image,
-		       rw ? "recovered" : "needs recovery: checked as its "
-		       "replay leaves it, nothing written", n,
-		       n == 1 ? "" : "s");
+	if (n && rw)
+		printf("%s: journal recovered by %s (%u transaction%s "
+		       "replayed)\n", o->image, prog, n, n == 1 ? "" : "s");
+	else if (n)
+		printf("%s: journal needs recovery: checked as %s's verified "
+		       "replay of it (%u transaction%s) leaves it, in memory "
+		       "only, nothing written (-E no_replay: as on disk)\n",
+		       o->image, prog, n, n == 1 ? "" : "s");
 	if (o->no_replay && ext2fs_has_feature_journal_needs_recovery(
 				extref_fs_ext2(*xfs)->super))
 		printf("%s: journal needs recovery: checked as it is on "
