@@ -2,10 +2,11 @@
  * fuzz_replay.c --- libFuzzer target: the journal's replay on logs whose
  * checksums verify.  The input is an image (fz.h; seeds: "journal",
  * images whose journals hold transactions written by stock debugfs).
- * Before the replay, the journal is given checksum v3 and every record
- * of its log from s_start (the journal superblock, descriptor tails, tag
+ * Before the replay, in a journal with checksum v3, every record of its
+ * log from s_start (the journal superblock, descriptor tails, tag
  * checksums over the copies, revoke tails, commit blocks) gets the
- * checksum it should have, so that a mutation of a block number, a tag
+ * checksum it should have (a logged copy of the superblock too, with
+ * metadata_csum), so that a mutation of a block number, a tag
  * flag, an r_count or a logged superblock reaches the replay's own checks
  * instead of stopping at a checksum, as FZ_FIX_CSUMS does for tree
  * blocks.  arg0 bit 0: replay as a read-only view does
@@ -50,6 +51,22 @@ static __u32 next(const struct jfix *f, __u32 jblk)
 	return jblk + 1 >= f->maxlen ? f->first : jblk + 1;
 }
 
+/* A logged superblock's own checksum, so that its fields reach the
+ * replay's validation. */
+static void fix_super_copy(struct jfix *f, blk64_t fsblk)
+{
+	struct ext2_super_block *sb;
+
+	if (fsblk != SUPERBLOCK_OFFSET / f->bs)
+		return;
+	sb = (struct ext2_super_block *)(f->copy + SUPERBLOCK_OFFSET % f->bs);
+	if (sb->s_magic == EXT2_SUPER_MAGIC &&
+	    ext2fs_has_feature_metadata_csum(sb))
+		sb->s_checksum = ext2fs_cpu_to_le32(ext2fs_crc32c_le(~0U,
+			(unsigned char *)sb,
+			offsetof(struct ext2_super_block, s_checksum)));
+}
+
 /* A descriptor's tags get their copies' checksums, then its tail. */
 static __u32 fix_desc(struct jfix *f, __u32 pos, __u32 tid)
 {
@@ -64,6 +81,8 @@ static __u32 fix_desc(struct jfix *f, __u32 pos, __u32 tid)
 		pos = next(f, pos);
 		if (jio(f, pos, f->copy, 0))
 			break;
+		fix_super_copy(f, xr_be32(t) | (blk64_t)xr_be32(t + 8) << 32);
+		(void)jio(f, pos, f->copy, 1);
 		xr_put_be32(t + 12, xr_jtag_csum(f->seed, tid, f->copy,
 						 f->bs));
 		off += tb + (flags & JBD2_FLAG_SAME_UUID ? 0 : JBD2_UUID_BYTES);
@@ -103,7 +122,8 @@ static void fix_log(struct jfix *f, __u32 pos, __u32 tid)
 	}
 }
 
-/* The journal superblock: checksum v3, its own checksum; then the log. */
+/* A journal with checksum v3: its superblock's checksum, then the log's.
+ * (Without checksums nothing stops a mutation; v2 is left as it is.) */
 static void fix_journal(ext2_filsys fs)
 {
 	struct jfix f = { .fs = fs, .bs = fs->blocksize, .maxlen = 1 };
@@ -118,12 +138,9 @@ static void fix_journal(ext2_filsys fs)
 		goto out;
 	f.copy = f.blk + f.bs;
 	raw = f.blk;
-	f.incompat = (xr_be32(raw + 0x28) & ~JBD2_FEATURE_INCOMPAT_CSUM_V2) |
-		     JBD2_FEATURE_INCOMPAT_CSUM_V3;
-	xr_put_be32(raw + 0x28, f.incompat);
-	xr_put_be32(raw + 0x24, xr_be32(raw + 0x24) &
-		    ~JBD2_FEATURE_COMPAT_CHECKSUM);
-	raw[0x50] = JBD2_CRC32C_CHKSUM;
+	f.incompat = xr_be32(raw + 0x28);
+	if (!(f.incompat & JBD2_FEATURE_INCOMPAT_CSUM_V3))
+		goto out;
 	xr_put_be32(raw + 0xfc, xr_jsb_csum(raw));
 	f.maxlen = xr_be32(raw + 0x10);
 	f.first = xr_be32(raw + 0x14);

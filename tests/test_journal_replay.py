@@ -357,3 +357,25 @@ def test_logged_superblock_that_verifies(image, tmp_path):
     assert struct.unpack_from("<I", stock_bytes, 1024 + 0x5C)[0] & 0x800
     assert struct.unpack_from("<H", snapshot(image), 1024 + 0x34)[0] == 7
     H.e2fsck_fn(image)
+
+
+def test_superblock_logged_by_stock_debugfs_is_shown_in_memory(image,
+                                                               tmp_path):
+    """Stock debugfs's journal writer logs the superblock and the group
+    descriptors as they are (without needs_recovery, which it sets on
+    disk as the transaction begins): the read-only view shows the
+    replay, the writer replays it as stock e2fsck does."""
+    meta = tmp_path / "meta"
+    meta.write_bytes(snapshot(image)[1024:3072])
+    H.run(["debugfs", "-w", "-f", "-", image],
+          input=f"jo\njw -b 1,2 {meta}\njc\n")
+    assert "needs_recovery" in H.dumpe2fs_features(image)
+    res = dfs(image, "-R", "ls -l /", check=True)
+    assert "in memory only" in res.stderr, H.describe(res)
+    assert "(1 transaction)" in res.stderr
+    stock, stock_bytes = stock_copy(image, tmp_path)
+    assert stock.returncode in (0, 1), H.describe(stock)
+    res = dfs(image, "-w", "-R", "ls", check=True)
+    assert "1 transaction replayed" in res.stderr, H.describe(res)
+    assert "needs_recovery" not in H.dumpe2fs_features(image)
+    H.e2fsck_fn(image)

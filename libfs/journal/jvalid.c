@@ -29,6 +29,11 @@ static int fixed_changed(struct ext2_super_block *o,
 	       ext2fs_has_feature_64bit(o) != ext2fs_has_feature_64bit(n);
 }
 
+/* Feature bits that say what state the filesystem is in, not how it is
+ * laid out: needs_recovery (the replay clears it), orphan_present. */
+#define STATE_INCOMPAT	EXT3_FEATURE_INCOMPAT_RECOVER
+#define STATE_RO_COMPAT	EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT
+
 /* Fields an open handle derives its layout and checksums from. */
 static int layout_changed(struct ext2_super_block *o,
 			  struct ext2_super_block *n)
@@ -38,8 +43,10 @@ static int layout_changed(struct ext2_super_block *o,
 	       o->s_reserved_gdt_blocks != n->s_reserved_gdt_blocks ||
 	       o->s_first_meta_bg != n->s_first_meta_bg ||
 	       o->s_feature_compat != n->s_feature_compat ||
-	       o->s_feature_incompat != n->s_feature_incompat ||
-	       o->s_feature_ro_compat != n->s_feature_ro_compat ||
+	       ((o->s_feature_incompat ^ n->s_feature_incompat) &
+		~STATE_INCOMPAT) ||
+	       ((o->s_feature_ro_compat ^ n->s_feature_ro_compat) &
+		~STATE_RO_COMPAT) ||
 	       o->s_checksum_seed != n->s_checksum_seed ||
 	       memcmp(o->s_uuid, n->s_uuid, sizeof(o->s_uuid));
 }
