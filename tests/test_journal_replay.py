@@ -131,10 +131,11 @@ def test_log_overwriting_its_own_descriptor_writes_nothing(image, tmp_path):
 
     res = dfs(image, "-w", "-R", "ls")
     assert_refused_untouched(image, before, res, "transaction 1",
-                             "a block of the journal itself")
+                             "a block of the log being replayed")
     res = H.run([H.binary("tests/unit/journal_tool"), image, "recover"],
                 check=False)
-    assert_refused_untouched(image, before, res, "inside the journal")
+    assert_refused_untouched(image, before, res,
+                             "inside the log being replayed")
     res = dfs(image, "-R", "ls -l /")
     assert res.returncode == 0, H.describe(res)
     assert "showing the image as it is on disk" in res.stderr

@@ -8,8 +8,8 @@
  * uses that record only: it drops the tags a revoke record of the same or
  * a later transaction names, keeps the last copy of each block, and
  * before the first write checks that every target lies inside the
- * filesystem and outside the journal, that the journal's blocks are its
- * own (jown.c), and that a replayed superblock and group descriptors
+ * filesystem and outside the log being replayed, that the journal's
+ * blocks are its own (jown.c), and that a replayed superblock and group descriptors
  * would open (jvalid.c).  Each copy is read again as it is written and
  * must still match the checksum the scan computed.  Then the journal is
  * marked empty with s_sequence one past the first incomplete transaction
@@ -112,33 +112,40 @@ static int cmp_blk(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* No target is one of the journal's own blocks (the copies a replay
- * reads must stay as the scan verified them). */
+/*
+ * No target is a block of the log being replayed (s_start up to the end
+ * the scan found, around the ring) or the journal superblock: the copies
+ * a replay reads must stay as the scan verified them.  Elsewhere in the
+ * journal a target is harmless (the journal is emptied next), and stock
+ * e2fsck writes it too.
+ */
 static errcode_t check_targets(struct replay *rp)
 {
 	struct xr_journal *j = rp->j;
-	blk64_t *map;
+	__u32 jb, n = 0, len = xr_jdist(j, j->sb.start, rp->s->end) + 1;
+	blk64_t *live;
 	size_t i;
 	errcode_t err;
 
-	err = ext2fs_get_array(j->sb.maxlen, sizeof(blk64_t), &map);
+	err = ext2fs_get_array(len, sizeof(blk64_t), &live);
 	if (err)
 		return err;
-	memcpy(map, j->map, j->sb.maxlen * sizeof(blk64_t));
-	qsort(map, j->sb.maxlen, sizeof(blk64_t), cmp_blk);
+	live[n++] = j->map[0];
+	for (jb = j->sb.start; n < len; jb = xr_jnext(j, jb))
+		live[n++] = j->map[jb];
+	qsort(live, n, sizeof(blk64_t), cmp_blk);
 	for (i = 0; !err && i < rp->nw; i++) {
 		const struct xr_jtagrec *t = &rp->s->tag[rp->w[i]];
 
-		if (bsearch(&t->fsblk, map, j->sb.maxlen, sizeof(blk64_t),
-			    cmp_blk)) {
+		if (bsearch(&t->fsblk, live, n, sizeof(blk64_t), cmp_blk)) {
 			xr_jdetail("transaction %u: FS block %llu, a block of "
-				   "the journal itself, is logged at journal "
-				   "block %u", t->tid,
+				   "the log being replayed, is logged at "
+				   "journal block %u", t->tid,
 				   (unsigned long long)t->fsblk, t->jblk);
 			err = EXTREF_ERR_JNL_TARGET;
 		}
 	}
-	ext2fs_free_mem(&map);
+	ext2fs_free_mem(&live);
 	return err;
 }
 

@@ -98,8 +98,8 @@ errcode_t xr_journal_check_blocks(struct xr_journal *j);
  * written home from what the scan verified.  Then flush, mark the
  * journal empty, clear needs_recovery.  *ntrans gets the transactions
  * replayed.  Nothing is written unless the whole log verified, every
- * target lies inside the filesystem and outside the journal, the
- * journal's blocks are its own, and a replayed superblock and group
+ * target lies inside the filesystem and outside the log being
+ * replayed, the journal's blocks are its own, and a replayed superblock and group
  * descriptors validate (EXTREF_ERR_JNL_CORRUPT, _TARGET, _BAD_REVOKE,
  * _OVERLAP, _BAD_FS; extref_journal_detail names the transaction or
  * block).  With XR_JRECOVER_SAME_LAYOUT, a replayed superblock must also
