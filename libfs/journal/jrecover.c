@@ -77,7 +77,8 @@ static int cmp_write(const void *a, const void *b, void *tags)
 
 	if (x->fsblk != y->fsblk)
 		return x->fsblk < y->fsblk ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 :
+	       *(const size_t *)a > *(const size_t *)b;
 }
 
 /* The tags to write: the last unrevoked copy of each block. */
