@@ -20,6 +20,8 @@ struct shell {
 	char		*image;
 	int		rw;		/* opened with -w */
 	int		nocsum;		/* ext4 checksums not verified */
+	int		no_replay;	/* --no-replay: read-only opens show
+					 * the image as on disk */
 	errcode_t	tree_err;	/* why the tree did not load, or 0 */
 	ext2_ino_t	cwd;
 	int		failed;		/* some command failed */

@@ -53,11 +53,6 @@ static void print_end(const struct xr_jrec *r)
 		printf("Unexpected block type %u at block %u.\n",
 		       r->blocktype, r->jblk);
 		break;
-	case XR_JEND_BAD:
-		found(r);
-		printf("Revoke block's r_count invalid at block %u: "
-		       "end of journal.\n", r->jblk);
-		break;
 	case XR_JEND_LOOPED:
 		printf("The whole log was walked at block %u: "
 		       "end of journal.\n", r->jblk);
@@ -86,6 +81,9 @@ static errcode_t ld_rec(const struct xr_jrec *r, void *priv)
 		break;
 	case XR_JREC_REVOKE_HDR:
 		found(r);
+		if (r->malformed)
+			printf("Revoke block's r_count invalid at block %u\n",
+			       r->jblk);
 		if (c->all)
 			printf("Dumping revoke block, sequence %u, at "
 			       "block %u:\n", r->tid, r->jblk);

@@ -21,7 +21,7 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-n] [--consistent] [--verify] "
+		"Usage: %s [-w] [-n] [--consistent] [--verify] [--no-replay] "
 		"[--as UID[:GID[,GID...]] [--cap CAP,...]] [-R request] "
 		"[-f cmdfile] [-V|--version] [-h|--help] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"                 only the expert commands may write)\n"
 		"  --consistent   refuse to read an image another extref writer\n"
 		"                 holds (by default it is read, with a warning)\n"
+		"  --no-replay    show an image whose journal needs recovery as it\n"
+		"                 is on disk, as stock debugfs does (default: as the\n"
+		"                 journal's verified replay leaves it, in memory)\n"
 		"  --as UID[:GID[,GID...]]\n"
 		"                 act as that user, groups first GID, then the\n"
 		"                 others: every command checks what the kernel would\n"
@@ -96,6 +99,8 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 		    (sh.verify ? EXTREF_OPEN_VERIFY : 0);
 	errcode_t err;
 
+	if (!rw && sh.no_replay)
+		flags |= EXTREF_OPEN_NO_JOURNAL;	/* no in-memory replay */
 	/* With NO_TREE, FORCE only sets EXT2_FLAG_IGNORE_CSUM_ERRORS. */
 	err = extref_fs_open(image, flags | (*nocsum ? EXTREF_OPEN_FORCE : 0),
 			     xfs, NULL);
@@ -126,6 +131,15 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 	return err;
 }
 
+/* The transaction or block a journal error is about, when there is one. */
+static void journal_detail(const char *who, const char *image)
+{
+	const char *d = extref_journal_detail();
+
+	if (*d)
+		fprintf(stderr, "%s: %s: journal: %s\n", who, image, d);
+}
+
 /* Open IMAGE as the shell's image; who names the caller in messages. */
 int shell_open(const char *image, int rw, int nocsum, const char *who)
 {
@@ -141,6 +155,7 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	}
 	if (err) {
 		com_err(who, err, "while opening %s", image);
+		journal_detail(who, image);
 		return 1;
 	}
 	/* The tree may be damaged: the shell inspects the ext4 part then. */
@@ -158,17 +173,26 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 			"and cannot be replayed (%s); showing the image as it "
 			"is on disk, unreplayed\n", who, image,
 			error_message(extref_fs_replay_error(xfs)));
+	if (extref_fs_replay_error(xfs))
+		journal_detail(who, image);
+	else if (!rw && sh.no_replay &&
+		 ext2fs_has_feature_journal_needs_recovery(sh.fs->super))
+		fprintf(stderr, "%s: warning: %s: the journal needs recovery; "
+			"showing the image as it is on disk, unreplayed "
+			"(--no-replay)\n", who, image);
 	else if (extref_fs_replayed(xfs) && rw)
 		fprintf(stderr, "%s: %s: recovered the journal (%u "
-			"transaction%s replayed)\n", who, image,
+			"transaction%s replayed by %s, written to the image)\n",
+			who, image,
 			extref_fs_replayed(xfs),
-			extref_fs_replayed(xfs) == 1 ? "" : "s");
+			extref_fs_replayed(xfs) == 1 ? "" : "s", PROG_NAME);
 	else if (extref_fs_replayed(xfs))
 		fprintf(stderr, "%s: warning: %s: the journal needs recovery; "
-			"showing the image as replaying it (%u transaction%s) "
-			"leaves it, in memory only: the file is not changed "
-			"(open it with -w, or run fsck.extref, to replay it)\n",
-			who, image, extref_fs_replayed(xfs),
+			"showing the image as %s's verified replay of it (%u "
+			"transaction%s) leaves it, in memory only: the file is "
+			"not changed (open it with -w, or run fsck.extref, to "
+			"replay it; --no-replay shows it as on disk)\n",
+			who, image, PROG_NAME, extref_fs_replayed(xfs),
 			extref_fs_replayed(xfs) == 1 ? "" : "s");
 	if (tree_err)
 		fprintf(stderr, "%s: warning: %s: reference-count tree not "
@@ -281,6 +305,7 @@ static const struct option long_opts[] = {
 	{ "cap",	required_argument, NULL, 'C' },
 	{ "verify",	no_argument,	NULL, 'P' },
 	{ "consistent",	no_argument,	NULL, 'c' },
+	{ "no-replay",	no_argument,	NULL, 'N' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -324,6 +349,9 @@ int main(int argc, char **argv)
 		case 'c':
 			consistent = 1;
 			break;
+		case 'N':
+			sh.no_replay = 1;
+			break;
 		case 'V':
 			printf("%s %s (libextref %s)\n", PROG_NAME,
 			       EXTREF_VERSION_STRING, EXTREF_LIB_VERSION);
@@ -336,7 +364,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (argc - optind > 1 || (request && cmdfile)) {
+	if (argc - optind > 1 || (request && cmdfile) ||
+	    (rw && sh.no_replay)) {
+		if (rw && sh.no_replay)
+			fprintf(stderr, "%s: --no-replay is for read-only "
+				"opens (a write open replays the journal "
+				"first)\n", PROG_NAME);
 		usage(stderr);
 		return 1;
 	}

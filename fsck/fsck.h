@@ -22,6 +22,7 @@ struct fsck_opts {
 	int			verbose;
 	int			progress_fd;	/* -C FD, -1 when not given */
 	int			no_e2fsck;
+	int			no_replay;	/* -E no_replay (with -n) */
 	int			unshare;
 	int			e2fsck_clean;	/* e2fsck ran and left no error */
 	int			mode_given;	/* -n, -p/-a or -y on the line */
@@ -31,6 +32,11 @@ struct fsck_opts {
 };
 
 extern const char *prog;
+
+/* journal_fix.c: a journal inode whose blocks are not its own is
+ * cleared before e2fsck (*recreate: its size), made again after */
+int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate);
+int remake_journal(struct fsck_opts *o, blk64_t nblocks);
 
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);

@@ -31,6 +31,9 @@ static void usage(FILE *f, int status)
 "  -C FD       progress: to file descriptor FD, or 0 for a terminal bar\n"
 "  -E OPTS     extended options, comma separated:\n"
 "                no_e2fsck  skip running e2fsck\n"
+"                no_replay  with -n, check an image whose journal needs\n"
+"                           recovery as it is on disk (as e2fsck -n does),\n"
+"                           not as the journal's replay leaves it\n"
 "                unshare    give each extra mapping of blocks mapped several\n"
 "                           times without a record its own copy, instead\n"
 "                           of recording them as shared\n"
@@ -62,6 +65,8 @@ static void parse_ext(struct fsck_opts *o, char *arg)
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "no_e2fsck"))
 			o->no_e2fsck = 1;
+		else if (!strcmp(tok, "no_replay"))
+			o->no_replay = 1;
 		else if (!strcmp(tok, "unshare"))
 			o->unshare = 1;
 		else {
@@ -112,6 +117,11 @@ static void parse_args(int argc, char **argv, struct fsck_opts *o)
 		usage(stderr, FSCK_USAGE);
 	o->image = argv[optind];
 	o->mode_given = seen;
+	if (o->no_replay && o->mode != EXTREF_FSCK_NO) {
+		fprintf(stderr, "%s: -E no_replay needs -n (a repair replays "
+			"the journal first)\n", prog);
+		exit(FSCK_USAGE);
+	}
 	if (!seen && isatty(0) && isatty(1))
 		o->mode = EXTREF_FSCK_ASK;
 }
@@ -138,8 +148,9 @@ static errcode_t with_library(struct fsck_opts *o, extref_image_lock_t *lock,
 	if (!err) {
 		n = extref_fs_replayed(xfs);
 		if (n)
-			printf("%s: journal recovered (%u transaction%s)\n",
-			       o->image, n, n == 1 ? "" : "s");
+			printf("%s: journal recovered by %s (%u "
+			       "transaction%s replayed)\n", o->image, prog, n,
+			       n == 1 ? "" : "s");
 		err = fn ? fn(xfs) : 0;
 		if (err)
 			extref_fs_abort(xfs);
@@ -165,8 +176,10 @@ static int replay_first(struct fsck_opts *o, extref_image_lock_t *lock)
 		return FSCK_ERROR;
 	}
 	if (err)
-		printf("%s: journal not replayed here (%s): left to e2fsck\n",
-		       o->image, error_message(err));
+		printf("%s: journal not replayed by %s (%s%s%s): left to "
+		       "e2fsck\n", o->image, prog, error_message(err),
+		       *extref_journal_detail() ? ": " : "",
+		       extref_journal_detail());
 	return 0;
 }
 
@@ -344,6 +357,8 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 	/* e2fsck has just verified every metadata checksum: skip them. */
 	if (o->e2fsck_clean)
 		flags |= EXTREF_OPEN_FORCE;
+	if (o->no_replay)
+		flags |= EXTREF_OPEN_NO_JOURNAL;	/* as on disk */
 	if (rw) {
 		extref_image_unlock(*lock);
 		*lock = NULL;
@@ -354,15 +369,24 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 		return FSCK_ERROR;
 	}
 	n = extref_fs_replayed(*xfs);
-	if (n)
-		printf("%s: journal %s (%u transaction%s)\n", o->image,
-		       rw ? "recovered" : "needs recovery: checked as its "
-		       "replay leaves it, nothing written", n,
-		       n == 1 ? "" : "s");
+	if (n && rw)
+		printf("%s: journal recovered by %s (%u transaction%s "
+		       "replayed)\n", o->image, prog, n, n == 1 ? "" : "s");
+	else if (n)
+		printf("%s: journal needs recovery: checked as %s's verified "
+		       "replay of it (%u transaction%s) leaves it, in memory "
+		       "only, nothing written (-E no_replay: as on disk)\n",
+		       o->image, prog, n, n == 1 ? "" : "s");
+	if (o->no_replay && ext2fs_has_feature_journal_needs_recovery(
+				extref_fs_ext2(*xfs)->super))
+		printf("%s: journal needs recovery: checked as it is on "
+		       "disk, unreplayed (-E no_replay)\n", o->image);
 	if (extref_fs_replay_error(*xfs))
 		printf("%s: journal needs recovery but cannot be replayed "
-		       "(%s): checked as it is on disk\n", o->image,
-		       error_message(extref_fs_replay_error(*xfs)));
+		       "(%s%s%s): checked as it is on disk\n", o->image,
+		       error_message(extref_fs_replay_error(*xfs)),
+		       *extref_journal_detail() ? ": " : "",
+		       extref_journal_detail());
 	return 0;
 }
 
@@ -414,8 +438,9 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 	struct extref_fsck_result res;
 	extref_fs_t xfs;
 	errcode_t err, cerr;
-	int st;
+	int st, bad_journal;
 
+	bad_journal = 0;
 	if (o->backup_sb && o->mode == EXTREF_FSCK_NO) {
 		err = check_backup(o, &eo, &res);
 		progress_done(o);
@@ -423,6 +448,7 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 	} else {
 		if ((st = open_checked(o, lock, &xfs)))
 			return st;
+		bad_journal = extref_fs_replay_error(xfs) != 0;
 		err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
 		progress_done(o);
 		cerr = close_checked(xfs, err);
@@ -441,8 +467,9 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 	if (res.unfixed && o->mode == EXTREF_FSCK_PREEN)
 		printf("\n%s: UNEXPECTED INCONSISTENCY; RUN %s MANUALLY.\n"
 		       "\t(i.e., without -a or -p options)\n", o->image, prog);
+	/* a journal that needs recovery and does not verify: left as is */
 	return (res.fixed ? FSCK_NONDESTRUCT : 0) |
-	       (res.unfixed ? FSCK_UNCORRECTED : 0);
+	       (res.unfixed || bad_journal ? FSCK_UNCORRECTED : 0);
 }
 
 /*
@@ -487,6 +514,7 @@ int main(int argc, char **argv)
 	struct fsck_opts o;
 	extref_image_lock_t lock = NULL;
 	int status, skip, plain, st;
+	blk64_t new_journal;
 
 	memset(&o, 0, sizeof(o));
 	add_error_table(&et_ext2_error_table);
@@ -495,7 +523,10 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if ((status = guard(&o, &lock)))
 		return status;
-	status = prepare_feature(&o, &lock, &skip, &plain);
+	status = fix_journal_blocks(&o, &new_journal);
+	if (status & FSCK_ERROR)
+		goto out;
+	status |= prepare_feature(&o, &lock, &skip, &plain);
 	if (status & FSCK_ERROR)
 		goto out;
 	if (!o.no_e2fsck && !skip) {
@@ -509,6 +540,8 @@ int main(int argc, char **argv)
 		status |= st;
 		o.e2fsck_clean = !(st & (FSCK_UNCORRECTED | FSCK_ERROR));
 	}
+	if (new_journal)
+		status |= remake_journal(&o, new_journal);
 	if (plain)
 		printf("%s: not an extref image (%s): e2fsck's check is the "
 		       "whole check\n", o.image, plain == PLAIN_NO_EXTENTS ?

@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 unix_io_manager, &fs))
 		return 0;
 	walk(fs);
-	fz_report("recover", xr_journal_recover(fs, fs->io, &nt));
+	fz_report("recover", xr_journal_recover(fs, fs->io, 0, &nt));
 	if (img.arg0 & 1)
 		commit_one(fs, &img);
 	ext2fs_free(fs);

@@ -312,7 +312,9 @@ def cpio_seeds(d):
 def journal_seeds(out, tmp):
     """Images with a journal (stock mke2fs, 4 MiB, a 1024-block journal)
     holding transactions stock debugfs wrote (jo/jw/jc: descriptors,
-    escaped copies, revoke records, commits), left unreplayed."""
+    escaped copies, revoke records, commits; the last logs the superblock
+    and the group descriptors as they are, for fuzz_replay's validation),
+    left unreplayed."""
     d = out / "journal"
     d.mkdir(parents=True, exist_ok=True)
     rng = random.Random(1)
@@ -325,9 +327,11 @@ def journal_seeds(out, tmp):
         run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-O", feats,
              "-J", "size=1", "-U", UUID, img,
              "4M"], env=dict(os.environ, E2FSPROGS_FAKE_TIME="1700000000"))
+        meta = tmp / f"meta{i}"
+        meta.write_bytes(Path(img).read_bytes()[1024:3072])
         script = ("jo\njw -b 4000,4001,4002 " + str(host) + "\njc\n"
                   "jo\njw -r 4001\njc\njo\njw -b 1950 " + str(host) +
-                  "\njc\n")
+                  "\njc\njo\njw -b 1,2 " + str(meta) + "\njc\n")
         run(["debugfs", "-w", "-f", "-", img], input=script)
         for arg0 in (0, 1):
             (d / f"j{i}-{arg0}").write_bytes(

@@ -207,6 +207,9 @@ unsigned extref_fs_replayed(extref_fs_t fs);
 /* Why a read-only open could not replay a journal that needs recovery
  * (the image is then shown as it is on disk), or 0. */
 errcode_t extref_fs_replay_error(extref_fs_t fs);
+/* The last journal error of this thread in words ("transaction 7: ...
+ * at journal block 12"), or "": the transaction or block it names. */
+const char *extref_journal_detail(void);
 /* Load the tree of an fs opened with EXTREF_OPEN_NO_TREE (read-write:
  * verified as by extref_fs_open, EXTREF_ERR_UNTRUSTED). */
 errcode_t extref_fs_load_tree(extref_fs_t fs);

@@ -31,6 +31,7 @@ extern "C" {
 #define PR_X_TREE_MISSING	0x0002	/* feature on, no tree */
 #define PR_X_TREE_UNREADABLE	0x0003	/* header fails validation */
 #define PR_X_INO5_BAD		0x0004	/* inode 5 not a regular extent file */
+#define PR_X_JOURNAL_OVERLAP	0x0005	/* journal's blocks not its own */
 #define PR_X_EXTENT_CORRUPT	0x0101	/* an inode's extent tree unreadable */
 #define PR_X_DATA_IS_METADATA	0x0102	/* a data block is also metadata */
 #define PR_X_MAPPED_BLOCK_FREE	0x0103	/* mapped block free in the bitmap */

@@ -112,7 +112,7 @@ def test_feature_with_a_journal_that_cannot_be_replayed(tmp_path):
         f.write(b"\xff\xff\xff\xff")
     res = crashlib.fsck_run(img, "-fy")
     assert res.returncode == 1, helpers.describe(res)
-    assert "journal not replayed here" in res.stdout, res.stdout
+    assert "journal not replayed by fsck.extref" in res.stdout, res.stdout
     assert "Journal superblock is corrupt" in res.stdout, res.stdout
     _check_kept(img, records, data, res.stdout)
 

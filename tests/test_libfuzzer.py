@@ -54,6 +54,7 @@ TARGETS = {
     "archive_acl": ("archive_acl", 16384),
     "quota": ("quota", 65536),
     "journal": ("journal", 65536),
+    "replay": ("journal", 65536),
 }
 
 ENV = {

@@ -199,7 +199,7 @@ static errcode_t replay(const char *name, int eflags, io_manager iom,
 
 	if (flags & EXTREF_OPEN_NO_JOURNAL)
 		return EXTREF_ERR_NEEDS_RECOVERY;
-	err = xr_journal_recover(*fsp, (*fsp)->io, n);
+	err = xr_journal_recover(*fsp, (*fsp)->io, 0, n);
 	ext2fs_free(*fsp);
 	*fsp = NULL;
 	if (!err)
@@ -248,7 +248,7 @@ static errcode_t replay_in_memory(ext2_filsys fs, unsigned *n)
 	if (err)
 		return err;
 	xr_txio_hold(t, 1);		/* for good: nothing reaches the file */
-	err = xr_journal_recover(fs, fs->io, n);
+	err = xr_journal_recover(fs, fs->io, XR_JRECOVER_SAME_LAYOUT, n);
 	if (err) {			/* nothing replayed: as it is on disk */
 		xr_txio_detach(fs, t);
 		return err;

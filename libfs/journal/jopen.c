@@ -109,17 +109,15 @@ static errcode_t read_super(struct xr_journal *j, ext2_ino_t ino,
  * dirty log; at s_first with s_sequence in an empty journal. */
 static void find_head(struct xr_journal *j)
 {
-	struct xr_jscan s;
-
 	j->head = j->sb.first;
 	j->tid = j->sb.sequence;
 	if (!j->sb.start)
 		return;
-	j->scan_err = xr_jscan(j, &s);
+	j->scan_err = xr_jscan(j, &j->scan);
 	if (!j->scan_err) {
-		j->head = s.end;
-		j->tid = s.end_tid;
-		j->ntrans = s.ntrans;
+		j->head = j->scan->end;
+		j->tid = j->scan->end_tid;
+		j->ntrans = j->scan->ntrans;
 	}
 }
 
@@ -131,6 +129,7 @@ errcode_t xr_journal_open(ext2_filsys fs, io_channel io,
 	ext2_ino_t ino;
 	errcode_t err;
 
+	xr_jdetail_clear();
 	err = journal_inode(fs, &ino, &nblocks);
 	if (err)
 		return err;
@@ -156,6 +155,7 @@ void xr_journal_close(struct xr_journal *j)
 {
 	if (!j)
 		return;
+	xr_jscan_free(j->scan);
 	ext2fs_free_mem(&j->map);
 	ext2fs_free_mem(&j->raw);
 	ext2fs_free_mem(&j);

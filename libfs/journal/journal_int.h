@@ -24,6 +24,31 @@ struct xr_jsb {
 #define XR_JNL_CSUM	(JBD2_FEATURE_INCOMPAT_CSUM_V2 | \
 			 JBD2_FEATURE_INCOMPAT_CSUM_V3)
 
+/*
+ * What the scan of a dirty log verified (jscan.c), all the replay uses:
+ * the tags and revoke records of the complete transactions, in log order.
+ */
+struct xr_jtagrec {
+	blk64_t		fsblk;		/* where the copy goes */
+	__u32		jblk;		/* journal block of the copy */
+	__u32		tid;
+	__u32		crc;		/* crc32c of the copy, unescaped */
+	unsigned	flags;		/* JBD2_FLAG_* */
+};
+struct xr_jrevrec {
+	blk64_t		fsblk;
+	__u32		tid;
+};
+struct xr_jscan {
+	__u32		end;		/* journal block after the last commit */
+	__u32		end_tid;	/* tid of the first incomplete one */
+	unsigned	ntrans;		/* complete transactions */
+	struct xr_jtagrec *tag;
+	size_t		ntag, cap_tag;
+	struct xr_jrevrec *rev;
+	size_t		nrev, cap_rev;
+};
+
 struct xr_journal {
 	ext2_filsys	fs;
 	io_channel	io;
@@ -35,6 +60,7 @@ struct xr_journal {
 	__u32		head;		/* next journal block to write */
 	__u32		tid;		/* tid of the next transaction */
 	unsigned	ntrans;		/* complete transactions in the log */
+	struct xr_jscan	*scan;		/* what the scan of a dirty log found */
 	errcode_t	scan_err;	/* a dirty log whose end was not found */
 };
 
@@ -95,17 +121,21 @@ __u32	  xr_jlog_len(const struct xr_journal *j);
 __u32	  xr_jdist(const struct xr_journal *j, __u32 from, __u32 to);
 errcode_t xr_jset_recover(struct xr_journal *j, int on, int *wrote);
 
-/* ----- jwalk.c: xr_journal_walk, with nodata: copies not read (BLOCK
- * records without data, csum_ok 1) ----- */
-errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
-		   void *priv);
-
 /* ----- jscan.c: the complete transactions of a dirty log ----- */
-struct xr_jscan {
-	__u32	end;		/* journal block after the last commit */
-	__u32	end_tid;	/* tid of the first incomplete transaction */
-	unsigned ntrans;	/* complete transactions */
-};
-errcode_t xr_jscan(struct xr_journal *j, struct xr_jscan *res);
+errcode_t xr_jscan(struct xr_journal *j, struct xr_jscan **ret);
+void	  xr_jscan_free(struct xr_jscan *s);
+
+/* ----- jdetail.c: what the last journal error was about, in words ----- */
+void	  xr_jdetail_clear(void);
+void	  xr_jdetail(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* ----- jvalid.c: a replayed superblock and descriptors, validated ----- */
+/* Reads filesystem block blk as the replay would leave it. */
+typedef errcode_t (*xr_jread_fn)(void *priv, blk64_t blk, void *buf);
+/* Does the replay write blk? */
+typedef int (*xr_jhas_fn)(void *priv, blk64_t blk);
+errcode_t xr_jvalid_fs(ext2_filsys fs, int flags, xr_jread_fn rd,
+		       xr_jhas_fn has, void *priv);
 
 #endif /* XR_JOURNAL_INT_H */

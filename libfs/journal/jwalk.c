@@ -2,8 +2,9 @@
  * jwalk.c --- walk the log record by record from s_start, following its
  * structure: block headers and sequence numbers, descriptor tags and the
  * copies after them, revoke records, commit blocks.  Checksums are
- * computed and reported in each record; the callers (scan, replay,
- * logdump) decide what a bad one means.
+ * computed and reported in each record, and so is a revoke block whose
+ * r_count cannot be; the callers (the scan, logdump) decide what they
+ * mean.
  */
 #include <string.h>
 #include <stddef.h>
@@ -18,7 +19,6 @@ struct walk {
 	__u32		pos;		/* journal block of blk */
 	__u32		tid;		/* tid expected */
 	__u32		walked;		/* log blocks walked */
-	int		nodata;		/* copies neither read nor checked */
 };
 
 /* A decoded descriptor tag. */
@@ -74,7 +74,7 @@ static errcode_t end(struct walk *w, enum xr_jend why, __u32 found)
 	r.tid = w->tid;
 	r.end = why;
 	r.found = found;
-	if (why == XR_JEND_TYPE || why == XR_JEND_BAD)
+	if (why == XR_JEND_TYPE)
 		r.blocktype = xr_be32(w->blk + 4);
 	rc = w->fn(&r, w->priv);
 	return rc == XR_JWALK_STOP ? 0 : rc;
@@ -102,16 +102,13 @@ static errcode_t walk_tag(struct walk *w, const struct jtag *t)
 	r.tid = w->tid;
 	r.fsblk = t->blk;
 	r.flags = t->flags;
-	r.csum_ok = 1;
-	if (!w->nodata) {
-		err = xr_jread(w->j, w->pos, w->copy);
-		if (err)
-			return err;
-		r.csum_ok = tag_csum_ok(w, t);
-		if (t->flags & JBD2_FLAG_ESCAPE)
-			xr_put_be32(w->copy, JBD2_MAGIC);
-		r.data = w->copy;
-	}
+	err = xr_jread(w->j, w->pos, w->copy);
+	if (err)
+		return err;
+	r.csum_ok = tag_csum_ok(w, t);
+	if (t->flags & JBD2_FLAG_ESCAPE)
+		xr_put_be32(w->copy, JBD2_MAGIC);
+	r.data = w->copy;
 	return w->fn(&r, w->priv);
 }
 
@@ -146,8 +143,10 @@ static errcode_t walk_desc(struct walk *w, int *looped)
 	return rc;
 }
 
-/* A revoke block: its records; w->pos ends after it.  *bad: malformed. */
-static errcode_t walk_revoke(struct walk *w, int *bad, int *looped)
+/* A revoke block and its records; w->pos ends after it.  One whose
+ * r_count cannot be is reported malformed, without records: whether
+ * that ends the log or is an error is the caller's (the scan's) call. */
+static errcode_t walk_revoke(struct walk *w, int *looped)
 {
 	__u32 incompat = w->j->sb.incompat;
 	unsigned rs = xr_jrevoke_rec_bytes(incompat);
@@ -158,15 +157,13 @@ static errcode_t walk_revoke(struct walk *w, int *bad, int *looped)
 	unsigned off;
 	errcode_t rc;
 
-	if (count < hdr || count > w->j->bs - xr_jtail_bytes(incompat) ||
-	    (count - hdr) % rs) {
-		*bad = 1;
-		return 0;
-	}
 	header_rec(w, &r, XR_JREC_REVOKE_HDR);
 	r.csum_ok = xr_jtail_ok(w->j, w->blk);
+	r.malformed = count < hdr ||
+		      count > w->j->bs - xr_jtail_bytes(incompat) ||
+		      (count - hdr) % rs;
 	rc = w->fn(&r, w->priv);
-	for (off = hdr; !rc && off < count; off += rs) {
+	for (off = hdr; !rc && !r.malformed && off < count; off += rs) {
 		r.type = XR_JREC_REVOKE;
 		r.fsblk = rs == 8 ? (blk64_t)xr_be32(w->blk + off) << 32 |
 				    xr_be32(w->blk + off + 4)
@@ -195,7 +192,7 @@ static errcode_t walk_commit(struct walk *w, int *looped)
 /* One record at w->pos; *why set when the walk ends there. */
 static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 {
-	int bad = 0, looped = 0;
+	int looped = 0;
 	errcode_t rc;
 
 	switch (xr_be32(w->blk + 4)) {
@@ -203,7 +200,7 @@ static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 		rc = walk_desc(w, &looped);
 		break;
 	case JBD2_REVOKE_BLOCK:
-		rc = walk_revoke(w, &bad, &looped);
+		rc = walk_revoke(w, &looped);
 		break;
 	case JBD2_COMMIT_BLOCK:
 		rc = walk_commit(w, &looped);
@@ -213,9 +210,9 @@ static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 		*why = XR_JEND_TYPE;
 		return 0;
 	}
-	if (bad || looped) {
+	if (looped) {
 		*stop = 1;
-		*why = bad ? XR_JEND_BAD : XR_JEND_LOOPED;
+		*why = XR_JEND_LOOPED;
 	}
 	return rc;
 }
@@ -247,14 +244,12 @@ static errcode_t walk_log(struct walk *w)
 	}
 }
 
-errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
-		   void *priv)
+errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
 {
 	struct walk w;
 	errcode_t err;
 
 	memset(&w, 0, sizeof(w));
-	w.nodata = nodata;
 	w.j = j;
 	w.fn = fn;
 	w.priv = priv;
@@ -270,9 +265,4 @@ errcode_t xr_jwalk(struct xr_journal *j, int nodata, xr_jwalk_fn fn,
 	ext2fs_free_mem(&w.blk);
 	ext2fs_free_mem(&w.copy);
 	return err;
-}
-
-errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
-{
-	return xr_jwalk(j, 0, fn, priv);
 }

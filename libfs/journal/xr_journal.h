@@ -82,14 +82,35 @@ errcode_t xr_journal_checkpoint_done_noflush(struct xr_journal *j);
 errcode_t xr_journal_mark_recover(struct xr_journal *j, int on);
 
 /*
- * Replay the journal as the kernel and e2fsck do: find the complete
- * transactions, skip revoked blocks, write the rest home, flush, mark the
- * journal empty, clear needs_recovery.  *ntrans gets the transactions
- * replayed.  A journal whose superblock or committed records fail
- * verification gives an error and nothing is written.  fs->super and any
- * cached metadata are stale afterwards: reopen the image.
+ * The journal inode's blocks are its own (jown.c): none twice in its
+ * map, none group metadata, none mapped by another inode.  Else
+ * EXTREF_ERR_JNL_OVERLAP (extref_journal_detail says which block).
+ * Every writer checks it before its first commit; the replay before its
+ * first write.
  */
-errcode_t xr_journal_recover(ext2_filsys fs, io_channel io, unsigned *ntrans);
+errcode_t xr_journal_check_blocks(struct xr_journal *j);
+
+/*
+ * Replay the journal as the kernel and e2fsck do, in three passes: the
+ * scan (at open) finds the complete transactions and verifies every
+ * descriptor, tag, revoke block and commit; the revoke records of those
+ * transactions are gathered; the last unrevoked copy of each block is
+ * written home from what the scan verified.  Then flush, mark the
+ * journal empty, clear needs_recovery.  *ntrans gets the transactions
+ * replayed.  Nothing is written unless the whole log verified, every
+ * target lies inside the filesystem and outside the log being
+ * replayed, the journal's blocks are its own, and a replayed superblock and group
+ * descriptors validate (EXTREF_ERR_JNL_CORRUPT, _TARGET, _BAD_REVOKE,
+ * _OVERLAP, _BAD_FS; extref_journal_detail names the transaction or
+ * block).  With XR_JRECOVER_SAME_LAYOUT, a replayed superblock must also
+ * keep the size, features and UUID (EXTREF_ERR_JNL_RESIZED): for a view
+ * that keeps the handle fs and only reads its superblock and descriptors
+ * again.  fs->super and any cached metadata are stale afterwards: reopen
+ * the image (or read them again).
+ */
+#define XR_JRECOVER_SAME_LAYOUT	0x0001
+errcode_t xr_journal_recover(ext2_filsys fs, io_channel io, int flags,
+			     unsigned *ntrans);
 
 /* ----- walking the log (logdump) ----- */
 
@@ -106,7 +127,6 @@ enum xr_jend {
 	XR_JEND_NO_MAGIC,	/* jblk holds no record */
 	XR_JEND_SEQ,		/* jblk's record has tid found, not tid */
 	XR_JEND_TYPE,		/* jblk's record has an unknown blocktype */
-	XR_JEND_BAD,		/* jblk's record is malformed */
 	XR_JEND_LOOPED,		/* the whole log was walked */
 	XR_JEND_EMPTY		/* the journal is empty (s_start 0) */
 };
@@ -122,6 +142,8 @@ struct xr_jrec {
 	int		csum_ok;	/* DESC, BLOCK, REVOKE_HDR, COMMIT:
 					 * checksum verifies (1 without
 					 * checksums) */
+	int		malformed;	/* REVOKE_HDR: r_count impossible (no
+					 * REVOKE records follow) */
 	const void	*data;		/* BLOCK: the copy, unescaped */
 	enum xr_jend	end;		/* END: why */
 	__u32		found;		/* END, XR_JEND_SEQ: tid found */
@@ -136,7 +158,8 @@ typedef errcode_t (*xr_jwalk_fn)(const struct xr_jrec *r, void *priv);
 /*
  * Call fn for every record of the log from s_start, in order, ending with
  * one XR_JREC_END (also for an empty journal).  The walk follows the
- * structure only (checksums are reported, not acted on).  fn returns 0 to
+ * structure only (checksums and a malformed revoke block are reported,
+ * not acted on: the walk goes on after them).  fn returns 0 to
  * go on, XR_JWALK_STOP to stop, or an error, which the walk returns.
  */
 errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv);

@@ -820,6 +820,8 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 		err = xr_journal_open(fs, fs->io, &tx->j);
 	if (!err && xr_journal_dirty(tx->j))
 		err = EXTREF_ERR_JNL_REPLAY_FIRST;	/* open replays first */
+	if (!err && (fs->flags & EXT2_FLAG_RW))
+		err = xr_journal_check_blocks(tx->j);	/* a writer */
 	if (!err)
 		tx->max_blocks = xr_journal_capacity(tx->j, 0);
 	if (err) {

@@ -146,7 +146,7 @@ static int run(ext2_filsys fs, int argc, char **argv)
 	int rc = 0, i, n;
 
 	if (!strcmp(argv[0], "recover")) {
-		err = xr_journal_recover(fs, fs->io, &nt);
+		err = xr_journal_recover(fs, fs->io, 0, &nt);
 		if (err)
 			return fail("recover", err);
 		printf("replayed %u\n", nt);
