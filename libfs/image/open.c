@@ -43,6 +43,24 @@ static void set_io_manager(struct extref_fs *xfs)
 }
 
 /*
+ * A proof that failed: when the journal's own blocks are what it found
+ * (a journal over metadata or another file), say that, as a writer's
+ * first commit would (txn.c); fsck.extref repairs it (0x0005).
+ */
+static errcode_t journal_reason(ext2_filsys fs, errcode_t err)
+{
+	struct xr_journal *j = NULL;
+	errcode_t jerr;
+
+	if (!ext2fs_has_feature_journal(fs->super) ||
+	    !fs->super->s_journal_inum || xr_journal_open(fs, fs->io, &j))
+		return err;
+	jerr = xr_journal_check_blocks(j);
+	xr_journal_close(j);
+	return jerr == EXTREF_ERR_JNL_OVERLAP ? jerr : err;
+}
+
+/*
  * The tree's stamp (tree/stamp.c) says that a writer of this library
  * proved the counts against every extent mapping and closed cleanly, and
  * the image's allocation state is still the one it left.  Journaled
@@ -114,6 +132,8 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 		return 0;
 	}
 	err = extref_fsck_verify_write(xfs->fs, NULL);
+	if (err == EXTREF_ERR_UNTRUSTED)
+		err = journal_reason(xfs->fs, err);
 	if (err) {
 		extref_tree_free(xfs->tree);
 		xfs->tree = NULL;

@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include "journal_int.h"
 #include "extref.h"
-#include "../tree/xr_crc32c.h"
+#include "base/xr_crc32c.h"
 
 struct replay {
 	struct xr_journal *j;

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 #include "journal_int.h"
-#include "../tree/xr_crc32c.h"
+#include "base/xr_crc32c.h"
 
 struct scan_ctx {
 	struct xr_journal *j;

@@ -41,6 +41,7 @@ struct xr_tx {
 	struct xr_journal *j;
 	int		depth;
 	int		atomic_depth;	/* depth of the outermost atomic begin */
+	int		jown_done;	/* the journal's blocks proven its own */
 	struct ext2_super_block super;	/* as last committed */
 	void		*gd;		/* descriptors as last committed */
 	size_t		gd_size;
@@ -472,6 +473,24 @@ static errcode_t checkpoint(struct xr_tx *tx, int last)
 	return err;
 }
 
+/*
+ * Before the session's first write to the journal: its blocks are its
+ * own (jown.c), or the log would go over another file or metadata.  It
+ * costs a walk of every inode's map, which the tree's stamp spares a
+ * small change as it spares the proof of the counts: the stamp says a
+ * proving writer checked this too and the allocation state is the one it
+ * left (FORMAT.md section 11).
+ */
+static errcode_t journal_owned(struct xr_tx *tx)
+{
+	errcode_t err = 0;
+
+	if (!tx->jown_done && extref_fs_proof(tx->xfs) != EXTREF_PROOF_STAMP)
+		err = xr_journal_check_blocks(tx->j);
+	tx->jown_done = !err;
+	return err;
+}
+
 static errcode_t to_journal(struct xr_tx *tx)
 {
 	struct xr_txblock *held;
@@ -483,6 +502,9 @@ static errcode_t to_journal(struct xr_tx *tx)
 	rev = xr_txio_revokes(tx->io, &nrev);
 	err = xr_txio_held(tx->io, &held, &n);
 	if (err || (!n && !nrev))
+		goto out;
+	err = journal_owned(tx);
+	if (err)
 		goto out;
 	/* no room left in the log: empty it first; still none: too big */
 	if (n > xr_journal_capacity(tx->j, nrev) && xr_journal_dirty(tx->j)) {
@@ -820,8 +842,6 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 		err = xr_journal_open(fs, fs->io, &tx->j);
 	if (!err && xr_journal_dirty(tx->j))
 		err = EXTREF_ERR_JNL_REPLAY_FIRST;	/* open replays first */
-	if (!err && (fs->flags & EXT2_FLAG_RW))
-		err = xr_journal_check_blocks(tx->j);	/* a writer */
 	if (!err)
 		tx->max_blocks = xr_journal_capacity(tx->j, 0);
 	if (err) {
