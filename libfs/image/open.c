@@ -368,14 +368,15 @@ cleanup:
 static errcode_t close_checked(ext2_filsys fs, int journaled)
 {
 	io_channel io = fs->io;
-	int rw = fs->flags & EXT2_FLAG_RW;
+	int rw = fs->flags & EXT2_FLAG_RW, holding = xr_txio_of(fs) != NULL;
 	errcode_t err, err2;
 
 	io->refcount++;
 	err = ext2fs_close2(fs, journaled ? EXT2_FLAG_FLUSH_NO_SYNC : 0);
 	if (err)
 		ext2fs_free(fs);
-	err2 = rw ? io_channel_flush(io) : 0;
+	/* the holding channel's close flushes the one below, and says so */
+	err2 = rw && !holding ? io_channel_flush(io) : 0;
 	if (!err)
 		err = err2;
 	err2 = io_channel_close(io);

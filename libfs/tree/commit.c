@@ -58,7 +58,8 @@ static errcode_t write_subtree(struct extref_tree *t, struct xr_node *n)
 /*
  * Write the header between two flushes: the nodes it names are on disk
  * before it, and it is on disk before anything the caller writes next.
- * sync_after 0 skips the second flush where nothing depends on it.
+ * sync_after 0 skips the second flush where nothing depends on it;
+ * sync_after -1 skips both (a header that names nothing new: the stamp).
  */
 errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 {
@@ -77,10 +78,10 @@ errcode_t xr_write_header(struct extref_tree *t, int sync_after)
 	if (err)
 		return err;
 	xr_hdr_encode(t->seed, &c, t->buf, t->bs);
-	err = io_channel_flush(t->fs->io);
+	err = sync_after >= 0 ? io_channel_flush(t->fs->io) : 0;
 	if (!err)
 		err = xr_write_lblk(t, 0, t->buf);
-	if (!err && sync_after)
+	if (!err && sync_after > 0)
 		err = io_channel_flush(t->fs->io);
 	if (!err)
 		extref_tree_hdr_decode(&t->hdr, (const void *)t->buf);

@@ -24,7 +24,10 @@ void xr_tree_stamp_clear(extref_tree_t t)
 
 /*
  * Write stamp into the header now (a committed tree: nothing dirty),
- * between two flushes, unless the header already holds it.
+ * unless the header already holds it.  No flush around it: the header
+ * names nothing new, and a stamp that reaches the disk before or without
+ * the state it binds only fails to match (the next open proves in full);
+ * the close's flush makes it durable with the rest.
  */
 errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp)
 {
@@ -35,7 +38,7 @@ errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp)
 	t->stamp = stamp;
 	if (t->hdr.h_stamp == stamp)
 		return 0;
-	return xr_write_header(t, 1);
+	return xr_write_header(t, -1);
 }
 
 /*
