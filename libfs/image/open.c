@@ -391,7 +391,7 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	if (!xfs)
 		return 0;
 	journaled = xfs->tx != NULL;
-	proven = xr_fs_verified(xfs);	/* counted by the holding channel */
+	proven = xr_fs_proven(xfs);	/* counted by the holding channel */
 	err = xr_tx_detach(xfs);	/* commits, empties the journal */
 	if (err) {
 		extref_fs_abort(xfs);	/* nothing more is written */

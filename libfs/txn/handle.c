@@ -153,18 +153,30 @@ void xr_fs_mark_verified(extref_fs_t xfs, int proof)
 }
 
 /*
- * The open's verification still holds: it read and checked every node of
+ * The open's proof still holds (in full, or by the stamp): it read and
+ * checked every node of
  * the tree and of every extent tree, and since then only this library's
  * operations wrote to the image (the lock keeps other writers out; any
  * other write through the channel, such as an expert's raw edit, says
  * no).  An image without a journal has no such count: no.
  */
-int xr_fs_verified(extref_fs_t xfs)
+int xr_fs_proven(extref_fs_t xfs)
 {
 	struct xr_txio *t = xr_txio_of(xfs->fs);
 
 	return xfs->verified && xfs->tx && t &&
 	       xr_txio_raw_writes(t) == xfs->verified_at;
+}
+
+/*
+ * Only a full proof read every node: one taken from the stamp did not
+ * (a block damaged by dd since is met only when read), so operations
+ * then read the tree and their file's extent tree whole before their
+ * first write, as without a proof.
+ */
+int xr_fs_verified(extref_fs_t xfs)
+{
+	return xfs->proof == EXTREF_PROOF_FULL && xr_fs_proven(xfs);
 }
 
 /*

@@ -76,6 +76,9 @@ void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk);
  * operation may skip reading them all again before its first write.
  */
 int xr_fs_verified(extref_fs_t xfs);
+/* The open proved the counts (in full or by the stamp) and only the
+ * library's own transactions wrote since: a close may leave a stamp. */
+int xr_fs_proven(extref_fs_t xfs);
 /*
  * The first write from outside the library's operations (an expert's raw
  * edit): a stamp in the tree's header is cleared on disk first, so the
