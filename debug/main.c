@@ -315,7 +315,6 @@ int main(int argc, char **argv)
 	int c, rw = 0, nocsum = 0, ret;
 
 	add_error_table(&et_ext2_error_table);
-	add_error_table(&et_xref_error_table);
 
 	while ((c = getopt_long(argc, argv, "wnR:f:Vh", long_opts, NULL)) != -1) {
 		switch (c) {

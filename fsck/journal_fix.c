@@ -16,21 +16,6 @@
 #include <string.h>
 #include <et/com_err.h>
 #include "fsck.h"
-#include "journal/xr_journal.h"
-
-/* EXTREF_ERR_JNL_OVERLAP, 0 (no journal, or one that is its own or
- * that e2fsck has to judge first), or an error. */
-static errcode_t overlap(ext2_filsys fs)
-{
-	struct xr_journal *j;
-	errcode_t err;
-
-	if (xr_journal_open(fs, fs->io, &j))
-		return 0;
-	err = xr_journal_check_blocks(j);
-	xr_journal_close(j);
-	return err;
-}
 
 static errcode_t clear_journal(ext2_filsys fs, blk64_t *nblocks)
 {
@@ -79,7 +64,7 @@ int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate)
 	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS |
 			 (rw ? EXT2_FLAG_RW : 0), 0, 0, unix_io_manager, &fs))
 		return 0;		/* e2fsck's to repair */
-	err = overlap(fs);
+	err = extref_journal_check_blocks(fs);
 	if (err != EXTREF_ERR_JNL_OVERLAP) {
 		ext2fs_close_free(&fs);
 		if (!err)

@@ -518,7 +518,6 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	add_error_table(&et_ext2_error_table);
-	add_error_table(&et_xref_error_table);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_args(argc, argv, &o);
 	if ((status = guard(&o, &lock)))

@@ -13,7 +13,7 @@
 #include "fz.h"
 #include "journal/xr_journal.h"
 
-static errcode_t count_rec(const struct xr_jrec *r, void *priv)
+static errcode_t count_rec(const struct extref_jrec *r, void *priv)
 {
 	++*(unsigned *)priv;
 	(void)r;

@@ -400,6 +400,80 @@ errcode_t extref_block_iterate(ext2_filsys fs, ext2_ino_t ino, int flags,
 					   void *priv),
 			       void *priv);
 
+/*
+ * The image's journal as it is on disk (never an in-memory replay), for
+ * tools that show it (debugfs.extref's logdump): the journal
+ * superblock's fields in *info, then fn for every record of the log
+ * from s_start, in order, ending with one EXTREF_JREC_END (also for an
+ * empty journal).  The walk follows the structure only: checksums and a
+ * malformed revoke block are reported in the records, not acted on.  fn
+ * returns 0 to go on, EXTREF_JWALK_STOP to stop, or an error, which the
+ * walk returns (with fn NULL only *info is filled in).  The block types
+ * in blocktype are jbd2's: EXTREF_JBLOCK_*.
+ */
+#define EXTREF_JBLOCK_DESCRIPTOR	1
+#define EXTREF_JBLOCK_COMMIT		2
+#define EXTREF_JBLOCK_SUPER_V1		3
+#define EXTREF_JBLOCK_SUPER_V2		4
+#define EXTREF_JBLOCK_REVOKE		5
+enum extref_jrec_type {
+	EXTREF_JREC_DESC,		/* a descriptor block */
+	EXTREF_JREC_BLOCK,		/* a tag: fsblk logged at jblk */
+	EXTREF_JREC_REVOKE_HDR,	/* a revoke block */
+	EXTREF_JREC_REVOKE,		/* one of its records: fsblk */
+	EXTREF_JREC_COMMIT,		/* a commit block */
+	EXTREF_JREC_END		/* the walk ends; see end */
+};
+
+enum extref_jend {
+	EXTREF_JEND_NO_MAGIC,	/* jblk holds no record */
+	EXTREF_JEND_SEQ,		/* jblk's record has tid found, not tid */
+	EXTREF_JEND_TYPE,		/* jblk's record has an unknown blocktype */
+	EXTREF_JEND_LOOPED,		/* the whole log was walked */
+	EXTREF_JEND_EMPTY		/* the journal is empty (s_start 0) */
+};
+
+/* One record of the log, as extref_journal_walk meets it. */
+struct extref_jrec {
+	enum extref_jrec_type type;
+	__u32		jblk;		/* journal block of the record/copy */
+	__u32		tid;		/* transaction it belongs to */
+	unsigned	blocktype;	/* h_blocktype of header records */
+	blk64_t		fsblk;		/* BLOCK, REVOKE: filesystem block */
+	unsigned	flags;		/* BLOCK: tag flags (JBD2_FLAG_*) */
+	int		csum_ok;	/* DESC, BLOCK, REVOKE_HDR, COMMIT:
+					 * checksum verifies (1 without
+					 * checksums) */
+	int		malformed;	/* REVOKE_HDR: r_count impossible (no
+					 * REVOKE records follow) */
+	const void	*data;		/* BLOCK: the copy, unescaped */
+	enum extref_jend	end;		/* END: why */
+	__u32		found;		/* END, EXTREF_JEND_SEQ: tid found */
+};
+
+/* Stop the walk without an error (returned by a callback; the walk
+ * returns 0 then), as xfs's visitors use -ECANCELED. */
+#define EXTREF_JWALK_STOP	((errcode_t)ECANCELED)
+
+typedef errcode_t (*extref_jwalk_fn)(const struct extref_jrec *r, void *priv);
+
+/* The journal superblock's fields, as the walk starts from them. */
+struct extref_jinfo {
+	__u32	start, sequence, first, maxlen, blocksize;
+	__u32	compat, incompat, ro_compat;
+	__u32	errnum;
+	const void *raw;	/* the 1024 bytes as on disk */
+};
+errcode_t extref_journal_walk(extref_fs_t fs, struct extref_jinfo *info,
+			      extref_jwalk_fn fn, void *priv);
+/*
+ * The journal inode's blocks are its own: none twice in its map, none in
+ * group metadata, none mapped by another inode (inode 5 included).
+ * EXTREF_ERR_JNL_OVERLAP when one is; 0 also without a journal, or with
+ * one that cannot be opened (e2fsck's to judge first).
+ */
+errcode_t extref_journal_check_blocks(ext2_filsys fs);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

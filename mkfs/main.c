@@ -319,7 +319,6 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	memset(&t, 0, sizeof(t));
 	add_error_table(&et_ext2_error_table);
-	add_error_table(&et_xref_error_table);
 
 	cleanup_init();			/* nothing left behind: cleanup.c */
 	parse_args(argc, argv, &o);

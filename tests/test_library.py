@@ -156,3 +156,59 @@ def test_callbacks_error_is_not_stop(tmp_path):
     res = helpers.run([prog, "-p", str(img)], check=False)
     assert res.returncode == 0 and res.stdout.count(": ok") == 2, \
         helpers.describe(res)
+
+
+TOOLS = {"mkfs.extref": ("mkfs", ["-lblkid", "-le2p"]),
+         "fsck.extref": ("fsck", ["-lblkid", "-le2p"]),
+         "debugfs.extref": ("debug", ["-lss", "-le2p"])}
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_tool_builds_against_the_installed_library(installed, tmp_path,
+                                                   tool):
+    """Each tool's own sources build with nothing of the library but the
+    installed headers (no -I of libfs/: a private header would not be
+    found) and link against the installed libextref.so, which exports
+    only the public calls; the tool then runs (--version)."""
+    dest, pcdir = installed
+    folder, extra = TOOLS[tool]
+    src = helpers.REPO_ROOT / folder
+    gen = helpers.BUILD_DIR / folder     # debug's generated command table
+    inc = next(dest.rglob("extref/extref.h")).parent
+    flags = pkg_config(pcdir, "--cflags", "--libs")
+    defs = ['-DEXTREF_VERSION_STRING="test"', '-DMKE2FS_PATH="/sbin/mke2fs"']
+    srcs = sorted(str(p) for p in src.glob("*.c"))
+    srcs += sorted(str(p) for p in gen.glob("*.c")
+                   if not (src / p.name).exists())
+    out = tmp_path / tool
+    res = helpers.run(["cc", "-w", f"-I{inc}", f"-I{src}", f"-I{gen}",
+                       "-I/usr/include/ext2fs", "-I/usr/include/et",
+                       "-I/usr/include/ss", "-I/usr/include/blkid", "-I/usr/include/uuid",
+                       *defs, "-o", str(out), *srcs,
+                       *flags, *extra, "-lext2fs", "-lcom_err", "-luuid"],
+                      check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    libdir = pcdir.parent
+    run = helpers.run([str(out), "-V"], check=False,
+                      env={"LD_LIBRARY_PATH": str(libdir)})
+    assert run.returncode == 0 and "extref" in run.stdout + run.stderr, \
+        helpers.describe(run)
+    assert str(libdir) in helpers.run(
+        ["ldd", str(out)], env={"LD_LIBRARY_PATH": str(libdir)}).stdout
+
+
+def test_every_public_call_is_exported(installed):
+    """Every function the installed headers declare is in libextref.so's
+    dynamic symbol table (a definition compiled where its public
+    declaration is not seen would be hidden by -fvisibility=hidden)."""
+    dest, pcdir = installed
+    inc = next(dest.rglob("extref/extref.h")).parent
+    declared = set()
+    for h in inc.glob("*.h"):
+        text = re.sub(r"/\*.*?\*/", "", h.read_text(), flags=re.S)
+        declared |= set(re.findall(r"\b(extref_\w+)\s*\(", text))
+    so = next(pcdir.parent.glob("libextref.so.*.*"))
+    dyn = helpers.run(["nm", "-D", "--defined-only", str(so)]).stdout
+    exported = {l.split()[-1].split("@")[0] for l in dyn.splitlines()}
+    missing = sorted(declared - exported)
+    assert len(declared) > 50 and not missing, missing

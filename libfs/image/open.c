@@ -49,14 +49,8 @@ static void set_io_manager(struct extref_fs *xfs)
  */
 static errcode_t journal_reason(ext2_filsys fs, errcode_t err)
 {
-	struct xr_journal *j = NULL;
-	errcode_t jerr;
+	errcode_t jerr = extref_journal_check_blocks(fs);
 
-	if (!ext2fs_has_feature_journal(fs->super) ||
-	    !fs->super->s_journal_inum || xr_journal_open(fs, fs->io, &j))
-		return err;
-	jerr = xr_journal_check_blocks(j);
-	xr_journal_close(j);
 	return jerr == EXTREF_ERR_JNL_OVERLAP ? jerr : err;
 }
 

@@ -166,7 +166,7 @@ int xr_journal_dirty(struct xr_journal *j)
 	return j->sb.start != 0;
 }
 
-void xr_journal_info(struct xr_journal *j, struct xr_jinfo *info)
+void xr_journal_info(struct xr_journal *j, struct extref_jinfo *info)
 {
 	info->start = j->sb.start;
 	info->sequence = j->sb.sequence;

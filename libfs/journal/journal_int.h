@@ -8,6 +8,7 @@
 #include "extref.h"
 #include "extref_err.h"
 #include "xr_journal.h"
+#include "jbd2_format.h"
 
 /* The journal superblock in CPU form (jsb.c converts). */
 struct xr_jsb {

@@ -37,7 +37,7 @@ static void fail(struct scan_ctx *c, errcode_t err, const char *why,
 	snprintf(c->why, sizeof(c->why), "%s at journal block %u", why, jblk);
 }
 
-static errcode_t add_tag(struct scan_ctx *c, const struct xr_jrec *r)
+static errcode_t add_tag(struct scan_ctx *c, const struct extref_jrec *r)
 {
 	struct xr_jscan *s = c->s;
 	struct xr_jtagrec *t;
@@ -59,7 +59,7 @@ static errcode_t add_tag(struct scan_ctx *c, const struct xr_jrec *r)
 	return 0;
 }
 
-static errcode_t add_revoke(struct scan_ctx *c, const struct xr_jrec *r)
+static errcode_t add_revoke(struct scan_ctx *c, const struct extref_jrec *r)
 {
 	struct xr_jscan *s = c->s;
 	errcode_t err;
@@ -77,7 +77,7 @@ static errcode_t add_revoke(struct scan_ctx *c, const struct xr_jrec *r)
 	return 0;
 }
 
-static errcode_t scan_block(struct scan_ctx *c, const struct xr_jrec *r)
+static errcode_t scan_block(struct scan_ctx *c, const struct extref_jrec *r)
 {
 	char why[96];
 
@@ -97,7 +97,7 @@ static errcode_t scan_block(struct scan_ctx *c, const struct xr_jrec *r)
 }
 
 /* The transaction's commit verifies: keep its records, or fail. */
-static errcode_t commit(struct scan_ctx *c, const struct xr_jrec *r)
+static errcode_t commit(struct scan_ctx *c, const struct extref_jrec *r)
 {
 	if (c->bad) {
 		xr_jdetail("transaction %u: %s", r->tid, c->why);
@@ -116,20 +116,20 @@ static errcode_t torn(struct scan_ctx *c)
 {
 	c->s->ntag = c->tag0;
 	c->s->nrev = c->rev0;
-	return XR_JWALK_STOP;
+	return EXTREF_JWALK_STOP;
 }
 
-static errcode_t scan_rec(const struct xr_jrec *r, void *priv)
+static errcode_t scan_rec(const struct extref_jrec *r, void *priv)
 {
 	struct scan_ctx *c = priv;
 
 	switch (r->type) {
-	case XR_JREC_DESC:
+	case EXTREF_JREC_DESC:
 		if (!r->csum_ok)
 			fail(c, EXTREF_ERR_JNL_CORRUPT,
 			     "a descriptor block fails its checksum", r->jblk);
 		return 0;
-	case XR_JREC_REVOKE_HDR:
+	case EXTREF_JREC_REVOKE_HDR:
 		if (r->malformed)
 			fail(c, EXTREF_ERR_JNL_BAD_REVOKE, "a revoke block's "
 			     "r_count is impossible", r->jblk);
@@ -137,15 +137,15 @@ static errcode_t scan_rec(const struct xr_jrec *r, void *priv)
 			fail(c, EXTREF_ERR_JNL_CORRUPT,
 			     "a revoke block fails its checksum", r->jblk);
 		return 0;
-	case XR_JREC_BLOCK:
+	case EXTREF_JREC_BLOCK:
 		return scan_block(c, r);
-	case XR_JREC_REVOKE:
+	case EXTREF_JREC_REVOKE:
 		return add_revoke(c, r);
-	case XR_JREC_COMMIT:
+	case EXTREF_JREC_COMMIT:
 		if (r->csum_ok)
 			return commit(c, r);
 		return torn(c);		/* the log ends before it */
-	case XR_JREC_END:
+	case EXTREF_JREC_END:
 		return torn(c);
 	}
 	return 0;

@@ -12,7 +12,7 @@
 
 struct walk {
 	struct xr_journal *j;
-	xr_jwalk_fn	fn;
+	extref_jwalk_fn	fn;
 	void		*priv;
 	unsigned char	*blk;		/* the record being walked */
 	unsigned char	*copy;		/* a copy a tag names */
@@ -63,25 +63,25 @@ static int advance(struct walk *w)
 	return ++w->walked < xr_jlog_len(w->j);
 }
 
-static errcode_t end(struct walk *w, enum xr_jend why, __u32 found)
+static errcode_t end(struct walk *w, enum extref_jend why, __u32 found)
 {
-	struct xr_jrec r;
+	struct extref_jrec r;
 	errcode_t rc;
 
 	memset(&r, 0, sizeof(r));
-	r.type = XR_JREC_END;
+	r.type = EXTREF_JREC_END;
 	r.jblk = w->pos;
 	r.tid = w->tid;
 	r.end = why;
 	r.found = found;
-	if (why == XR_JEND_TYPE)
+	if (why == EXTREF_JEND_TYPE)
 		r.blocktype = xr_be32(w->blk + 4);
 	rc = w->fn(&r, w->priv);
-	return rc == XR_JWALK_STOP ? 0 : rc;
+	return rc == EXTREF_JWALK_STOP ? 0 : rc;
 }
 
-static void header_rec(struct walk *w, struct xr_jrec *r,
-		       enum xr_jrec_type type)
+static void header_rec(struct walk *w, struct extref_jrec *r,
+		       enum extref_jrec_type type)
 {
 	memset(r, 0, sizeof(*r));
 	r->type = type;
@@ -93,11 +93,11 @@ static void header_rec(struct walk *w, struct xr_jrec *r,
 /* One tag: read its copy, check it, unescape it, report it. */
 static errcode_t walk_tag(struct walk *w, const struct jtag *t)
 {
-	struct xr_jrec r;
+	struct extref_jrec r;
 	errcode_t err;
 
 	memset(&r, 0, sizeof(r));
-	r.type = XR_JREC_BLOCK;
+	r.type = EXTREF_JREC_BLOCK;
 	r.jblk = w->pos;
 	r.tid = w->tid;
 	r.fsblk = t->blk;
@@ -119,11 +119,11 @@ static errcode_t walk_desc(struct walk *w, int *looped)
 	unsigned tb = xr_jtag_bytes(incompat);
 	unsigned limit = w->j->bs - xr_jtail_bytes(incompat);
 	unsigned off = sizeof(struct jbd2_disk_header);
-	struct xr_jrec r;
+	struct extref_jrec r;
 	struct jtag t;
 	errcode_t rc;
 
-	header_rec(w, &r, XR_JREC_DESC);
+	header_rec(w, &r, EXTREF_JREC_DESC);
 	r.csum_ok = xr_jtail_ok(w->j, w->blk);
 	rc = w->fn(&r, w->priv);
 	t.flags = 0;
@@ -153,18 +153,18 @@ static errcode_t walk_revoke(struct walk *w, int *looped)
 	unsigned hdr = sizeof(struct jbd2_disk_revoke);
 	__u32 count = xr_be32(w->blk + offsetof(struct jbd2_disk_revoke,
 						r_count));
-	struct xr_jrec r;
+	struct extref_jrec r;
 	unsigned off;
 	errcode_t rc;
 
-	header_rec(w, &r, XR_JREC_REVOKE_HDR);
+	header_rec(w, &r, EXTREF_JREC_REVOKE_HDR);
 	r.csum_ok = xr_jtail_ok(w->j, w->blk);
 	r.malformed = count < hdr ||
 		      count > w->j->bs - xr_jtail_bytes(incompat) ||
 		      (count - hdr) % rs;
 	rc = w->fn(&r, w->priv);
 	for (off = hdr; !rc && !r.malformed && off < count; off += rs) {
-		r.type = XR_JREC_REVOKE;
+		r.type = EXTREF_JREC_REVOKE;
 		r.fsblk = rs == 8 ? (blk64_t)xr_be32(w->blk + off) << 32 |
 				    xr_be32(w->blk + off + 4)
 				  : xr_be32(w->blk + off);
@@ -177,10 +177,10 @@ static errcode_t walk_revoke(struct walk *w, int *looped)
 
 static errcode_t walk_commit(struct walk *w, int *looped)
 {
-	struct xr_jrec r;
+	struct extref_jrec r;
 	errcode_t rc;
 
-	header_rec(w, &r, XR_JREC_COMMIT);
+	header_rec(w, &r, EXTREF_JREC_COMMIT);
 	r.csum_ok = xr_jcommit_ok(w->j, w->blk);
 	rc = w->fn(&r, w->priv);
 	w->tid++;
@@ -190,7 +190,7 @@ static errcode_t walk_commit(struct walk *w, int *looped)
 }
 
 /* One record at w->pos; *why set when the walk ends there. */
-static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
+static errcode_t walk_one(struct walk *w, int *stop, enum extref_jend *why)
 {
 	int looped = 0;
 	errcode_t rc;
@@ -207,19 +207,19 @@ static errcode_t walk_one(struct walk *w, int *stop, enum xr_jend *why)
 		break;
 	default:
 		*stop = 1;
-		*why = XR_JEND_TYPE;
+		*why = EXTREF_JEND_TYPE;
 		return 0;
 	}
 	if (looped) {
 		*stop = 1;
-		*why = XR_JEND_LOOPED;
+		*why = EXTREF_JEND_LOOPED;
 	}
 	return rc;
 }
 
 static errcode_t walk_log(struct walk *w)
 {
-	enum xr_jend why;
+	enum extref_jend why;
 	errcode_t err;
 	int stop = 0;
 	errcode_t rc;
@@ -230,12 +230,12 @@ static errcode_t walk_log(struct walk *w)
 		if (err)
 			return err;
 		if (xr_be32(w->blk) != JBD2_MAGIC)
-			return end(w, XR_JEND_NO_MAGIC, 0);
+			return end(w, EXTREF_JEND_NO_MAGIC, 0);
 		seq = xr_be32(w->blk + 8);
 		if (seq != w->tid)
-			return end(w, XR_JEND_SEQ, seq);
+			return end(w, EXTREF_JEND_SEQ, seq);
 		rc = walk_one(w, &stop, &why);
-		if (rc == XR_JWALK_STOP)
+		if (rc == EXTREF_JWALK_STOP)
 			return 0;
 		if (rc)
 			return rc;
@@ -244,7 +244,7 @@ static errcode_t walk_log(struct walk *w)
 	}
 }
 
-errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
+errcode_t xr_journal_walk(struct xr_journal *j, extref_jwalk_fn fn, void *priv)
 {
 	struct walk w;
 	errcode_t err;
@@ -256,7 +256,7 @@ errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv)
 	w.pos = j->sb.start;
 	w.tid = j->sb.sequence;
 	if (!j->sb.start)
-		return end(&w, XR_JEND_EMPTY, 0);
+		return end(&w, EXTREF_JEND_EMPTY, 0);
 	err = ext2fs_get_mem(j->bs, &w.blk);
 	if (!err)
 		err = ext2fs_get_mem(j->bs, &w.copy);

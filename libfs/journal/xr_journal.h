@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <ext2fs/ext2fs.h>
+#include "extref.h"
 
 struct xr_journal;			/* opaque */
 
@@ -114,63 +115,15 @@ errcode_t xr_journal_recover(ext2_filsys fs, io_channel io, int flags,
 
 /* ----- walking the log (logdump) ----- */
 
-enum xr_jrec_type {
-	XR_JREC_DESC,		/* a descriptor block */
-	XR_JREC_BLOCK,		/* a tag: fsblk logged at jblk */
-	XR_JREC_REVOKE_HDR,	/* a revoke block */
-	XR_JREC_REVOKE,		/* one of its records: fsblk */
-	XR_JREC_COMMIT,		/* a commit block */
-	XR_JREC_END		/* the walk ends; see end */
-};
-
-enum xr_jend {
-	XR_JEND_NO_MAGIC,	/* jblk holds no record */
-	XR_JEND_SEQ,		/* jblk's record has tid found, not tid */
-	XR_JEND_TYPE,		/* jblk's record has an unknown blocktype */
-	XR_JEND_LOOPED,		/* the whole log was walked */
-	XR_JEND_EMPTY		/* the journal is empty (s_start 0) */
-};
-
-/* One record of the log, as xr_journal_walk meets it. */
-struct xr_jrec {
-	enum xr_jrec_type type;
-	__u32		jblk;		/* journal block of the record/copy */
-	__u32		tid;		/* transaction it belongs to */
-	unsigned	blocktype;	/* h_blocktype of header records */
-	blk64_t		fsblk;		/* BLOCK, REVOKE: filesystem block */
-	unsigned	flags;		/* BLOCK: tag flags (JBD2_FLAG_*) */
-	int		csum_ok;	/* DESC, BLOCK, REVOKE_HDR, COMMIT:
-					 * checksum verifies (1 without
-					 * checksums) */
-	int		malformed;	/* REVOKE_HDR: r_count impossible (no
-					 * REVOKE records follow) */
-	const void	*data;		/* BLOCK: the copy, unescaped */
-	enum xr_jend	end;		/* END: why */
-	__u32		found;		/* END, XR_JEND_SEQ: tid found */
-};
-
-/* Stop the walk without an error (returned by a callback; the walk
- * returns 0 then), as xfs's visitors use -ECANCELED. */
-#define XR_JWALK_STOP	((errcode_t)ECANCELED)
-
-typedef errcode_t (*xr_jwalk_fn)(const struct xr_jrec *r, void *priv);
-
 /*
  * Call fn for every record of the log from s_start, in order, ending with
- * one XR_JREC_END (also for an empty journal).  The walk follows the
+ * one EXTREF_JREC_END (also for an empty journal).  The walk follows the
  * structure only (checksums and a malformed revoke block are reported,
  * not acted on: the walk goes on after them).  fn returns 0 to
- * go on, XR_JWALK_STOP to stop, or an error, which the walk returns.
+ * go on, EXTREF_JWALK_STOP to stop, or an error, which the walk returns.
  */
-errcode_t xr_journal_walk(struct xr_journal *j, xr_jwalk_fn fn, void *priv);
+errcode_t xr_journal_walk(struct xr_journal *j, extref_jwalk_fn fn, void *priv);
 
-/* The journal superblock's fields, as the walk starts from them. */
-struct xr_jinfo {
-	__u32	start, sequence, first, maxlen, blocksize;
-	__u32	compat, incompat, ro_compat;
-	__u32	errnum;
-	const void *raw;	/* the 1024 bytes as on disk */
-};
-void	  xr_journal_info(struct xr_journal *j, struct xr_jinfo *info);
+void	  xr_journal_info(struct xr_journal *j, struct extref_jinfo *info);
 
 #endif /* XR_JOURNAL_H */

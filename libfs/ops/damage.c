@@ -12,6 +12,7 @@
  */
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
+#include "txn/xr_handle.h"
 
 /* Errors of a checksum that does not match, in an inode's own blocks. */
 static int block_csum_error(errcode_t err)
@@ -149,4 +150,10 @@ errcode_t xr_damage_result(extref_fs_t xfs, const ext2_ino_t *inos,
 		}
 	}
 	return err;
+}
+
+void extref_damage_where(extref_fs_t xfs, ext2_ino_t *ino, blk64_t *blk)
+{
+	*ino = xfs->damage_ino;
+	*blk = xfs->damage_blk;
 }

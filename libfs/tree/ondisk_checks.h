@@ -53,35 +53,5 @@ EXTREF_CHECK_SIZE(extref_disk_key, 0x10);
 EXTREF_CHECK_OFF(extref_disk_key, k_child, 0x08);
 EXTREF_CHECK_OFF(extref_disk_key, k_reserved, 0x0c);
 
-EXTREF_CHECK_SIZE(jbd2_disk_header, 0x0c);
-EXTREF_CHECK_OFF(jbd2_disk_header, h_blocktype, 0x04);
-EXTREF_CHECK_OFF(jbd2_disk_header, h_sequence, 0x08);
-
-EXTREF_CHECK_SIZE(jbd2_disk_super, 0x400);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_blocksize, 0x0c);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_sequence, 0x18);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_start, 0x1c);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_feature_incompat, 0x28);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_uuid, 0x30);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_checksum_type, 0x50);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_num_fc_blks, 0x54);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_checksum, 0xfc);
-EXTREF_CHECK_OFF(jbd2_disk_super, s_users, 0x100);
-
-EXTREF_CHECK_SIZE(jbd2_disk_tag3, 0x10);
-EXTREF_CHECK_OFF(jbd2_disk_tag3, t_flags, 0x04);
-EXTREF_CHECK_OFF(jbd2_disk_tag3, t_checksum, 0x0c);
-EXTREF_CHECK_SIZE(jbd2_disk_tag, 0x0c);
-EXTREF_CHECK_OFF(jbd2_disk_tag, t_flags, 0x06);
-EXTREF_CHECK_OFF(jbd2_disk_tag, t_blocknr_high, 0x08);
-EXTREF_CHECK_SIZE(jbd2_disk_tail, 0x04);
-
-EXTREF_CHECK_SIZE(jbd2_disk_commit, 0x40);
-EXTREF_CHECK_OFF(jbd2_disk_commit, h_chksum, 0x10);
-EXTREF_CHECK_OFF(jbd2_disk_commit, h_commit_sec, 0x30);
-EXTREF_CHECK_OFF(jbd2_disk_commit, h_commit_nsec, 0x38);
-
-EXTREF_CHECK_SIZE(jbd2_disk_revoke, 0x10);
-EXTREF_CHECK_OFF(jbd2_disk_revoke, r_count, 0x0c);
 
 #endif /* EXTREF_ONDISK_CHECKS_H */

@@ -54,12 +54,6 @@ extref_tree_t extref_fs_tree(extref_fs_t xfs)
 	return xfs->tree;
 }
 
-void extref_damage_where(extref_fs_t xfs, ext2_ino_t *ino, blk64_t *blk)
-{
-	*ino = xfs->damage_ino;
-	*blk = xfs->damage_blk;
-}
-
 void xr_fs_set_damage(extref_fs_t xfs, ext2_ino_t ino, blk64_t blk)
 {
 	xfs->damage_ino = ino;
