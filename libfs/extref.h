@@ -462,7 +462,7 @@ struct extref_jinfo {
 	__u32	start, sequence, first, maxlen, blocksize;
 	__u32	compat, incompat, ro_compat;
 	__u32	errnum;
-	const void *raw;	/* the 1024 bytes as on disk */
+	__u8	raw[1024];	/* the journal superblock as on disk */
 };
 errcode_t extref_journal_walk(extref_fs_t fs, struct extref_jinfo *info,
 			      extref_jwalk_fn fn, void *priv);

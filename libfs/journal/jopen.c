@@ -177,5 +177,5 @@ void xr_journal_info(struct xr_journal *j, struct extref_jinfo *info)
 	info->incompat = j->sb.incompat;
 	info->ro_compat = j->sb.ro_compat;
 	info->errnum = j->sb.errnum;
-	info->raw = j->raw;
+	memcpy(info->raw, j->raw, sizeof(info->raw));
 }
