@@ -21,7 +21,7 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-n] [--consistent] [--verify] [--no-replay] "
+		"Usage: %s [-w] [-n] [--consistent] [--stamp] [--verify] [--no-replay] "
 		"[--as UID[:GID[,GID...]] [--cap CAP,...]] [-R request] "
 		"[-f cmdfile] [-V|--version] [-h|--help] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
@@ -39,6 +39,8 @@ static void usage(FILE *f)
 		"                 others: every command checks what the kernel would\n"
 		"  --cap CAP,...  capabilities of that user (kernel names: chown,\n"
 		"                 dac_override, fowner, ...; all; default none)\n"
+		"  --stamp        with -w: use the tree's stamp (skip the proof of\n"
+		"                 the counts when it matches; leave one at close)\n"
 		"  --verify       with -w: prove the counts against every extent\n"
 		"                 even where the tree's stamp says it was done\n"
 		"  -R REQUEST     run one request and exit\n"
@@ -96,7 +98,8 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 			   const char *who, extref_fs_t *xfs)
 {
 	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0) |
-		    (sh.verify ? EXTREF_OPEN_VERIFY : 0);
+		    (sh.verify ? EXTREF_OPEN_VERIFY : 0) |
+		    (sh.stamp ? EXTREF_OPEN_STAMP : 0);
 	errcode_t err;
 
 	if (!rw && sh.no_replay)
@@ -304,6 +307,7 @@ static const struct option long_opts[] = {
 	{ "as",		required_argument, NULL, 'A' },
 	{ "cap",	required_argument, NULL, 'C' },
 	{ "verify",	no_argument,	NULL, 'P' },
+	{ "stamp",	no_argument,	NULL, 'T' },
 	{ "consistent",	no_argument,	NULL, 'c' },
 	{ "no-replay",	no_argument,	NULL, 'N' },
 	{ NULL, 0, NULL, 0 }
@@ -344,6 +348,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			sh.verify = 1;
+			break;
+		case 'T':
+			sh.stamp = 1;
 			break;
 		case 'c':
 			consistent = 1;

@@ -64,7 +64,8 @@ int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate)
 	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS |
 			 (rw ? EXT2_FLAG_RW : 0), 0, 0, unix_io_manager, &fs))
 		return 0;		/* e2fsck's to repair */
-	err = extref_journal_check_blocks(fs);
+	/* a plain image is stock e2fsck's alone (fsck.extref(8)) */
+	err = extref_fsck_is_extref(fs) ? extref_journal_check_blocks(fs) : 0;
 	if (err != EXTREF_ERR_JNL_OVERLAP) {
 		ext2fs_close_free(&fs);
 		if (!err)

@@ -77,6 +77,13 @@ struct extref_rec {
  * trusts", says what the stamp can and cannot see).
  */
 #define EXTREF_OPEN_VERIFY	0x0040
+/*
+ * Use the tree's stamp: a read-write open skips the full proof when the
+ * stamp matches, and a clean close of a proving session leaves one
+ * (FORMAT.md section 11).  Opt-in for now; without it every read-write
+ * open proves in full and no stamp is written.
+ */
+#define EXTREF_OPEN_STAMP	0x0100
 
 /* Quota types (extref_ops.h has the quota calls). */
 #define EXTREF_QUOTA_USER	0

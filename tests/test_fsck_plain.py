@@ -307,7 +307,8 @@ def test_extref_image_data_on_a_directory_or_journal(tmp_path, victim):
     """In an extref image a file whose block is the root directory's (or
     the journal's) is not a share (it used to be recorded as one: 0x0304
     'record them as shared'): 0x0102, the file gets its own copy, the
-    directory or journal keeps its block; both checkers clean after."""
+    directory keeps its block (the journal is cleared and made again:
+    0x0005); both checkers clean after."""
     img = tmp_path / "x.img"
     helpers.mkfs(img, "8M", "-q", "-b", "1024")
     data = tmp_path / "data"
@@ -322,13 +323,19 @@ def test_extref_image_data_on_a_directory_or_journal(tmp_path, victim):
     assert res.returncode == 4, helpers.describe(res)
     assert "0x0102" in res.stdout and "0x0304" not in res.stdout, \
         helpers.describe(res)
-    res = helpers.run([fsck(), "-fy", str(img)], check=False)
-    assert res.returncode == 1, helpers.describe(res)
+    res_y = helpers.run([fsck(), "-fy", str(img)], check=False)
+    assert res_y.returncode == 1, helpers.describe(res_y)
     helpers.e2fsck_fn(img)
     res = helpers.run([fsck(), "-fn", str(img)], check=False)
     assert res.returncode == 0, helpers.describe(res)
-    assert target in _blocks(img, victim)
-    assert target not in _blocks(img, "b")
+    if victim == "<8>":
+        # a journal whose blocks are not its own is cleared and made
+        # again elsewhere (0x0005, as e2fsck treats a bad journal inode):
+        # the file keeps the block and its bytes
+        assert "0x0005" in res.stdout or "0x0005" in res_y.stdout
+    else:
+        assert target in _blocks(img, victim)
+        assert target not in _blocks(img, "b")
     assert helpers.run(["debugfs", "-R", "cat b", str(img)],
                        text=False).stdout == b_now
     assert "b" in helpers.run(["debugfs", "-R", "ls /", str(img)]).stdout

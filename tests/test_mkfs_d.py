@@ -361,7 +361,11 @@ def test_dedup_of_a_new_image_syncs_once_not_per_commit(tmp_path):
     n_conv = _fsyncs([helpers.binary("mkfs.extref"), "--convert",
                       "--dedup=file", "-q", str(plain)], tmp_path)
     helpers.e2fsck_fn(plain)
-    assert n_conv <= 10, n_conv         # issue 11's target: not one per file
+    # issue 11's target: not one per file.  The undo file that makes a
+    # failed --convert take itself back (mkfs/convert_undo.c) and the
+    # stock e2fsck -fn before it add a constant few: 17 for 40 files and
+    # for 800 alike, measured with strace.
+    assert n_conv <= 20, n_conv
     # not one per shared file (the stock e2fsck -fp that indexes the new
     # image's directories adds its own handful)
     assert n_new < 30, n_new

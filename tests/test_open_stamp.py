@@ -18,6 +18,8 @@ import helpers
 
 
 def proof(img, *args):
+    """How a read-write open that uses the stamp (EXTREF_OPEN_STAMP)
+    trusted the tree."""
     tool = helpers.BUILD_DIR / "tests/unit/open_proof"
     res = subprocess.run([str(tool), str(img), *args], capture_output=True,
                          text=True)
@@ -27,8 +29,9 @@ def proof(img, *args):
 
 
 def xdebugfs(img, *requests):
-    return helpers.run([helpers.binary("debugfs.extref"), "-w", "-f", "-",
-                        str(img)], input="\n".join(requests) + "\n")
+    return helpers.run([helpers.binary("debugfs.extref"), "-w", "--stamp",
+                        "-f", "-", str(img)],
+                       input="\n".join(requests) + "\n")
 
 
 def stock(img, request):
@@ -56,6 +59,16 @@ def test_stamp_after_a_clean_session(image, tmp_path):
     xdebugfs(image, f"write {small} /c", "rm /b")
     assert proof(image) == "stamp"
     helpers.run(["e2fsck", "-fn", str(image)])
+
+
+def test_no_stamp_without_the_option(image, tmp_path):
+    """Without EXTREF_OPEN_STAMP a writer proves in full and leaves no
+    stamp (a session with the option made the one image holds)."""
+    img = tmp_path / "plain"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", str(img), "32M"])
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R", "mkdir /d",
+                 str(img)])
+    assert proof(img) == "full"
 
 
 def test_without_a_journal_no_stamp(tmp_path):
@@ -90,8 +103,8 @@ def test_stock_freeb_then_write_is_refused(image, tmp_path):
     stock(image, f"write {small} /c")
     assert blk in stock(image, "blocks /c").stdout.split()
     assert "Reference counts disagree" in proof(image)
-    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
-                       "rm /b", str(image)], check=False)
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "--stamp",
+                       "-R", "rm /b", str(image)], check=False)
     assert res.returncode != 0 and "run fsck.extref -y" in res.stderr
 
 
@@ -107,8 +120,8 @@ def test_refused_operation_leaves_the_image(image):
     """A session that writes nothing (an operation refused) leaves the
     image byte for byte as it was, the stamp too."""
     before = image.read_bytes()
-    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
-                       "rm /nonexistent", str(image)], check=False)
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "--stamp",
+                       "-R", "rm /nonexistent", str(image)], check=False)
     assert res.returncode != 0
     assert image.read_bytes() == before
 

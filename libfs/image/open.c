@@ -65,7 +65,8 @@ static int stamp_holds(extref_fs_t xfs)
 {
 	__u32 s = xr_tree_stamp(xfs->tree);
 
-	return s && !(xfs->flags & EXTREF_OPEN_VERIFY) &&
+	return s && (xfs->flags & EXTREF_OPEN_STAMP) &&
+	       !(xfs->flags & EXTREF_OPEN_VERIFY) &&
 	       ext2fs_has_feature_journal(xfs->fs->super) &&
 	       !(xfs->flags & EXTREF_OPEN_NO_JOURNAL) &&
 	       s == xr_state_stamp(xfs->tree);
@@ -96,7 +97,8 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
 	extref_tree_t t = xfs->tree;
 	errcode_t err;
 
-	if (!t || !(xfs->flags & EXTREF_OPEN_RW) || !wrote(xfs->fs))
+	if (!t || !(xfs->flags & EXTREF_OPEN_RW) ||
+	    !(xfs->flags & EXTREF_OPEN_STAMP) || !wrote(xfs->fs))
 		return 0;
 	err = extref_tree_commit(t);
 	if (err || !proven)	/* a raw edit cleared the stamp (handle.c) */
@@ -369,8 +371,9 @@ static errcode_t close_checked(ext2_filsys fs, int journaled)
 	err = ext2fs_close2(fs, journaled ? EXT2_FLAG_FLUSH_NO_SYNC : 0);
 	if (err)
 		ext2fs_free(fs);
-	/* the holding channel's close flushes the one below, and says so */
-	err2 = rw && !holding ? io_channel_flush(io) : 0;
+	/* ext2fs_close2 synced (not journaled), or the holding channel's
+	 * close flushes the one below and says so */
+	err2 = rw && journaled && !holding ? io_channel_flush(io) : 0;
 	if (!err)
 		err = err2;
 	err2 = io_channel_close(io);

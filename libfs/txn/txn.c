@@ -474,8 +474,10 @@ static errcode_t checkpoint(struct xr_tx *tx, int last)
 }
 
 /*
- * Before the session's first write to the journal: its blocks are its
- * own (jown.c), or the log would go over another file or metadata.  It
+ * Before the session's first transaction or raw edit (so before anything
+ * it writes, and before its own edits can make an inode unreadable):
+ * the journal's blocks are its own (jown.c), or the log would go over
+ * another file or metadata.  It
  * costs a walk of every inode's map, which the tree's stamp spares a
  * small change as it spares the proof of the counts: the stamp says a
  * proving writer checked this too and the allocation state is the one it
@@ -502,9 +504,6 @@ static errcode_t to_journal(struct xr_tx *tx)
 	rev = xr_txio_revokes(tx->io, &nrev);
 	err = xr_txio_held(tx->io, &held, &n);
 	if (err || (!n && !nrev))
-		goto out;
-	err = journal_owned(tx);
-	if (err)
 		goto out;
 	/* no room left in the log: empty it first; still none: too big */
 	if (n > xr_journal_capacity(tx->j, nrev) && xr_journal_dirty(tx->j)) {
@@ -633,14 +632,17 @@ errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 	if (!tx)
 		return 0;
 	if (!tx->depth) {	/* the outermost: hold from now on */
+		errcode_t err = journal_owned(tx);
+
+		if (err)
+			return err;
 		/*
 		 * Bitmaps changed between operations (the tree's own API
 		 * allocates for inode 5) go to the disk first, as is: a
 		 * rollback reads the bitmaps back from there.
 		 */
 		if (tx->fs->flags & (EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY)) {
-			errcode_t err = ext2fs_write_bitmaps(tx->fs);
-
+			err = ext2fs_write_bitmaps(tx->fs);
 			if (err)
 				return err;
 		}
@@ -860,8 +862,9 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 static errcode_t first_raw(void *owner)
 {
 	struct xr_tx *tx = owner;
+	errcode_t err = journal_owned(tx);
 
-	return xr_fs_raw_edit(tx->xfs);
+	return err ? err : xr_fs_raw_edit(tx->xfs);
 }
 
 errcode_t xr_tx_attach(extref_fs_t xfs)

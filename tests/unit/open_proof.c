@@ -3,7 +3,7 @@
  *
  * usage: open_proof IMAGE [verify]
  *
- * Opens IMAGE read-write (with EXTREF_OPEN_VERIFY when "verify" is
+ * Opens IMAGE read-write with EXTREF_OPEN_STAMP (and EXTREF_OPEN_VERIFY when "verify" is
  * given), prints "proof: full", "proof: stamp" or "proof: none", closes.
  * Exit 0; 1 with "open_proof: MESSAGE" when the open or close fails.
  */
@@ -14,7 +14,7 @@
 int main(int argc, char **argv)
 {
 	static const char *const name[] = { "none", "full", "stamp" };
-	int flags = EXTREF_OPEN_RW;
+	int flags = EXTREF_OPEN_RW | EXTREF_OPEN_STAMP;
 	extref_fs_t xfs;
 	errcode_t err;
 	int p;
