@@ -129,7 +129,8 @@ errcode_t xr_fsck_owner_inos(struct xr_fsck *c, blk64_t s, blk64_t e,
 		*n = 0;
 		return err;
 	}
-	qsort(*v, *n, sizeof(**v), ino_cmp);
+	if (*n)
+		qsort(*v, *n, sizeof(**v), ino_cmp);
 	for (i = k = 0; i < *n; i++)
 		if (!k || (*v)[k - 1] != (*v)[i])
 			(*v)[k++] = (*v)[i];
