@@ -474,10 +474,9 @@ static errcode_t checkpoint(struct xr_tx *tx, int last)
 }
 
 /*
- * Before the session's first transaction or raw edit (so before anything
- * it writes, and before its own edits can make an inode unreadable):
- * the journal's blocks are its own (jown.c), or the log would go over
- * another file or metadata.  It
+ * Before the session writes (at the attach, or with the stamp at its
+ * first transaction): the journal's blocks are its own (jown.c), or the
+ * log would go over another file or metadata.  It
  * costs a walk of every inode's map, which the tree's stamp spares a
  * small change as it spares the proof of the counts: the stamp says a
  * proving writer checked this too and the allocation state is the one it
@@ -848,6 +847,12 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 		err = xr_journal_open(fs, fs->io, &tx->j);
 	if (!err && xr_journal_dirty(tx->j))
 		err = EXTREF_ERR_JNL_REPLAY_FIRST;	/* open replays first */
+	/* a writer that does not use the stamp proves the journal's blocks
+	 * now, before anything (its open proves everything anyway); one that
+	 * does, at its first transaction, once the proof is known */
+	if (!err && (fs->flags & EXT2_FLAG_RW) &&
+	    !(xfs->flags & EXTREF_OPEN_STAMP))
+		err = journal_owned(tx);
 	if (!err)
 		tx->max_blocks = xr_journal_capacity(tx->j, 0);
 	if (err) {
@@ -866,9 +871,8 @@ static errcode_t tx_new(extref_fs_t xfs, struct xr_tx **ret)
 static errcode_t first_raw(void *owner)
 {
 	struct xr_tx *tx = owner;
-	errcode_t err = journal_owned(tx);
 
-	return err ? err : xr_fs_raw_edit(tx->xfs);
+	return xr_fs_raw_edit(tx->xfs);
 }
 
 errcode_t xr_tx_attach(extref_fs_t xfs)
