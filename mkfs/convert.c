@@ -125,7 +125,7 @@ static errcode_t open_undo(const struct mkfs_opts *o, extref_fs_t *xfs)
 	err = extref_fs_wrap(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, xfs,
 			     NULL);
 	if (err) {
-		ext2fs_free(fs);	/* nothing was written */
+		ext2fs_free(fs);	/* only the superblock, as it was */
 		convert_undo_done(o);
 	}
 	return err;

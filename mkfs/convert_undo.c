@@ -8,11 +8,34 @@
  * dedupe's checks); this is for what fails after.
  */
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "mkfs.h"
 #include "extref.h"
+
+/*
+ * The undo io manager sets itself up at its first write: the block
+ * holding the superblock written back as it is (see undo_leak_off in
+ * mkfs.h).
+ */
+errcode_t undo_first_write(ext2_filsys fs)
+{
+	blk64_t b = fs->super->s_first_data_block;
+	char *buf;
+	errcode_t err;
+
+	err = ext2fs_get_mem(fs->blocksize, &buf);
+	if (err)
+		return err;
+	err = io_channel_read_blk64(fs->io, b, 1, buf);
+	if (!err) {
+		undo_leak_off();
+		err = io_channel_write_blk64(fs->io, b, 1, buf);
+		undo_leak_on();
+	}
+	ext2fs_free_mem(&buf);
+	return err;
+}
 
 /*
  * Open the image file (not a block device: its undo file could not lie
@@ -31,6 +54,11 @@ errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs)
 		err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW |
 				   EXT2_FLAG_64BITS, 0, 0, undo_io_manager,
 				   fs);
+	if (!err) {
+		err = undo_first_write(*fs);
+		if (err)
+			ext2fs_free(*fs);
+	}
 	if (err)
 		unlink(undo);
 	return err;
@@ -41,29 +69,6 @@ void convert_undo_done(const struct mkfs_opts *o)
 	unlink(undo_file(o, UNDO_CONVERT));
 }
 
-/*
- * Whether the undo file saved no block: its header (e2fsprogs' undo
- * format, "E2UNDO02" then the number of key blocks, little-endian) says
- * none.  The run then failed before writing anything to the image.
- */
-static int undo_empty(const char *undo)
-{
-	unsigned char h[16];
-	FILE *f = fopen(undo, "rb");
-	int n, i;
-	__u64 keys = 0;
-
-	if (!f)
-		return 0;
-	n = fread(h, 1, sizeof(h), f);
-	fclose(f);
-	if (n != (int)sizeof(h) || memcmp(h, "E2UNDO02", 8))
-		return 0;
-	for (i = 15; i >= 8; i--)
-		keys = keys << 8 | h[i];
-	return keys == 0;
-}
-
 int convert_undo_take_back(const struct mkfs_opts *o, int opened)
 {
 	const char *undo = undo_file(o, UNDO_CONVERT);
@@ -71,12 +76,6 @@ int convert_undo_take_back(const struct mkfs_opts *o, int opened)
 	if (!opened || extref_image_is_blockdev(o->image) ||
 	    access(undo, F_OK))
 		return 1;
-	if (undo_empty(undo)) {
-		unlink(undo);
-		error_line("%s: not converted; nothing was written",
-			   o->image);
-		return 1;
-	}
 	if (run_e2undo(o, undo)) {
 		error_line("%s: not converted, but the image could not be put "
 			   "back: run e2undo %s %s", o->image, undo, o->image);

@@ -225,6 +225,8 @@ static inline errcode_t undo_file_set(const char *path)
  * convert_undo_take_back returns 1 (the run failed) after putting the
  * image back (opened: the undo file was made). */
 errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs);
+/* The first write through the undo io manager (see undo_leak_off). */
+errcode_t undo_first_write(ext2_filsys fs);
 void convert_undo_done(const struct mkfs_opts *o);
 int convert_undo_take_back(const struct mkfs_opts *o, int opened);
 

@@ -313,30 +313,6 @@ static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
 	return err;
 }
 
-/*
- * The undo io manager sets itself up at its first write: the block
- * holding the superblock written back as it is (see undo_leak_off in
- * mkfs.h).
- */
-static errcode_t undo_start(ext2_filsys fs)
-{
-	blk64_t b = fs->super->s_first_data_block;
-	char *buf;
-	errcode_t err;
-
-	err = ext2fs_get_mem(fs->blocksize, &buf);
-	if (err)
-		return err;
-	err = io_channel_read_blk64(fs->io, b, 1, buf);
-	if (!err) {
-		undo_leak_off();
-		err = io_channel_write_blk64(fs->io, b, 1, buf);
-		undo_leak_on();
-	}
-	ext2fs_free_mem(&buf);
-	return err;
-}
-
 /* Step 1 through e2fsprogs' undo io manager; *wrote once a write may
  * have gone out (before, a failure left the image as it was). */
 static errcode_t relayout_undo(const struct mkfs_opts *o,
@@ -356,7 +332,7 @@ static errcode_t relayout_undo(const struct mkfs_opts *o,
 		return err;
 	if (o->have_epoch)
 		fs->now = o->epoch;
-	err = undo_start(fs);
+	err = undo_first_write(fs);
 	if (!err && p->resize_inode) {
 		*wrote = 1;
 		err = shrink_drop_resize_inode(fs);
