@@ -382,7 +382,6 @@ errcode_t xr_quota_flush(ext2_filsys fs)
 
 	if (!q || !q->n)
 		return 0;
-	/* the quota files' own writes are not charged: stop recording */
 	n = q->n;
 	for (i = 0; !err && i < n; i++) {
 		err = read_charge(fs, q->v[i].ino, &now);
@@ -391,11 +390,17 @@ errcode_t xr_quota_flush(ext2_filsys fs)
 		if (!err)
 			err = add_charge(&d, fs, &now, +1);
 	}
+	if (err) {
+		/* nothing applied: the records stay for the next flush (the
+		 * close's, without a journal; a journal's rollback resets) */
+		ext2fs_free_mem(&d.v);
+		return err;
+	}
+	/* the quota files' own writes are not charged: stop recording */
 	for (i = 0; i < n; i++)
 		ext2fs_fast_unmark_inode_bitmap2(q->seen, q->v[i].ino);
 	q->n = 0;
-	if (!err)
-		err = apply(fs, &d);
+	err = apply(fs, &d);
 	ext2fs_free_mem(&d.v);
 	return err;
 }
