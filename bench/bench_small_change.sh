@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/bench_small_change.sh --- one small new file written into a big
 # image: debugfs.extref -w against stock debugfs -w, on copies of the same
-# image (FORMAT.md section 11, "The stamp"; debugfs.extref --stamp).
+# image (FORMAT.md section 11, "The stamp": debugfs.extref -w uses it
+# by default; --verify forces the full proof).
 #
 # The image holds one file of 10^5 single-block extents (fsck_bench build
 # distinct: 1 file x 10^5 clones of /src) and N reflinks of it, so
@@ -57,12 +58,12 @@ for n in $REFLINKS; do
 	cp --sparse=always "$img" "$tmp/v.img"
 	# one unmeasured round each: the page cache, and the stamp of a
 	# session that proved the counts
-	"$dbg" --stamp -w -R "write $tmp/small /w0" "$tmp/x.img" >/dev/null
+	"$dbg" -w -R "write $tmp/small /w0" "$tmp/x.img" >/dev/null
 	debugfs -w -R "write $tmp/small /w0" "$tmp/s.img" >/dev/null 2>&1
 	"$dbg" -w -R "write $tmp/small /w0" "$tmp/v.img" >/dev/null
 	x=() s=() v=()
 	for r in $(seq 1 "$REPS"); do
-		x+=("$(secs "$dbg" --stamp -w -R "write $tmp/small /w$r" "$tmp/x.img")")
+		x+=("$(secs "$dbg" -w -R "write $tmp/small /w$r" "$tmp/x.img")")
 		s+=("$(secs debugfs -w -R "write $tmp/small /w$r" "$tmp/s.img")")
 		v+=("$(secs "$dbg" --verify -w -R "write $tmp/small /w$r" "$tmp/v.img")")
 	done

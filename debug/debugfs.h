@@ -30,7 +30,6 @@ struct shell {
 	int		have_ident;	/* 0: nobody, nothing checked */
 	int		batch;		/* inside begin ... commit */
 	int		verify;		/* --verify: the full proof at open */
-	int		stamp;		/* --stamp: EXTREF_OPEN_STAMP */
 };
 extern struct shell sh;
 

@@ -21,7 +21,7 @@ struct shell sh;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s [-w] [-n] [--consistent] [--stamp] [--verify] [--no-replay] "
+		"Usage: %s [-w] [-n] [--consistent] [--verify] [--no-replay] "
 		"[--as UID[:GID[,GID...]] [--cap CAP,...]] [-R request] "
 		"[-f cmdfile] [-V|--version] [-h|--help] [IMAGE]\n"
 		"Inspect and change an extref image (ext4 with a reference-count\n"
@@ -39,11 +39,10 @@ static void usage(FILE *f)
 		"                 others: every command checks what the kernel would\n"
 		"  --cap CAP,...  capabilities of that user (kernel names: chown,\n"
 		"                 dac_override, fowner, ...; all; default none)\n"
-		"  --stamp        with -w: use the tree's stamp (skip the proof of\n"
-		"                 the counts when it matches; leave one at close)\n"
-		"  --verify       with -w: prove the counts against every extent\n"
-		"                 even where the tree's stamp says it was done\n"
-		"  -R REQUEST     run one request and exit\n"
+		"  --verify       with -w: prove the counts against every extent,\n"
+		"                 even where the tree's stamp says a writer of\n"
+		"                 libextref did and nothing outside has changed\n"
+		"                 the allocation since (the default trusts it)\n"		"  -R REQUEST     run one request and exit\n"
 		"  -f CMDFILE     run the requests in CMDFILE (- for stdin) and exit\n"
 		"  -V, --version  print the version and exit\n"
 		"  -h, --help     print this help and exit\n\n"
@@ -98,8 +97,7 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 			   const char *who, extref_fs_t *xfs)
 {
 	int flags = EXTREF_OPEN_NO_TREE | (rw ? EXTREF_OPEN_RW : 0) |
-		    (sh.verify ? EXTREF_OPEN_VERIFY : 0) |
-		    (sh.stamp ? EXTREF_OPEN_STAMP : 0);
+		    EXTREF_OPEN_STAMP | (sh.verify ? EXTREF_OPEN_VERIFY : 0);
 	errcode_t err;
 
 	if (!rw && sh.no_replay)
@@ -307,7 +305,6 @@ static const struct option long_opts[] = {
 	{ "as",		required_argument, NULL, 'A' },
 	{ "cap",	required_argument, NULL, 'C' },
 	{ "verify",	no_argument,	NULL, 'P' },
-	{ "stamp",	no_argument,	NULL, 'T' },
 	{ "consistent",	no_argument,	NULL, 'c' },
 	{ "no-replay",	no_argument,	NULL, 'N' },
 	{ NULL, 0, NULL, 0 }
@@ -348,9 +345,6 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			sh.verify = 1;
-			break;
-		case 'T':
-			sh.stamp = 1;
 			break;
 		case 'c':
 			consistent = 1;

@@ -295,6 +295,8 @@ int impl_set_super_value(struct cmd_args *a)
 	f = sf_find(super_fields, "s_", a->argv[0], &index);
 	if (!f)
 		return sf_unknown(a, super_fields, a->argv[0]);
+	if (sh.xfs)	/* best effort, as for a raw write */
+		(void)extref_fs_raw_edit(sh.xfs);
 	if (sf_set(a, f, index, (unsigned char *)sb, a->argv[1], 1))
 		return 1;
 	if (strcmp(f->name, "checksum")) {

@@ -162,6 +162,14 @@ ext2_filsys extref_fs_ext2(extref_fs_t fs);
 #define EXTREF_PROOF_FULL	1
 #define EXTREF_PROOF_STAMP	2
 int extref_fs_proof(extref_fs_t fs);
+/*
+ * An expert's edit outside the library's operations is about to be made:
+ * the tree's stamp is cleared, so that the next read-write open proves
+ * the counts in full.  A raw write through the image's channel does this
+ * by itself; call it before a change written only at the next commit
+ * (a superblock field).
+ */
+errcode_t extref_fs_raw_edit(extref_fs_t fs);
 extref_tree_t extref_fs_tree(extref_fs_t fs);
 
 /*

@@ -137,6 +137,7 @@ int update_image(const struct mkfs_opts *o)
 		u.epoch = o->epoch;
 	}
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW |
+			     EXTREF_OPEN_STAMP |
 			     (o->verify ? EXTREF_OPEN_VERIFY : 0), &xfs, NULL);
 	if (err) {
 		error_line("%s: %s", o->image, error_message(err));

@@ -29,7 +29,7 @@ def proof(img, *args):
 
 
 def xdebugfs(img, *requests):
-    return helpers.run([helpers.binary("debugfs.extref"), "-w", "--stamp",
+    return helpers.run([helpers.binary("debugfs.extref"), "-w",
                         "-f", "-", str(img)],
                        input="\n".join(requests) + "\n")
 
@@ -61,14 +61,22 @@ def test_stamp_after_a_clean_session(image, tmp_path):
     helpers.run(["e2fsck", "-fn", str(image)])
 
 
-def test_no_stamp_without_the_option(image, tmp_path):
-    """Without EXTREF_OPEN_STAMP a writer proves in full and leaves no
-    stamp (a session with the option made the one image holds)."""
+def test_verify_proves_in_full_and_leaves_a_stamp(tmp_path):
+    """A fresh image carries no stamp: its first writer proves in full;
+    --verify proves in full whatever the stamp says, and a session that
+    wrote leaves one either way."""
     img = tmp_path / "plain"
     helpers.run([helpers.binary("mkfs.extref"), "-q", str(img), "32M"])
-    helpers.run([helpers.binary("debugfs.extref"), "-w", "-R", "mkdir /d",
-                 str(img)])
     assert proof(img) == "full"
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "--verify", "-R",
+                 "mkdir /d", str(img)])
+    assert proof(img) == "stamp"
+
+
+def test_library_default_is_the_full_proof(image):
+    """Without EXTREF_OPEN_STAMP (the library's default; the tools pass
+    it) an open proves in full (tests/unit/open_proof's "nostamp")."""
+    assert proof(image, "nostamp") == "full"
 
 
 def test_without_a_journal_no_stamp(tmp_path):
@@ -103,7 +111,7 @@ def test_stock_freeb_then_write_is_refused(image, tmp_path):
     stock(image, f"write {small} /c")
     assert blk in stock(image, "blocks /c").stdout.split()
     assert "Reference counts disagree" in proof(image)
-    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "--stamp",
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w",
                        "-R", "rm /b", str(image)], check=False)
     assert res.returncode != 0 and "run fsck.extref -y" in res.stderr
 
@@ -120,7 +128,7 @@ def test_refused_operation_leaves_the_image(image):
     """A session that writes nothing (an operation refused) leaves the
     image byte for byte as it was, the stamp too."""
     before = image.read_bytes()
-    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "--stamp",
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w",
                        "-R", "rm /nonexistent", str(image)], check=False)
     assert res.returncode != 0
     assert image.read_bytes() == before

@@ -88,7 +88,7 @@ static int wrote(ext2_filsys fs)
  * At a clean close: the stamp of the state this session leaves, when
  * everything it wrote went through the library's own transactions after
  * a proof (xr_fs_verified); else none (an expert's raw edit cleared the
- * stamp before it was written: xr_fs_raw_edit), so that it is proven
+ * stamp before it was written: extref_fs_raw_edit), so that it is proven
  * again at the next open.  The bitmaps are written first: they
  * set the descriptors' checksums, which the stamp covers.
  */

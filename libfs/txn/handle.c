@@ -123,7 +123,7 @@ errcode_t xr_fs_reload_tree(extref_fs_t xfs)
 				EXTREF_TREE_RW : 0, &xfs->tree);
 }
 
-errcode_t xr_fs_raw_edit(extref_fs_t xfs)
+errcode_t extref_fs_raw_edit(extref_fs_t xfs)
 {
 	extref_tree_t t = xfs->tree;
 

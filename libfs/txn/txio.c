@@ -513,10 +513,19 @@ static errcode_t tx_read_blk(io_channel ch, unsigned long block, int count,
 	return tx_read_blk64(ch, block, count, data);
 }
 
-static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
-				int count, const void *data)
+/* The first raw write's hook runs while the caller waits: it may reuse
+ * the very buffer being written (libext2fs writes an inode from its
+ * inode cache's block buffer, which the hook's reads of inode 5 fill),
+ * so such a write goes out from a copy taken before the hook. */
+static int hook_due(const struct xr_txio *t)
 {
-	struct xr_txio *t = chan_txio(ch);
+	return !t->in_op && !t->raw && t->first_raw && t->owner;
+}
+
+static errcode_t write_blk64(struct xr_txio *t, io_channel ch,
+			     unsigned long long block, int count,
+			     const void *data)
+{
 	errcode_t err = note_raw(t);
 	__u64 off;
 	size_t len;
@@ -527,6 +536,27 @@ static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
 		return io_channel_write_blk64(t->lower, block, count, data);
 	span(ch, block, count, &off, &len);
 	return xr_txio_put_bytes(t, off, len, data);
+}
+
+static errcode_t tx_write_blk64(io_channel ch, unsigned long long block,
+				int count, const void *data)
+{
+	struct xr_txio *t = chan_txio(ch);
+	void *copy = NULL;
+	__u64 off;
+	size_t len;
+	errcode_t err;
+
+	if (!hook_due(t))
+		return write_blk64(t, ch, block, count, data);
+	span(ch, block, count, &off, &len);
+	err = ext2fs_get_mem(len, &copy);
+	if (err)
+		return err;
+	memcpy(copy, data, len);
+	err = write_blk64(t, ch, block, count, copy);
+	ext2fs_free_mem(&copy);
+	return err;
 }
 
 static errcode_t tx_write_blk(io_channel ch, unsigned long block, int count,

@@ -872,7 +872,7 @@ static errcode_t first_raw(void *owner)
 {
 	struct xr_tx *tx = owner;
 
-	return xr_fs_raw_edit(tx->xfs);
+	return extref_fs_raw_edit(tx->xfs);
 }
 
 errcode_t xr_tx_attach(extref_fs_t xfs)

@@ -79,12 +79,6 @@ int xr_fs_verified(extref_fs_t xfs);
 /* The open proved the counts (in full or by the stamp) and only the
  * library's own transactions wrote since: a close may leave a stamp. */
 int xr_fs_proven(extref_fs_t xfs);
-/*
- * The first write from outside the library's operations (an expert's raw
- * edit): a stamp in the tree's header is cleared on disk first, so the
- * next open proves the counts in full whatever the edit did.
- */
-errcode_t xr_fs_raw_edit(extref_fs_t xfs);
 /* The identity's slot (ops/perm.c fills it; the handle's close frees it). */
 struct extref_cred **xr_fs_identp(extref_fs_t xfs);
 
