@@ -212,3 +212,20 @@ def test_every_public_call_is_exported(installed):
     exported = {l.split()[-1].split("@")[0] for l in dyn.splitlines()}
     missing = sorted(declared - exported)
     assert len(declared) > 50 and not missing, missing
+
+
+def test_the_map_names_every_public_call():
+    """libfs/libextref.map is the named list of the library's calls: the
+    same set as the public headers declare, each named once."""
+    declared = set()
+    for h in ("extref.h", "extref_ops.h", "extref_fsck.h",
+              "extref_format.h"):
+        text = (helpers.REPO_ROOT / "libfs" / h).read_text()
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+        declared |= set(re.findall(r"\b(extref_\w+)\s*\(", text))
+    text = (helpers.REPO_ROOT / "libfs/libextref.map").read_text()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    listed = re.findall(r"^\s*(extref_\w+);", text, flags=re.M)
+    assert len(listed) == len(set(listed)), "a call is listed twice"
+    assert "*" not in text.split("local:")[0], "a wildcard in global:"
+    assert sorted(set(listed) ^ declared) == []
