@@ -158,6 +158,29 @@ static void get_epoch(struct mkfs_opts *o)
 	o->epoch = (long long)v;
 }
 
+/* -L: longer than an ext4 label is cut, with a warning, as mke2fs does. */
+static const char *label_opt(const char *arg)
+{
+	static char cut[MKFS_LABEL_MAX + 1];
+
+	if (strlen(arg) <= MKFS_LABEL_MAX)
+		return arg;
+	memcpy(cut, arg, MKFS_LABEL_MAX);
+	cut[MKFS_LABEL_MAX] = '\0';
+	fprintf(stderr, "%s: warning: label too long; truncated to '%s'\n",
+		prog, cut);
+	return cut;
+}
+
+/* --size=SIZE, or --size=auto: sized from -d even on an existing image. */
+static void size_opt(struct mkfs_opts *o, const char *arg)
+{
+	if (!strcmp(arg, "auto"))
+		o->size_auto = 1;
+	else
+		o->size_arg = arg;
+}
+
 static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 {
 	static const struct option longopts[] = {
@@ -173,15 +196,21 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ "shrink", no_argument, NULL, OPT_SHRINK },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "size", required_argument, NULL, OPT_SIZE },
 		{ NULL, 0, NULL, 0 }
 	};
+	char optstring[80];
 	unsigned long long v;
 	int c;
 
 	opterr = 0;
 	o->headroom = 5;
-	while ((c = getopt_long(argc, argv, "b:N:i:I:L:U:E:O:d:FqVh",
-				longopts, NULL)) != -1) {
+	snprintf(optstring, sizeof(optstring), "b:N:i:I:L:U:E:O:d:FqVh%s",
+		 mke2fs_pass_optstring);
+	while ((c = getopt_long(argc, argv, optstring, longopts,
+				NULL)) != -1) {
+		if (mke2fs_opt_take(o, c, optarg))
+			continue;	/* passed on to mke2fs (or refused) */
 		switch (c) {
 		case 'b':
 			if (parse_uint(optarg, 65536, &v) ||
@@ -189,6 +218,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 				fatal("invalid block size '%s' (must be 1024, "
 				      "2048 or 4096)", optarg);
 			o->blocksize = (unsigned int)v;
+			o->bs_chosen = 1;
 			break;
 		case 'N':
 			o->inodes = digits_opt(optarg, 1, 0xffffffffULL,
@@ -203,10 +233,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			o->inode_size = optarg;
 			break;
 		case 'L':
-			if (strlen(optarg) > MKFS_LABEL_MAX)
-				fatal("label '%s' is too long (at most %d "
-				      "bytes)", optarg, MKFS_LABEL_MAX);
-			o->label = optarg;
+			o->label = label_opt(optarg);
 			break;
 		case 'U':
 			check_uuid(optarg);
@@ -267,8 +294,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_VERIFY:
 			o->verify = 1;
 			break;
+		case OPT_SIZE:
+			size_opt(o, optarg);
+			break;
 		default:
-			if (optopt && strchr("bNiILUEOd", optopt))
+			if (optopt && (strchr("bNiILUEOd", optopt) ||
+				       mke2fs_opt_needs_arg(optopt)))
 				fprintf(stderr, "%s: option -%c needs an "
 					"argument\n", prog, optopt);
 			else if (optopt)
@@ -283,8 +314,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 	if (optind >= argc || argc - optind > 2)
 		bad_usage();
 	o->image = argv[optind];
+	if (argc - optind == 2 && (o->size_arg || o->size_auto))
+		fatal("SIZE given twice (--size and %s)", argv[optind + 1]);
 	if (argc - optind == 2)
 		o->size_arg = argv[optind + 1];
+	if (o->size_auto && !o->source)
+		fatal("--size=auto sizes the image from -d SOURCE: it needs -d");
 	if (!o->image[0])
 		fatal("empty IMAGE name");
 	if (o->at && !o->update)
@@ -335,10 +370,16 @@ int main(int argc, char **argv)
 		       &o.size_bytes))
 		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
 		      "or T suffix)", o.size_arg);
+	/* No SIZE: an existing image is used whole, as mke2fs does. */
+	if (!o.size_arg && !o.size_auto)
+		target_whole(&o);
 	/* A build's blocks follow its data, not mke2fs's table for small
-	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says. */
-	if (o.source && !o.blocksize)
+	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says.  An
+	 * existing image used whole takes mke2fs's choice, as mke2fs. */
+	if (o.source && !o.blocksize && !o.whole) {
 		o.blocksize = 4096;
+		o.bs_chosen = 1;
+	}
 	if (o.source)
 		source_check(&o);		/* may set the size */
 
