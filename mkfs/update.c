@@ -117,33 +117,35 @@ static int no_room(errcode_t err)
  * had free before the update (rolled back: the same as now).  An upper
  * bound where the source's data equals the image's (that is shared).
  */
-static void report_room(const struct mkfs_opts *o, unsigned int bs,
+static void report_room(const struct mkfs_opts *o, errcode_t err,
+			const struct extref_update *u, unsigned int bs,
 			uint64_t free_blocks)
 {
 	struct extref_source_size s;
+	const char *where = u->where ? u->where : o->source;
 	uint64_t need;
 
 	if (extref_source_measure(o->source, bs, EXTREF_DEDUPE_NONE, NULL,
 				  NULL, &s)) {
-		error_line("%s: not enough room for %s (%.1f MiB free)",
-			   o->image, o->source,
-			   free_blocks * (double)bs / MIB);
+		error_line("%s: %s: %s: not enough room for %s (%.1f MiB "
+			   "free)", o->image, where, error_message(err),
+			   o->source, free_blocks * (double)bs / MIB);
 		return;
 	}
 	need = s.data_blocks + s.meta_blocks;
 	if (need > free_blocks)
-		error_line("%s: not enough room for %s: it holds about %.1f "
-			   "MiB, the image has %.1f MiB free: about %.1f MiB "
-			   "more needed (less what equals the image's data)",
-			   o->image, o->source,
-			   need * (double)bs / MIB,
+		error_line("%s: %s: %s: not enough room for %s: it holds "
+			   "about %.1f MiB, the image has %.1f MiB free: "
+			   "about %.1f MiB more needed (less what equals the "
+			   "image's data)", o->image, where, error_message(err),
+			   o->source, need * (double)bs / MIB,
 			   free_blocks * (double)bs / MIB,
 			   (need - free_blocks) * (double)bs / MIB);
 	else
-		error_line("%s: not enough room for %s (%.1f MiB free, the "
-			   "source about %.1f MiB, and the update keeps the "
-			   "replaced files' blocks until it commits)",
-			   o->image, o->source,
+		error_line("%s: %s: %s: not enough room for %s (%.1f MiB "
+			   "free, the source about %.1f MiB, and the update "
+			   "keeps the replaced files' blocks until it commits)",
+			   o->image, where, error_message(err), o->source,
 			   free_blocks * (double)bs / MIB,
 			   need * (double)bs / MIB);
 }
@@ -200,7 +202,7 @@ int update_image(const struct mkfs_opts *o)
 		extref_fs_abort(xfs);
 	cleanup_set_note(NULL);
 	if (err && no_room(err))
-		report_room(o, bs, before_free);
+		report_room(o, err, &u, bs, before_free);
 	else if (err)
 		report(o, err, &u);
 	else if (!o->quiet)
