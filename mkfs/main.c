@@ -70,7 +70,8 @@ static void usage(FILE *f)
 "  -t TYPE, -T USAGE-TYPES, -m PCT, -j, -J OPTS, -g N, -G N, -r 1,\n"
 "  -e ERRORS, -M DIR, -o OS, -l FILE, -c, -D, -K\n"
 "                 passed to mke2fs as given (-t and -T: the types of\n"
-"                 its own mke2fs.conf); -C, -n, -S, -z refused\n"
+"                 its own mke2fs.conf); -C, -n, -S refused\n"
+"  -z UNDO_FILE   save what the whole run overwrites (for e2undo)\n"
 "  -V             print the version and exit\n"
 "  -h, --help     print this help and exit\n"
 "  -d SOURCE      copy the directory SOURCE, or the tar or cpio archive\n"
@@ -339,6 +340,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--verify needs --update");
 	if (o->shrink && !o->convert && (o->source || o->size_arg))
 		fatal("--shrink cuts an existing image: no -d, no SIZE");
+	if (o->undo && (o->convert || o->shrink || o->update))
+		fatal("-z makes an image's undo file: not with --convert, "
+		      "--shrink or --update (they keep their own)");
 	if (o->update) {
 		update_check(o);
 		return;
@@ -394,10 +398,21 @@ int main(int argc, char **argv)
 
 	target_probe(&o, &t);		/* nothing touched yet */
 	target_create(&o, &t);
+	if (o.undo && !t.orig_size) {
+		o.undo = NULL;		/* a new image: nothing to put back */
+	} else if (o.undo && undo_build_begin(&o, &t)) {
+		target_undo(&o, &t);
+		return 1;
+	}
 	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
 	    (o.source && source_finish(&o)) ||
 	    (o.file_contexts && labels_apply(&o))) {
+		if (o.undo)
+			undo_build_abort(&o);
 		target_undo(&o, &t);
+		rc = 1;
+	} else if (o.undo && undo_build_end(&o)) {
+		cleanup_keep_image();	/* made, but no undo file */
 		rc = 1;
 	} else {
 		cleanup_keep_image();

@@ -6,7 +6,8 @@
  * it unchanged, with mke2fs's meaning (a pipeline written for mkfs.ext4,
  * systemd-repart's, mkosi's, wic's, runs as it is).  The few that do
  * not fit an extref image are refused here, with the reason, before
- * anything is touched.  The table below is the list: the man page's
+ * anything is touched; -z is mkfs.extref's own.  The table below is the
+ * list: the man page's
  * table of them is checked against it (tests/test_mkfs_pipelines.py).
  */
 #include <stdio.h>
@@ -44,9 +45,7 @@ static const struct pass_opt pass_opts[] = {
 	{ 't', 1, NULL },	/* filesystem type, from mke2fs.conf */
 	{ 'T', 1, NULL },	/* usage types, from mke2fs.conf */
 	{ 'v', 0, NULL },	/* verbose: mke2fs's report printed */
-	{ 'z', 1, "an undo file of mke2fs would not cover the build "
-		  "mkfs.extref writes after it; copy the image first (or use "
-		  "a snapshot of the device)" },
+	{ 'z', 1, NULL },	/* undo file: mkfs.extref's own (undo_build.c) */
 };
 
 #define N_PASS	(sizeof(pass_opts) / sizeof(pass_opts[0]))
@@ -128,6 +127,10 @@ int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg)
 	case 'v':
 		o->verbose = 1;
 		break;
+	case 'z':
+		/* mke2fs's would miss the build: one for the whole run */
+		o->undo = arg;
+		return 1;
 	}
 	i = (size_t)(p - pass_opts);
 	flag[i][0] = '-';

@@ -69,6 +69,7 @@ struct mkfs_opts {
 	int		bs_chosen;	/* -b given, or a build's 4096 */
 	int		size_auto;	/* --size=auto: sized from -d */
 	int		whole;		/* no SIZE: the existing image whole */
+	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
 };
 
 #define OPT_CONVERT	1000
@@ -285,6 +286,13 @@ extern const char mke2fs_pass_optstring[];
 /* 1 when c is one of them (taken into o->pass), 0 otherwise. */
 int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg);
 int mke2fs_opt_needs_arg(int c);
+
+/* undo_build.c: -z, one undo file for the whole run.  begin saves the
+ * existing image's data (0, or -1 with the error printed); end closes
+ * it once the run went through; abort puts the image back. */
+int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);
+int undo_build_end(const struct mkfs_opts *o);
+void undo_build_abort(const struct mkfs_opts *o);
 
 /* options.c */
 void check_ext_opts(struct mkfs_opts *o, const char *arg);

@@ -162,7 +162,6 @@ def test_existing_device_used_whole(tmp_path):
     (["-t", "ext3"], "extents"),
     (["-r", "0"], "revision"),
     (["-E", "offset=4096"], "first byte"),
-    (["-z", "undo"], "undo file"),
     (["-S"], "superblocks"),
     (["-n"], "dry run"),
     (["-J", "device=/dev/null"], "external journal"),
@@ -293,10 +292,42 @@ def test_update_without_room_says_how_much(tmp_path):
     helpers.e2fsck_fn(img)
 
 
+def test_undo_file_covers_the_whole_run(tmp_path):
+    """-z: e2undo puts the old filesystem back after a build; a build
+    that fails puts the file back itself, byte for byte."""
+    src = build_tree(tmp_path / "src")
+    img, undo = tmp_path / "z.img", tmp_path / "z.e2undo"
+    helpers.run(["mkfs.ext4", "-q", "-L", "old", str(img), "64M"])
+    helpers.run(["debugfs", "-w", "-R", f"write {src / 'f_plain'} kept",
+                 str(img)])
+    before = helpers.sha256(img)
+    # a build that fails after mke2fs (out of inodes)
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(600):
+        (many / f"f{i}").write_text(str(i))
+    res = helpers.run([mkfs_bin(), "-q", "-F", "-N", "12", "-z", str(undo),
+                       "-d", str(many), str(img)], check=False)
+    assert res.returncode == 1 and "out of inodes" in res.stderr, \
+        res.stderr
+    assert helpers.sha256(img) == before
+    assert not undo.exists()
+    # one that goes through, then e2undo by hand
+    helpers.run([mkfs_bin(), "-q", "-F", "-z", str(undo), "-d", str(src),
+                 str(img)])
+    assert "shared_blocks" in header(img)["Filesystem features"]
+    helpers.run(["e2undo", str(undo), str(img)])
+    helpers.e2fsck_fn(img)
+    assert header(img)["Filesystem volume name"] == "old"
+    assert helpers.debugfs_cat(img, "/kept") == \
+        (src / "f_plain").read_bytes()
+
+
 # ----- the man page's table of mke2fs options, against the code -----
 
 def code_options():
-    """(passed, refused) short options of mkfs/mke2fs_opts.c's table."""
+    """(taken, refused) short options of mkfs/mke2fs_opts.c's table
+    (taken: passed to mke2fs, or mkfs.extref's own, -z)."""
     text = (ROOT / "mkfs/mke2fs_opts.c").read_text()
     passed, refused = set(), set()
     for m in re.finditer(r"\{ '(.)', [01], (NULL|\")", text):
@@ -322,7 +353,8 @@ def man_table(section):
             rows = {}
             for line in tbl.splitlines():
                 cells = line.split("\t")
-                if len(cells) >= 2 and cells[1] in ("passed", "refused"):
+                if len(cells) >= 2 and cells[1] in ("passed", "own",
+                                                    "refused"):
                     key = re.sub(r"\\f[BRI]|\\", "", cells[0]).strip()
                     rows[key] = cells[1]
             return rows
@@ -332,7 +364,7 @@ def man_table(section):
 def test_man_page_option_table_is_the_code():
     passed, refused = code_options()
     rows = man_table("mke2fs option")
-    assert {k.lstrip("-") for k, v in rows.items() if v == "passed"} \
+    assert {k.lstrip("-") for k, v in rows.items() if v != "refused"} \
         == passed
     assert {k.lstrip("-") for k, v in rows.items() if v == "refused"} \
         == refused
