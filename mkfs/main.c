@@ -70,7 +70,8 @@ static void usage(FILE *f)
 "  -t TYPE, -T USAGE-TYPES, -m PCT, -j, -J OPTS, -g N, -G N, -r 1,\n"
 "  -e ERRORS, -M DIR, -o OS, -l FILE, -c, -D, -K\n"
 "                 passed to mke2fs as given (-t and -T: the types of\n"
-"                 its own mke2fs.conf); -C, -n, -S refused\n"
+"                 its own mke2fs.conf); -C, -S refused\n"
+"  -n             show what mke2fs would lay out; write nothing\n"
 "  -z UNDO_FILE   save what the whole run overwrites (for e2undo)\n"
 "  -V             print the version and exit\n"
 "  -h, --help     print this help and exit\n"
@@ -340,6 +341,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--verify needs --update");
 	if (o->shrink && !o->convert && (o->source || o->size_arg))
 		fatal("--shrink cuts an existing image: no -d, no SIZE");
+	if (o->noaction && (o->convert || o->shrink || o->update))
+		fatal("-n shows what mke2fs would lay out: not with "
+		      "--convert, --shrink or --update");
 	if (o->undo && (o->convert || o->shrink || o->update))
 		fatal("-z makes an image's undo file: not with --convert, "
 		      "--shrink or --update (they keep their own)");
@@ -397,6 +401,8 @@ int main(int argc, char **argv)
 		source_check(&o);		/* may set the size */
 
 	target_probe(&o, &t);		/* nothing touched yet */
+	if (o.noaction)
+		return dry_run(&o, &t);	/* and nothing will be */
 	target_create(&o, &t);
 	if (o.undo && !t.orig_size) {
 		o.undo = NULL;		/* a new image: nothing to put back */

@@ -36,8 +36,7 @@ static const struct pass_opt pass_opts[] = {
 	{ 'l', 1, NULL },	/* bad blocks list */
 	{ 'm', 1, NULL },	/* reserved blocks percentage */
 	{ 'M', 1, NULL },	/* last mounted directory */
-	{ 'n', 0, "a dry run is not supported: mkfs.extref's layout "
-		  "depends on the build that follows mke2fs" },
+	{ 'n', 0, NULL },	/* dry run: mke2fs -n's report (dry_run.c) */
 	{ 'o', 1, NULL },	/* creator OS */
 	{ 'r', 1, NULL },	/* revision (1: 0 is refused below) */
 	{ 'S', 0, "-S rewrites the superblocks of an existing filesystem; "
@@ -126,6 +125,10 @@ int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg)
 		break;
 	case 'v':
 		o->verbose = 1;
+		break;
+	case 'n':
+		o->noaction = 1;
+		o->verbose = 1;		/* the report is the point */
 		break;
 	case 'z':
 		/* mke2fs's would miss the build: one for the whole run */

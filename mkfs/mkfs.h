@@ -70,6 +70,7 @@ struct mkfs_opts {
 	int		size_auto;	/* --size=auto: sized from -d */
 	int		whole;		/* no SIZE: the existing image whole */
 	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
+	int		noaction;	/* -n: mke2fs -n's report only */
 };
 
 #define OPT_CONVERT	1000
@@ -293,6 +294,9 @@ int mke2fs_opt_needs_arg(int c);
 int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);
 int undo_build_end(const struct mkfs_opts *o);
 void undo_build_abort(const struct mkfs_opts *o);
+
+/* dry_run.c: -n, once target_probe has checked everything. */
+int dry_run(const struct mkfs_opts *o, const struct mkfs_target *t);
 
 /* options.c */
 void check_ext_opts(struct mkfs_opts *o, const char *arg);

@@ -163,7 +163,6 @@ def test_existing_device_used_whole(tmp_path):
     (["-r", "0"], "revision"),
     (["-E", "offset=4096"], "first byte"),
     (["-S"], "superblocks"),
-    (["-n"], "dry run"),
     (["-J", "device=/dev/null"], "external journal"),
 ])
 def test_refused_with_reason(tmp_path, opts, why):
@@ -236,6 +235,19 @@ def test_usage_types_from_mke2fs_conf(tmp_path):
     helpers.run(["mkfs.ext4", "-q", "-F", "-T", "largefile", str(theirs)])
     assert header(ours)["Inode count"] == header(theirs)["Inode count"]
     helpers.e2fsck_fn(ours)
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    src = build_tree(tmp_path / "src")
+    new = tmp_path / "new.img"
+    res = helpers.run([mkfs_bin(), "-n", "-d", str(src), str(new)])
+    assert "Creating filesystem with" in res.stdout, res.stdout
+    assert not new.exists()
+    old = tmp_path / "old.img"
+    helpers.run(["truncate", "-s", "32M", str(old)])
+    res = helpers.run([mkfs_bin(), "-n", "-b", "4096", str(old)])
+    assert "Creating filesystem with 8192 4k blocks" in res.stdout
+    assert open(old, "rb").read() == bytes(32 << 20)
 
 
 def test_verbose_prints_mke2fs_report(tmp_path):
