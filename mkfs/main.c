@@ -62,7 +62,7 @@ static void usage(FILE *f)
 "  -U UUID        filesystem UUID\n"
 "  -E OPTS        extended options, as mke2fs's: hash_seed=UUID,\n"
 "                 root_owner[=UID:GID], lazy_itable_init=0|1, nodiscard,\n"
-"                 stride=N, resize=N... (not offset=, no_copy_xattrs)\n"
+"                 stride=N, resize=N, no_copy_xattrs... (not offset=)\n"
 "  -O FEATURES    ext4 features to set or (with ^) clear, as in mke2fs\n"
 "  -F             overwrite an existing filesystem\n"
 "  -q             quiet\n"

@@ -71,6 +71,7 @@ struct mkfs_opts {
 	int		whole;		/* no SIZE: the existing image whole */
 	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
 	int		noaction;	/* -n: mke2fs -n's report only */
+	int		no_xattrs;	/* -E no_copy_xattrs */
 };
 
 #define OPT_CONVERT	1000

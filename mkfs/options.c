@@ -66,7 +66,7 @@ static const char *const pass_ext[] = {
 	"packed_meta_blocks", "num_backup_sb", "test_fs", "discard",
 	"nodiscard", "lazy_journal_init", "assume_storage_prezeroed",
 	"mmp_update_interval", "encoding", "encoding_flags",
-	"orphan_file_size", NULL
+	"orphan_file_size", "no_copy_xattrs", NULL
 };
 
 /* Refused, with the reason. */
@@ -78,8 +78,6 @@ static const struct {
 		    "with --offset)" },
 	{ "android_sparse", "the extref tools read and write a plain "
 			    "image" },
-	{ "no_copy_xattrs", "the build copies every extended attribute "
-			    "(not supported yet)" },
 };
 
 static int is_key(const char *opt, size_t klen, const char *key)
@@ -121,6 +119,8 @@ static void check_one_ext(struct mkfs_opts *o, const char *opt)
 		o->root_owner = 1;
 	} else if (is_key(opt, klen, "lazy_itable_init")) {
 		check_flag01("lazy_itable_init", val);
+	} else if (is_key(opt, klen, "no_copy_xattrs")) {
+		o->no_xattrs = 1;	/* the build's, as mke2fs's -d */
 	} else if (is_key(opt, klen, "quotatype")) {
 		check_quotatype(val);
 	} else {
@@ -128,8 +128,7 @@ static void check_one_ext(struct mkfs_opts *o, const char *opt)
 			if (is_key(opt, klen, pass_ext[i]))
 				return;
 		fatal("unknown extended option '%.*s' (see mkfs.extref(8): "
-		      "those of mke2fs(8) but offset, android_sparse and "
-		      "no_copy_xattrs)", (int)klen, opt);
+		      "those of mke2fs(8) but offset and android_sparse)", (int)klen, opt);
 	}
 }
 

@@ -262,6 +262,8 @@ static int populate(const struct mkfs_opts *o)
 		p.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->root_owner)	/* -E root_owner= wins over the archive's "./" */
 		p.flags |= EXTREF_POP_KEEP_ROOT_OWNER;
+	if (o->no_xattrs)	/* -E no_copy_xattrs */
+		p.flags |= EXTREF_POP_NO_XATTRS;
 	if (o->have_epoch) {
 		p.flags |= EXTREF_POP_EPOCH;
 		p.epoch = o->epoch;

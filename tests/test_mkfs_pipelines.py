@@ -197,6 +197,18 @@ def test_passed_options_take_effect(tmp_path):
     helpers.e2fsck_fn(img)
 
 
+def test_no_copy_xattrs(tmp_path):
+    """-E no_copy_xattrs: as mke2fs -d, no attribute copied."""
+    src = build_tree(tmp_path / "src")
+    for tool in (mkfs_bin(), "mkfs.ext4"):
+        img = tmp_path / "x.img"
+        helpers.run([tool, "-q", "-F", "-E", "no_copy_xattrs", "-d",
+                     str(src), str(img), "32M"])
+        out = helpers.debugfs(img, "ea_list /f_small").stdout
+        assert "user.note" not in out, (tool, out)
+        img.unlink()
+
+
 def test_m_wins_over_the_builds_zero(tmp_path):
     src = build_tree(tmp_path / "src")
     img = tmp_path / "m.img"
