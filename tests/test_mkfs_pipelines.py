@@ -262,6 +262,20 @@ def test_dry_run_writes_nothing(tmp_path):
     assert open(old, "rb").read() == bytes(32 << 20)
 
 
+def test_a_type_without_extents_is_refused(tmp_path):
+    """A usage type of mke2fs.conf that clears extent: refused after
+    mke2fs, the new file removed."""
+    conf = tmp_path / "mke2fs.conf"
+    conf.write_text("[fs_types]\n\tplain = {\n"
+                    "\t\tfeatures = ^extent\n\t}\n")
+    img = tmp_path / "p.img"
+    res = helpers.run([mkfs_bin(), "-q", "-T", "plain", str(img), "16M"],
+                      env={"MKE2FS_CONFIG": str(conf)}, check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert "without extents" in res.stderr, res.stderr
+    assert not img.exists()
+
+
 def test_verbose_prints_mke2fs_report(tmp_path):
     res = helpers.run([mkfs_bin(), "-v", str(tmp_path / "v.img"), "16M"])
     assert "Writing superblocks" in res.stdout, res.stdout
