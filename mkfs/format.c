@@ -77,6 +77,13 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 		ext2fs_free(fs);
 		return -1;
 	}
+	if (ext2fs_has_feature_bigalloc(fs->super)) {
+		error_line("%s: mke2fs made a bigalloc filesystem (from the "
+			   "types of its mke2fs.conf, -t or -T), which the "
+			   "extref toolkit does not support", o->image);
+		ext2fs_free(fs);
+		return -1;
+	}
 	nosync_attach(fs);
 	if (o->have_epoch)
 		fs->now = (time_t)o->epoch;
