@@ -177,6 +177,9 @@ int undo_build_end(const struct mkfs_opts *o)
 	errcode_t err = io_channel_close(undo_chan);
 
 	undo_chan = NULL;
+	free(holes);			/* nothing to punch: the run is kept */
+	holes = NULL;
+	n_holes = 0;
 	if (err) {
 		error_line("%s: %s while writing the undo file %s", o->image,
 			   error_message(err), o->undo);
