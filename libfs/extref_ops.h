@@ -375,6 +375,8 @@ errcode_t extref_dedupe_fs2(extref_fs_t fs, enum extref_dedupe_mode mode,
 #define EXTREF_POP_EPOCH	0x0002	/* no time later than epoch */
 #define EXTREF_POP_KEEP_ROOT_OWNER 0x0004 /* the source's root keeps the
 					      owner the image's root has */
+#define EXTREF_POP_NO_XATTRS	0x0008	/* no extended attribute (nor ACL)
+					   copied, as mke2fs -E no_copy_xattrs */
 struct extref_populate {
 	unsigned int	flags;		/* EXTREF_POP_* */
 	long long	epoch;		/* with EXTREF_POP_EPOCH */

@@ -68,6 +68,22 @@ int format_image(const struct mkfs_opts *o, const struct mkfs_target *t)
 		com_err(prog, err, "while opening %s", o->image);
 		return -1;
 	}
+	/* -t, -T, -o: mke2fs.conf's types choose the features */
+	if (!ext2fs_has_feature_extents(fs->super)) {
+		error_line("%s: mke2fs made a filesystem without extents "
+			   "(from the types of its mke2fs.conf, -t or -T), "
+			   "which the extref toolkit requires (-O extent)",
+			   o->image);
+		ext2fs_free(fs);
+		return -1;
+	}
+	if (ext2fs_has_feature_bigalloc(fs->super)) {
+		error_line("%s: mke2fs made a bigalloc filesystem (from the "
+			   "types of its mke2fs.conf, -t or -T), which the "
+			   "extref toolkit does not support", o->image);
+		ext2fs_free(fs);
+		return -1;
+	}
 	nosync_attach(fs);
 	if (o->have_epoch)
 		fs->now = (time_t)o->epoch;

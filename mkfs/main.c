@@ -50,25 +50,36 @@ static void usage(FILE *f)
 "\n"
 "SIZE is a number with an optional K, M, G or T suffix (powers of 1024);\n"
 "a plain number counts blocks (of -b's size, else of 1024 bytes).\n"
-"Needed when IMAGE does not exist; a smaller file is extended.\n"
+"Needed when IMAGE does not exist; a smaller file is extended; without\n"
+"it an existing IMAGE is used whole, as mke2fs uses it.\n"
 "\n"
 "Options:\n"
 "  -b BLOCKSIZE   block size: 1024, 2048 or 4096\n"
 "  -N NUM         number of inodes\n"
 "  -i BYTES       bytes per inode\n"
 "  -I SIZE        inode size in bytes\n"
-"  -L LABEL       volume label (at most 16 bytes)\n"
+"  -L LABEL       volume label (at most 16 bytes: longer is cut)\n"
 "  -U UUID        filesystem UUID\n"
-"  -E OPTS        extended options: hash_seed=UUID, root_owner=UID:GID,\n"
-"                 lazy_itable_init=0|1, nodiscard\n"
+"  -E OPTS        extended options, as mke2fs's: hash_seed=UUID,\n"
+"                 root_owner[=UID:GID], lazy_itable_init=0|1, nodiscard,\n"
+"                 stride=N, resize=N, no_copy_xattrs... (not offset=)\n"
 "  -O FEATURES    ext4 features to set or (with ^) clear, as in mke2fs\n"
 "  -F             overwrite an existing filesystem\n"
 "  -q             quiet\n"
+"  -v             print mke2fs's report\n"
+"  -t TYPE, -T USAGE-TYPES, -m PCT, -j, -J OPTS, -g N, -G N, -r 1,\n"
+"  -e ERRORS, -M DIR, -o OS, -l FILE, -c, -D, -K\n"
+"                 passed to mke2fs as given (-t and -T: the types of\n"
+"                 its own mke2fs.conf); -C, -S refused\n"
+"  -n             show what mke2fs would lay out; write nothing\n"
+"  -z UNDO_FILE   save what the whole run overwrites (for e2undo)\n"
 "  -V             print the version and exit\n"
 "  -h, --help     print this help and exit\n"
 "  -d SOURCE      copy the directory SOURCE, or the tar or cpio archive\n"
-"                 SOURCE (a file or a pipe), into the image (SIZE then\n"
-"                 optional: the content plus --headroom)\n"
+"                 SOURCE (a file or a pipe; -: standard input), into the\n"
+"                 image (a new one without SIZE: the content plus\n"
+"                 --headroom)\n"
+"  --size=auto    with -d: size an existing IMAGE from SOURCE too\n"
 "  --headroom=PCT with -d and no SIZE, or --shrink: room to spare, in\n"
 "                 percent (5)\n"
 "  --all-root     with -d or --update: every file owned by root\n"
@@ -158,6 +169,29 @@ static void get_epoch(struct mkfs_opts *o)
 	o->epoch = (long long)v;
 }
 
+/* -L: longer than an ext4 label is cut, with a warning, as mke2fs does. */
+static const char *label_opt(const char *arg)
+{
+	static char cut[MKFS_LABEL_MAX + 1];
+
+	if (strlen(arg) <= MKFS_LABEL_MAX)
+		return arg;
+	memcpy(cut, arg, MKFS_LABEL_MAX);
+	cut[MKFS_LABEL_MAX] = '\0';
+	fprintf(stderr, "%s: warning: label too long; truncated to '%s'\n",
+		prog, cut);
+	return cut;
+}
+
+/* --size=SIZE, or --size=auto: sized from -d even on an existing image. */
+static void size_opt(struct mkfs_opts *o, const char *arg)
+{
+	if (!strcmp(arg, "auto"))
+		o->size_auto = 1;
+	else
+		o->size_arg = arg;
+}
+
 static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 {
 	static const struct option longopts[] = {
@@ -173,15 +207,21 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ "shrink", no_argument, NULL, OPT_SHRINK },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "size", required_argument, NULL, OPT_SIZE },
 		{ NULL, 0, NULL, 0 }
 	};
+	char optstring[80];
 	unsigned long long v;
 	int c;
 
 	opterr = 0;
 	o->headroom = 5;
-	while ((c = getopt_long(argc, argv, "b:N:i:I:L:U:E:O:d:FqVh",
-				longopts, NULL)) != -1) {
+	snprintf(optstring, sizeof(optstring), "b:N:i:I:L:U:E:O:d:FqVh%s",
+		 mke2fs_pass_optstring);
+	while ((c = getopt_long(argc, argv, optstring, longopts,
+				NULL)) != -1) {
+		if (mke2fs_opt_take(o, c, optarg))
+			continue;	/* passed on to mke2fs (or refused) */
 		switch (c) {
 		case 'b':
 			if (parse_uint(optarg, 65536, &v) ||
@@ -189,6 +229,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 				fatal("invalid block size '%s' (must be 1024, "
 				      "2048 or 4096)", optarg);
 			o->blocksize = (unsigned int)v;
+			o->bs_chosen = 1;
 			break;
 		case 'N':
 			o->inodes = digits_opt(optarg, 1, 0xffffffffULL,
@@ -203,10 +244,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			o->inode_size = optarg;
 			break;
 		case 'L':
-			if (strlen(optarg) > MKFS_LABEL_MAX)
-				fatal("label '%s' is too long (at most %d "
-				      "bytes)", optarg, MKFS_LABEL_MAX);
-			o->label = optarg;
+			o->label = label_opt(optarg);
 			break;
 		case 'U':
 			check_uuid(optarg);
@@ -267,8 +305,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_VERIFY:
 			o->verify = 1;
 			break;
+		case OPT_SIZE:
+			size_opt(o, optarg);
+			break;
 		default:
-			if (optopt && strchr("bNiILUEOd", optopt))
+			if (optopt && (strchr("bNiILUEOd", optopt) ||
+				       mke2fs_opt_needs_arg(optopt)))
 				fprintf(stderr, "%s: option -%c needs an "
 					"argument\n", prog, optopt);
 			else if (optopt)
@@ -283,8 +325,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 	if (optind >= argc || argc - optind > 2)
 		bad_usage();
 	o->image = argv[optind];
+	if (argc - optind == 2 && (o->size_arg || o->size_auto))
+		fatal("SIZE given twice (--size and %s)", argv[optind + 1]);
 	if (argc - optind == 2)
 		o->size_arg = argv[optind + 1];
+	if (o->size_auto && !o->source)
+		fatal("--size=auto sizes the image from -d SOURCE: it needs -d");
 	if (!o->image[0])
 		fatal("empty IMAGE name");
 	if (o->at && !o->update)
@@ -295,6 +341,12 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--verify needs --update");
 	if (o->shrink && !o->convert && (o->source || o->size_arg))
 		fatal("--shrink cuts an existing image: no -d, no SIZE");
+	if (o->noaction && (o->convert || o->shrink || o->update))
+		fatal("-n shows what mke2fs would lay out: not with "
+		      "--convert, --shrink or --update");
+	if (o->undo && (o->convert || o->shrink || o->update))
+		fatal("-z makes an image's undo file: not with --convert, "
+		      "--shrink or --update (they keep their own)");
 	if (o->update) {
 		update_check(o);
 		return;
@@ -335,19 +387,38 @@ int main(int argc, char **argv)
 		       &o.size_bytes))
 		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
 		      "or T suffix)", o.size_arg);
+	/* No SIZE: an existing image is used whole, as mke2fs does. */
+	if (!o.size_arg && !o.size_auto)
+		target_whole(&o);
 	/* A build's blocks follow its data, not mke2fs's table for small
-	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says. */
-	if (o.source && !o.blocksize)
+	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says.  An
+	 * existing image used whole takes mke2fs's choice, as mke2fs. */
+	if (o.source && !o.blocksize && !o.whole) {
 		o.blocksize = 4096;
+		o.bs_chosen = 1;
+	}
 	if (o.source)
 		source_check(&o);		/* may set the size */
 
 	target_probe(&o, &t);		/* nothing touched yet */
+	if (o.noaction)
+		return dry_run(&o, &t);	/* and nothing will be */
 	target_create(&o, &t);
+	if (o.undo && !t.orig_size) {
+		o.undo = NULL;		/* a new image: nothing to put back */
+	} else if (o.undo && undo_build_begin(&o, &t)) {
+		target_undo(&o, &t);
+		return 1;
+	}
 	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
 	    (o.source && source_finish(&o)) ||
 	    (o.file_contexts && labels_apply(&o))) {
+		if (o.undo)
+			undo_build_abort(&o);
 		target_undo(&o, &t);
+		rc = 1;
+	} else if (o.undo && undo_build_end(&o)) {
+		cleanup_keep_image();	/* made, but no undo file */
 		rc = 1;
 	} else {
 		cleanup_keep_image();

@@ -114,7 +114,7 @@ static int write_conf(char *path, size_t len)
 	return 0;
 }
 
-#define MAX_ARGS 32
+#define MAX_ARGS (40 + MKFS_PASS_MAX)
 
 static void add(const char **argv, int *argc, const char *a)
 {
@@ -139,6 +139,7 @@ static const char *ext_opts(const struct mkfs_opts *o,
 		    !(o->ext_opts && strstr(o->ext_opts, "nodiscard"));
 
 	if (!o->source || t->is_blockdev || !zeros ||
+	    (o->ext_opts && strstr(o->ext_opts, "lazy_journal_init")) ||
 	    (o->ext_opts && strlen(o->ext_opts) + 32 > len))
 		return o->ext_opts;
 	snprintf(buf, len, "%s%slazy_journal_init=1",
@@ -153,13 +154,17 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	int n = 0;
 
 	add(argv, &n, "mke2fs");
-	add(argv, &n, "-q");
+	if (!o->verbose)
+		add(argv, &n, "-q");
 	add(argv, &n, "-F");
 	add(argv, &n, "-t");
-	add(argv, &n, "ext4");
-	sprintf(bsbuf, "%u", o->blocksize);
-	add(argv, &n, "-b");
-	add(argv, &n, bsbuf);
+	add(argv, &n, o->fs_type ? o->fs_type : "ext4");
+	/* with -t or -T, mke2fs.conf's types choose unless -b says */
+	if (o->bs_chosen || !o->host_conf) {
+		sprintf(bsbuf, "%u", o->blocksize);
+		add(argv, &n, "-b");
+		add(argv, &n, bsbuf);
+	}
 #define OPT(flag, val) do { if (val) { add(argv, &n, flag); \
 				       add(argv, &n, val); } } while (0)
 	OPT("-N", o->inodes);
@@ -169,12 +174,15 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	OPT("-U", o->uuid);
 	OPT("-E", ext_opts(o, t, ebuf, elen));
 	OPT("-O", o->features);
-	OPT("-J", o->journal_opt);
-	if (o->reserved_zero) {
+	if (!o->journal_given)
+		OPT("-J", o->journal_opt);
+	if (o->reserved_zero && !o->reserved_given) {
 		add(argv, &n, "-m");
 		add(argv, &n, "0");
 	}
 #undef OPT
+	for (int i = 0; i < o->npass; i++)	/* as given (mke2fs_opts.c) */
+		add(argv, &n, o->pass[i]);
 	add(argv, &n, o->image);
 	sprintf(sizebuf, "%lluk", (unsigned long long)(t->fs_bytes / 1024));
 	add(argv, &n, sizebuf);
@@ -319,9 +327,15 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 	pid_t pid = -1;
 
 	build_argv(o, t, argv, bsbuf, sizebuf, ebuf, sizeof(ebuf));
-	conf_fd = conf_memfd(conf, sizeof(conf));
-	if (conf_fd < 0 && write_conf(conf, sizeof(conf)))
-		return -1;
+	if (o->host_conf) {
+		/* -t or -T: the types of mke2fs's own configuration
+		 * ($MKE2FS_CONFIG, else /etc/mke2fs.conf), as mke2fs */
+		conf_fd = -1;
+	} else {
+		conf_fd = conf_memfd(conf, sizeof(conf));
+		if (conf_fd < 0 && write_conf(conf, sizeof(conf)))
+			return -1;
+	}
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		error_line("cannot run mke2fs: %s", strerror(errno));
 		if (conf_fd >= 0)
@@ -332,7 +346,8 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 	/* the child is registered (to be killed and waited for on a
 	 * signal) before a signal can come */
 	cleanup_block(&old);
-	err = spawn_mke2fs(o, argv, conf, conf_fd, pfd[1], &old, &pid);
+	err = spawn_mke2fs(o, argv, o->host_conf ? NULL : conf, conf_fd,
+			   pfd[1], &old, &pid);
 	if (!err)
 		cleanup_set_child(pid);
 	cleanup_unblock(&old);
@@ -360,6 +375,8 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 	cleanup_unblock(&old);
 	cleanup_drop_conf();
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		if (o->verbose)
+			fputs(out, stdout);
 		free(out);
 		return 0;
 	}

@@ -18,6 +18,7 @@
 
 #define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
 #define MKFS_LABEL_MAX	16
+#define MKFS_PASS_MAX	64	/* argv words of mke2fs options passed on */
 
 extern const char *prog;
 
@@ -56,6 +57,21 @@ struct mkfs_opts {
 	int		delete;		/* --delete */
 	int		shrink;		/* --shrink (with --convert) */
 	int		verify;		/* --verify (with --update) */
+	/* mke2fs options passed on as given (mke2fs_opts.c) */
+	const char	*pass[MKFS_PASS_MAX];
+	int		npass;
+	const char	*fs_type;	/* -t, instead of ext4 */
+	int		host_conf;	/* -t or -T: mke2fs reads its own
+					 * configuration, not ours */
+	int		journal_given;	/* -J given: no -J of ours */
+	int		reserved_given;	/* -m given: no -m 0 of ours */
+	int		verbose;	/* -v: mke2fs's report printed */
+	int		bs_chosen;	/* -b given, or a build's 4096 */
+	int		size_auto;	/* --size=auto: sized from -d */
+	int		whole;		/* no SIZE: the existing image whole */
+	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
+	int		noaction;	/* -n: mke2fs -n's report only */
+	int		no_xattrs;	/* -E no_copy_xattrs */
 };
 
 #define OPT_CONVERT	1000
@@ -68,6 +84,7 @@ struct mkfs_opts {
 #define OPT_DELETE	1007
 #define OPT_SHRINK	1008
 #define OPT_VERIFY	1009
+#define OPT_SIZE	1010
 
 /* labels.c */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
@@ -268,6 +285,22 @@ int parse_uint(const char *arg, unsigned long long max,
 /* Block size mke2fs's profile would pick for a filesystem of bytes. */
 unsigned int default_blocksize(uint64_t bytes);
 
+/* mke2fs_opts.c: the mke2fs options passed on (or refused, exits). */
+extern const char mke2fs_pass_optstring[];
+/* 1 when c is one of them (taken into o->pass), 0 otherwise. */
+int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg);
+int mke2fs_opt_needs_arg(int c);
+
+/* undo_build.c: -z, one undo file for the whole run.  begin saves the
+ * existing image's data (0, or -1 with the error printed); end closes
+ * it once the run went through; abort puts the image back. */
+int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);
+int undo_build_end(const struct mkfs_opts *o);
+void undo_build_abort(const struct mkfs_opts *o);
+
+/* dry_run.c: -n, once target_probe has checked everything. */
+int dry_run(const struct mkfs_opts *o, const struct mkfs_target *t);
+
 /* options.c */
 void check_ext_opts(struct mkfs_opts *o, const char *arg);
 void check_features(struct mkfs_opts *o, const char *arg);
@@ -280,6 +313,9 @@ void check_features(struct mkfs_opts *o, const char *arg);
  * bad geometry or an unusable path.  Exits on error.
  */
 void target_probe(struct mkfs_opts *o, struct mkfs_target *t);
+/* No SIZE: an existing image (not empty) is used whole, as mke2fs does
+ * (sets o->whole, o->size_arg and o->size_bytes); a new one is not. */
+void target_whole(struct mkfs_opts *o);
 /* Create the file, or extend a smaller one.  Exits on error. */
 void target_create(const struct mkfs_opts *o, struct mkfs_target *t);
 /* Undo target_create after a later failure. */

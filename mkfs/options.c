@@ -59,6 +59,38 @@ static void check_quotatype(const char *val)
 	}
 }
 
+/* Extended options mke2fs takes that mkfs.extref passes on unchecked
+ * (mke2fs checks their values): NULL-ended. */
+static const char *const pass_ext[] = {
+	"stride", "stripe_width", "stripe-width", "resize",
+	"packed_meta_blocks", "num_backup_sb", "test_fs", "discard",
+	"nodiscard", "lazy_journal_init", "assume_storage_prezeroed",
+	"mmp_update_interval", "encoding", "encoding_flags",
+	"orphan_file_size", "no_copy_xattrs", NULL
+};
+
+/* Refused, with the reason. */
+static const struct {
+	const char	*key, *why;
+} refused_ext[] = {
+	{ "offset", "the extref tools open an image from its first byte "
+		    "(put the filesystem in a partition, or a loop device "
+		    "with --offset)" },
+	{ "android_sparse", "the extref tools read and write a plain "
+			    "image" },
+};
+
+static int is_key(const char *opt, size_t klen, const char *key)
+{
+	return strlen(key) == klen && !strncmp(opt, key, klen);
+}
+
+static void check_flag01(const char *name, const char *val)
+{
+	if (val && strcmp(val, "0") && strcmp(val, "1"))
+		fatal("invalid %s '%s' (must be 0 or 1)", name, val);
+}
+
 static void check_one_ext(struct mkfs_opts *o, const char *opt)
 {
 	const char *val = strchr(opt, '=');
@@ -67,31 +99,36 @@ static void check_one_ext(struct mkfs_opts *o, const char *opt)
 
 	if (val)
 		val++;
-	if (klen == 9 && !strncmp(opt, "hash_seed", 9)) {
+	for (size_t i = 0; i < sizeof(refused_ext) / sizeof(refused_ext[0]);
+	     i++)
+		if (is_key(opt, klen, refused_ext[i].key))
+			fatal("extended option '%.*s' is not supported: %s",
+			      (int)klen, opt, refused_ext[i].why);
+	if (is_key(opt, klen, "hash_seed")) {
 		if (!val || uuid_parse(val, u))
 			fatal("invalid hash_seed '%s' (must be a UUID)",
 			      val ? val : "");
-	} else if (klen == 10 && !strncmp(opt, "root_owner", 10)) {
+	} else if (is_key(opt, klen, "root_owner")) {
 		const char *colon = val ? strchr(val, ':') : NULL;
 
-		if (!colon || !all_digits(val, colon - val) ||
-		    !all_digits(colon + 1, strlen(colon + 1)))
+		/* bare: the caller's own uid and gid, as mke2fs */
+		if (val && (!colon || !all_digits(val, colon - val) ||
+			    !all_digits(colon + 1, strlen(colon + 1))))
 			fatal("invalid root_owner '%s' (must be UID:GID)",
-			      val ? val : "");
+			      val);
 		o->root_owner = 1;
-	} else if (klen == 16 && !strncmp(opt, "lazy_itable_init", 16)) {
-		if (!val || (strcmp(val, "0") && strcmp(val, "1")))
-			fatal("invalid lazy_itable_init '%s' (must be 0 or 1)",
-			      val ? val : "");
-	} else if (!strcmp(opt, "nodiscard")) {
-		/* nothing to check */
-	} else if (klen == 9 && !strncmp(opt, "quotatype", 9)) {
+	} else if (is_key(opt, klen, "lazy_itable_init")) {
+		check_flag01("lazy_itable_init", val);
+	} else if (is_key(opt, klen, "no_copy_xattrs")) {
+		o->no_xattrs = 1;	/* the build's, as mke2fs's -d */
+	} else if (is_key(opt, klen, "quotatype")) {
 		check_quotatype(val);
 	} else {
-		fatal("unknown extended option '%.*s' (valid: hash_seed=UUID, "
-		      "root_owner=UID:GID, lazy_itable_init=0|1, nodiscard, "
-		      "quotatype=usrquota:grpquota:prjquota)",
-		      (int)klen, opt);
+		for (size_t i = 0; pass_ext[i]; i++)
+			if (is_key(opt, klen, pass_ext[i]))
+				return;
+		fatal("unknown extended option '%.*s' (see mkfs.extref(8): "
+		      "those of mke2fs(8) but offset and android_sparse)", (int)klen, opt);
 	}
 }
 

@@ -117,7 +117,9 @@ static void archive_check(struct mkfs_opts *o)
 	__u64 entries, bytes;
 	char *why = NULL;
 	errcode_t err;
-	int fd = open(o->source, O_RDONLY | O_CLOEXEC);
+	/* "-": the archive on standard input, as for tar */
+	int fd = strcmp(o->source, "-") ? open(o->source, O_RDONLY | O_CLOEXEC)
+					: fcntl(0, F_DUPFD_CLOEXEC, 3);
 
 	if (fd < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
@@ -175,8 +177,10 @@ void source_check(struct mkfs_opts *o)
 	uint64_t bytes;
 
 	o->archive_fd = -1;
-	if (stat(o->source, &st) < 0)
+	if ((strcmp(o->source, "-") ? stat(o->source, &st) : fstat(0, &st)) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
+	if (!strcmp(o->source, "-") && S_ISDIR(st.st_mode))
+		fatal("-d -: standard input is a directory, not an archive");
 	if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
 		archive_check(o);
 	else if (!S_ISDIR(st.st_mode))
@@ -214,7 +218,14 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	const char *src = o->archive ? o->archive : o->source;
 	const char *where = p->where ? p->where : "";
 
-	if (out_of_room(err) && o->source_need)
+	if (err == EXT2_ET_INODE_ALLOC_FAIL && src_entries)
+		error_line("%s: out of inodes for %s (%llu entries; raise -N "
+			   "or lower -i)", o->image, src,
+			   (unsigned long long)src_entries);
+	else if (err == EXT2_ET_INODE_ALLOC_FAIL)
+		error_line("%s: out of inodes for %s (raise -N or lower -i)",
+			   o->image, src);
+	else if (out_of_room(err) && o->source_need)
 		error_line("%s: image too small for %s (%s): it needs about "
 			   "%llu KiB", o->image, src, error_message(err),
 			   (unsigned long long)(o->source_need / 1024));
@@ -251,6 +262,8 @@ static int populate(const struct mkfs_opts *o)
 		p.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->root_owner)	/* -E root_owner= wins over the archive's "./" */
 		p.flags |= EXTREF_POP_KEEP_ROOT_OWNER;
+	if (o->no_xattrs)	/* -E no_copy_xattrs */
+		p.flags |= EXTREF_POP_NO_XATTRS;
 	if (o->have_epoch) {
 		p.flags |= EXTREF_POP_EPOCH;
 		p.epoch = o->epoch;

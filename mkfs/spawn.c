@@ -61,8 +61,9 @@ static char **child_env(const struct mkfs_opts *o, const char *conf,
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (!is_dropped(environ[i]))
-			env[k++] = environ[i];
+		if (!is_dropped(environ[i]) ||
+		    (!conf && !strncmp(environ[i], "MKE2FS_CONFIG=", 14)))
+			env[k++] = environ[i];	/* no conf: the user's */
 	own[0] = own[1] = own[2] = NULL;
 	if ((conf && asprintf(&own[0], "MKE2FS_CONFIG=%s", conf) < 0) ||
 	    !(own[1] = strdup("LC_ALL=C")) ||

@@ -151,6 +151,23 @@ void target_probe(struct mkfs_opts *o, struct mkfs_target *t)
 	check_geometry(o, t);
 }
 
+void target_whole(struct mkfs_opts *o)
+{
+	struct stat st;
+	uint64_t bytes;
+
+	if (stat(o->image, &st) < 0)
+		return;			/* target_probe says why */
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return;
+	bytes = existing_size(o->image, &st);
+	if (!bytes && S_ISREG(st.st_mode))
+		return;			/* an empty file: as a new one */
+	o->whole = 1;
+	o->size_bytes = bytes;
+	o->size_arg = "the whole image";
+}
+
 void target_create(const struct mkfs_opts *o, struct mkfs_target *t)
 {
 	sigset_t old;

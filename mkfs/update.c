@@ -105,6 +105,51 @@ static void print_summary(const struct mkfs_opts *o,
 	       (long long)(after - before));
 }
 
+static int no_room(errcode_t err)
+{
+	return err == EXT2_ET_BLOCK_ALLOC_FAIL || err == ENOSPC ||
+	       err == EXT2_ET_DIR_NO_SPACE_FOR_CSUM;
+}
+
+/*
+ * The image ran out of blocks: how much more it needs, from the source's
+ * measured size (data, directories, extent trees) against what the image
+ * had free before the update (rolled back: the same as now).  An upper
+ * bound where the source's data equals the image's (that is shared).
+ */
+static void report_room(const struct mkfs_opts *o, errcode_t err,
+			const struct extref_update *u, unsigned int bs,
+			uint64_t free_blocks)
+{
+	struct extref_source_size s;
+	const char *where = u->where ? u->where : o->source;
+	uint64_t need;
+
+	if (extref_source_measure(o->source, bs, EXTREF_DEDUPE_NONE, NULL,
+				  NULL, &s)) {
+		error_line("%s: %s: %s: not enough room for %s (%.1f MiB "
+			   "free)", o->image, where, error_message(err),
+			   o->source, free_blocks * (double)bs / MIB);
+		return;
+	}
+	need = s.data_blocks + s.meta_blocks;
+	if (need > free_blocks)
+		error_line("%s: %s: %s: not enough room for %s: it holds "
+			   "about %.1f MiB, the image has %.1f MiB free: "
+			   "about %.1f MiB more needed (less what equals the "
+			   "image's data)", o->image, where, error_message(err),
+			   o->source, need * (double)bs / MIB,
+			   free_blocks * (double)bs / MIB,
+			   (need - free_blocks) * (double)bs / MIB);
+	else
+		error_line("%s: %s: %s: not enough room for %s (%.1f MiB "
+			   "free, the source about %.1f MiB, and the update "
+			   "keeps the replaced files' blocks until it commits)",
+			   o->image, where, error_message(err), o->source,
+			   free_blocks * (double)bs / MIB,
+			   need * (double)bs / MIB);
+}
+
 static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_update *u)
 {
@@ -119,7 +164,7 @@ int update_image(const struct mkfs_opts *o)
 {
 	struct extref_update u;
 	extref_fs_t xfs = NULL;
-	uint64_t before = 0, after = 0;
+	uint64_t before = 0, after = 0, before_free = 0;
 	unsigned int bs = 0;
 	errcode_t err;
 
@@ -147,6 +192,7 @@ int update_image(const struct mkfs_opts *o)
 		extref_fs_ext2(xfs)->now = o->epoch;
 	bs = extref_fs_ext2(xfs)->blocksize;
 	before = used_blocks(xfs);
+	before_free = ext2fs_free_blocks_count(extref_fs_ext2(xfs)->super);
 	set_note(o);
 	err = extref_update_dir(xfs, o->source, &u);
 	after = used_blocks(xfs);
@@ -156,7 +202,9 @@ int update_image(const struct mkfs_opts *o)
 	else
 		extref_fs_abort(xfs);
 	cleanup_set_note(NULL);
-	if (err)
+	if (err && no_room(err))
+		report_room(o, err, &u, bs, before_free);
+	else if (err)
 		report(o, err, &u);
 	else if (!o->quiet)
 		print_summary(o, &u, bs, before, after);

@@ -221,7 +221,7 @@ def test_summary_after_convert(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--bogus", "IMG"], "invalid option --bogus"),
-    (["-z", "IMG"], "invalid option -z"),
+    (["-Y", "IMG"], "invalid option -Y"),
     (["IMG", "-b"], "option -b needs an argument"),
     ([], None),
     (["IMG", "8M", "extra"], None),

@@ -241,7 +241,7 @@ errcode_t xr_pop_set_xattrs(struct xr_pop *p, ext2_ino_t ino,
 	errcode_t err, e2;
 	size_t i;
 
-	if (!x->n)
+	if (!x->n || (p->req->flags & EXTREF_POP_NO_XATTRS))
 		return 0;
 	if (!ext2fs_has_feature_xattr(p->fs->super))
 		return EXT2_ET_MISSING_EA_FEATURE;
