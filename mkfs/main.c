@@ -158,6 +158,19 @@ static void get_epoch(struct mkfs_opts *o)
 	o->epoch = (long long)v;
 }
 
+/* One more -d; o->source stays the first. */
+static void sources_add(struct mkfs_opts *o, const char *arg)
+{
+	const char **v = realloc(o->sources, (o->nsources + 1) * sizeof(*v));
+
+	if (!v)
+		fatal("out of memory");
+	v[o->nsources++] = arg;
+	o->sources = v;
+	if (!o->source)
+		o->source = arg;
+}
+
 static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 {
 	static const struct option longopts[] = {
@@ -235,9 +248,10 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			break;
 		case OPT_DEDUP:
 			o->dedup = parse_dedup(optarg);
+			o->dedup_set = 1;
 			break;
-		case 'd':
-			o->source = optarg;
+		case 'd':	/* repeatable: layers (layers.c) */
+			sources_add(o, optarg);
 			break;
 		case OPT_HEADROOM:
 			if (parse_uint(optarg, 1000, &v))

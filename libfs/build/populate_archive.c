@@ -27,18 +27,7 @@
 #include <locale.h>
 #include <string.h>
 #include "archive_dl.h"
-#include "populate_int.h"
-
-struct rd {
-	struct xr_pop		*p;
-	struct archive		*a;
-	struct xr_pop_table	paths;		/* path -> inode */
-	struct xr_pop_xattrs	xa;
-	void			*acl[2];
-	char			path[PATH_MAX];
-	char			target[PATH_MAX];
-	char			name[NAME_MAX + 1];
-};
+#include "populate_layers.h"
 
 /*
  * Normalise an archive path into out: components joined by one "/",
@@ -197,15 +186,17 @@ static errcode_t dir_of(struct rd *r, const char *path, size_t len,
 	ext2_ino_t parent;
 	const char *slash;
 	int is_dir = 0;
-	errcode_t err;
+	errcode_t err = 0;
 
 	if (!len) {
 		*dir = EXT2_ROOT_INO;
 		return 0;
 	}
 	*dir = xr_pop_table_get(&r->paths, path, len, &is_dir);
-	if (*dir)
-		return is_dir ? 0 : EXT2_ET_NO_DIRECTORY;
+	if (!*dir && r->layer)		/* a lower layer's */
+		err = xr_layer_find(r, path, len, dir, &is_dir);
+	if (err || *dir)
+		return err ? err : is_dir ? 0 : EXT2_ET_NO_DIRECTORY;
 	slash = memrchr(path, '/', len);
 	err = dir_of(r, path, slash ? (size_t)(slash - path) : 0, &parent);
 	if (err)
@@ -299,9 +290,22 @@ static errcode_t make_link(struct rd *r, struct archive_entry *e,
 	errcode_t err;
 
 	if (normalise(link, r->target, sizeof(r->target)) || !*r->path ||
-	    !strcmp(r->path, r->target) ||
-	    !(ino = xr_pop_table_get(&r->paths, r->target,
-				     strlen(r->target), &is_dir)) || is_dir)
+	    !strcmp(r->path, r->target))
+		return EXTREF_ERR_ARCHIVE_LINK;
+	/* the name gone from the layers below first: the target is
+	 * looked up in what stays */
+	err = xr_layer_replace(r, 0, &ino);
+	if (err)
+		return err;
+	ino = xr_pop_table_get(&r->paths, r->target, strlen(r->target),
+			       &is_dir);
+	if (!ino && r->layer) {		/* a file of a lower layer */
+		err = xr_layer_find(r, r->target, strlen(r->target), &ino,
+				    &is_dir);
+		if (err)
+			return err;
+	}
+	if (!ino || is_dir)
 		return EXTREF_ERR_ARCHIVE_LINK;
 	err = parent_of(r, &dir);
 	if (!err)
@@ -390,6 +394,8 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 		snprintf(r->path, sizeof(r->path), "%s", name);
 		return EXTREF_ERR_ARCHIVE_PATH;
 	}
+	if (r->oci && xr_layer_is_whiteout(r->path))
+		return xr_layer_whiteout(r);
 	if (link)
 		return make_link(r, e, link);
 	err = meta_of(e, &m);
@@ -405,7 +411,13 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 	if (ino && is_dir)
 		return LINUX_S_ISDIR(m.mode) ? redo_dir(r, ino, &m) :
 			EXTREF_ERR_SOURCE_DUP;
-	return make_new(r, e, &m);
+	/* a lower layer's: a directory stays for a directory, else goes */
+	if (!ino && r->layer) {
+		err = xr_layer_replace(r, LINUX_S_ISDIR(m.mode), &ino);
+		if (!err && ino)
+			return redo_dir(r, ino, &m);
+	}
+	return err ? err : make_new(r, e, &m);
 }
 
 /* A UTF-8 character type for libarchive's names, made once. */
@@ -440,10 +452,11 @@ static errcode_t read_all(struct rd *r)
 	errcode_t err;
 	int ar;
 
-	/* the root, until a "./" entry says otherwise */
+	/* the root, until a "./" entry says otherwise (a later layer
+	 * keeps what the layers below gave it) */
 	implied_dir(r->p, &m);
 	xr_pop_xattrs_reset(&r->xa);
-	err = redo_dir(r, EXT2_ROOT_INO, &m);
+	err = r->layer ? 0 : redo_dir(r, EXT2_ROOT_INO, &m);
 	while (!err && ((ar = archive_read_next_header(r->a, &e)) ==
 			ARCHIVE_OK || ar == ARCHIVE_WARN)) {
 		err = one_entry(r, e);
@@ -459,6 +472,12 @@ static errcode_t read_all(struct rd *r)
 
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 {
+	return xr_pop_read_layer(p, fd, 0, 0);
+}
+
+errcode_t xr_pop_read_layer(struct xr_pop *p, int fd, unsigned int layer,
+			    int oci)
+{
 	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
 	const char *why = NULL;
 	struct rd *r;
@@ -472,6 +491,8 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 	if (err)
 		return err;
 	r->p = p;
+	r->layer = layer;
+	r->oci = oci;
 	if (utf8)
 		prev = uselocale(utf8);
 	r->a = open_reader();
@@ -486,6 +507,7 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 	if (utf8)
 		uselocale(prev);
 	xr_pop_table_free(&r->paths);
+	xr_pop_table_free(&r->lower);
 	ext2fs_free_mem(&r->xa.v);
 	ext2fs_free_mem(&r->acl[0]);
 	ext2fs_free_mem(&r->acl[1]);

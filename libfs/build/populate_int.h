@@ -146,6 +146,10 @@ errcode_t xr_pop_hardlink(struct xr_pop *p, ext2_ino_t dir, const char *name,
 /* populate_replace.c: unlink name (ino, not a directory) from dir. */
 errcode_t xr_pop_remove(struct xr_pop *p, ext2_ino_t dir, const char *name,
 			ext2_ino_t ino);
+/* populate_replace.c: unlink name (ino, an empty directory) from dir and
+ * free it. */
+errcode_t xr_pop_remove_dir(struct xr_pop *p, ext2_ino_t dir,
+			    const char *name, ext2_ino_t ino);
 /* Give an existing directory (the root, or one met again) m. */
 errcode_t xr_pop_set_meta(struct xr_pop *p, ext2_ino_t ino,
 			  const struct xr_pop_meta *m, int set_owner,
@@ -237,6 +241,10 @@ errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
 			   ext2_ino_t dir, size_t plen, char ***keep,
 			   size_t *kept);
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
+/* The archive on fd as layer number layer over what the image holds
+ * (populate_layers.c); oci: whiteouts apply. */
+errcode_t xr_pop_read_layer(struct xr_pop *p, int fd, unsigned int layer,
+			    int oci);
 /* Record where the error is (and why); keeps the first. */
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why);
 
