@@ -169,6 +169,33 @@ static errcode_t read_xattrs(struct rd *r, struct archive_entry *e,
 	return err;
 }
 
+/*
+ * Does the archive end right after the data of e (size bytes, all read),
+ * without the padding to a 512-byte record and the two empty records
+ * that end a tar?  umoci 0.4.7's layers do (Go's archive/tar and umoci
+ * unpack read them); libarchive calls the missing padding a truncated
+ * input.  Taken as the end of an OCI layer only (its digest verified).
+ */
+static int truncated_input(struct archive *a)
+{
+	const char *why = archive_error_string(a);
+
+	return why && !strncmp(why, "Truncated input file", 20);
+}
+
+static int truncated_after(struct archive *a, struct archive_entry *e,
+			   __u64 size)
+{
+	return truncated_input(a) && archive_entry_size_is_set(e) &&
+	       (__u64)archive_entry_size(e) == size;
+}
+
+static int trailer_missing(struct rd *r, struct archive_entry *e,
+			   __u64 size)
+{
+	return r->oci && truncated_after(r->a, e, size);
+}
+
 static errcode_t archive_err(struct rd *r)
 {
 	xr_pop_fail(r->p, r->path, archive_error_string(r->a));
@@ -236,7 +263,9 @@ static errcode_t put_data(struct rd *r, struct archive_entry *e,
 	while (!err && (ar = archive_read_data_block(r->a, &buf, &size,
 						     &off)) == ARCHIVE_OK)
 		err = xr_pop_data_put(d, (__u64)off, buf, size);
-	if (!err && ar != ARCHIVE_EOF)
+	if (!err && ar != ARCHIVE_EOF && trailer_missing(r, e, d->size))
+		r->ended = 1;
+	else if (!err && ar != ARCHIVE_EOF)
 		err = archive_err(r);
 	if (!err && archive_entry_size_is_set(e) &&
 	    (__u64)archive_entry_size(e) > d->size)
@@ -390,6 +419,12 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 
 	if (!name)
 		return archive_err(r);
+	/* an OCI layer's names are relative to the image's root, with or
+	 * without a leading "/" (umoci writes "/" for the root) */
+	while (r->oci && *name == '/')
+		name++;
+	while (r->oci && link && *link == '/')
+		link++;
 	if (normalise(name, r->path, sizeof(r->path))) {
 		snprintf(r->path, sizeof(r->path), "%s", name);
 		return EXTREF_ERR_ARCHIVE_PATH;
@@ -450,20 +485,21 @@ static errcode_t read_all(struct rd *r)
 	struct archive_entry *e;
 	struct xr_pop_meta m;
 	errcode_t err;
-	int ar;
+	int ar = ARCHIVE_EOF;
 
 	/* the root, until a "./" entry says otherwise (a later layer
 	 * keeps what the layers below gave it) */
 	implied_dir(r->p, &m);
 	xr_pop_xattrs_reset(&r->xa);
 	err = r->layer ? 0 : redo_dir(r, EXT2_ROOT_INO, &m);
-	while (!err && ((ar = archive_read_next_header(r->a, &e)) ==
-			ARCHIVE_OK || ar == ARCHIVE_WARN)) {
+	while (!err && !r->ended &&
+	       ((ar = archive_read_next_header(r->a, &e)) == ARCHIVE_OK ||
+		ar == ARCHIVE_WARN)) {
 		err = one_entry(r, e);
 		if (err)
 			xr_pop_fail(r->p, r->path, NULL);
 	}
-	if (!err && ar != ARCHIVE_EOF) {
+	if (!err && !r->ended && ar != ARCHIVE_EOF) {
 		r->path[0] = 0;
 		err = archive_err(r);
 	}
@@ -564,8 +600,9 @@ errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
 
 /* A regular entry's data into the measure (its holes skipped). */
 static errcode_t measure_data(struct archive *a, struct archive_entry *e,
-			      struct xr_measure *m)
+			      struct xr_measure *m, int *ended)
 {
+	__u64 got = 0;
 	__u64 size = archive_entry_size_is_set(e) ?
 		(__u64)archive_entry_size(e) : 0;
 	const void *buf;
@@ -581,9 +618,13 @@ static errcode_t measure_data(struct archive *a, struct archive_entry *e,
 		return xr_measure_file_end(m, size);
 	}
 	while (!err && (ar = archive_read_data_block(a, &buf, &len, &off)) ==
-	       ARCHIVE_OK)
+	       ARCHIVE_OK) {
 		err = xr_measure_put(m, (__u64)off, buf, len);
-	if (!err && ar != ARCHIVE_EOF)
+		got = (__u64)off + len;
+	}
+	if (!err && ar != ARCHIVE_EOF && truncated_after(a, e, got))
+		*ended = 1;	/* the measure takes it; the build decides */
+	else if (!err && ar != ARCHIVE_EOF)
 		err = EXTREF_ERR_ARCHIVE;
 	if (!err)
 		err = xr_measure_file_end(m, size);
@@ -663,7 +704,7 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	char *path = NULL;
 	__u64 dirent_bytes = 24;
 	errcode_t err;
-	int ar = ARCHIVE_FATAL;
+	int ar = ARCHIVE_FATAL, ended = 0;
 
 	*why = NULL;
 	err = xr_measure_begin(&m, s, blocksize, mode);
@@ -686,7 +727,7 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	if (!err && utf8)
 		prev = uselocale(utf8);
 	if (!err && archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK)
-		while (!err &&
+		while (!err && !ended &&
 		       ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
 			ar == ARCHIVE_WARN)) {
 			s->entries++;
@@ -695,12 +736,14 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 					      &dirent_bytes);
 			if (!err && archive_entry_filetype(e) == AE_IFREG &&
 			    !archive_entry_hardlink(e))
-				err = measure_data(a, e, &m);
+				err = measure_data(a, e, &m, &ended);
 			if (progress)
 				progress("reading the source", s->data_blocks,
 					 0, priv);
 		}
-	if (!err && ar != ARCHIVE_EOF)
+	/* the same when the data went unread (no dedupe): the measure
+	 * takes what it read, the build decides */
+	if (!err && !ended && ar != ARCHIVE_EOF && !truncated_input(a))
 		err = EXTREF_ERR_ARCHIVE;
 	if (err == EXTREF_ERR_ARCHIVE && archive_error_string(a))
 		*why = strdup(archive_error_string(a));

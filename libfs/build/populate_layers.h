@@ -20,6 +20,8 @@ struct rd {
 						   at each removal) */
 	unsigned int		layer;		/* 0: the first (or only) */
 	int			oci;		/* whiteouts apply */
+	int			ended;		/* the tar's trailer missing
+						   (trailer_missing) */
 	struct xr_pop_xattrs	xa;
 	void			*acl[2];
 	char			path[PATH_MAX];
