@@ -504,6 +504,16 @@ struct extref_update {
 };
 errcode_t extref_update_dir(extref_fs_t fs, const char *dir,
 			    struct extref_update *u);
+/*
+ * The archive on fd applied to the image as one more OCI layer, in
+ * place, as extref_populate_layers applies a later layer (entries
+ * replace, whiteouts delete, ".wh..wh..opq" empties a directory of what
+ * was there), sharing every block the image already holds, in the
+ * journal's transactions as extref_update_dir.  Not with u->at nor
+ * EXTREF_UPDATE_DELETE (EXT2_ET_INVALID_ARGUMENT).
+ */
+errcode_t extref_update_layer(extref_fs_t fs, int fd,
+			      struct extref_update *u);
 void extref_update_free(struct extref_update *u);
 
 /*

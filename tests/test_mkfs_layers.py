@@ -6,7 +6,9 @@ Oracle nobody here wrote: the same tars added to an OCI layout with
 Debian's `umoci raw add-layer` and unpacked with `umoci unpack`, compared
 with the image through a read-only kernel loop mount (bytes, type, mode,
 owner, xattrs, symlink targets, hard links); stock e2fsck -fn and
-fsck.extref -fn on every image; dumpe2fs's free block count.
+fsck.extref -fn on every image; dumpe2fs's free block count.  The same
+layers applied one by one to an existing image (--update -d LAYER.tar)
+give the same tree.
 """
 import os
 import shutil
@@ -69,15 +71,22 @@ SCENARIOS = {
 }
 
 
+@pytest.mark.parametrize("how", ["build", "update"])
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_layers_are_umoci_unpack(name, tmp_path, loop_mount):
+def test_layers_are_umoci_unpack(name, how, tmp_path, loop_mount):
     tars = []
     for i, entries in enumerate(SCENARIOS[name]):
         tars.append(tmp_path / f"l{i}.tar")
         write_tar(tars[-1], entries)
     img = tmp_path / "l.img"
-    helpers.run([helpers.binary("mkfs.extref"), "-q",
-                 *[a for t in tars for a in ("-d", t)], img])
+    mkfs = helpers.binary("mkfs.extref")
+    if how == "build":
+        helpers.run([mkfs, "-q", *[a for t in tars for a in ("-d", t)],
+                     img])
+    else:           # the first layer, then each next one in place
+        helpers.run([mkfs, "-q", "-d", tars[0], img, "16M"])
+        for t in tars[1:]:
+            helpers.run([mkfs, "-q", "--update", "-d", t, img])
     checked(img)
     oci = tmp_path / "oci"
     helpers.run(["umoci", "init", "--layout", oci])
@@ -130,3 +139,25 @@ def test_layer_errors_name_the_layer(tmp_path):
     res = helpers.run([mkfs, "-d", f"layers:{lst}", img], check=False)
     assert res.returncode == 1 and "names no archive" in res.stderr
     assert not img.exists()
+
+
+def test_update_layer_shares_what_the_image_holds(tmp_path):
+    """A layer repeating a file of the image writes none of its data."""
+    base, top = tmp_path / "base.tar", tmp_path / "top.tar"
+    write_tar(base, [("lib", {"typ": D}), ("lib/a.so", {"data": BLOB})])
+    write_tar(top, [("lib/again.so", {"data": BLOB}),
+                    ("lib/.wh.a.so", {})])
+    img = tmp_path / "u.img"
+    mkfs = helpers.binary("mkfs.extref")
+    helpers.run([mkfs, "-q", "-d", base, img, "16M"])
+    before = used_blocks(img)
+    res = helpers.run([mkfs, "--update", "-d", top, img])
+    assert "new data written          0.0 MiB" in res.stdout, res.stdout
+    checked(img)
+    assert used_blocks(img) <= before + 1, (before, used_blocks(img))
+    out = helpers.debugfs(img, "ls -l /lib").stdout
+    names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    assert "again.so" in names and "a.so" not in names, out
+    res = helpers.run([mkfs, "--update", "--at", "/lib", "-d", top, img],
+                      check=False)
+    assert res.returncode == 1 and "no --at" in res.stderr, res.stderr

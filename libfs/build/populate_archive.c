@@ -34,7 +34,7 @@
  * no "." component, no leading or trailing "/" ("" for the root).
  * -1 for an absolute path, a ".." component or one too long.
  */
-static int normalise(const char *in, char *out, size_t len)
+int xr_pop_normalise(const char *in, char *out, size_t len)
 {
 	size_t o = 0;
 
@@ -100,7 +100,7 @@ static void implied_dir(const struct xr_pop *p, struct xr_pop_meta *m)
 }
 
 /* What the archive says of entry e (not a hard link). */
-static errcode_t meta_of(struct archive_entry *e, struct xr_pop_meta *m)
+errcode_t xr_pop_archive_meta(struct archive_entry *e, struct xr_pop_meta *m)
 {
 	mode_t type = archive_entry_filetype(e);
 	la_int64_t uid = archive_entry_uid(e), gid = archive_entry_gid(e);
@@ -318,7 +318,7 @@ static errcode_t make_link(struct rd *r, struct archive_entry *e,
 	int is_dir = 1;
 	errcode_t err;
 
-	if (normalise(link, r->target, sizeof(r->target)) || !*r->path ||
+	if (xr_pop_normalise(link, r->target, sizeof(r->target)) || !*r->path ||
 	    !strcmp(r->path, r->target))
 		return EXTREF_ERR_ARCHIVE_LINK;
 	/* the name gone from the layers below first: the target is
@@ -425,7 +425,7 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 		name++;
 	while (r->oci && link && *link == '/')
 		link++;
-	if (normalise(name, r->path, sizeof(r->path))) {
+	if (xr_pop_normalise(name, r->path, sizeof(r->path))) {
 		snprintf(r->path, sizeof(r->path), "%s", name);
 		return EXTREF_ERR_ARCHIVE_PATH;
 	}
@@ -433,7 +433,7 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 		return xr_layer_whiteout(r);
 	if (link)
 		return make_link(r, e, link);
-	err = meta_of(e, &m);
+	err = xr_pop_archive_meta(e, &m);
 	if (!err)
 		err = read_xattrs(r, e, &m);
 	if (err)
@@ -671,7 +671,7 @@ static errcode_t measure_implied(struct archive_entry *e,
 	size_t len;
 	errcode_t err = 0;
 
-	if (!name || normalise(name, path, PATH_MAX))
+	if (!name || xr_pop_normalise(name, path, PATH_MAX))
 		return 0;		/* refused when populated */
 	len = strlen(path);
 	if (archive_entry_filetype(e) == AE_IFDIR &&

@@ -175,6 +175,15 @@ ext2_ino_t xr_pop_table_get(const struct xr_pop_table *t, const void *key,
 			    size_t len, int *is_dir);
 void xr_pop_table_free(struct xr_pop_table *t);
 
+/* populate_archive.c: an archive path normalised into out (no "."
+ * component, no "//", no trailing "/"; "" the root); -1 for an absolute
+ * path, a ".." component or one too long. */
+int xr_pop_normalise(const char *in, char *out, size_t len);
+struct archive_entry;
+/* What the archive says of entry e (not a hard link). */
+errcode_t xr_pop_archive_meta(struct archive_entry *e,
+			      struct xr_pop_meta *m);
+
 /* populate_acl.c: an archive entry's ACLs as Linux's xattrs (version
  * 2), and the mode they give. */
 struct archive_entry;
