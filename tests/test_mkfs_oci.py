@@ -284,3 +284,19 @@ def test_layout_errors(layout, tmp_path):
     res = mkfs(img, f"oci:{layout}:t", "x.tar", check=False)
     assert res.returncode == 1 and "only -d" in res.stderr, res.stderr
     assert not img.exists()
+
+
+def test_update_with_the_layouts_layers(layout, tmp_path, loop_mount):
+    """The first two layers built, each next one applied in place with
+    --update -d BLOB: the tree umoci unpacks."""
+    blobs = layer_blobs(layout)
+    img = tmp_path / "u.img"
+    mkfs(img, *blobs[:2], opts=["-N", "256"], check=True)
+    for b in blobs[2:]:
+        helpers.run([helpers.binary("mkfs.extref"), "-q", "--update", "-d",
+                     b, img])
+    checked(img)
+    bundle = tmp_path / "bundle"
+    umoci("unpack", "--image", f"{layout}:t", bundle)
+    mnt, _ = loop_mount(img)
+    assert describe_tree(mnt) == describe_tree(bundle / "rootfs")

@@ -31,6 +31,7 @@ struct ul {
 	struct xr_pop_table	own;		/* the layer's paths */
 	void			*acl[2];
 	int			tmp;		/* the staged data */
+	int			ended;		/* the tar's trailer missing */
 	char			path[PATH_MAX];
 	char			target[PATH_MAX];
 	char			name[NAME_MAX + 1];
@@ -178,13 +179,21 @@ static errcode_t stage(struct ul *l, struct archive_entry *e, __u64 *size)
 		if ((__u64)off + len > *size)
 			*size = (__u64)off + len;
 	}
-	if (ar != ARCHIVE_EOF) {
-		xr_pop_fail(&l->up->p, l->path, archive_error_string(l->a));
-		return EXTREF_ERR_ARCHIVE;
-	}
 	if (archive_entry_size_is_set(e) &&
 	    (__u64)archive_entry_size(e) > *size)
 		*size = (__u64)archive_entry_size(e);
+	/* the tar stops right after this entry's data, without its
+	 * padding and end records, as umoci 0.4.7's layers do
+	 * (populate_archive.c's trailer_missing): the layer ends here */
+	if (ar != ARCHIVE_EOF && archive_error_string(l->a) &&
+	    !strncmp(archive_error_string(l->a), "Truncated input file", 20) &&
+	    archive_entry_size_is_set(e) &&
+	    (__u64)archive_entry_size(e) == *size)
+		l->ended = 1;
+	else if (ar != ARCHIVE_EOF) {
+		xr_pop_fail(&l->up->p, l->path, archive_error_string(l->a));
+		return EXTREF_ERR_ARCHIVE;
+	}
 	if (ftruncate(l->tmp, (off_t)*size) < 0)
 		return errno;
 	return 0;
@@ -377,15 +386,16 @@ errcode_t xr_upd_layer(struct xr_upd *up, int fd)
 		if (archive_read_open_fd(l->a, fd, 65536) != ARCHIVE_OK)
 			err = EXTREF_ERR_ARCHIVE;
 	}
-	while (!err && ((ar = archive_read_next_header(l->a, &e)) ==
-			ARCHIVE_OK || ar == ARCHIVE_WARN)) {
+	while (!err && !l->ended &&
+	       ((ar = archive_read_next_header(l->a, &e)) == ARCHIVE_OK ||
+		ar == ARCHIVE_WARN)) {
 		err = one(l, e);
 		if (err)
 			xr_pop_fail(&up->p, l->path, NULL);
 		if (!err)
 			err = xr_tx_split_point(up->xfs);
 	}
-	if (!err && ar != ARCHIVE_EOF)
+	if (!err && !l->ended && ar != ARCHIVE_EOF)
 		err = EXTREF_ERR_ARCHIVE;
 	if (err == EXTREF_ERR_ARCHIVE && l->a)
 		xr_pop_fail(&up->p, "", archive_error_string(l->a));
