@@ -99,6 +99,7 @@ static void read_oci(struct mkfs_layers *l, const char *arg)
 	if (!*dir)
 		fatal("-d %s: no directory after oci:", arg);
 	oci_read(dir, colon && *colon ? colon : NULL, l);
+	free(dir);
 }
 
 static int is_prefixed(const char *s)
@@ -146,6 +147,22 @@ static void plan(struct mkfs_opts *o, struct mkfs_layers *l)
 	o->source_need = o->size_bytes;
 }
 
+/* The layers, and their names, until the process ends. */
+static struct mkfs_layers *layers;
+
+static void layers_free(void)
+{
+	for (size_t i = 0; i < layers->n; i++) {
+		if (layers->owned)
+			free((char *)layers->names[i]);
+		close(layers->fds[i]);
+	}
+	free(layers->names);
+	free(layers->fds);
+	free(layers);
+	layers = NULL;
+}
+
 int layers_check(struct mkfs_opts *o)
 {
 	struct mkfs_layers *l;
@@ -157,10 +174,11 @@ int layers_check(struct mkfs_opts *o)
 		if (is_prefixed(o->sources[i]))
 			fatal("-d %s: an OCI layout or a layer list is the "
 			      "only -d", o->sources[i]);
-	l = calloc(1, sizeof(*l));
-	if (!l)
+	layers = l = calloc(1, sizeof(*l));
+	if (!l || atexit(layers_free))
 		fatal("out of memory");
 	l->oci = 1;
+	l->owned = is_prefixed(o->source);	/* names made here */
 	if (!strncmp(o->source, "oci:", 4))
 		read_oci(l, o->source);
 	else if (!strncmp(o->source, "layers:", 7))

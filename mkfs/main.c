@@ -165,12 +165,10 @@ static void get_epoch(struct mkfs_opts *o)
 /* One more -d; o->source stays the first. */
 static void sources_add(struct mkfs_opts *o, const char *arg)
 {
-	const char **v = realloc(o->sources, (o->nsources + 1) * sizeof(*v));
-
-	if (!v)
-		fatal("out of memory");
-	v[o->nsources++] = arg;
-	o->sources = v;
+	if (o->nsources == MKFS_MAX_SOURCES)
+		fatal("-d given more than %d times: name the layers in a "
+		      "list (-d layers:LIST)", MKFS_MAX_SOURCES);
+	o->sources[o->nsources++] = arg;
 	if (!o->source)
 		o->source = arg;
 }

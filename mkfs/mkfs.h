@@ -18,6 +18,7 @@
 
 #define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
 #define MKFS_LABEL_MAX	16
+#define MKFS_MAX_SOURCES 128	/* -d given this often at most */
 
 extern const char *prog;
 
@@ -41,7 +42,7 @@ struct mkfs_opts {
 	int		convert;	/* --convert */
 	int		dedup;		/* --dedup, enum extref_dedupe_mode */
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
-	const char	**sources;	/* every -d, in order (layers.c) */
+	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
 	struct mkfs_layers *layers;	/* several -d, oci:, layers: (or NULL) */
 	int		dedup_set;	/* --dedup given */
@@ -151,7 +152,8 @@ struct mkfs_layers {
 	const char	**names;	/* each layer, as messages name it */
 	int		*fds;		/* open, at their start */
 	size_t		n;
-	int		oci;		/* whiteouts apply */
+	int		oci;		/* whiteouts apply (always, now) */
+	int		owned;		/* names malloc'd (freed at exit) */
 };
 /* Do o's sources make layers (then o->layers is set and checked, and
  * the image sized from them without SIZE)? */

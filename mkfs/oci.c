@@ -395,6 +395,9 @@ void oci_read(const char *dir, const char *tag, struct mkfs_layers *l)
 	if (!json_object_array_length(layers))
 		fatal("%s: an image of no layer", mpath);
 	add_layers(dir, mpath, layers, l);
-	/* the descriptors' strings point into these: kept until exit */
-	(void)config;
+	free(mpath);
+	json_object_put(config);
+	json_object_put(manifest);
+	json_object_put(index);
+	json_object_put(layout);
 }
