@@ -401,12 +401,30 @@ struct extref_populate {
 	__u64		data_bytes;	/* bytes of file data written */
 	char		*where;
 	char		*why;
+	size_t		layer;		/* extref_populate_layers: the
+					   archive where the error is */
 };
 errcode_t extref_populate_dir(extref_fs_t fs, const char *dir,
 			      struct extref_populate *p);
 /* The archive on fd (read to its end; a pipe will do). */
 errcode_t extref_populate_archive(extref_fs_t fs, int fd,
 				  struct extref_populate *p);
+/*
+ * The n archives on fds as layers, in order: each later one written over
+ * what the ones before left (a later entry replaces an earlier one; a
+ * directory stays for a directory, anything else goes, a directory with
+ * everything below it; a hard link may name a file of a layer below).
+ * With EXTREF_LAYERS_OCI, the OCI image-spec's whiteouts: ".wh.NAME"
+ * removes NAME as the layers below left it, ".wh..wh..opq" in a directory
+ * removes what the layers below put there; neither touches its own
+ * layer's entries nor is written itself.  With p->dedupe, blocks equal
+ * across layers are stored once.  On error p->layer is the archive's
+ * index.
+ */
+#define EXTREF_LAYERS_OCI	0x0001
+errcode_t extref_populate_layers(extref_fs_t fs, const int *fds, size_t n,
+				 unsigned int flags,
+				 struct extref_populate *p);
 /*
  * What the archive on fd holds, for sizing an image: entries and bytes
  * of data rounded up to 4 KiB blocks.  On error *why (malloc'd, may be
@@ -488,6 +506,16 @@ struct extref_update {
 };
 errcode_t extref_update_dir(extref_fs_t fs, const char *dir,
 			    struct extref_update *u);
+/*
+ * The archive on fd applied to the image as one more OCI layer, in
+ * place, as extref_populate_layers applies a later layer (entries
+ * replace, whiteouts delete, ".wh..wh..opq" empties a directory of what
+ * was there), sharing every block the image already holds, in the
+ * journal's transactions as extref_update_dir.  Not with u->at nor
+ * EXTREF_UPDATE_DELETE (EXT2_ET_INVALID_ARGUMENT).
+ */
+errcode_t extref_update_layer(extref_fs_t fs, int fd,
+			      struct extref_update *u);
 void extref_update_free(struct extref_update *u);
 
 /*

@@ -78,7 +78,10 @@ static void usage(FILE *f)
 "  -d SOURCE      copy the directory SOURCE, or the tar or cpio archive\n"
 "                 SOURCE (a file or a pipe; -: standard input), into the\n"
 "                 image (a new one without SIZE: the content plus\n"
-"                 --headroom)\n"
+"                 --headroom); given more than once, archives applied\n"
+"                 in order as OCI layers (whiteouts delete);\n"
+"                 layers:LIST, one archive a line; oci:DIR[:TAG], an\n"
+"                 OCI image layout on disk\n"
 "  --size=auto    with -d: size an existing IMAGE from SOURCE too\n"
 "  --headroom=PCT with -d and no SIZE, or --shrink: room to spare, in\n"
 "                 percent (5)\n"
@@ -96,7 +99,8 @@ static void usage(FILE *f)
 "  --update       write the directory SOURCE (-d) into the existing extref\n"
 "                 image IMAGE: new files added, files in both replaced,\n"
 "                 files only in the image kept; data equal to what the\n"
-"                 image holds is shared, only new blocks are written\n"
+"                 image holds is shared, only new blocks are written;\n"
+"                 SOURCE an archive: applied as one more OCI layer\n"
 "  --at PATH      with --update: the image's directory to write into (/)\n"
 "  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
 "  --verify       with --update: prove the counts against every extent,\n"
@@ -192,6 +196,17 @@ static void size_opt(struct mkfs_opts *o, const char *arg)
 		o->size_arg = arg;
 }
 
+/* One more -d; o->source stays the first. */
+static void sources_add(struct mkfs_opts *o, const char *arg)
+{
+	if (o->nsources == MKFS_MAX_SOURCES)
+		fatal("-d given more than %d times: name the layers in a "
+		      "list (-d layers:LIST)", MKFS_MAX_SOURCES);
+	o->sources[o->nsources++] = arg;
+	if (!o->source)
+		o->source = arg;
+}
+
 static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 {
 	static const struct option longopts[] = {
@@ -273,9 +288,10 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			break;
 		case OPT_DEDUP:
 			o->dedup = parse_dedup(optarg);
+			o->dedup_set = 1;
 			break;
-		case 'd':
-			o->source = optarg;
+		case 'd':	/* repeatable: layers (layers.c) */
+			sources_add(o, optarg);
 			break;
 		case OPT_HEADROOM:
 			if (parse_uint(optarg, 1000, &v))

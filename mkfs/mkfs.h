@@ -19,6 +19,7 @@
 #define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
 #define MKFS_LABEL_MAX	16
 #define MKFS_PASS_MAX	64	/* argv words of mke2fs options passed on */
+#define MKFS_MAX_SOURCES 128	/* -d given this often at most */
 
 extern const char *prog;
 
@@ -42,6 +43,10 @@ struct mkfs_opts {
 	int		convert;	/* --convert */
 	int		dedup;		/* --dedup, enum extref_dedupe_mode */
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
+	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
+	size_t		nsources;
+	struct mkfs_layers *layers;	/* several -d, oci:, layers: (or NULL) */
+	int		dedup_set;	/* --dedup given */
 	const char	*archive;	/* -d ARCHIVE, as given */
 	int		archive_fd;	/* and open (source.c) */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
@@ -157,6 +162,25 @@ void punch_free(struct punch_list *l);
 /* source.c */
 void source_check(struct mkfs_opts *o);
 int source_finish(const struct mkfs_opts *o);
+
+/* layers.c: -d given more than once, -d layers:LIST or -d oci:DIR[:TAG]:
+ * the archives as layers, in order. */
+struct mkfs_layers {
+	const char	**names;	/* each layer, as messages name it */
+	int		*fds;		/* open, at their start */
+	size_t		n;
+	int		oci;		/* whiteouts apply (always, now) */
+	int		owned;		/* names malloc'd (freed at exit) */
+};
+/* Do o's sources make layers (then o->layers is set and checked, and
+ * the image sized from them without SIZE)? */
+int layers_check(struct mkfs_opts *o);
+/* Append one layer (name's storage stays the caller's). */
+void layers_add(struct mkfs_layers *l, const char *name, int fd);
+
+/* oci.c: the layers of the OCI image layout DIR (tag, or its only
+ * manifest when NULL), every blob's digest verified, into l. */
+void oci_read(const char *dir, const char *tag, struct mkfs_layers *l);
 
 /* plan_size.c: without SIZE, size the image from what s says it holds
  * (sets the size, the inode count unless -N, the journal, -m 0). */

@@ -7,6 +7,8 @@
  * matter; an archive entry by entry, nothing unpacked on the host), then
  * this optionally deduplicates it.
  *
+ * Several -d, -d layers:LIST and -d oci:DIR are layers (layers.c).
+ *
  * Without SIZE the image is sized from the source: a directory is
  * walked (nftw), an archive read once for its headers.  An archive from
  * a pipe cannot be read twice: without SIZE it is first copied, as it
@@ -177,6 +179,8 @@ void source_check(struct mkfs_opts *o)
 	uint64_t bytes;
 
 	o->archive_fd = -1;
+	if (layers_check(o))
+		return;			/* layers.c: checked and sized */
 	if ((strcmp(o->source, "-") ? stat(o->source, &st) : fstat(0, &st)) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
 	if (!strcmp(o->source, "-") && S_ISDIR(st.st_mode))
@@ -217,6 +221,9 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 {
 	const char *src = o->archive ? o->archive : o->source;
 	const char *where = p->where ? p->where : "";
+
+	if (o->layers && p->layer < o->layers->n)
+		src = o->layers->names[p->layer];
 
 	if (err == EXT2_ET_INODE_ALLOC_FAIL && src_entries)
 		error_line("%s: out of inodes for %s (%llu entries; raise -N "
@@ -280,7 +287,11 @@ static int populate(const struct mkfs_opts *o)
 			     &xfs, NULL);
 	if (!err && o->have_epoch)
 		extref_fs_ext2(xfs)->now = o->epoch;
-	if (!err)
+	if (!err && o->layers)
+		err = extref_populate_layers(xfs, o->layers->fds,
+					     o->layers->n, o->layers->oci ?
+					     EXTREF_LAYERS_OCI : 0, &p);
+	else if (!err)
 		err = o->archive ? extref_populate_archive(xfs, o->archive_fd,
 							   &p) :
 			extref_populate_dir(xfs, o->source, &p);

@@ -1,7 +1,9 @@
 /*
  * update.c --- mkfs.extref --update IMAGE -d SOURCE [--at PATH]: the
  * directory SOURCE written into the existing extref image IMAGE at PATH
- * (extref_update_dir), sharing every block equal to one already in it.
+ * (extref_update_dir), sharing every block equal to one already in it;
+ * with -d ARCHIVE, the archive applied as one more OCI layer at the root
+ * (extref_update_layer: entries replace, whiteouts delete).
  *
  * The open replays a journal that needs recovery and verifies the tree
  * before anything changes; the update is the journal's transactions
@@ -11,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,11 +57,16 @@ void update_check(const struct mkfs_opts *o)
 		fatal("--update takes only -d SOURCE, --at PATH, --delete, "
 		      "--all-root and -q (it always shares what the image "
 		      "holds)");
+	if (o->nsources > 1)
+		fatal("--update takes one -d (one layer at a time)");
 	if (stat(o->source, &st) < 0)
 		fatal("%s: %s", o->source, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		fatal("%s: not a directory (--update reads a directory)",
-		      o->source);
+	if (S_ISREG(st.st_mode) && (o->at || o->delete))
+		fatal("%s: a layer applies at the image's root, its whiteouts "
+		      "delete: no --at, no --delete", o->source);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		fatal("%s: not a directory nor an archive (--update reads "
+		      "either)", o->source);
 	if (o->at && o->at[0] != '/')
 		fatal("--at '%s': the path must start with /", o->at);
 }
@@ -154,8 +162,9 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_update *u)
 {
 	if (u->where)	/* the source's entry, or the image's --at */
-		error_line("%s: %s: %s", o->image, u->where,
-			   error_message(err));
+		error_line("%s: %s: %s%s%s", o->image, u->where,
+			   error_message(err), u->why ? ": " : "",
+			   u->why ? u->why : "");
 	else
 		error_line("%s: %s", o->image, error_message(err));
 }
@@ -168,11 +177,22 @@ int update_image(const struct mkfs_opts *o)
 	unsigned int bs = 0;
 	errcode_t err;
 
+	struct stat st;
+	int layer_fd = -1;
+
 	memset(&u, 0, sizeof(u));
 	u.at = o->at;
 	u.progress = update_progress;
-	if (!o->quiet)
+	if (stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* an archive: one more OCI layer */
+		layer_fd = open(o->source, O_RDONLY | O_CLOEXEC);
+		if (layer_fd < 0)
+			fatal("cannot read %s: %s", o->source,
+			      strerror(errno));
+		src_total = (uint64_t)st.st_size;
+	} else if (!o->quiet) {
 		nftw(o->source, count_file, 64, FTW_PHYS);
+	}
 	if (o->all_root)
 		u.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->delete)
@@ -194,7 +214,8 @@ int update_image(const struct mkfs_opts *o)
 	before = used_blocks(xfs);
 	before_free = ext2fs_free_blocks_count(extref_fs_ext2(xfs)->super);
 	set_note(o);
-	err = extref_update_dir(xfs, o->source, &u);
+	err = layer_fd >= 0 ? extref_update_layer(xfs, layer_fd, &u) :
+		extref_update_dir(xfs, o->source, &u);
 	after = used_blocks(xfs);
 	progress_end();
 	if (!err)
@@ -209,6 +230,8 @@ int update_image(const struct mkfs_opts *o)
 	else if (!o->quiet)
 		print_summary(o, &u, bs, before, after);
 	extref_update_free(&u);
+	if (layer_fd >= 0)
+		close(layer_fd);
 	if (err)
 		return 1;
 	return o->quiet ? 0 : summary_print(o);

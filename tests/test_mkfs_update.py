@@ -355,10 +355,15 @@ def test_update_bad_calls(tmp_path):
     img = tmp_path / "t.img"
     f = tmp_path / "file"
     f.write_bytes(b"x")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
     mkfs = helpers.binary("mkfs.extref")
     for args, needle in [
             (["--update", str(img)], "needs -d"),
-            (["--update", "-d", str(f), str(img)], "not a directory"),
+            (["--update", "-d", str(fifo), str(img)],
+             "not a directory nor an archive"),
+            # a file is a layer (tests/test_mkfs_layers.py): not --at
+            (["--update", "--at", "/x", "-d", str(f), str(img)], "no --at"),
             (["--at", "/x", "-d", str(tmp_path), str(img)], "--at needs"),
             (["--update", "--dedup=block", "-d", str(tmp_path), str(img)],
              "--update takes only")]:

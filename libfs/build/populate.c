@@ -1,6 +1,7 @@
 /*
  * populate.c --- the populate path's entry points: a host directory or
- * an archive into a new image, through libext2fs.  The scratch buffers
+ * an archive (or several, as layers: populate_layers.c) into a new
+ * image, through libext2fs.  The scratch buffers
  * (one inode, one block, the staged data) are made once per call.
  */
 #include <stdlib.h>
@@ -79,6 +80,28 @@ errcode_t extref_populate_archive(extref_fs_t xfs, int fd,
 
 	if (!err)
 		err = xr_pop_read_archive(&p, fd);
+	if (!err && p.dd)
+		err = xr_pop_dd_finish(&p);
+	if (!err && p.fdd)
+		err = xr_pop_fdd_finish(&p);
+	pop_done(&p);
+	return err;
+}
+
+errcode_t extref_populate_layers(extref_fs_t xfs, const int *fds, size_t n,
+				 unsigned int flags,
+				 struct extref_populate *req)
+{
+	struct xr_pop p;
+	errcode_t err = pop_init(xfs, req, &p);
+	size_t i;
+
+	req->layer = 0;
+	for (i = 0; !err && i < n; i++) {
+		req->layer = i;
+		err = xr_pop_read_layer(&p, fds[i], (unsigned int)i,
+					!!(flags & EXTREF_LAYERS_OCI));
+	}
 	if (!err && p.dd)
 		err = xr_pop_dd_finish(&p);
 	if (!err && p.fdd)

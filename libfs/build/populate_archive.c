@@ -27,25 +27,14 @@
 #include <locale.h>
 #include <string.h>
 #include "archive_dl.h"
-#include "populate_int.h"
-
-struct rd {
-	struct xr_pop		*p;
-	struct archive		*a;
-	struct xr_pop_table	paths;		/* path -> inode */
-	struct xr_pop_xattrs	xa;
-	void			*acl[2];
-	char			path[PATH_MAX];
-	char			target[PATH_MAX];
-	char			name[NAME_MAX + 1];
-};
+#include "populate_layers.h"
 
 /*
  * Normalise an archive path into out: components joined by one "/",
  * no "." component, no leading or trailing "/" ("" for the root).
  * -1 for an absolute path, a ".." component or one too long.
  */
-static int normalise(const char *in, char *out, size_t len)
+int xr_pop_normalise(const char *in, char *out, size_t len)
 {
 	size_t o = 0;
 
@@ -111,7 +100,7 @@ static void implied_dir(const struct xr_pop *p, struct xr_pop_meta *m)
 }
 
 /* What the archive says of entry e (not a hard link). */
-static errcode_t meta_of(struct archive_entry *e, struct xr_pop_meta *m)
+errcode_t xr_pop_archive_meta(struct archive_entry *e, struct xr_pop_meta *m)
 {
 	mode_t type = archive_entry_filetype(e);
 	la_int64_t uid = archive_entry_uid(e), gid = archive_entry_gid(e);
@@ -180,6 +169,33 @@ static errcode_t read_xattrs(struct rd *r, struct archive_entry *e,
 	return err;
 }
 
+/*
+ * Does the archive end right after the data of e (size bytes, all read),
+ * without the padding to a 512-byte record and the two empty records
+ * that end a tar?  umoci 0.4.7's layers do (Go's archive/tar and umoci
+ * unpack read them); libarchive calls the missing padding a truncated
+ * input.  Taken as the end of an OCI layer only (its digest verified).
+ */
+static int truncated_input(struct archive *a)
+{
+	const char *why = archive_error_string(a);
+
+	return why && !strncmp(why, "Truncated input file", 20);
+}
+
+static int truncated_after(struct archive *a, struct archive_entry *e,
+			   __u64 size)
+{
+	return truncated_input(a) && archive_entry_size_is_set(e) &&
+	       (__u64)archive_entry_size(e) == size;
+}
+
+static int trailer_missing(struct rd *r, struct archive_entry *e,
+			   __u64 size)
+{
+	return r->oci && truncated_after(r->a, e, size);
+}
+
 static errcode_t archive_err(struct rd *r)
 {
 	xr_pop_fail(r->p, r->path, archive_error_string(r->a));
@@ -197,15 +213,17 @@ static errcode_t dir_of(struct rd *r, const char *path, size_t len,
 	ext2_ino_t parent;
 	const char *slash;
 	int is_dir = 0;
-	errcode_t err;
+	errcode_t err = 0;
 
 	if (!len) {
 		*dir = EXT2_ROOT_INO;
 		return 0;
 	}
 	*dir = xr_pop_table_get(&r->paths, path, len, &is_dir);
-	if (*dir)
-		return is_dir ? 0 : EXT2_ET_NO_DIRECTORY;
+	if (!*dir && r->layer)		/* a lower layer's */
+		err = xr_layer_find(r, path, len, dir, &is_dir);
+	if (err || *dir)
+		return err ? err : is_dir ? 0 : EXT2_ET_NO_DIRECTORY;
 	slash = memrchr(path, '/', len);
 	err = dir_of(r, path, slash ? (size_t)(slash - path) : 0, &parent);
 	if (err)
@@ -245,7 +263,9 @@ static errcode_t put_data(struct rd *r, struct archive_entry *e,
 	while (!err && (ar = archive_read_data_block(r->a, &buf, &size,
 						     &off)) == ARCHIVE_OK)
 		err = xr_pop_data_put(d, (__u64)off, buf, size);
-	if (!err && ar != ARCHIVE_EOF)
+	if (!err && ar != ARCHIVE_EOF && trailer_missing(r, e, d->size))
+		r->ended = 1;
+	else if (!err && ar != ARCHIVE_EOF)
 		err = archive_err(r);
 	if (!err && archive_entry_size_is_set(e) &&
 	    (__u64)archive_entry_size(e) > d->size)
@@ -298,10 +318,23 @@ static errcode_t make_link(struct rd *r, struct archive_entry *e,
 	int is_dir = 1;
 	errcode_t err;
 
-	if (normalise(link, r->target, sizeof(r->target)) || !*r->path ||
-	    !strcmp(r->path, r->target) ||
-	    !(ino = xr_pop_table_get(&r->paths, r->target,
-				     strlen(r->target), &is_dir)) || is_dir)
+	if (xr_pop_normalise(link, r->target, sizeof(r->target)) || !*r->path ||
+	    !strcmp(r->path, r->target))
+		return EXTREF_ERR_ARCHIVE_LINK;
+	/* the name gone from the layers below first: the target is
+	 * looked up in what stays */
+	err = xr_layer_replace(r, 0, &ino);
+	if (err)
+		return err;
+	ino = xr_pop_table_get(&r->paths, r->target, strlen(r->target),
+			       &is_dir);
+	if (!ino && r->layer) {		/* a file of a lower layer */
+		err = xr_layer_find(r, r->target, strlen(r->target), &ino,
+				    &is_dir);
+		if (err)
+			return err;
+	}
+	if (!ino || is_dir)
 		return EXTREF_ERR_ARCHIVE_LINK;
 	err = parent_of(r, &dir);
 	if (!err)
@@ -386,13 +419,21 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 
 	if (!name)
 		return archive_err(r);
-	if (normalise(name, r->path, sizeof(r->path))) {
+	/* an OCI layer's names are relative to the image's root, with or
+	 * without a leading "/" (umoci writes "/" for the root) */
+	while (r->oci && *name == '/')
+		name++;
+	while (r->oci && link && *link == '/')
+		link++;
+	if (xr_pop_normalise(name, r->path, sizeof(r->path))) {
 		snprintf(r->path, sizeof(r->path), "%s", name);
 		return EXTREF_ERR_ARCHIVE_PATH;
 	}
+	if (r->oci && xr_layer_is_whiteout(r->path))
+		return xr_layer_whiteout(r);
 	if (link)
 		return make_link(r, e, link);
-	err = meta_of(e, &m);
+	err = xr_pop_archive_meta(e, &m);
 	if (!err)
 		err = read_xattrs(r, e, &m);
 	if (err)
@@ -405,7 +446,13 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 	if (ino && is_dir)
 		return LINUX_S_ISDIR(m.mode) ? redo_dir(r, ino, &m) :
 			EXTREF_ERR_SOURCE_DUP;
-	return make_new(r, e, &m);
+	/* a lower layer's: a directory stays for a directory, else goes */
+	if (!ino && r->layer) {
+		err = xr_layer_replace(r, LINUX_S_ISDIR(m.mode), &ino);
+		if (!err && ino)
+			return redo_dir(r, ino, &m);
+	}
+	return err ? err : make_new(r, e, &m);
 }
 
 /* A UTF-8 character type for libarchive's names, made once. */
@@ -438,19 +485,21 @@ static errcode_t read_all(struct rd *r)
 	struct archive_entry *e;
 	struct xr_pop_meta m;
 	errcode_t err;
-	int ar;
+	int ar = ARCHIVE_EOF;
 
-	/* the root, until a "./" entry says otherwise */
+	/* the root, until a "./" entry says otherwise (a later layer
+	 * keeps what the layers below gave it) */
 	implied_dir(r->p, &m);
 	xr_pop_xattrs_reset(&r->xa);
-	err = redo_dir(r, EXT2_ROOT_INO, &m);
-	while (!err && ((ar = archive_read_next_header(r->a, &e)) ==
-			ARCHIVE_OK || ar == ARCHIVE_WARN)) {
+	err = r->layer ? 0 : redo_dir(r, EXT2_ROOT_INO, &m);
+	while (!err && !r->ended &&
+	       ((ar = archive_read_next_header(r->a, &e)) == ARCHIVE_OK ||
+		ar == ARCHIVE_WARN)) {
 		err = one_entry(r, e);
 		if (err)
 			xr_pop_fail(r->p, r->path, NULL);
 	}
-	if (!err && ar != ARCHIVE_EOF) {
+	if (!err && !r->ended && ar != ARCHIVE_EOF) {
 		r->path[0] = 0;
 		err = archive_err(r);
 	}
@@ -458,6 +507,12 @@ static errcode_t read_all(struct rd *r)
 }
 
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
+{
+	return xr_pop_read_layer(p, fd, 0, 0);
+}
+
+errcode_t xr_pop_read_layer(struct xr_pop *p, int fd, unsigned int layer,
+			    int oci)
 {
 	locale_t utf8 = utf8_locale(), prev = (locale_t)0;
 	const char *why = NULL;
@@ -472,6 +527,8 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 	if (err)
 		return err;
 	r->p = p;
+	r->layer = layer;
+	r->oci = oci;
 	if (utf8)
 		prev = uselocale(utf8);
 	r->a = open_reader();
@@ -486,6 +543,7 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd)
 	if (utf8)
 		uselocale(prev);
 	xr_pop_table_free(&r->paths);
+	xr_pop_table_free(&r->lower);
 	ext2fs_free_mem(&r->xa.v);
 	ext2fs_free_mem(&r->acl[0]);
 	ext2fs_free_mem(&r->acl[1]);
@@ -542,8 +600,9 @@ errcode_t extref_archive_measure(int fd, __u64 *entries, __u64 *bytes,
 
 /* A regular entry's data into the measure (its holes skipped). */
 static errcode_t measure_data(struct archive *a, struct archive_entry *e,
-			      struct xr_measure *m)
+			      struct xr_measure *m, int *ended)
 {
+	__u64 got = 0;
 	__u64 size = archive_entry_size_is_set(e) ?
 		(__u64)archive_entry_size(e) : 0;
 	const void *buf;
@@ -559,9 +618,13 @@ static errcode_t measure_data(struct archive *a, struct archive_entry *e,
 		return xr_measure_file_end(m, size);
 	}
 	while (!err && (ar = archive_read_data_block(a, &buf, &len, &off)) ==
-	       ARCHIVE_OK)
+	       ARCHIVE_OK) {
 		err = xr_measure_put(m, (__u64)off, buf, len);
-	if (!err && ar != ARCHIVE_EOF)
+		got = (__u64)off + len;
+	}
+	if (!err && ar != ARCHIVE_EOF && truncated_after(a, e, got))
+		*ended = 1;	/* the measure takes it; the build decides */
+	else if (!err && ar != ARCHIVE_EOF)
 		err = EXTREF_ERR_ARCHIVE;
 	if (!err)
 		err = xr_measure_file_end(m, size);
@@ -608,7 +671,7 @@ static errcode_t measure_implied(struct archive_entry *e,
 	size_t len;
 	errcode_t err = 0;
 
-	if (!name || normalise(name, path, PATH_MAX))
+	if (!name || xr_pop_normalise(name, path, PATH_MAX))
 		return 0;		/* refused when populated */
 	len = strlen(path);
 	if (archive_entry_filetype(e) == AE_IFDIR &&
@@ -641,7 +704,7 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	char *path = NULL;
 	__u64 dirent_bytes = 24;
 	errcode_t err;
-	int ar = ARCHIVE_FATAL;
+	int ar = ARCHIVE_FATAL, ended = 0;
 
 	*why = NULL;
 	err = xr_measure_begin(&m, s, blocksize, mode);
@@ -664,7 +727,7 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 	if (!err && utf8)
 		prev = uselocale(utf8);
 	if (!err && archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK)
-		while (!err &&
+		while (!err && !ended &&
 		       ((ar = archive_read_next_header(a, &e)) == ARCHIVE_OK ||
 			ar == ARCHIVE_WARN)) {
 			s->entries++;
@@ -673,12 +736,14 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 					      &dirent_bytes);
 			if (!err && archive_entry_filetype(e) == AE_IFREG &&
 			    !archive_entry_hardlink(e))
-				err = measure_data(a, e, &m);
+				err = measure_data(a, e, &m, &ended);
 			if (progress)
 				progress("reading the source", s->data_blocks,
 					 0, priv);
 		}
-	if (!err && ar != ARCHIVE_EOF)
+	/* the same when the data went unread (no dedupe): the measure
+	 * takes what it read, the build decides */
+	if (!err && !ended && ar != ARCHIVE_EOF && !truncated_input(a))
 		err = EXTREF_ERR_ARCHIVE;
 	if (err == EXTREF_ERR_ARCHIVE && archive_error_string(a))
 		*why = strdup(archive_error_string(a));

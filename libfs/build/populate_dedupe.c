@@ -282,38 +282,87 @@ static errcode_t slot_of(struct xr_pop *p, blk64_t pblk,
 	return 0;
 }
 
+static int cmp_blk(const void *x, const void *y)
+{
+	blk64_t a = *(const blk64_t *)x, b = *(const blk64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Every block the mappings name, once a mapping, sorted. */
+static errcode_t mapped_blocks(const struct xr_map_vec *maps, blk64_t **out,
+			       size_t *n)
+{
+	size_t i, total = 0;
+	blk64_t k, *v;
+	errcode_t err;
+
+	for (i = 0; i < maps->n; i++)
+		total += maps->v[i].len;
+	err = ext2fs_get_array(total ? total : 1, sizeof(*v), &v);
+	if (err)
+		return err;
+	total = 0;
+	for (i = 0; i < maps->n; i++)
+		for (k = 0; k < maps->v[i].len; k++)
+			v[total++] = maps->v[i].pblk + k;
+	qsort(v, total, sizeof(*v), cmp_blk);
+	*out = v;
+	*n = total;
+	return 0;
+}
+
 /*
- * A file the build made goes again (an archive names it twice): each of
- * its blocks loses a mapping; those others still map are kept in use
- * after ext2fs_punch gives back the whole file, and a block no one maps
- * any more leaves the table (its slot stays, with no count, as a mark
- * for the probes that pass it).
+ * A file the build made goes (an archive names it twice, a later layer
+ * replaces or deletes it): each of its blocks loses its mappings; a
+ * block others still map is kept in use after ext2fs_punch gives back
+ * the whole file, and a block no one maps any more leaves the table (its
+ * slot stays, with no count, as a mark for the probes that pass it).
+ * ext2fs_punch gives back a block once a mapping: one the file maps m
+ * times (equal blocks of one file) is taken m times again, then given
+ * back once when no one maps it, so that the free counts stay right.
  */
 errcode_t xr_pop_dd_punch(struct xr_pop *p, ext2_ino_t ino,
 			  struct ext2_inode *in)
 {
-	struct xr_map_vec maps = { 0 }, keep = { 0 };
-	struct xr_map one = { 0, 0, 1, 0 };
+	struct xr_map_vec maps = { 0 }, fix = { 0 };
+	struct xr_map one = { 0, 0, 0, 0 };
 	struct xr_dd_slot *s;
-	size_t i;
-	blk64_t k;
+	blk64_t *b = NULL, k;
+	size_t i, j, n = 0;
 	errcode_t err;
 
 	err = xr_get_mappings(p->fs, ino, in, 0, 1ULL << 32, &maps);
-	for (i = 0; !err && i < maps.n; i++)
-		for (k = 0; !err && k < maps.v[i].len; k++) {
-			err = slot_of(p, maps.v[i].pblk + k, &s);
-			if (err || !s || --s->refs == 0)
-				continue;
-			one.pblk = maps.v[i].pblk + k;
-			err = xr_map_push(&keep, &one);
-		}
+	if (!err)
+		err = mapped_blocks(&maps, &b, &n);
+	for (i = 0; !err && i < n; i = j) {
+		blk64_t m;
+
+		for (j = i + 1; j < n && b[j] == b[i]; j++)
+			;
+		m = j - i;
+		err = slot_of(p, b[i], &s);
+		if (err || !s)
+			continue;
+		s->refs = s->refs > m ? s->refs - m : 0;
+		if (!s->refs && m == 1)
+			continue;		/* punch gives it back right */
+		one.pblk = b[i];
+		one.len = m;
+		one.uninit = !s->refs;		/* no one maps it now */
+		err = xr_map_push(&fix, &one);
+	}
 	if (!err)
 		err = ext2fs_punch(p->fs, ino, in, NULL, 0, ~0ULL);
-	for (i = 0; !err && i < keep.n; i++)
-		ext2fs_block_alloc_stats2(p->fs, keep.v[i].pblk, +1);
+	for (i = 0; !err && i < fix.n; i++) {
+		for (k = 0; k < fix.v[i].len; k++)
+			ext2fs_block_alloc_stats2(p->fs, fix.v[i].pblk, +1);
+		if (fix.v[i].uninit)
+			ext2fs_block_alloc_stats2(p->fs, fix.v[i].pblk, -1);
+	}
+	ext2fs_free_mem(&b);
 	xr_map_vec_free(&maps);
-	xr_map_vec_free(&keep);
+	xr_map_vec_free(&fix);
 	return err;
 }
 

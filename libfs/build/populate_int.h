@@ -146,6 +146,10 @@ errcode_t xr_pop_hardlink(struct xr_pop *p, ext2_ino_t dir, const char *name,
 /* populate_replace.c: unlink name (ino, not a directory) from dir. */
 errcode_t xr_pop_remove(struct xr_pop *p, ext2_ino_t dir, const char *name,
 			ext2_ino_t ino);
+/* populate_replace.c: unlink name (ino, an empty directory) from dir and
+ * free it. */
+errcode_t xr_pop_remove_dir(struct xr_pop *p, ext2_ino_t dir,
+			    const char *name, ext2_ino_t ino);
 /* Give an existing directory (the root, or one met again) m. */
 errcode_t xr_pop_set_meta(struct xr_pop *p, ext2_ino_t ino,
 			  const struct xr_pop_meta *m, int set_owner,
@@ -170,6 +174,15 @@ errcode_t xr_pop_table_put(struct xr_pop_table *t, const void *key,
 ext2_ino_t xr_pop_table_get(const struct xr_pop_table *t, const void *key,
 			    size_t len, int *is_dir);
 void xr_pop_table_free(struct xr_pop_table *t);
+
+/* populate_archive.c: an archive path normalised into out (no "."
+ * component, no "//", no trailing "/"; "" the root); -1 for an absolute
+ * path, a ".." component or one too long. */
+int xr_pop_normalise(const char *in, char *out, size_t len);
+struct archive_entry;
+/* What the archive says of entry e (not a hard link). */
+errcode_t xr_pop_archive_meta(struct archive_entry *e,
+			      struct xr_pop_meta *m);
 
 /* populate_acl.c: an archive entry's ACLs as Linux's xattrs (version
  * 2), and the mode they give. */
@@ -237,6 +250,10 @@ errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
 			   ext2_ino_t dir, size_t plen, char ***keep,
 			   size_t *kept);
 errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
+/* The archive on fd as layer number layer over what the image holds
+ * (populate_layers.c); oci: whiteouts apply. */
+errcode_t xr_pop_read_layer(struct xr_pop *p, int fd, unsigned int layer,
+			    int oci);
 /* Record where the error is (and why); keeps the first. */
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why);
 

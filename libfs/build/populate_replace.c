@@ -4,7 +4,8 @@
  * the archive would.  The name is unlinked; its inode loses a link and,
  * with its last one, its blocks (with dedupe, those no other file
  * maps), its attribute block and itself.  Other names of the inode, hard
- * links made earlier, keep it.
+ * links made earlier, keep it.  A later layer removes directories too
+ * (xr_pop_remove_dir, once emptied).
  */
 #include "populate_int.h"
 
@@ -32,7 +33,8 @@ static errcode_t free_inode(struct xr_pop *p, ext2_ino_t ino,
 	if (!err)
 		err = ext2fs_write_inode(fs, ino, in);
 	if (!err)
-		ext2fs_inode_alloc_stats2(fs, ino, -1, 0);
+		ext2fs_inode_alloc_stats2(fs, ino, -1,
+					  LINUX_S_ISDIR(in->i_mode));
 	return err;
 }
 
@@ -52,6 +54,29 @@ errcode_t xr_pop_remove(struct xr_pop *p, ext2_ino_t dir, const char *name,
 		in.i_links_count--;
 		return ext2fs_write_inode(p->fs, ino, &in);
 	}
+	p->req->inodes--;
+	return free_inode(p, ino, &in);
+}
+
+errcode_t xr_pop_remove_dir(struct xr_pop *p, ext2_ino_t dir,
+			    const char *name, ext2_ino_t ino)
+{
+	struct ext2_inode in, parent;
+	errcode_t err = ext2fs_read_inode(p->fs, ino, &in);
+
+	if (!err && !LINUX_S_ISDIR(in.i_mode))
+		err = EXT2_ET_NO_DIRECTORY;
+	if (!err)
+		err = xr_unlink_name(p->fs, dir, name, ino);
+	if (!err)
+		err = ext2fs_read_inode(p->fs, dir, &parent);
+	if (err)
+		return err;
+	if (parent.i_links_count > 2)	/* 1 means "many" with dir_nlink */
+		parent.i_links_count--;
+	err = ext2fs_write_inode(p->fs, dir, &parent);
+	if (err)
+		return err;
 	p->req->inodes--;
 	return free_inode(p, ino, &in);
 }

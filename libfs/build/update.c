@@ -135,9 +135,11 @@ static errcode_t update_op(struct xr_upd *up, const char *dir,
 {
 	errcode_t err = xr_upd_index_image(up);
 
-	if (!err && !at)
+	if (!err && up->layer)
+		err = xr_upd_layer(up, up->layer_fd);
+	else if (!err && !at)
 		err = make_target(up, dir, &at);
-	if (!err)
+	if (!err && !up->layer)
 		err = xr_upd_walk(up, dir, at);
 	if (!err)
 		err = extref_quota_recompute(up->xfs);
@@ -178,6 +180,34 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
 	if (!err)
 		err = extref_tx_end(xfs, own_op(up, dir, at));
+	u->where = up->preq.where;
+	u->why = up->preq.why;
+	up_done(up);
+	ext2fs_free_mem(&up);
+	return err;
+}
+
+errcode_t extref_update_layer(extref_fs_t xfs, int fd,
+			      struct extref_update *u)
+{
+	struct xr_upd *up;
+	errcode_t err;
+
+	u->entries = u->files_kept = u->files_linked = 0;
+	u->blocks_shared = u->blocks_written = u->removed = 0;
+	u->where = u->why = NULL;
+	if (u->at || (u->flags & EXTREF_UPDATE_DELETE))
+		return EXT2_ET_INVALID_ARGUMENT;
+	err = ext2fs_get_memzero(sizeof(*up), &up);
+	if (err)
+		return err;
+	up->layer = 1;
+	up->layer_fd = fd;
+	err = up_init(xfs, u, up);
+	if (!err)
+		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
+	if (!err)
+		err = extref_tx_end(xfs, own_op(up, NULL, EXT2_ROOT_INO));
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);

@@ -56,6 +56,8 @@ struct xr_upd {
 	ext2_ino_t		at_dir;		/* where a missing --at goes */
 	char			at_name[EXT2_NAME_LEN + 1];
 	char			path[4096];	/* the source entry */
+	int			layer;		/* an archive, on layer_fd */
+	int			layer_fd;
 };
 
 /* update_index.c */
@@ -116,6 +118,9 @@ errcode_t xr_upd_remove_tree(struct xr_upd *up, ext2_ino_t dir,
 errcode_t xr_upd_delete_extra(struct xr_upd *up, ext2_ino_t dir,
 			      char **names, size_t n);
 
+/* update_layer.c: the archive on fd applied as one more OCI layer at
+ * the image's root (extref_update_layer). */
+errcode_t xr_upd_layer(struct xr_upd *up, int fd);
 /* update_walk.c: the source directory dir into the image's dir ino. */
 errcode_t xr_upd_walk(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 
