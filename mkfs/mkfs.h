@@ -43,6 +43,7 @@ struct mkfs_opts {
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*archive;	/* -d ARCHIVE, as given */
 	int		archive_fd;	/* and open (source.c) */
+	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	uint64_t	source_distinct; /* distinct non-zero blocks (-d) */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
