@@ -100,6 +100,11 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 						 (__u32)n_inodes, isize))
 		total = 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
 						    (__u32)n_inodes, isize);
+	/* mke2fs rounds each group's inodes down to a multiple of 8 (-N 25
+	 * in two groups gives 16): 8 more a group */
+	n_inodes += 8 * ((total + 8ULL * bs - 1) / (8ULL * bs));
+	if (n_inodes > 0xffffffffULL)
+		n_inodes = 0xffffffffULL;
 	o->size_bytes = total * bs;
 	o->size_arg = "computed from SOURCE";
 	o->journal_opt = journal;

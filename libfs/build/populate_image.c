@@ -310,42 +310,62 @@ static void meta_of(const struct img *g, struct xr_pop_meta *m)
 
 struct xa_copy {
 	struct xr_pop_xattrs	*x;
+	struct ext2_xattr_handle *h;
 	errcode_t		err;
 };
 
+/* Each attribute's value as libext2fs gives it (a POSIX ACL in the
+ * kernel's xattr form, not ext4's on-disk one), malloc'd: freed by
+ * free_values. */
 static int on_xattr(char *name, char *value, size_t len, void *priv)
 {
 	struct xa_copy *c = priv;
+	void *v = NULL;
 
+	(void)value; (void)len;
 	if (!strcmp(name, "system.data"))	/* inline data's own */
 		return 0;
-	c->err = xr_pop_xattrs_add(c->x, name, value, len);
-	return c->err ? XATTR_ABORT : 0;
+	c->err = ext2fs_xattr_get(c->h, name, &v, &len);
+	if (!c->err)
+		c->err = xr_pop_xattrs_add(c->x, name, v, len);
+	if (c->err) {
+		ext2fs_free_mem(&v);
+		return XATTR_ABORT;
+	}
+	return 0;
+}
+
+static void free_values(struct xr_pop_xattrs *x)
+{
+	size_t k;
+
+	for (k = 0; k < x->n; k++)
+		ext2fs_free_mem(&x->v[k].value);
+	ext2fs_free_mem(&x->v);
 }
 
 /* The source inode's extended attributes onto the new inode. */
 static errcode_t copy_xattrs(struct img *g, ext2_ino_t sino, ext2_ino_t ino)
 {
 	struct xr_pop_xattrs x = { 0 };
-	struct xa_copy c = { &x, 0 };
-	struct ext2_xattr_handle *h = NULL;
+	struct xa_copy c = { &x, NULL, 0 };
 	errcode_t err;
 
 	if (!ext2fs_has_feature_xattr(g->src.fs->super) &&
 	    !ext2fs_has_feature_inline_data(g->src.fs->super))
 		return 0;
-	err = ext2fs_xattrs_open(g->src.fs, sino, &h);
+	err = ext2fs_xattrs_open(g->src.fs, sino, &c.h);
 	if (!err)
-		err = ext2fs_xattrs_read_inode(h, g->sin);
+		err = ext2fs_xattrs_read_inode(c.h, g->sin);
 	if (!err)
-		err = ext2fs_xattrs_iterate(h, on_xattr, &c);
+		err = ext2fs_xattrs_iterate(c.h, on_xattr, &c);
 	if (!err)
 		err = c.err;
 	if (!err)
 		err = xr_pop_set_xattrs(g->p, ino, &x);
-	if (h)
-		ext2fs_xattrs_close(&h);
-	ext2fs_free_mem(&x.v);
+	if (c.h)
+		ext2fs_xattrs_close(&c.h);
+	free_values(&x);
 	return err;
 }
 
