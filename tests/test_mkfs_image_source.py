@@ -326,6 +326,16 @@ def test_block_device(tmp_path, ext4_src, loop_mount):
     compare(ext4_src, out, loop_mount)
 
 
+def test_mounted_rw_refused(tmp_path, ext4_src, loop_mount):
+    """The kernel changes a tree mounted read-write: refused."""
+    loop_mount(ext4_src, options="rw")
+    res = helpers.run([helpers.binary("mkfs.extref"), "-q", "-d",
+                       str(ext4_src), str(tmp_path / "out.img")],
+                      check=False)
+    assert res.returncode == 1 and "mounted read-write" in res.stderr, \
+        helpers.describe(res)
+
+
 def test_same_file_refused(tmp_path, ext4_src):
     res = helpers.run([helpers.binary("mkfs.extref"), "-q", "-F", "-d",
                        str(ext4_src), str(ext4_src)], check=False)

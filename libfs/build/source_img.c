@@ -1,7 +1,8 @@
 /*
  * source_img.c --- an ext4 or extref image as a build's source: opened
  * read-only through libext2fs (the file is never written, its journal
- * never replayed: one that needs recovery is refused), its regular
+ * never replayed: one that needs recovery is refused, and so is one
+ * mounted read-write), its regular
  * files' runs of blocks read from their extent trees or block maps
  * (bounded walks, every block checked to lie in the filesystem's data),
  * and the blocks two files or more map found by a scan of every inode:
@@ -18,8 +19,13 @@
 errcode_t xr_src_open(const char *image, struct xr_src *s)
 {
 	errcode_t err;
+	int mf = 0;
 
 	memset(s, 0, sizeof(*s));
+	/* a tree the kernel is changing would be read half old, half new */
+	if (!ext2fs_check_if_mounted(image, &mf) && (mf & EXT2_MF_MOUNTED) &&
+	    !(mf & EXT2_MF_READONLY))
+		return EXTREF_ERR_SOURCE_MOUNTED;
 	err = ext2fs_open2(image, NULL, EXT2_FLAG_64BITS, 0, 0,
 			   unix_io_manager, &s->fs);
 	if (err) {
