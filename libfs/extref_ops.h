@@ -410,7 +410,8 @@ errcode_t extref_populate_archive(extref_fs_t fs, int fd,
  * through libext2fs: opened read-only, never written, its journal never
  * replayed (one that needs recovery is EXTREF_ERR_SOURCE_RECOVERY).
  * Every file type, owner, mode, nanosecond time, extended attribute,
- * hard link and device, as extref_populate_dir copies them; the root's
+ * hard link and device, as extref_populate_dir copies them, and the
+ * flags chattr sets (immutable, append-only, nodump...); the root's
  * owner too unless EXTREF_POP_KEEP_ROOT_OWNER.  Blocks the source's files
  * share (reflinks) are shared the same way in the new image, read off
  * the source's block numbers, not hashed, and counted in its tree; other

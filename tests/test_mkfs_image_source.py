@@ -98,6 +98,20 @@ def build(src, img, *opts, env=None):
                         str(src), str(img)], env=env)
 
 
+def lsattr(path):
+    """The flags chattr sets, by lsattr; those of the layout (extents,
+    an indexed directory, inline data, a huge file) left out."""
+    flags = helpers.run(["lsattr", "-d", path]).stdout.split()[0]
+    return "".join(c for c in flags if c not in "eINh-")
+
+
+def set_flags(img, path, add):
+    """debugfs: the inode's flags with add ORed in."""
+    out = helpers.run(["debugfs", "-R", f"stat {path}", str(img)]).stdout
+    cur = int(re.search(r"Flags: (0x[0-9a-f]+)", out)[1], 16)
+    debugfs_w(img, f"sif {path} flags {cur | add:#x}")
+
+
 def meta(root):
     """Every entry's metadata, and its hard-link group, by path."""
     out, groups = {}, {}
@@ -116,6 +130,8 @@ def meta(root):
                 mtime=st.st_mtime_ns, atime=st.st_atime_ns,
                 ctime=st.st_ctime_ns, xattrs=xa,
                 link=os.readlink(p) if stat.S_ISLNK(st.st_mode) else None)
+            if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+                out[rel]["attrs"] = lsattr(p)
             groups.setdefault(st.st_ino, []).append(rel)
     links = sorted(sorted(g) for g in groups.values() if len(g) > 1)
     return out, links
@@ -190,6 +206,10 @@ def test_ext4_into_new_geometry(tmp_path, loop_mount, kind):
     """A stock image into 4 KiB blocks and 512-byte inodes: the same
     tree, the same metadata; the source untouched."""
     ext4_src = stock_image(tmp_path, *kind)
+    set_flags(ext4_src, "/d/e/big", 0x10 | 0x40)    # immutable, nodump
+    set_flags(ext4_src, "/a", 0x20)                 # append only
+    set_flags(ext4_src, "/d", 0x80)                 # noatime
+    helpers.e2fsck_fn(ext4_src)
     before = sha(ext4_src)
     out = tmp_path / "out.img"
     build(ext4_src, out, "-b", "4096", "-I", "512")
@@ -198,6 +218,7 @@ def test_ext4_into_new_geometry(tmp_path, loop_mount, kind):
     hdr = helpers.dumpe2fs_header(out)
     assert hdr["Block size"] == "4096" and hdr["Inode size"] == "512"
     m1, m2 = compare(ext4_src, out, loop_mount)
+    assert lsattr(m2 / "d" / "e" / "big") == "id"
     # holes stay holes (sizes were compared; stock mke2fs -O inline_data
     # gets this one's size wrong in the source already)
     st = os.stat(m2 / "sparse")

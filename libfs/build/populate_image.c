@@ -7,7 +7,8 @@
  * walked from the root, each one's names sorted (strcmp) as a host
  * directory's are, every inode recreated with its owner, mode, four
  * times with nanoseconds, extended attributes (inline data's
- * "system.data" aside), device numbers, symlink target; a non-directory
+ * "system.data" aside), device numbers, symlink target, the flags chattr
+ * sets (immutable, append-only, nodump...); a non-directory
  * met again is a hard link of the first; a directory met again is
  * refused (a loop).  A regular file's data is read run by run from the
  * source's blocks: a block no other file maps goes through the populate
@@ -411,6 +412,29 @@ static errcode_t copy_symlink(struct img *g, ext2_ino_t sino, ext2_ino_t dir,
 	return xr_pop_symlink(g->p, dir, name, m, t, ino);
 }
 
+/* The inode flags a user sets (chattr) that mean the same in any
+ * geometry; the others describe the source's layout (extents, inline
+ * data, an index, huge files) and are the new image's own. */
+#define KEEP_FLAGS (EXT2_SECRM_FL | EXT2_UNRM_FL | EXT2_SYNC_FL | \
+		    EXT2_IMMUTABLE_FL | EXT2_APPEND_FL | EXT2_NODUMP_FL | \
+		    EXT2_NOATIME_FL | EXT2_DIRSYNC_FL | EXT2_TOPDIR_FL | \
+		    EXT4_PROJINHERIT_FL)
+
+static errcode_t copy_flags(struct img *g, __u32 flags, ext2_ino_t ino)
+{
+	struct ext2_inode in;
+	errcode_t err;
+
+	if (!(flags & KEEP_FLAGS))
+		return 0;
+	err = ext2fs_read_inode(g->p->fs, ino, &in);
+	if (!err) {
+		in.i_flags |= flags & KEEP_FLAGS;
+		err = ext2fs_write_inode(g->p->fs, ino, &in);
+	}
+	return err;
+}
+
 static errcode_t walk(struct img *g, ext2_ino_t sdir, ext2_ino_t dir,
 		      size_t plen);
 
@@ -423,6 +447,7 @@ static errcode_t copy_entry(struct img *g, ext2_ino_t sino, ext2_ino_t dir,
 	struct xr_pop_meta m;
 	ext2_ino_t ino = 0;
 	errcode_t err;
+	__u32 flags;
 	int multi;
 
 	err = ext2fs_read_inode_full(g->src.fs, sino,
@@ -471,11 +496,14 @@ static errcode_t copy_entry(struct img *g, ext2_ino_t sino, ext2_ino_t dir,
 					     (struct ext2_inode *)g->sin, isz);
 	if (!err)
 		err = copy_xattrs(g, sino, ino);
+	flags = g->sin->i_flags;
 	if (!err && LINUX_S_ISDIR(m.mode)) {
 		g->depth++;
 		err = walk(g, sino, ino, plen);
 		g->depth--;
 	}
+	if (!err)
+		err = copy_flags(g, flags, ino);
 	return err;
 }
 
