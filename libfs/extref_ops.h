@@ -425,6 +425,23 @@ errcode_t extref_populate_archive(extref_fs_t fs, int fd,
 errcode_t extref_populate_layers(extref_fs_t fs, const int *fds, size_t n,
 				 unsigned int flags,
 				 struct extref_populate *p);
+
+/*
+ * The tree of an ext4 or extref image (a file or a block device), read
+ * through libext2fs: opened read-only, never written, its journal never
+ * replayed (one that needs recovery is EXTREF_ERR_SOURCE_RECOVERY).
+ * Every file type, owner, mode, nanosecond time, extended attribute,
+ * hard link and device, as extref_populate_dir copies them, and the
+ * flags chattr sets (immutable, append-only, nodump...); the root's
+ * owner too unless EXTREF_POP_KEEP_ROOT_OWNER.  Blocks the source's files
+ * share (reflinks) are shared the same way in the new image, read off
+ * the source's block numbers, not hashed, and counted in its tree; other
+ * zero blocks become holes.  The new image may have another block size,
+ * inode size or size.  p->dedupe is ignored (deduplicate afterwards,
+ * extref_dedupe_fs); where names the source's entry.
+ */
+errcode_t extref_populate_image(extref_fs_t fs, const char *image,
+				struct extref_populate *p);
 /*
  * What the archive on fd holds, for sizing an image: entries and bytes
  * of data rounded up to 4 KiB blocks.  On error *why (malloc'd, may be
@@ -462,6 +479,11 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 				  extref_progress_func progress, void *priv,
 				  struct extref_source_size *s, char **why);
+/* What an image's tree (extref_populate_image's source) takes in an
+ * image of blocksize-byte blocks, as extref_source_measure counts it;
+ * blocks its files share are counted once. */
+errcode_t extref_image_measure(const char *image, unsigned int blocksize,
+			       struct extref_source_size *s);
 
 /*
  * Update an existing image from a host directory: DIR's tree is written

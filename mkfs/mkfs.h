@@ -49,6 +49,7 @@ struct mkfs_opts {
 	int		dedup_set;	/* --dedup given */
 	const char	*archive;	/* -d ARCHIVE, as given */
 	int		archive_fd;	/* and open (source.c) */
+	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	uint64_t	source_distinct; /* distinct non-zero blocks (-d) */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */

@@ -70,6 +70,28 @@ unsigned int journal_mib(uint64_t content)
 	return (unsigned int)(j >> 20);
 }
 
+/*
+ * n inodes as mke2fs keeps them: it rounds each group's share up to
+ * whole inode-table blocks, then down to a multiple of 8 (-N 25 in two
+ * groups of 2 inodes a block gave 16).  Asked for a multiple of both,
+ * it keeps them all (as shrink_size.c's ipg_for lays them out).
+ */
+static uint64_t whole_groups(uint64_t n, blk64_t blocks, unsigned int bs,
+			     unsigned int isize)
+{
+	uint64_t groups = (blocks + 8ULL * bs - 1) / (8ULL * bs), ipg;
+	unsigned int step = isize && bs / isize ? bs / isize : 1;
+
+	while (step % 8)
+		step *= 2;
+	if (!groups)
+		groups = 1;
+	ipg = (n + groups - 1) / groups;
+	ipg = (ipg + step - 1) / step * step;
+	n = ipg * groups;
+	return n > 0xffffffffULL ? 0xffffffffULL : n;
+}
+
 void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 {
 	static char inodes[32], journal[32];
@@ -100,6 +122,7 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 						 (__u32)n_inodes, isize))
 		total = 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
 						    (__u32)n_inodes, isize);
+	n_inodes = whole_groups(n_inodes, total, bs, isize);
 	o->size_bytes = total * bs;
 	o->size_arg = "computed from SOURCE";
 	o->journal_opt = journal;

@@ -8,6 +8,10 @@
  * this optionally deduplicates it.
  *
  * Several -d, -d layers:LIST and -d oci:DIR are layers (layers.c).
+ * -d IMAGE (a file or block device with an ext2/3/4 superblock): the
+ * image's tree is read through libext2fs, read-only, and its shared
+ * extents stay shared (populate_image.c); --dedup then runs on the
+ * result.
  *
  * Without SIZE the image is sized from the source: a directory is
  * walked (nftw), an archive read once for its headers.  An archive from
@@ -170,6 +174,47 @@ static void dir_plan(struct mkfs_opts *o)
 	o->source_need = o->size_bytes;
 }
 
+/* An ext2/3/4 superblock's magic at 1024 + 0x38: an image, not an
+ * archive. */
+static int is_image(const char *path)
+{
+	unsigned char m[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int yes = fd >= 0 && pread(fd, m, 2, 1024 + 0x38) == 2 &&
+		  m[0] == 0x53 && m[1] == 0xef;
+
+	if (fd >= 0)
+		close(fd);
+	return yes;
+}
+
+/* -d IMAGE: never the image being made; measured (sized from, without
+ * SIZE) by its inodes and the blocks its files map, shared ones once. */
+static void image_check(struct mkfs_opts *o, const struct stat *src)
+{
+	struct extref_source_size s;
+	struct stat st;
+	errcode_t err;
+
+	if (stat(o->image, &st) == 0 && st.st_dev == src->st_dev &&
+	    st.st_ino == src->st_ino && st.st_rdev == src->st_rdev)
+		fatal("%s: the source image is the image to make", o->source);
+	o->image_source = o->source;
+	err = extref_image_measure(o->source, o->blocksize, &s);
+	if (err == EXT2_ET_NO_MEMORY)
+		fatal("%s: %s while reading %s", o->image, error_message(err),
+		      o->source);
+	if (err)
+		fatal("%s: cannot read the image: %s", o->source,
+		      error_message(err));
+	src_entries = s.entries;
+	src_bytes = s.data_blocks * o->blocksize;
+	if (!o->size_arg) {
+		plan_size(o, &s);
+		o->source_need = o->size_bytes;
+	}
+}
+
 /* The source must be a directory or an archive; without SIZE, size the
  * image from it. */
 void source_check(struct mkfs_opts *o)
@@ -185,15 +230,20 @@ void source_check(struct mkfs_opts *o)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
 	if (!strcmp(o->source, "-") && S_ISDIR(st.st_mode))
 		fatal("-d -: standard input is a directory, not an archive");
-	if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))
+	if ((S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) &&
+	    strcmp(o->source, "-") && is_image(o->source))
+		image_check(o, &st);
+	else if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) ||
+		 S_ISCHR(st.st_mode))
 		archive_check(o);
 	else if (!S_ISDIR(st.st_mode))
-		fatal("%s: neither a directory nor an archive", o->source);
+		fatal("%s: neither a directory, an image nor an archive",
+		      o->source);
 	else if (!o->size_arg)
 		dir_plan(o);
 	else if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
 		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (ours)
+	if (ours || o->image_source)
 		return;			/* sized from the measure */
 	if (!src_entries && o->archive)
 		return;			/* a pipe, read once: not measured */
@@ -220,6 +270,7 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_populate *p)
 {
 	const char *src = o->archive ? o->archive : o->source;
+	int named = o->archive || o->image_source;	/* where is its entry */
 	const char *where = p->where ? p->where : "";
 
 	if (o->layers && p->layer < o->layers->n)
@@ -239,7 +290,7 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	else if (out_of_room(err))
 		error_line("%s: image too small for %s (%s)", o->image, src,
 			   error_message(err));
-	else if (o->archive && err != EXT2_ET_NO_MEMORY)
+	else if (named && err != EXT2_ET_NO_MEMORY)
 		error_line("%s: %s: %s%s%s", src, *where ? where : ".",
 			   error_message(err), p->why ? ": " : "",
 			   p->why ? p->why : "");
@@ -292,7 +343,9 @@ static int populate(const struct mkfs_opts *o)
 					     o->layers->n, o->layers->oci ?
 					     EXTREF_LAYERS_OCI : 0, &p);
 	else if (!err)
-		err = o->archive ? extref_populate_archive(xfs, o->archive_fd,
+		err = o->image_source ?
+			extref_populate_image(xfs, o->image_source, &p) :
+		      o->archive ? extref_populate_archive(xfs, o->archive_fd,
 							   &p) :
 			extref_populate_dir(xfs, o->source, &p);
 	if (!err)
@@ -312,6 +365,9 @@ static int populate(const struct mkfs_opts *o)
 int source_finish(const struct mkfs_opts *o)
 {
 	if (populate(o))
+		return 1;
+	/* an image's sharing is kept as it is read; --dedup finds more */
+	if (o->image_source && o->dedup && dedupe_image(o))
 		return 1;
 	/* no e2fsck -fp afterwards: a directory is indexed as its first
 	 * block fills (xr_link), as the kernel does, not left linear */

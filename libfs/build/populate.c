@@ -110,6 +110,22 @@ errcode_t extref_populate_layers(extref_fs_t xfs, const int *fds, size_t n,
 	return err;
 }
 
+errcode_t extref_populate_image(extref_fs_t xfs, const char *image,
+				struct extref_populate *req)
+{
+	struct xr_pop p;
+	int mode = req->dedupe;
+	errcode_t err;
+
+	req->dedupe = EXTREF_DEDUPE_NONE;	/* the sharing is the source's */
+	err = pop_init(xfs, req, &p);
+	req->dedupe = mode;
+	if (!err)
+		err = xr_pop_read_image(&p, image);
+	pop_done(&p);
+	return err;
+}
+
 void extref_populate_free(struct extref_populate *req)
 {
 	free(req->where);

@@ -183,6 +183,25 @@ errcode_t xr_pop_data_put(struct xr_pop_data *d, __u64 off, const void *buf,
 	return err;
 }
 
+/*
+ * Blocks the caller allocated and counts (a source's shared extent):
+ * what is staged goes in first, then lblk..+len maps pblk.  The data
+ * put afterwards starts past them.
+ */
+errcode_t xr_pop_data_share(struct xr_pop_data *d, blk64_t lblk,
+			    blk64_t pblk, blk64_t len)
+{
+	errcode_t err = close_part(d);
+
+	if (!err)
+		err = write_run(d);
+	if (!err && d->cur.e_len && d->cur.e_lblk + d->cur.e_len > lblk)
+		err = EXT2_ET_INVALID_ARGUMENT;	/* not in file order */
+	if (!err)
+		err = xr_pop_data_map(d, lblk, pblk, len);
+	return err;
+}
+
 errcode_t xr_pop_data_end(struct xr_pop_data *d)
 {
 	errcode_t err = close_part(d);

@@ -84,6 +84,11 @@ void xr_pop_data_abort(struct xr_pop_data *d);
 errcode_t xr_pop_data_map(struct xr_pop_data *d, blk64_t lblk, blk64_t pblk,
 			  blk64_t len);
 
+/* Map lblk..+len to pblk, blocks the caller allocated, wrote and
+ * counts; what is staged before them goes in first. */
+errcode_t xr_pop_data_share(struct xr_pop_data *d, blk64_t lblk,
+			    blk64_t pblk, blk64_t len);
+
 /*
  * One block read past libext2fs's block cache (a byte count, which unix
  * io reads straight from the file after writing out dirty cached
@@ -254,6 +259,10 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
  * (populate_layers.c); oci: whiteouts apply. */
 errcode_t xr_pop_read_layer(struct xr_pop *p, int fd, unsigned int layer,
 			    int oci);
+/* populate_image.c: an ext4 or extref image's tree (source_img.c opens
+ * it and finds which of its blocks are shared). */
+errcode_t xr_pop_read_image(struct xr_pop *p, const char *image);
+
 /* Record where the error is (and why); keeps the first. */
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why);
 
