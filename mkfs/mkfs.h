@@ -150,6 +150,7 @@ unsigned int journal_mib(uint64_t content);
 
 /* convert.c */
 int parse_dedup(const char *arg);
+int dedup_default(const struct mkfs_opts *o);
 int convert_image(const struct mkfs_opts *o);
 /* --shrink alone: an extref image fsck.extref finds clean, shrunk. */
 int shrink_only(const struct mkfs_opts *o);

@@ -335,6 +335,36 @@ def test_block_dedupe_archive_replacing_a_shared_file(tmp_path, loop_mount):
     same_files(mnt, src)
 
 
+@pytest.mark.parametrize("other", [False, True],
+                         ids=["alone", "shared_with_another"])
+def test_block_dedupe_archive_replacing_a_file_sharing_itself(tmp_path,
+                                                              other):
+    """The replaced file maps one block several times (its own identical
+    blocks, shared): the punch gives it back once per mapping, and the
+    block is freed once, or kept while another file maps it (a block was
+    left marked in use, e2fsck: "Block bitmap differences: -B")."""
+    rnd = random.Random(5)
+    block = rnd.randbytes(4096)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "twice").write_bytes(block * 3 + b"tail")
+    if other:
+        (src / "keep").write_bytes(block)
+    tar = tmp_path / "a.tar"
+    with tarfile.open(tar, "w") as tf:
+        if other:
+            tf.add(src / "keep", arcname="keep")
+        tf.add(src / "twice", arcname="twice")
+        (src / "twice").write_bytes(b"short")
+        tf.add(src / "twice", arcname="twice")
+    img = tmp_path / "t.img"
+    mkfs_d(img, tar, "--dedup=block")
+    check_clean(img)
+    assert helpers.debugfs_cat(img, "/twice") == b"short"
+    if other:
+        assert helpers.debugfs_cat(img, "/keep") == block
+
+
 def test_block_dedupe_populate_refuses_an_image_with_counts(tmp_path):
     """The library's populate with block dedupe bulk-loads the tree at
     the end: on an image whose tree already holds counts it is refused

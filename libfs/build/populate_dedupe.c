@@ -282,12 +282,42 @@ static errcode_t slot_of(struct xr_pop *p, blk64_t pblk,
 	return 0;
 }
 
+static int blk_cmp(const void *x, const void *y)
+{
+	blk64_t a = *(const blk64_t *)x, b = *(const blk64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Every block maps maps, once per mapping, sorted (malloc'd in *ret). */
+static errcode_t blocks_sorted(const struct xr_map_vec *maps, blk64_t **ret,
+			       size_t *n)
+{
+	size_t i, total = 0;
+	blk64_t k, *b;
+
+	for (i = 0; i < maps->n; i++)
+		total += maps->v[i].len;
+	*n = 0;
+	*ret = b = malloc((total ? total : 1) * sizeof(*b));
+	if (!b)
+		return EXT2_ET_NO_MEMORY;
+	for (i = 0; i < maps->n; i++)
+		for (k = 0; k < maps->v[i].len; k++)
+			b[(*n)++] = maps->v[i].pblk + k;
+	qsort(b, *n, sizeof(*b), blk_cmp);
+	return 0;
+}
+
 /*
  * A file the build made goes again (an archive names it twice): each of
  * its blocks loses a mapping; those others still map are kept in use
  * after ext2fs_punch gives back the whole file, and a block no one maps
  * any more leaves the table (its slot stays, with no count, as a mark
- * for the probes that pass it).
+ * for the probes that pass it).  A block the file maps several times
+ * (its own identical blocks, shared) is given back by the punch once per
+ * mapping: all but one of those are paid for first, so the block is
+ * freed once, or kept if another file still maps it.
  */
 errcode_t xr_pop_dd_punch(struct xr_pop *p, ext2_ino_t ino,
 			  struct ext2_inode *in)
@@ -295,23 +325,31 @@ errcode_t xr_pop_dd_punch(struct xr_pop *p, ext2_ino_t ino,
 	struct xr_map_vec maps = { 0 }, keep = { 0 };
 	struct xr_map one = { 0, 0, 1, 0 };
 	struct xr_dd_slot *s;
-	size_t i;
-	blk64_t k;
+	blk64_t *b = NULL;
+	size_t i, n = 0;
 	errcode_t err;
 
 	err = xr_get_mappings(p->fs, ino, in, 0, 1ULL << 32, &maps);
-	for (i = 0; !err && i < maps.n; i++)
-		for (k = 0; !err && k < maps.v[i].len; k++) {
-			err = slot_of(p, maps.v[i].pblk + k, &s);
-			if (err || !s || --s->refs == 0)
-				continue;
-			one.pblk = maps.v[i].pblk + k;
+	if (!err)
+		err = blocks_sorted(&maps, &b, &n);
+	for (i = 0; !err && i < n; i++) {
+		err = slot_of(p, b[i], &s);
+		if (err)
+			break;
+		if (s)
+			s->refs--;
+		if (i + 1 < n && b[i + 1] == b[i]) {
+			ext2fs_block_alloc_stats2(p->fs, b[i], +1);
+		} else if (s && s->refs) {
+			one.pblk = b[i];
 			err = xr_map_push(&keep, &one);
 		}
+	}
 	if (!err)
 		err = ext2fs_punch(p->fs, ino, in, NULL, 0, ~0ULL);
 	for (i = 0; !err && i < keep.n; i++)
 		ext2fs_block_alloc_stats2(p->fs, keep.v[i].pblk, +1);
+	free(b);
 	xr_map_vec_free(&maps);
 	xr_map_vec_free(&keep);
 	return err;
