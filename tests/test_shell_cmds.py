@@ -441,7 +441,9 @@ def test_dash_dash_help_and_version():
     assert res.returncode == 1 and "Usage:" in res.stderr
 
 
-def test_man_page_and_readme_name_every_command(base):
+def test_man_page_names_every_command(base):
+    """The man page describes the commands (the README, a front door,
+    points to it: issue 24, section 4)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     man = open(os.path.join(root, "docs", "debugfs.extref.8")).read()
     readme = open(os.path.join(root, "README")).read()
@@ -449,7 +451,7 @@ def test_man_page_and_readme_name_every_command(base):
                  "set_inode_field", "set_super_value", "dirsearch", "ffb",
                  "ffi", "help"):
         assert re.search(rf"\b{name}\b", man), name
-        assert re.search(rf"\b{name}\b", readme), name
+    assert "debugfs.extref(8)" in readme
     assert r"\-\-help" in man and r"\-\-version" in man
 
 
