@@ -78,7 +78,7 @@ make_sides() {	# src, size
 	umount "$mnt"
 	# inodes for the tree and its copy
 	local n; n=$(find "$src" | wc -l)
-	"$mkfs" -q -b 4096 -N $(( 2 * n + 1024 )) -d "$(dirname "$src")" \
+	"$mkfs" -q --dedup=none -b 4096 -N $(( 2 * n + 1024 )) -d "$(dirname "$src")" \
 		"$tmp/e.img" "$size"
 }
 

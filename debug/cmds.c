@@ -213,6 +213,27 @@ static void print_names(const ss_request_entry *r)
 		printf("%s%s", i ? ", " : "", r->command_names[i]);
 }
 
+/*
+ * The length of r's help without a closing ": NAME ..." (NAME one of r's
+ * names), the usage the list of requests shows and "help NAME" prints on
+ * a line of its own.
+ */
+static int describe_len(const ss_request_entry *r)
+{
+	const char *info = r->info_string, *p;
+	size_t n;
+	int i;
+
+	for (p = strstr(info, ": "); p; p = strstr(p + 1, ": "))
+		for (i = 0; r->command_names[i]; i++) {
+			n = strlen(r->command_names[i]);
+			if (!strncmp(p + 2, r->command_names[i], n) &&
+			    (p[2 + n] == ' ' || p[2 + n] == 0))
+				return (int)(p - info);
+		}
+	return (int)strlen(info);
+}
+
 /* help: the list of requests; help CMD: what CMD does and its usage. */
 int impl_help(struct cmd_args *a)
 {
@@ -234,7 +255,7 @@ int impl_help(struct cmd_args *a)
 	for (i = 0; !spec && r->command_names[i]; i++)
 		spec = find_spec(r->command_names[i]);
 	print_names(r);
-	printf(": %s\n", r->info_string);
+	printf(": %.*s\n", describe_len(r), r->info_string);
 	if (spec)
 		printf("usage: %s%s%s\n", spec->name, *spec->usage ? " " : "",
 		       spec->usage);

@@ -12,7 +12,7 @@
 static errcode_t rc_print(const struct extref_rec *rec, void *priv)
 {
 	(void)priv;
-	printf("%llu %llu %u\n", (unsigned long long)rec->start,
+	printf("%12llu %10llu %7u\n", (unsigned long long)rec->start,
 	       (unsigned long long)rec->len, rec->count);
 	return 0;
 }
@@ -26,6 +26,7 @@ int impl_refcount(struct cmd_args *a)
 		return 1;
 	if (a->argc >= 2 && parse_num_arg(a, a->argv[1], "length", &len))
 		return 1;
+	printf("%12s %10s %7s\n", "Start", "Length", "Count");
 	/* Whole records: not clipped to the range asked for. */
 	err = extref_tree_iterate(sh_tree(), start, len, 0, rc_print, NULL);
 	if (err)

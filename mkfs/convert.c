@@ -22,6 +22,17 @@ int parse_dedup(const char *arg)
 	return 0;
 }
 
+/*
+ * --dedup's mode when not given: block for a -d build (on the trees
+ * measured it costs no more time than none, and stores less),
+ * none for --convert (there it reads every data block of the image).
+ */
+int dedup_default(const struct mkfs_opts *o)
+{
+	return o->source && !o->update ? EXTREF_DEDUPE_BLOCK
+				       : EXTREF_DEDUPE_NONE;
+}
+
 /* Not mounted, nobody else's: the lock is held until the image is closed. */
 static int to_extref(const struct mkfs_opts *o)
 {

@@ -186,8 +186,6 @@ int layers_check(struct mkfs_opts *o)
 	else
 		for (i = 0; i < o->nsources; i++)
 			add_file(l, o->sources[i]);
-	if (!o->dedup_set)
-		o->dedup = EXTREF_DEDUPE_BLOCK;
 	o->layers = l;
 	o->archive = l->names[0];
 	o->archive_fd = l->fds[0];

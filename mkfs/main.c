@@ -95,7 +95,8 @@ static void usage(FILE *f)
 "                 rebuild the reference counts; alone: the same for an\n"
 "                 extref image\n"
 "  --dedup=MODE   with -d or --convert: none, file (identical files) or\n"
-"                 block (every identical block)\n"
+"                 block (every identical block); default: block with -d,\n"
+"                 none with --convert\n"
 "  --update       write the directory SOURCE (-d) into the existing extref\n"
 "                 image IMAGE: new files added, files in both replaced,\n"
 "                 files only in the image kept; data equal to what the\n"
@@ -231,6 +232,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 
 	opterr = 0;
 	o->headroom = 5;
+	o->dedup = -1;			/* not given: dedup_default() */
 	snprintf(optstring, sizeof(optstring), "b:N:i:I:L:U:E:O:d:FqVh%s",
 		 mke2fs_pass_optstring);
 	while ((c = getopt_long(argc, argv, optstring, longopts,
@@ -288,7 +290,6 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			break;
 		case OPT_DEDUP:
 			o->dedup = parse_dedup(optarg);
-			o->dedup_set = 1;
 			break;
 		case 'd':	/* repeatable: layers (layers.c) */
 			sources_add(o, optarg);
@@ -338,6 +339,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 			bad_usage();
 		}
 	}
+	if (o->dedup < 0)
+		o->dedup = dedup_default(o);
 	if (optind >= argc || argc - optind > 2)
 		bad_usage();
 	o->image = argv[optind];

@@ -46,7 +46,6 @@ struct mkfs_opts {
 	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
 	struct mkfs_layers *layers;	/* several -d, oci:, layers: (or NULL) */
-	int		dedup_set;	/* --dedup given */
 	const char	*archive;	/* -d ARCHIVE, as given */
 	int		archive_fd;	/* and open (source.c) */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
@@ -192,6 +191,7 @@ unsigned int journal_mib(uint64_t content);
 
 /* convert.c */
 int parse_dedup(const char *arg);
+int dedup_default(const struct mkfs_opts *o);
 int convert_image(const struct mkfs_opts *o);
 /* --shrink alone: an extref image fsck.extref finds clean, shrunk. */
 int shrink_only(const struct mkfs_opts *o);

@@ -577,12 +577,11 @@ def expected_records(maps):
 
 def tree_records(dbg, img):
     res = helpers.run([dbg, "-R", "refcount", str(img)])
-    recs = []
-    for line in res.stdout.splitlines():
-        if not line.strip():
-            continue
-        recs.append(tuple(int(x) for x in line.split()))
-    return recs
+    lines = res.stdout.splitlines()
+    assert lines and lines[0].split() == ["Start", "Length", "Count"], \
+        res.stdout
+    return [tuple(int(x) for x in line.split()) for line in lines[1:]
+            if line.strip()]
 
 
 def check_recount(dbg, img, workdir, context=""):

@@ -28,6 +28,7 @@ import time
 
 import pytest
 
+import crashlib
 import helpers
 
 BS = 4096
@@ -274,11 +275,8 @@ def test_shrunk_image_takes_writes(tmp_path, loop_mount):
     # the tree's records are exactly the counts of the mappings that
     # stock debugfs reads from every file's extents (z2 and its copy
     # share all their blocks with z1, some with z3)
-    out = helpers.run([helpers.binary("debugfs.extref"), "-R",
-                       "refcount", str(img)]).stdout
     records = {}
-    for line in out.splitlines():
-        start, length, count = map(int, line.split())
+    for start, length, count in crashlib.refcount_records(img):
         for b in range(start, start + length):
             records[b] = count
     maps = mappings(img, src)

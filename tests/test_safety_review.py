@@ -238,7 +238,7 @@ def _refcounts(img):
     out = helpers.run([helpers.binary("debugfs.extref"), "-R", "refcount",
                        str(img)]).stdout
     return [tuple(map(int, line.split())) for line in out.splitlines()
-            if re.fullmatch(r"\d+ \d+ \d+", line.strip())]
+            if re.fullmatch(r"\d+ +\d+ +\d+", line.strip())]
 
 
 @pytest.mark.parametrize("e2fsck_first", [False, True],

@@ -275,7 +275,7 @@ def test_tree_never_grows_into_its_own_block(tmp_path):
     assert_files(img, want)
     helpers.e2fsck_fn(img)
     refs = xdebugfs(img, "refcount", check=0).stdout
-    assert refs.strip(), "the tree lost its records"
+    assert len(refs.strip().splitlines()) > 1, "the tree lost its records"
     assert_repaired(img, want, 0x0206)
     blocks = ino5_blocks(img)
     assert len(blocks) == len(set(blocks)), blocks

@@ -401,6 +401,41 @@ def test_help_usage_agrees_with_argument_errors(base):
             (name, usage, res.stderr)
 
 
+def test_help_prints_the_usage_once(base):
+    """help NAME says what NAME does, then its usage on a line of its own:
+    the list's help line, which may end in the usage, is not printed with
+    it (issue 24, section 5: the usage came twice)."""
+    res = ours(base, "help refcount")
+    assert res.stdout == ("refcount: Reference-count records\n"
+                          "usage: refcount [START [LEN]]\n"), res.stdout
+    listing = ours(base, "lr").stdout
+    names = [l.split()[0].rstrip(",") for l in listing.splitlines()[2:]
+             if l.strip() and not l[0].isspace()]
+    names = [n for n in names if n not in ("list_requests", "quit")]
+    for name in names:
+        lines = ours(base, f"help {name}").stdout.splitlines()
+        assert len(lines) == 2 and lines[1].startswith("usage: "), lines
+        usage = lines[1][len("usage: "):]
+        if " " in usage:
+            assert usage not in lines[0], (name, lines)
+
+
+def test_refcount_has_a_header_line(base):
+    """refcount names its columns (issue 24, section 5), each record's
+    numbers right-aligned under them."""
+    lines = ours(base, "refcount").stdout.splitlines()
+    assert lines[0].split() == ["Start", "Length", "Count"], lines
+    ends = [m.end() for m in re.finditer(r"\S+", lines[0])]
+    assert len(lines) > 1, lines                    # /big is reflinked
+    for line in lines[1:]:
+        assert [m.end() for m in re.finditer(r"\d+", line)] == ends, \
+            (lines[0], line)
+        start, length, count = map(int, line.split())
+        assert length >= 1 and count >= 2, line
+    res = ours(base, "refcount 1 1")
+    assert res.stdout.splitlines() == lines[:1], res.stdout
+
+
 def test_dash_dash_help_and_version():
     for opt in ("--help", "-h"):
         res = H.run([H.binary(SHELL), opt])
@@ -412,7 +447,9 @@ def test_dash_dash_help_and_version():
     assert res.returncode == 1 and "Usage:" in res.stderr
 
 
-def test_man_page_and_readme_name_every_command(base):
+def test_man_page_names_every_command(base):
+    """The man page describes the commands (the README, a front door,
+    points to it: issue 24, section 4)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     man = open(os.path.join(root, "docs", "debugfs.extref.8")).read()
     readme = open(os.path.join(root, "README")).read()
@@ -420,7 +457,7 @@ def test_man_page_and_readme_name_every_command(base):
                  "set_inode_field", "set_super_value", "dirsearch", "ffb",
                  "ffi", "help"):
         assert re.search(rf"\b{name}\b", man), name
-        assert re.search(rf"\b{name}\b", readme), name
+    assert "debugfs.extref(8)" in readme
     assert r"\-\-help" in man and r"\-\-version" in man
 
 
