@@ -249,11 +249,11 @@ def test_dedupe_on_top(tmp_path):
     (src / "a").write_bytes(data)
     (src / "b").write_bytes(data)
     img = tmp_path / "extref.img"
-    helpers.mkfs(img, "16M", "-q", "-d", str(src))
+    helpers.mkfs(img, "16M", "-q", "--dedup=none", "-d", str(src))
     helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
                  "reflink /a /c", str(img)])
     plain, dd = tmp_path / "plain.img", tmp_path / "dd.img"
-    build(img, plain)
+    build(img, plain, "--dedup=none")
     build(img, dd, "--dedup=file")
     for i in (plain, dd):
         helpers.e2fsck_fn(i)

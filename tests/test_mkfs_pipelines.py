@@ -76,9 +76,11 @@ def compare_headers(ours, theirs, random_uuid):
     fb = b["Filesystem features"].split()
     assert "shared_blocks" in fa
     assert sorted(f for f in fa if f != "shared_blocks") == sorted(fb)
-    # the tree's block, and the build's own directory and extent sizes
+    # the tree's block, and the build's own directory and extent sizes:
+    # at most 16 blocks more than mke2fs's (fewer where the default block
+    # dedupe found equal data)
     fr_a, fr_b = int(a["Free blocks"]), int(b["Free blocks"])
-    assert abs(fr_a - fr_b) <= 16, (fr_a, fr_b)
+    assert fr_a >= fr_b - 16, (fr_a, fr_b)
 
 
 def group_flags(img):
