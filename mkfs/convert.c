@@ -233,7 +233,7 @@ int dedupe_image(const struct mkfs_opts *o)
  * library's read-write open replays it): the conversion then starts from
  * the state the journal gives, not the one it overrides.
  */
-static int replay_first(const struct mkfs_opts *o)
+int replay_first(const struct mkfs_opts *o)
 {
 	extref_fs_t xfs;
 	ext2_filsys fs;
@@ -291,7 +291,7 @@ static errcode_t check_desc_csums(const struct mkfs_opts *o, int *found,
  * Refuse (exit) what stock e2fsck -fn calls damaged, before any write:
  * a conversion builds on the bitmaps and the block map, and a damaged
  * image's are not to be trusted (a tree could land in a block a damaged
- * inode still references).  --shrink has its own (shrink.c).
+ * inode still references).
  */
 static void convert_check_clean(const struct mkfs_opts *o)
 {
@@ -316,14 +316,11 @@ static void convert_check_clean(const struct mkfs_opts *o)
 
 int convert_image(const struct mkfs_opts *o)
 {
-	if (o->shrink)
-		shrink_check(o);	/* refusals before any write */
+	if (o->shrink)		/* a new image from this one (shrink.c) */
+		return shrink_image(o) ? 1 : o->quiet ? 0 : summary_print(o);
 	if (replay_first(o))
 		return 1;
-	if (o->shrink)
-		shrink_check_clean(o);
-	else
-		convert_check_clean(o);
+	convert_check_clean(o);
 	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
 		if (dedupe_image(o))
 			return 1;
@@ -334,15 +331,13 @@ int convert_image(const struct mkfs_opts *o)
 			printf("%s: converted to an extref image\n",
 			       o->image);
 	}
-	if (o->shrink && shrink_image(o))
-		return 1;
 	return o->quiet ? 0 : summary_print(o);
 }
 
 /* Refuse (exit) an image that is not an extref image whose counts the
- * checker core finds right: the shrink rebuilds the counts, which must
- * not pass for a repair nobody asked for. */
-static void shrink_only_check(const struct mkfs_opts *o)
+ * checker core finds right: --shrink alone is for extref images, and a
+ * copy must not pass for a repair nobody asked for. */
+void shrink_only_check(const struct mkfs_opts *o)
 {
 	struct extref_fsck_opts fo;
 	struct extref_fsck_result res;
@@ -378,11 +373,6 @@ static void shrink_only_check(const struct mkfs_opts *o)
 
 int shrink_only(const struct mkfs_opts *o)
 {
-	shrink_check(o);
-	if (replay_first(o))
-		return 1;
-	shrink_only_check(o);
-	shrink_check_clean(o);
 	if (shrink_image(o))
 		return 1;
 	return o->quiet ? 0 : summary_print(o);

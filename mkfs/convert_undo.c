@@ -43,7 +43,7 @@ errcode_t undo_first_write(ext2_filsys fs)
  */
 errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs)
 {
-	const char *undo = undo_file(o, UNDO_CONVERT);
+	const char *undo = convert_undo_file(o);
 	errcode_t err;
 
 	unlink(undo);
@@ -66,12 +66,12 @@ errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs)
 
 void convert_undo_done(const struct mkfs_opts *o)
 {
-	unlink(undo_file(o, UNDO_CONVERT));
+	unlink(convert_undo_file(o));
 }
 
 int convert_undo_take_back(const struct mkfs_opts *o, int opened)
 {
-	const char *undo = undo_file(o, UNDO_CONVERT);
+	const char *undo = convert_undo_file(o);
 
 	if (!opened || extref_image_is_blockdev(o->image) ||
 	    access(undo, F_OK))

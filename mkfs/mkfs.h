@@ -77,6 +77,8 @@ struct mkfs_opts {
 	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
 	int		noaction;	/* -n: mke2fs -n's report only */
 	int		no_xattrs;	/* -E no_copy_xattrs */
+	int		keep_times;	/* no clamping to the epoch (--shrink) */
+	int		no_journal;	/* -O ^has_journal, sized so (--shrink) */
 };
 
 #define OPT_CONVERT	1000
@@ -197,46 +199,20 @@ int convert_image(const struct mkfs_opts *o);
 int shrink_only(const struct mkfs_opts *o);
 int dedupe_image(const struct mkfs_opts *o);
 
-/* shrink.c: --convert --shrink.  Refuse (exit) before the conversion
- * what would stop the shrink; then cut the converted image down. */
-void shrink_check(const struct mkfs_opts *o);
-/* After the journal's replay: refuse a filesystem e2fsck finds damaged. */
-void shrink_check_clean(const struct mkfs_opts *o);
+/* Replay a journal that needs recovery (0, or 1 with the error said). */
+int replay_first(const struct mkfs_opts *o);
+/* Refuse (exit) what is not an extref image with clean counts. */
+void shrink_only_check(const struct mkfs_opts *o);
+
+/* shrink.c: --shrink (with --convert or not): the image file replaced
+ * by a fresh build of what it holds; 0, or 1 (errors said). */
 int shrink_image(const struct mkfs_opts *o);
-/* shrink_size.c: the blocks a fresh build of what fs holds would have,
- * and its inodes per group (with the size that goes with them; the
- * image's own inodes per group when it cannot have them). */
-blk64_t shrink_target(ext2_filsys fs, unsigned int headroom);
-/* The same for the image's own inodes per group: at least the groups
- * its inodes need (what the cut aims at, once step 1 is done or not). */
-blk64_t shrink_target_as_is(ext2_filsys fs, unsigned int headroom);
-__u32 shrink_ipg(ext2_filsys fs, unsigned int headroom, blk64_t *target);
-/* Blocks below target resize2fs cannot fill in the same run (there). */
-blk64_t shrink_stuck(ext2_filsys fs, blk64_t target);
-/* shrink_itable.c: the inode tables laid out for ipg inodes a group,
- * every inode in use within the first groups (renumbered if need be),
- * their tables below the block below; the caller closes fs to write it.
- * *wrote is set once a write may have gone out. */
-errcode_t shrink_itable(ext2_filsys fs, __u32 ipg, dgrp_t groups,
-			blk64_t below, int *wrote);
-/* resize_run.c: the stock resize2fs cuts the image to blocks, keeping
- * the undo file undo while it runs; 0, -2 when it failed and e2undo put
- * the image back as it was, -1 otherwise (errors printed). */
-int run_resize2fs(const struct mkfs_opts *o, blk64_t blocks,
-		  const char *undo);
-/* The undo files of --shrink, IMAGE + suffix (one buffer each): the
- * cut's (resize2fs -z), the tail saved before it (resize_tail.c), and
- * the new layout's (step 1), in the order e2undo must take them. */
-enum undo_kind { UNDO_CUT, UNDO_TAIL, UNDO_LAYOUT, UNDO_CONVERT };
-const char *undo_file(const struct mkfs_opts *o, enum undo_kind kind);
+
+/* tool_run.c: IMAGE.convert.e2undo, --convert's undo file. */
+const char *convert_undo_file(const struct mkfs_opts *o);
 /* Stock e2undo puts the image back from undo (then removed): 0, or -1
  * with the undo file kept and named. */
 int run_e2undo(const struct mkfs_opts *o, const char *undo);
-/* resize_tail.c: the blocks in use from block from on, and the last,
- * saved in the undo file undo (resize2fs's own cannot give them back
- * once it has truncated the file). */
-errcode_t resize_tail_save(const char *image, blk64_t from,
-			   const char *undo);
 
 /*
  * e2fsprogs 1.47.0's undo io manager frees the block map it makes at its
@@ -272,8 +248,8 @@ errcode_t undo_first_write(ext2_filsys fs);
 void convert_undo_done(const struct mkfs_opts *o);
 int convert_undo_take_back(const struct mkfs_opts *o, int opened);
 
-/* Stock e2fsck -fn on the image: 0 when it finds it clean (its report
- * printed otherwise). */
+/* tool_run.c: stock e2fsck -fn on the image: 0 when it finds it clean
+ * (its report printed otherwise). */
 int run_e2fsck_fn(const struct mkfs_opts *o);
 
 /* update.c: --update, checked (exits on a bad call), then run. */

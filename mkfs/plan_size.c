@@ -74,7 +74,7 @@ unsigned int journal_mib(uint64_t content)
  * n inodes as mke2fs keeps them: it rounds each group's share up to
  * whole inode-table blocks, then down to a multiple of 8 (-N 25 in two
  * groups of 2 inodes a block gave 16).  Asked for a multiple of both,
- * it keeps them all (as shrink_size.c's ipg_for lays them out).
+ * it keeps them all.
  */
 static uint64_t whole_groups(uint64_t n, blk64_t blocks, unsigned int bs,
 			     unsigned int isize)
@@ -110,7 +110,8 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 		  (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) + 2;
 	snprintf(journal, sizeof(journal), "size=%u",
 		 journal_mib(content * bs));
-	jblocks = ((uint64_t)journal_mib(content * bs) << 20) / bs;
+	jblocks = o->no_journal ? 0 :
+		  ((uint64_t)journal_mib(content * bs) << 20) / bs;
 	total = content + jblocks;
 	for (i = 0; i < 4; i++)		/* more groups, more metadata */
 		total = content + jblocks +

@@ -1,32 +1,27 @@
 /*
- * shrink.c --- mkfs.extref --convert --shrink: after the conversion (and
- * the dedupe), the image is cut down to the size a fresh build of what
- * it holds would have (shrink_size.c), and the file with it.
+ * shrink.c --- mkfs.extref --shrink and --convert --shrink: the image
+ * file replaced by a fresh build of what it holds.
  *
- * The steps, each finished before the next starts:
- *   1. the inode tables are laid out again for the inodes per group a
- *      fresh build of that size would have (shrink_itable.c,
- *      shrink_renum.c), through e2fsprogs' undo io manager: every inode
- *      in use then lies in the groups that stay;
- *   2. the stock resize2fs cuts the filesystem to that size (resize_run.c:
- *      the blocks above it move down, shared ones staying shared; the
- *      groups cut off go), in a second run when the first cannot use the
- *      metadata blocks of the groups it cuts off;
- *   3. the reference-count tree, whose records name the blocks' old
- *      places, is rebuilt from the extents by the fsck core (one
- *      transaction of the journal, as fsck.extref repairs);
- *   4. the file is truncated to the filesystem and its free blocks are
- *      punched out.
- * Everything that can refuse (a block device, no resize2fs, an undo file
- * left) is checked by shrink_check() before anything is written; a
- * filesystem stock e2fsck -fn finds damaged by shrink_check_clean(),
- * after the journal's replay and before the conversion (resize2fs moves
- * blocks and rewrites what points at them: it wants a clean filesystem,
- * which its -f would not check).  A crash or a failure after that leaves
- * what docs/mkfs.extref.8 describes: stock e2fsck -fy, then
- * fsck.extref -fy, repair it with every file's bytes.
+ * The steps, in order, each finished before the next starts:
+ *   1. the refusals: a block device, a filesystem with stable_inodes
+ *      (the copy renumbers inodes); a journal that needs recovery is
+ *      replayed (convert.c's replay_first); a filesystem stock e2fsck
+ *      -fn finds damaged is refused;
+ *   2. a fresh -d IMAGE build of the image (source.c, populate_image.c:
+ *      every file, its sharing kept, --dedup on top) into a hidden
+ *      directory beside it, ".NAME.shrink-PID", with the image's block
+ *      size, inode size, UUID, label, hash seed and features, sized as a
+ *      build without SIZE (plan_size.c: its inodes, its journal); with
+ *      --dedup, a second copy of that one, sized for what it shares;
+ *   3. the new file synced, renamed over the image, the directory synced.
+ * Until the rename the image is not written at all (the journal's replay
+ * aside); a failure or a signal removes the hidden directory
+ * (cleanup.c).  A SIGKILL or a crash before the rename leaves the image
+ * as it was and the hidden directory, to remove.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,546 +29,295 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "extref.h"
-#include "extref_fsck.h"
-#include "mkfs.h"
-#include "shrink_int.h"
+#include <e2p/e2p.h>
+#include <uuid/uuid.h>
 
-#ifdef EXTREF_FAULT_INJECTION
-extern io_manager extref_fault_io_manager;
-#endif
+#include "extref.h"
+#include "extref_ops.h"
+#include "mkfs.h"
 
 #ifdef EXTREF_FAULT_INJECTION
 /*
  * Crash tests only (configure --enable-fault-injection):
- * EXTREF_FAULT_SHRINK_STEP=STEP ends the run as a kill would (_exit, no
- * clean-up) right after STEP: "itable" (the new layout), "resize" (the
- * cut) or "rebuild"; EXTREF_FAULT_SHRINK=MODE runs the writes of the
- * rebuild under EXTREF_FAULT=MODE (libfs/txn/faultio.c).
- * EXTREF_FAULT_SHRINK_KILL=N kills the run likewise in the middle of the
- * new layout, after its N-th unit: the resize inode dropped, the journal
- * made again (each when it is), then each inode written, then each
- * directory;
- * EXTREF_FAULT_SHRINK_FAIL=N makes the N-th fail instead (EIO).  Crashes inside
- * resize2fs come from its own TEST_IO_WRITE_ABORT (e2fsprogs' test_io
- * manager).
+ * EXTREF_FAULT_SHRINK_STEP=STEP sends the run SIGTERM right after STEP:
+ * "built" (the copy made), "synced" (the copy on disk) or "renamed".
  */
-static int fault_step(const char *step)
+static void fault_after(const char *step)
 {
 	const char *s = getenv("EXTREF_FAULT_SHRINK_STEP");
 
-	return s && !strcmp(s, step);
-}
-
-static void fault_enter(const char *step)
-{
-	const char *mode = getenv("EXTREF_FAULT_SHRINK");
-
-	if (fault_step(step) && mode)
-		setenv("EXTREF_FAULT", mode, 1);
-}
-
-static void fault_leave(const char *step)
-{
-	if (!fault_step(step))
-		return;
-	fprintf(stderr, "EXTREF_FAULT_SHRINK_STEP: killed after %s\n", step);
-	_exit(137);
-}
-
-errcode_t shrink_tick(void)
-{
-	static unsigned long n;
-	const char *kill = getenv("EXTREF_FAULT_SHRINK_KILL");
-	const char *fail = getenv("EXTREF_FAULT_SHRINK_FAIL");
-
-	n++;
-	if (kill && n == strtoul(kill, NULL, 10)) {
-		fprintf(stderr, "EXTREF_FAULT_SHRINK_KILL: killed after %lu\n",
-			n);
-		_exit(137);
-	}
-	if (fail && n == strtoul(fail, NULL, 10)) {
-		fprintf(stderr, "EXTREF_FAULT_SHRINK_FAIL: %lu fails\n", n);
-		return EIO;
-	}
-	return 0;
+	if (s && !strcmp(s, step))
+		raise(SIGTERM);
 }
 #else
-#define fault_enter(step)	do { } while (0)
-#define fault_leave(step)	do { } while (0)
-errcode_t shrink_tick(void)
-{
-	return 0;
-}
+#define fault_after(step)	do { } while (0)
 #endif
 
-/* unix_io, or (test builds, EXTREF_FAULT set) the fault injector */
-static io_manager shrink_io(void)
-{
-#ifdef EXTREF_FAULT_INJECTION
-	const char *fault = getenv("EXTREF_FAULT");
+/* The features a fresh build takes from the image, set or cleared as
+ * there; the rest are the build's own (mkfs.extref's configuration). */
+static const char *const kept_features[] = {
+	"has_journal", "ext_attr", "dir_index", "filetype", "flex_bg",
+	"64bit", "sparse_super", "large_file", "huge_file", "dir_nlink",
+	"extra_isize", "metadata_csum", "metadata_csum_seed", "quota",
+	"project", "inline_data", "large_dir", "ea_inode", "orphan_file",
+	"meta_bg",
+};
 
-	if (fault && *fault)
-		return extref_fault_io_manager;
-#endif
-	return unix_io_manager;
+static int has_feature(const struct ext2_super_block *sb, const char *name)
+{
+	const __u32 *words[] = { &sb->s_feature_compat,
+				 &sb->s_feature_incompat,
+				 &sb->s_feature_ro_compat };
+	unsigned int mask;
+	int compat;
+
+	if (e2p_string2feature((char *)name, &compat, &mask) || compat > 2)
+		return -1;
+	return (*words[compat] & mask) != 0;
 }
 
-/*
- * The undo files left, in the order e2undo must take them (the newest
- * first: the cut's, the tail it saved, the new layout's), as one line
- * of advice in buf; 0 when none is left.  After an e2undo that says
- * "Incomplete undo record" (a killed run), it has marked the superblock
- * for a check, and the next ones need -f.
- */
-static int undo_order(const struct mkfs_opts *o, char *buf, size_t len)
+static void features_of(const struct ext2_super_block *sb, char *buf,
+			size_t len)
 {
 	size_t at = 0;
-	int n = 0;
+	int gdt = has_feature(sb, "uninit_bg") == 1;
 
 	buf[0] = 0;
-	for (int k = UNDO_CUT; k <= UNDO_LAYOUT && at < len; k++) {
-		const char *f = undo_file(o, (enum undo_kind)k);
+	for (size_t i = 0; i < sizeof(kept_features) /
+			       sizeof(kept_features[0]); i++) {
+		int on = has_feature(sb, kept_features[i]);
 
-		if (access(f, F_OK))
-			continue;
-		at += (size_t)snprintf(buf + at, len - at, "%se2undo %s %s",
-				       n ? ", then " : "run ", f, o->image);
-		n++;
+		if (on >= 0 && at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s%s",
+					       at ? "," : "", on ? "" : "^",
+					       kept_features[i]);
 	}
-	if (n && at < len)
-		snprintf(buf + at, len - at, "%s, then e2fsck -fy %s",
-			 n > 1 ? " (after one that says \"Incomplete undo "
-			 "record\", the next with e2undo -f)" : "", o->image);
-	return n;
+	if (gdt && at < len)	/* instead of metadata_csum */
+		at += (size_t)snprintf(buf + at, len - at, ",uninit_bg");
+	if (has_feature(sb, "meta_bg") == 1 && at < len)
+		snprintf(buf + at, len - at, ",^resize_inode");
 }
 
-void shrink_check_clean(const struct mkfs_opts *o)
+/* What the copy keeps of the image: n's options, from its superblock. */
+struct keep {
+	char	inode_size[16], uuid[40], label[MKFS_LABEL_MAX + 1];
+	char	ext[64], features[1024];
+};
+
+static void keep_of(const struct mkfs_opts *o, struct mkfs_opts *n,
+		    struct keep *k, unsigned int *bs, blk64_t *blocks)
 {
+	struct ext2_super_block *sb;
 	ext2_filsys fs;
+	errcode_t err;
+	static const __u8 zero[16];
 
-	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			 unix_io_manager, &fs) == 0) {
-		int stable = ext2fs_has_feature_stable_inodes(fs->super);
-
+	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			   unix_io_manager, &fs);
+	if (err)
+		fatal("%s: %s; nothing was changed", o->image,
+		      error_message(err));
+	sb = fs->super;
+	if (ext2fs_has_feature_stable_inodes(sb)) {
 		ext2fs_close_free(&fs);
-		if (stable)
-			fatal("%s: --shrink: the filesystem has stable_inodes "
-			      "(inode numbers must not change; resize2fs will "
-			      "not shrink it either); nothing was changed",
-			      o->image);
+		fatal("%s: --shrink: the filesystem has stable_inodes (inode "
+		      "numbers must not change; the copy renumbers them); "
+		      "nothing was changed", o->image);
 	}
+	*bs = fs->blocksize;
+	*blocks = ext2fs_blocks_count(sb);
+	n->blocksize = fs->blocksize;
+	n->bs_chosen = 1;
+	snprintf(k->inode_size, sizeof(k->inode_size), "%u",
+		 (unsigned)EXT2_INODE_SIZE(sb));
+	n->inode_size = k->inode_size;
+	uuid_unparse((const unsigned char *)sb->s_uuid, k->uuid);
+	n->uuid = k->uuid;
+	memcpy(k->label, sb->s_volume_name, MKFS_LABEL_MAX);
+	k->label[MKFS_LABEL_MAX] = 0;
+	if (k->label[0])
+		n->label = k->label;
+	if (memcmp(sb->s_hash_seed, zero, sizeof(zero))) {
+		char seed[40];
+
+		uuid_unparse((const unsigned char *)sb->s_hash_seed, seed);
+		snprintf(k->ext, sizeof(k->ext), "hash_seed=%s", seed);
+		check_ext_opts(n, k->ext);
+	}
+	features_of(sb, k->features, sizeof(k->features));
+	check_features(n, k->features);
+	/* no journal: none made (plan_size's -J would add one) */
+	n->journal_given = n->no_journal = !ext2fs_has_feature_journal(sb);
+	ext2fs_close_free(&fs);
+}
+
+/* The hidden directory beside the image, DIR/.NAME.shrink-PID (0700),
+ * removed with what it holds on any failure or signal (cleanup.c). */
+static void tmp_dir(const char *image, char *buf, size_t len)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	sigset_t old;
+	int rc;
+
+	if (strlen(image) >= sizeof(a))
+		fatal("%s: name too long", image);
+	strcpy(a, image);
+	strcpy(b, image);
+	if ((size_t)snprintf(buf, len, "%s/.%s.shrink-%ld", dirname(a),
+			     basename(b), (long)getpid()) >= len)
+		fatal("%s: name too long", image);
+	cleanup_block(&old);
+	rc = mkdir(buf, 0700);
+	if (!rc && cleanup_add_tree(buf)) {
+		rmdir(buf);
+		errno = ENAMETOOLONG;
+		rc = -1;
+	}
+	cleanup_unblock(&old);
+	if (rc)
+		fatal("%s: cannot make %s: %s; nothing was changed", image,
+		      buf, strerror(errno));
+}
+
+/* Step 2: the copy, made as main.c makes a -d build (removed on any
+ * failure, by target_undo or at exit). */
+static int build_copy(struct mkfs_opts *n)
+{
+	struct mkfs_target t;
+
+	memset(&t, 0, sizeof(t));
+	source_check(n);		/* -d IMAGE: measured and sized */
+	target_probe(n, &t);
+	target_create(n, &t);
+	if (run_mke2fs(n, &t) || format_image(n, &t) || source_finish(n)) {
+		target_undo(n, &t);
+		return 1;
+	}
+	return 0;
+}
+
+static int sync_path(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/* Step 3: tmp on disk, then in the image's place, then that on disk. */
+static int replace(const struct mkfs_opts *o, const char *tmp)
+{
+	char d[PATH_MAX];
+	sigset_t old;
+	int rc;
+
+	if (sync_path(tmp, O_RDONLY)) {
+		error_line("%s: cannot sync %s: %s", o->image, tmp,
+			   strerror(errno));
+		return 1;
+	}
+	fault_after("synced");
+	cleanup_block(&old);	/* renamed and kept, with no signal between */
+	rc = rename(tmp, o->image);
+	if (!rc)
+		cleanup_keep_image();
+	cleanup_unblock(&old);
+	if (rc) {
+		error_line("%s: cannot rename %s over it: %s", o->image, tmp,
+			   strerror(errno));
+		return 1;
+	}
+	fault_after("renamed");
+	strcpy(d, o->image);	/* tmp_dir checked the length */
+	if (sync_path(dirname(d), O_RDONLY | O_DIRECTORY)) {
+		error_line("%s: shrunk, but its directory cannot be synced: "
+			   "%s", o->image, strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
+static void shrink_checks(const struct mkfs_opts *o)
+{
+	if (extref_image_is_blockdev(o->image))
+		fatal("%s: --shrink makes a new, smaller image file and puts "
+		      "it in the file's place; %s is a block device: copy it "
+		      "into a file (dd if=%s of=FILE), run mkfs.extref "
+		      "%s--shrink FILE, and write FILE back (or use it); "
+		      "nothing was changed", o->image, o->image, o->image,
+		      o->convert ? "--convert " : "");
+	if (replay_first(o))
+		exit(1);
 	if (run_e2fsck_fn(o))
 		fatal("%s: e2fsck -fn finds it damaged (above): --shrink runs "
 		      "only on a clean filesystem; run e2fsck -fy %s first; "
 		      "nothing was changed", o->image, o->image);
 }
 
-void shrink_check(const struct mkfs_opts *o)
-{
-	char order[8 * PATH_MAX];
-
-	/* a journal that needs recovery is replayed next (convert.c) */
-	if (extref_image_is_blockdev(o->image))
-		fatal("%s: --shrink cuts an image file; %s is a block device",
-		      o->image, o->image);
-	if (undo_order(o, order, sizeof(order)))
-		fatal("%s: undo files of an interrupted shrink are left: %s; "
-		      "nothing was changed", o->image, order);
-	if (access("/sbin/resize2fs", X_OK) && !getenv("MKFS_EXTREF_RESIZE2FS")
-	    && system("command -v resize2fs >/dev/null 2>&1"))
-		fatal("%s: --shrink needs the stock resize2fs (e2fsprogs): "
-		      "not found; nothing was changed", o->image);
-}
-
-/* The filesystem's size and the size to cut it to, in blocks (with
- * stuck, what one run of resize2fs can reach). */
-static errcode_t measure(const struct mkfs_opts *o, blk64_t *blocks,
-			 blk64_t *target, unsigned int *bs, blk64_t *stuck)
-{
-	ext2_filsys fs;
-	errcode_t err;
-
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		return err;
-	*blocks = ext2fs_blocks_count(fs->super);
-	*target = shrink_target_as_is(fs, o->headroom);
-	*bs = fs->blocksize;
-	/* the new end moves up by what is stuck below it, which may
-	 * then hold more of it */
-	for (int i = 0; stuck && i < 64; i++) {
-		blk64_t s = shrink_stuck(fs, *target + (i ? *stuck : 0));
-
-		if (i && s == *stuck)
-			break;
-		*stuck = s;
-	}
-	ext2fs_close_free(&fs);
-	return 0;
-}
-
-/* After the first cut: the new layout stays (its undo file goes); or,
- * the cut rolled back, the new layout is taken back too; or, the cut's
- * rollback failed, its undo file is kept for the user too. */
-static int layout_settle(const struct mkfs_opts *o, int cut_rc)
-{
-	sigset_t old;
-	int rc = cut_rc;
-
-	cleanup_block(&old);
-	if (cut_rc == -1) {
-		/* kept: the end of the run names the order (undo_order) */
-	} else if (cut_rc != -2) {
-		unlink(undo_file(o, UNDO_LAYOUT));
-	} else if (run_e2undo(o, undo_file(o, UNDO_LAYOUT))) {
-		rc = -1;
-	} else {
-		error_line("%s: rolled back the new layout too: the image is "
-			   "as before the shrink", o->image);
-	}
-	cleanup_unblock(&old);
-	return rc;
-}
-
-/*
- * Step 2: resize2fs down to the target, if smaller;
- * in two runs when the first cannot use the metadata blocks of the
- * groups it cuts off.  0, or run_resize2fs's -1 or -2 (rolled back).
- */
-static int cut_blocks(const struct mkfs_opts *o, int layout)
-{
-	blk64_t blocks, target, stuck;
-	unsigned int bs;
-	errcode_t err;
-	int run;
-
-	for (run = 0; run < 2; run++) {
-		err = measure(o, &blocks, &target, &bs, &stuck);
-		if (err) {
-			error_line("%s: %s while measuring", o->image,
-				   error_message(err));
-			if (run == 0 && layout)
-				layout_settle(o, 0);
-			return -1;
-		}
-		if (target >= blocks)
-			return run == 0 && layout ? layout_settle(o, 0) : 0;
-		if (target + stuck >= blocks)
-			stuck = 0;
-		progress_update("shrinking", 0, 0);
-		err = run_resize2fs(o, target + stuck, undo_file(o, UNDO_CUT));
-		if (run == 0 && layout)
-			err = layout_settle(o, (int)err);
-		if (err)
-			return (int)err;
-		if (!stuck)
-			break;
-	}
-	return 0;
-}
-
-/* What step 1 does to fs: its journal's new size (0: kept), and the
- * inodes per group (0: kept) with the groups and size they are for. */
-struct layout_plan {
-	int		resize_inode;	/* drop it */
-	blk64_t		jblocks;
-	__u32		ipg;
-	dgrp_t		groups;
-	blk64_t		target;
-};
-
-static void plan_layout(ext2_filsys fs, const struct mkfs_opts *o,
-			struct layout_plan *p)
-{
-	p->ipg = shrink_ipg(fs, o->headroom, &p->target);
-	p->groups = (dgrp_t)((p->target - fs->super->s_first_data_block +
-			      fs->super->s_blocks_per_group - 1) /
-			     fs->super->s_blocks_per_group);
-	if (p->ipg == fs->super->s_inodes_per_group)
-		p->ipg = 0;
-}
-
-/* Whether step 1 has anything to do (read-only). */
-static errcode_t plan_first(const struct mkfs_opts *o, struct layout_plan *p)
-{
-	ext2_filsys fs;
-	errcode_t err;
-
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		return err;
-	p->resize_inode = shrink_drop_resize_inode_wanted(fs);
-	p->jblocks = shrink_journal_want(fs);
-	plan_layout(fs, o, p);
-	ext2fs_close_free(&fs);
-	return err;
-}
-
-/* Step 1 through e2fsprogs' undo io manager; *wrote once a write may
- * have gone out (before, a failure left the image as it was). */
-static errcode_t relayout_undo(const struct mkfs_opts *o,
-			       struct layout_plan *p, int *wrote)
-{
-	ext2_filsys fs;
-	errcode_t err;
-
-	err = set_undo_io_backing_manager(shrink_io());
-	if (!err)
-		err = undo_file_set(undo_file(o, UNDO_LAYOUT));
-	if (!err)
-		err = ext2fs_open2(o->image, NULL,
-				   EXT2_FLAG_64BITS | EXT2_FLAG_RW, 0, 0,
-				   undo_io_manager, &fs);
-	if (err)
-		return err;
-	if (o->have_epoch)
-		fs->now = o->epoch;
-	err = undo_first_write(fs);
-	if (!err && p->resize_inode) {
-		*wrote = 1;
-		err = shrink_drop_resize_inode(fs);
-		if (!err)
-			err = shrink_tick();
-		/* the plan, without the reserved descriptor blocks */
-		if (!err && !p->jblocks)
-			plan_layout(fs, o, p);
-	}
-	if (!err && p->jblocks) {
-		*wrote = 1;
-		err = shrink_journal(fs, p->jblocks);
-		if (!err)
-			err = shrink_tick();
-		/* the inodes' plan, for the journal's new size */
-		if (!err)
-			plan_layout(fs, o, p);
-	}
-	if (!err && p->ipg)
-		err = shrink_itable(fs, p->ipg, p->groups, p->target, wrote);
-	if (err) {
-		ext2fs_free(fs);	/* nothing more written */
-		return err;
-	}
-	*wrote = 1;
-	return ext2fs_close_free(&fs);
-}
-
-/*
- * Step 1: the resize inode of a 1 KiB-block image dropped
- * (shrink_resize_inode.c), the journal cut to a fresh build's
- * (shrink_journal.c), and the
- * inode tables laid out for the inodes a fresh build would have
- * (shrink_itable.c), before the cut.  0: nothing to do; 1: done, its
- * undo file kept (layout_settle); -2 when it failed and the image is as
- * it was (put back by e2undo, or never written); -1 otherwise (errors
- * printed).
- */
-static int relayout(const struct mkfs_opts *o)
-{
-	struct layout_plan p;
-	sigset_t old;
-	errcode_t err;
-	int rc = 0, wrote = 0;
-
-	memset(&p, 0, sizeof(p));
-	err = plan_first(o, &p);
-	if (err) {
-		error_line("%s: %s while measuring", o->image,
-			   error_message(err));
-		return -1;
-	}
-	if (!p.resize_inode && !p.jblocks && !p.ipg)
-		return 0;
-	progress_update("laying out the journal and inode tables", 0, 0);
-	unlink(undo_file(o, UNDO_LAYOUT));
-	cleanup_block(&old);	/* a signal waits for the undo file */
-	err = relayout_undo(o, &p, &wrote);
-	if (!err && run_e2fsck_fn(o)) {
-		error_line("%s: e2fsck -fn finds the image damaged after the "
-			   "new layout (above)", o->image);
-		err = EXT2_ET_FILESYSTEM_CORRUPTED;
-	}
-	if (err) {
-		error_line("%s: %s while laying out the journal and inode "
-			   "tables", o->image, error_message(err));
-		if (!wrote) {
-			unlink(undo_file(o, UNDO_LAYOUT));
-			rc = -2;
-		} else {
-			rc = run_e2undo(o, undo_file(o, UNDO_LAYOUT)) ? -1 : -2;
-		}
-		if (rc == -2)
-			error_line("%s: rolled back: the image is as before the "
-				   "new layout; cut with its own", o->image);
-	} else {
-		rc = 1;		/* done, its undo file kept */
-	}
-	cleanup_unblock(&old);
-	return rc;
-}
-
-
-/* Step 3: the tree's records follow their blocks (the fsck core's
- * rebuild, quietly); anything it cannot fix is an error. */
-static errcode_t rebuild_tree(const struct mkfs_opts *o)
-{
-	struct extref_fsck_opts fo;
-	struct extref_fsck_result res;
-	extref_fs_t xfs;
-	errcode_t err;
-
-	memset(&fo, 0, sizeof(fo));
-	memset(&res, 0, sizeof(res));
-	fo.mode = EXTREF_FSCK_YES;
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
-			     &xfs, NULL);
-	if (err)
-		return err;
-	if (o->have_epoch)
-		extref_fs_ext2(xfs)->now = o->epoch;
-	progress_update("rebuilding the reference counts", 0, 0);
-	err = extref_fsck(extref_fs_ext2(xfs), &fo, &res);
-	if (!err && res.unfixed)
-		err = EXTREF_ERR_UNTRUSTED;
-	if (err) {
-		extref_fs_abort(xfs);
-		return err;
-	}
-	return extref_fs_close(xfs);
-}
-
-/*
- * The blocks of each inode table past its last inode in use
- * (itable_unused: nothing reads them) count as free for the punch, as a
- * fresh build never writes them.  fs is open read-only: only the
- * in-memory bitmap changes.
- */
-static void unused_itable_free(ext2_filsys fs)
-{
-	__u32 ipb = EXT2_INODES_PER_BLOCK(fs->super);
-
-	if (!ext2fs_has_group_desc_csum(fs))
-		return;
-	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
-		__u32 used = fs->super->s_inodes_per_group -
-			     ext2fs_bg_itable_unused(fs, g);
-		blk64_t keep = (used + ipb - 1) / ipb;
-
-		if (keep < fs->inode_blocks_per_group)
-			ext2fs_unmark_block_bitmap_range2(fs->block_map,
-				ext2fs_inode_table_loc(fs, g) + keep,
-				(unsigned int)(fs->inode_blocks_per_group -
-					       keep));
-	}
-}
-
-/* Step 5: the file as long as the filesystem, its free blocks holes. */
-static errcode_t cut_file(const struct mkfs_opts *o, blk64_t *blocks)
-{
-	struct punch_list pl = { NULL, 0, 0, 0 };
-	ext2fs_block_bitmap all = NULL;
-	struct stat st;
-	ext2_filsys fs;
-	uint64_t bytes, punched;
-	errcode_t err;
-
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		return err;
-	*blocks = ext2fs_blocks_count(fs->super);
-	bytes = *blocks * fs->blocksize;
-	err = punch_snapshot(fs, &all);
-	if (!err) {
-		ext2fs_mark_block_bitmap_range2(all,
-				fs->super->s_first_data_block,
-				*blocks - fs->super->s_first_data_block);
-		unused_itable_free(fs);
-		err = punch_plan(fs, all, &pl);	/* every free block */
-	}
-	ext2fs_close_free(&fs);
-	if (!err && stat(o->image, &st) == 0 && (uint64_t)st.st_size > bytes &&
-	    truncate(o->image, (off_t)bytes) < 0)
-		err = errno;
-	if (!err)
-		err = punch_apply(o->image, &pl, &punched);
-	punch_free(&pl);
-	return err;
-}
-
-static void set_note(const struct mkfs_opts *o)
-{
-	char text[2 * 4096 + 160];
-
-	snprintf(text, sizeof(text), "%s: %s: interrupted while shrinking: "
-		 "run e2fsck -fy %s, then fsck.extref -fy %s", prog, o->image,
-		 o->image, o->image);
-	cleanup_set_note(text);
-}
-
 int shrink_image(const struct mkfs_opts *o)
 {
+	char dir[PATH_MAX - 8], tmp[PATH_MAX], first[PATH_MAX];
+	struct mkfs_opts n;
+	struct keep k;
 	extref_image_lock_t lock;
-	blk64_t before, target, after;
 	unsigned int bs;
+	blk64_t before, after;
+	struct stat st;
 	errcode_t err;
-	int rc, layout;
+	int rc;
 
-	err = measure(o, &before, &target, &bs, NULL);
-	if (!err)
-		err = extref_image_lock(o->image, EXTREF_LOCK_WRITE, &lock);
-	if (err) {
-		error_line("%s: %s", o->image, error_message(err));
-		return 1;
+	shrink_checks(o);
+	if (!o->convert)
+		shrink_only_check(o);
+	memset(&n, 0, sizeof(n));
+	keep_of(o, &n, &k, &bs, &before);
+	tmp_dir(o->image, dir, sizeof(dir));
+	snprintf(first, sizeof(first), "%s/a", dir);
+	snprintf(tmp, sizeof(tmp), "%s/b", dir);
+	/* deduplicated, a copy is sized for its data before the dedupe:
+	 * a second copy of it, sized for what the dedupe left */
+	n.image = o->dedup != EXTREF_DEDUPE_NONE ? first : tmp;
+	n.source = o->image;
+	n.sources[0] = o->image;
+	n.nsources = 1;
+	n.quiet = 1;
+	n.dedup = o->dedup;
+	n.headroom = o->headroom;
+	n.have_epoch = o->have_epoch;
+	n.epoch = o->epoch;
+	n.keep_times = 1;		/* the files' own, never clamped */
+	/* nobody writes the image while it is copied */
+	err = extref_image_lock(o->image, EXTREF_LOCK_WRITE, &lock);
+	if (err)
+		fatal("%s: %s; nothing was changed", o->image,
+		      error_message(err));
+	rc = build_copy(&n);
+	if (!rc && o->dedup != EXTREF_DEDUPE_NONE) {
+		n.source = n.sources[0] = first;
+		n.image = tmp;
+		n.image_source = NULL;
+		n.dedup = EXTREF_DEDUPE_NONE;	/* its sharing is kept */
+		n.size_arg = NULL;
+		n.inodes = NULL;
+		rc = build_copy(&n);
+		unlink(first);
 	}
-	set_note(o);
-	layout = relayout(o);
-	fault_leave("itable");
-	rc = layout == -1 ? -1 : cut_blocks(o, layout == 1);
-	if (!rc && layout == -2)
-		rc = -2;		/* cut, but with its own layout */
-	fault_leave("resize");
+	if (!rc)
+		fault_after("built");
+	if (!rc)
+		rc = replace(o, tmp);
 	extref_image_unlock(lock);
-	/* rolled back (-2): the image is sound, the counts follow what the
-	 * runs before moved */
-	if (!rc || rc == -2) {
-		fault_enter("rebuild");
-		err = rebuild_tree(o);
-		fault_leave("rebuild");
-		if (err)
-			error_line("%s: %s while rebuilding the reference "
-				   "counts", o->image, error_message(err));
-	}
-	if ((!rc || rc == -2) && !err) {
-		err = cut_file(o, &after);
-		if (err)
-			error_line("%s: %s while cutting the file", o->image,
-				   error_message(err));
-	}
-	progress_end();
-	if (rc == -2 && !err) {
-		cleanup_set_note(NULL);
-		error_line("%s: sound, with every file, but %llu blocks "
-			   "long, not shrunk as far as planned", o->image,
-			   (unsigned long long)after);
+	rmdir(dir);		/* empty once renamed; else at exit */
+	free(n.features);
+	free(n.ext_opts);
+	if (rc == 1)
+		error_line("%s: not shrunk; the image is as it was", o->image);
+	if (rc)
 		return 1;
-	}
-	if (rc || err) {
-		char order[8 * PATH_MAX];
-
-		if (undo_order(o, order, sizeof(order)))
-			error_line("%s: not shrunk to the end: to put it "
-				   "back, %s", o->image, order);
-		else
-			error_line("%s: not shrunk to the end: run e2fsck "
-				   "-fy %s, then fsck.extref -fy %s", o->image,
-				   o->image, o->image);
-		return 1;
-	}
-	cleanup_set_note(NULL);
+	after = stat(o->image, &st) ? 0 : (blk64_t)st.st_size / bs;
 	if (!o->quiet)
 		printf("%s: shrunk from %llu to %llu blocks (%.1f MiB)\n",
 		       o->image, (unsigned long long)before,

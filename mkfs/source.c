@@ -322,7 +322,7 @@ static int populate(const struct mkfs_opts *o)
 		p.flags |= EXTREF_POP_KEEP_ROOT_OWNER;
 	if (o->no_xattrs)	/* -E no_copy_xattrs */
 		p.flags |= EXTREF_POP_NO_XATTRS;
-	if (o->have_epoch) {
+	if (o->have_epoch && !o->keep_times) {
 		p.flags |= EXTREF_POP_EPOCH;
 		p.epoch = o->epoch;
 	}

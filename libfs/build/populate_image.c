@@ -292,6 +292,11 @@ static void meta_of(const struct img *g, struct xr_pop_meta *m)
 	m->atime = ts(in->i_atime, in->i_atime_extra, HAS(g, i_atime_extra));
 	m->mtime = ts(in->i_mtime, in->i_mtime_extra, HAS(g, i_mtime_extra));
 	m->ctime = ts(in->i_ctime, in->i_ctime_extra, HAS(g, i_ctime_extra));
+	m->generation = in->i_generation;
+	m->has_projid = HAS(g, i_projid) &&
+			ext2fs_has_feature_project(g->src.fs->super);
+	if (m->has_projid)
+		m->projid = in->i_projid;
 	m->has_crtime = HAS(g, i_crtime);
 	if (m->has_crtime)
 		m->crtime = ts(in->i_crtime, in->i_crtime_extra,

@@ -9,6 +9,7 @@
  * with xr_link, which indexes a directory when its first block fills,
  * as the kernel does.
  */
+#include <stddef.h>
 #include <string.h>
 #include "populate_int.h"
 #include "base/extref_vec.h"
@@ -52,7 +53,20 @@ static void set_owner(const struct xr_pop *p, struct ext2_inode_large *in,
 		     root ? 0 : m->gid);
 }
 
-/* A fresh inode in p->in: m's type, mode, owner, times; one link. */
+/* m's project id, where both the image and its inodes have room. */
+static void set_projid(const struct xr_pop *p, struct ext2_inode_large *in,
+		       const struct xr_pop_meta *m)
+{
+	if (m->has_projid && ext2fs_has_feature_project(p->fs->super) &&
+	    p->isz > EXT2_GOOD_OLD_INODE_SIZE &&
+	    in->i_extra_isize >= offsetof(struct ext2_inode_large, i_projid) +
+				 sizeof(in->i_projid) -
+				 EXT2_GOOD_OLD_INODE_SIZE)
+		in->i_projid = m->projid;
+}
+
+/* A fresh inode in p->in: m's type, mode, owner, times, generation and
+ * project; one link. */
 static void fill(struct xr_pop *p, const struct xr_pop_meta *m)
 {
 	struct ext2_inode_large *in = p->in;
@@ -65,6 +79,8 @@ static void fill(struct xr_pop *p, const struct xr_pop_meta *m)
 	in->i_links_count = 1;
 	set_owner(p, in, m);
 	set_times(p, in, m);
+	in->i_generation = m->generation;
+	set_projid(p, in, m);
 }
 
 static errcode_t write_full(struct xr_pop *p, ext2_ino_t ino)
@@ -104,7 +120,40 @@ errcode_t xr_pop_set_meta(struct xr_pop *p, ext2_ino_t ino,
 	if (set_owner_too || (p->req->flags & EXTREF_POP_ALL_ROOT))
 		set_owner(p, in, m);
 	set_times(p, in, m);
+	set_projid(p, in, m);
 	return write_full(p, ino);
+}
+
+/*
+ * A new directory's generation: its one block (ext2fs_mkdir's), whose
+ * checksum covers the generation, read before and written after (inline
+ * data lives in the inode, whose own checksum follows).
+ */
+static errcode_t set_dir_generation(struct xr_pop *p, ext2_ino_t ino,
+				    __u32 gen)
+{
+	struct ext2_inode_large *in = p->in;
+	blk64_t blk = 0;
+	char *buf = NULL;
+	errcode_t err;
+
+	err = ext2fs_read_inode_full(p->fs, ino, (struct ext2_inode *)in,
+				     p->isz);
+	if (!err && !(in->i_flags & EXT4_INLINE_DATA_FL))
+		err = ext2fs_bmap2(p->fs, ino, (struct ext2_inode *)in, NULL,
+				   0, 0, NULL, &blk);
+	if (!err && blk)
+		err = ext2fs_get_mem(p->fs->blocksize, &buf);
+	if (!err && blk)
+		err = ext2fs_read_dir_block4(p->fs, blk, buf, 0, ino);
+	if (!err) {
+		in->i_generation = gen;
+		err = write_full(p, ino);
+	}
+	if (!err && blk)
+		err = ext2fs_write_dir_block4(p->fs, blk, buf, 0, ino);
+	ext2fs_free_mem(&buf);
+	return err;
 }
 
 errcode_t xr_pop_mkdir(struct xr_pop *p, ext2_ino_t dir, const char *name,
@@ -121,6 +170,8 @@ errcode_t xr_pop_mkdir(struct xr_pop *p, ext2_ino_t dir, const char *name,
 		err = xr_link(p->fs, dir, name, *ino, EXT2_FT_DIR);
 	if (!err)
 		err = xr_pop_set_meta(p, *ino, m, 1, 1);
+	if (!err && m->generation)
+		err = set_dir_generation(p, *ino, m->generation);
 	if (!err)
 		p->req->inodes++;
 	return err;

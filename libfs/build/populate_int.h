@@ -24,6 +24,9 @@ struct xr_pop_meta {
 	__u32		major, minor;	/* devices */
 	struct timespec	atime, mtime, ctime, crtime;
 	int		has_crtime;
+	__u32		generation;	/* i_generation (0: none given) */
+	__u32		projid;		/* with has_projid */
+	int		has_projid;
 };
 
 struct xr_pop_xattr {

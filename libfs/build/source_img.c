@@ -229,6 +229,12 @@ static errcode_t scan_one(struct xr_src *s, ext2_ino_t ino,
 		s->meta++;
 	if (LINUX_S_ISDIR(in->i_mode))
 		s->dir_bytes += EXT2_I_SIZE(i);
+	/* inline data becomes a block of its own in the new image */
+	if ((in->i_flags & EXT4_INLINE_DATA_FL) && LINUX_S_ISDIR(in->i_mode))
+		s->inline_dirs++;
+	if ((in->i_flags & EXT4_INLINE_DATA_FL) && LINUX_S_ISREG(in->i_mode) &&
+	    EXT2_I_SIZE(i))
+		s->inline_files++;
 	if (LINUX_S_ISLNK(in->i_mode))
 		s->meta++;
 	if (!LINUX_S_ISREG(in->i_mode))
@@ -291,12 +297,12 @@ errcode_t extref_image_measure(const char *image, unsigned int bs,
 		out->entries = s.inodes;
 		/* each file's last block may grow to a whole new block */
 		out->data_blocks = (s.distinct * sbs + bs - 1) / bs +
-				   (sbs < bs ? s.files : 0);
+				   (sbs < bs ? s.files : 0) + s.inline_files;
 		out->distinct_blocks = out->data_blocks;
 		/* directories (and a block each for growth), symlinks and
 		 * attribute blocks, extent tree blocks */
 		out->meta_blocks = (s.dir_bytes + bs - 1) / bs +
-				   s.inodes / 16 + s.meta +
+				   s.inodes / 16 + s.meta + s.inline_dirs +
 				   s.runs / (bs / 12) + 1;
 	}
 	xr_src_close(&s);

@@ -31,6 +31,8 @@ struct xr_src {
 	__u64			inodes, files, runs;
 	__u64			dir_bytes;	/* directories' sizes */
 	__u64			meta;		/* slow symlinks, xattr blocks */
+	__u64			inline_files;	/* regular files, data inline */
+	__u64			inline_dirs;	/* directories inline */
 	__u64			distinct;	/* source blocks files map */
 };
 

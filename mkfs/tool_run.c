@@ -1,0 +1,125 @@
+/*
+ * tool_run.c --- run the stock e2fsck -fn (the clean checks of --convert
+ * and --shrink) and e2undo (convert_undo.c, undo_build.c), as
+ * mke2fs_run.c runs the stock mke2fs.
+ *
+ * They run with the terminating signals blocked (and we wait with them
+ * blocked): a Ctrl-C neither kills them half-way nor leaves them running
+ * alone; the signal is taken once they have finished.  Their output is
+ * kept and printed only when they fail.  MKFS_EXTREF_E2FSCK and
+ * MKFS_EXTREF_E2UNDO name other programs (tests); else /sbin/NAME, else
+ * NAME on PATH.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <limits.h>
+
+#include "mkfs.h"
+
+/* What the tool printed (on failure), on standard error. */
+static void print_output(int fd)
+{
+	off_t size = lseek(fd, 0, SEEK_END);
+	char *buf;
+
+	if (size <= 0 || lseek(fd, 0, SEEK_SET) < 0 ||
+	    !(buf = malloc((size_t)size)))
+		return;
+	if (read(fd, buf, (size_t)size) == size)
+		(void)!fwrite(buf, 1, (size_t)size, stderr);
+	free(buf);
+}
+
+/*
+ * Run argv (tool name, overridable by env_var) to its end with the
+ * terminating signals blocked; 0 when it exited 0, else -1 with its
+ * output on standard error and *why set (an errno value, or 0: it ran
+ * and failed, *status saying how).
+ */
+static int run_tool(const struct mkfs_opts *o, const char *env_var,
+		    const char **argv, int *status, int *why)
+{
+	int out = memfd_create("tool-output", MFD_CLOEXEC), err;
+	char path[64];
+	struct spawn_req r = { argv[0], path, env_var, NULL, -1 };
+	sigset_t old, blocked;
+	pid_t pid;
+
+	*status = 0;
+	if (out < 0) {
+		*why = errno;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/sbin/%s", argv[0]);
+	fflush(stdout);
+	cleanup_block(&old);
+	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	err = spawn_tool(o, &r, argv, out, &blocked, &pid);
+	if (!err)
+		while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+			;
+	*why = err;
+	if (!err && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
+		print_output(out);
+	close(out);
+	cleanup_unblock(&old);		/* a signal that came is taken now */
+	return err || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
+}
+
+int run_e2fsck_fn(const struct mkfs_opts *o)
+{
+	const char *argv[] = { "e2fsck", "-fn", o->image, NULL };
+	int status, why;
+
+	return run_tool(o, "MKFS_EXTREF_E2FSCK", argv, &status, &why);
+}
+
+static void say_failed(const struct mkfs_opts *o, const char *tool,
+		       int status, int why)
+{
+	if (why)
+		error_line("%s: cannot run %s: %s", o->image, tool,
+			   strerror(why));
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		error_line("%s: cannot run %s: not found (install e2fsprogs)",
+			   o->image, tool);
+	else
+		error_line("%s: %s failed (%s %d)", o->image, tool,
+			   WIFEXITED(status) ? "exit status" : "signal",
+			   WIFEXITED(status) ? WEXITSTATUS(status) :
+			   WTERMSIG(status));
+}
+
+/* e2undo puts back what was written: 0, or -1 (the undo file kept). */
+int run_e2undo(const struct mkfs_opts *o, const char *undo)
+{
+	const char *argv[] = { "e2undo", undo, o->image, NULL };
+	int status, why;
+
+	if (!run_tool(o, "MKFS_EXTREF_E2UNDO", argv, &status, &why)) {
+		unlink(undo);
+		return 0;
+	}
+	say_failed(o, "e2undo", status, why);
+	error_line("%s: the undo file %s is kept", o->image, undo);
+	return -1;
+}
+
+const char *convert_undo_file(const struct mkfs_opts *o)
+{
+	static char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s.convert.e2undo", o->image) >=
+	    (int)sizeof(path))
+		fatal("%s: name too long", o->image);
+	return path;
+}
