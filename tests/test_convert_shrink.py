@@ -572,3 +572,39 @@ def test_shrink_is_reproducible(crash_source, tmp_path):
         shas.append(_sha(img))
         time.sleep(1.1)
     assert shas[0] == shas[1]
+
+
+def _gen_proj(img, path):
+    out = helpers.debugfs(img, f"stat {path}").stdout
+    return (int(re.search(r"Generation: (\d+)", out).group(1)),
+            int(re.search(r"Project: +(\d+)", out).group(1)))
+
+
+def test_generation_and_project_kept(tmp_path, loop_mount):
+    """The copy keeps each inode's generation number and project id (set
+    with stock debugfs on files the kernel never wrote), quota and
+    project features with them; stock e2fsck -fn finds it clean."""
+    src = make_tree(tmp_path / "src")
+    img = tmp_path / "t.img"
+    helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", str(BS), "-I",
+                 "256", "-O", "project,quota", "-d", str(src), str(img),
+                 "64M"], env={"E2FSPROGS_FAKE_TIME": EPOCH})
+    want = {"/late/z1": (1234567, 7), "/misc/small": (42, 0),
+            "/low/u3": (4000000000, 65000)}
+    for path, (gen, proj) in want.items():
+        helpers.run(["debugfs", "-w", "-R", f"sif {path} generation {gen}",
+                     str(img)])
+        helpers.run(["debugfs", "-w", "-R", f"sif {path} projid {proj}",
+                     str(img)])
+    # the quota files follow the new project ids
+    helpers.run(["e2fsck", "-fy", str(img)], check=False)
+    helpers.e2fsck_fn(img)
+    convert(img, "--shrink", "-q")
+    feats = helpers.dumpe2fs_features(img)
+    assert "project" in feats and "quota" in feats, feats
+    for path, gp in want.items():
+        assert _gen_proj(img, path) == gp, path
+    helpers.e2fsck_fn(img)
+    fsck_fn(img)
+    mnt, _ = loop_mount(img)
+    compare_with_source(mnt, src)
