@@ -13,7 +13,8 @@
  *      size, inode size, UUID, label, hash seed and features, sized as a
  *      build without SIZE (plan_size.c: its inodes, its journal); with
  *      --dedup, a second copy of that one, sized for what it shares;
- *   3. the new file synced, renamed over the image, the directory synced.
+ *   3. the new file checked (stock e2fsck -fn), synced, renamed over the
+ *      image, the directory synced.
  * Until the rename the image is not written at all (the journal's replay
  * aside); a failure or a signal removes the hidden directory
  * (cleanup.c).  A SIGKILL or a crash before the rename leaves the image
@@ -40,7 +41,9 @@
 /*
  * Crash tests only (configure --enable-fault-injection):
  * EXTREF_FAULT_SHRINK_STEP=STEP sends the run SIGTERM right after STEP:
- * "built" (the copy made), "synced" (the copy on disk) or "renamed".
+ * "formatted" (a copy's empty filesystem made), "first" (with --dedup,
+ * the first copy made), "built" (the copy made and checked), "synced"
+ * (the copy on disk) or "renamed".
  */
 static void fault_after(const char *step)
 {
@@ -189,7 +192,12 @@ static int build_copy(struct mkfs_opts *n)
 	source_check(n);		/* -d IMAGE: measured and sized */
 	target_probe(n, &t);
 	target_create(n, &t);
-	if (run_mke2fs(n, &t) || format_image(n, &t) || source_finish(n)) {
+	if (run_mke2fs(n, &t) || format_image(n, &t)) {
+		target_undo(n, &t);
+		return 1;
+	}
+	fault_after("formatted");
+	if (source_finish(n)) {
 		target_undo(n, &t);
 		return 1;
 	}
@@ -296,6 +304,7 @@ int shrink_image(const struct mkfs_opts *o)
 		      error_message(err));
 	rc = build_copy(&n);
 	if (!rc && o->dedup != EXTREF_DEDUPE_NONE) {
+		fault_after("first");
 		n.source = n.sources[0] = first;
 		n.image = tmp;
 		n.image_source = NULL;
@@ -304,6 +313,12 @@ int shrink_image(const struct mkfs_opts *o)
 		n.inodes = NULL;
 		rc = build_copy(&n);
 		unlink(first);
+	}
+	/* what replaces the image must be what a build leaves: clean */
+	if (!rc && run_e2fsck_fn(&n)) {
+		error_line("%s: e2fsck -fn finds the copy damaged (above)",
+			   o->image);
+		rc = 1;
 	}
 	if (!rc)
 		fault_after("built");

@@ -433,7 +433,8 @@ def _as_before_or_replaced(img, before_sha, src, loop_mount):
     return "replaced"
 
 
-KILL_POINTS = [("step", "built"), ("step", "synced"), ("step", "renamed"),
+KILL_POINTS = [("step", "formatted"), ("step", "first"),
+               ("step", "built"), ("step", "synced"), ("step", "renamed"),
                ("after", 0.02), ("after", 0.1), ("after", 0.3),
                ("after", 0.6), ("fault", "flusheio=1")]
 
@@ -442,10 +443,10 @@ KILL_POINTS = [("step", "built"), ("step", "synced"), ("step", "renamed"),
 @pytest.mark.parametrize("how,when", KILL_POINTS)
 def test_killed_at_any_point(crash_source, tmp_path, loop_mount, how, when):
     """Killed (SIGTERM) right after a step (EXTREF_FAULT_SHRINK_STEP,
-    mkfs/shrink.c), or at a time into the run, or the copy's writes cut
-    short (EXTREF_FAULT=flusheio=1: the copy fails to reach the disk): the image
-    is byte for byte as it was, or fully replaced by the copy; no hidden
-    file is left; stock e2fsck -fn finds it clean."""
+    mkfs/shrink.c), or at a time into the run, or the copy's flushes
+    failing (EXTREF_FAULT=flusheio=1): the image is byte for byte as it
+    was, or fully replaced by the copy; no hidden file is left; stock
+    e2fsck -fn finds it clean."""
     src, base = crash_source
     img = tmp_path / "t.img"
     helpers.run(["cp", "--sparse=always", str(base), str(img)])
