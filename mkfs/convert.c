@@ -316,7 +316,8 @@ static void convert_check_clean(const struct mkfs_opts *o)
 
 int convert_image(const struct mkfs_opts *o)
 {
-	if (o->shrink)		/* a new image from this one (shrink.c) */
+	if (o->shrink)		/* a new image from this one (shrink.c), with
+				 * --convert or alone */
 		return shrink_image(o) ? 1 : o->quiet ? 0 : summary_print(o);
 	if (replay_first(o))
 		return 1;
@@ -369,11 +370,4 @@ void shrink_only_check(const struct mkfs_opts *o)
 		      "reference counts: run fsck.extref -fy %s first; "
 		      "nothing was changed", o->image, res.problems,
 		      res.problems == 1 ? "" : "s", o->image);
-}
-
-int shrink_only(const struct mkfs_opts *o)
-{
-	if (shrink_image(o))
-		return 1;
-	return o->quiet ? 0 : summary_print(o);
 }

@@ -394,10 +394,8 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	get_epoch(&o);
 	progress_init(!o.quiet && isatty(1));
-	if (o.convert)
+	if (o.convert || o.shrink)
 		return convert_image(&o);
-	if (o.shrink)
-		return shrink_only(&o);
 	if (o.update)
 		return update_image(&o);
 	if (o.size_arg &&

@@ -194,9 +194,8 @@ unsigned int journal_mib(uint64_t content);
 /* convert.c */
 int parse_dedup(const char *arg);
 int dedup_default(const struct mkfs_opts *o);
+/* --convert, and --shrink with it or alone (shrink.c). */
 int convert_image(const struct mkfs_opts *o);
-/* --shrink alone: an extref image fsck.extref finds clean, shrunk. */
-int shrink_only(const struct mkfs_opts *o);
 int dedupe_image(const struct mkfs_opts *o);
 
 /* Replay a journal that needs recovery (0, or 1 with the error said). */

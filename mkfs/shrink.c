@@ -215,13 +215,21 @@ static int sync_path(const char *path, int flags)
 	return rc;
 }
 
-/* Step 3: tmp on disk, then in the image's place, then that on disk. */
+/* Step 3: tmp with the image's mode and owner (as far as we may), on
+ * disk, then in the image's place, then that on disk. */
 static int replace(const struct mkfs_opts *o, const char *tmp)
 {
 	char d[PATH_MAX];
+	struct stat st;
 	sigset_t old;
 	int rc;
 
+	if (stat(o->image, &st) || chmod(tmp, st.st_mode & 07777) ||
+	    (chown(tmp, st.st_uid, st.st_gid) && errno != EPERM)) {
+		error_line("%s: cannot give %s its mode and owner: %s",
+			   o->image, tmp, strerror(errno));
+		return 1;
+	}
 	if (sync_path(tmp, O_RDONLY)) {
 		error_line("%s: cannot sync %s: %s", o->image, tmp,
 			   strerror(errno));

@@ -1,5 +1,5 @@
 /*
- * spawn.c --- start an e2fsprogs tool (mke2fs, resize2fs, e2undo) with
+ * spawn.c --- start an e2fsprogs tool (mke2fs, e2fsck, e2undo) with
  * posix_spawn (a vfork and an exec: no copy of our address space for a
  * child that only execs).
  *

@@ -584,7 +584,8 @@ def _gen_proj(img, path):
 def test_generation_and_project_kept(tmp_path, loop_mount):
     """The copy keeps each inode's generation number and project id (set
     with stock debugfs on files the kernel never wrote), quota and
-    project features with them; stock e2fsck -fn finds it clean."""
+    project features with them, and the image file its mode and owner;
+    stock e2fsck -fn finds it clean."""
     src = make_tree(tmp_path / "src")
     img = tmp_path / "t.img"
     helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", str(BS), "-I",
@@ -600,7 +601,12 @@ def test_generation_and_project_kept(tmp_path, loop_mount):
     # the quota files follow the new project ids
     helpers.run(["e2fsck", "-fy", str(img)], check=False)
     helpers.e2fsck_fn(img)
+    os.chmod(img, 0o640)
+    os.chown(img, 1234, 567)
     convert(img, "--shrink", "-q")
+    st = os.stat(img)
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == \
+        (0o640, 1234, 567), st
     feats = helpers.dumpe2fs_features(img)
     assert "project" in feats and "quota" in feats, feats
     for path, gp in want.items():
