@@ -56,6 +56,17 @@ static void pop_done(struct xr_pop *p)
 	xr_pop_fdd_free(p);
 }
 
+/* The build's dedupe finished (when it went well) and p freed. */
+static errcode_t pop_finish(struct xr_pop *p, errcode_t err)
+{
+	if (!err && p->dd)
+		err = xr_pop_dd_finish(p);
+	if (!err && p->fdd)
+		err = xr_pop_fdd_finish(p);
+	pop_done(p);
+	return err;
+}
+
 errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
 			      struct extref_populate *req)
 {
@@ -64,12 +75,7 @@ errcode_t extref_populate_dir(extref_fs_t xfs, const char *dir,
 
 	if (!err)
 		err = xr_pop_walk_dir(&p, dir);
-	if (!err && p.dd)
-		err = xr_pop_dd_finish(&p);
-	if (!err && p.fdd)
-		err = xr_pop_fdd_finish(&p);
-	pop_done(&p);
-	return err;
+	return pop_finish(&p, err);
 }
 
 errcode_t extref_populate_archive(extref_fs_t xfs, int fd,
@@ -80,12 +86,7 @@ errcode_t extref_populate_archive(extref_fs_t xfs, int fd,
 
 	if (!err)
 		err = xr_pop_read_archive(&p, fd);
-	if (!err && p.dd)
-		err = xr_pop_dd_finish(&p);
-	if (!err && p.fdd)
-		err = xr_pop_fdd_finish(&p);
-	pop_done(&p);
-	return err;
+	return pop_finish(&p, err);
 }
 
 errcode_t extref_populate_layers(extref_fs_t xfs, const int *fds, size_t n,
@@ -102,12 +103,7 @@ errcode_t extref_populate_layers(extref_fs_t xfs, const int *fds, size_t n,
 		err = xr_pop_read_layer(&p, fds[i], (unsigned int)i,
 					!!(flags & EXTREF_LAYERS_OCI));
 	}
-	if (!err && p.dd)
-		err = xr_pop_dd_finish(&p);
-	if (!err && p.fdd)
-		err = xr_pop_fdd_finish(&p);
-	pop_done(&p);
-	return err;
+	return pop_finish(&p, err);
 }
 
 errcode_t extref_populate_image(extref_fs_t xfs, const char *image,
