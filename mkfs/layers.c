@@ -71,9 +71,11 @@ static void read_list(struct mkfs_layers *l, const char *list)
 			line[--len] = 0;
 		if (!len || line[0] == '#')
 			continue;
-		add_file(l, strdup(line));
-		if (!l->names[l->n - 1])
+		char *name = strdup(line);
+
+		if (!name)
 			fatal("out of memory");
+		add_file(l, name);
 	}
 	if (ferror(f))
 		fatal("cannot read the layer list %s: %s", list,
