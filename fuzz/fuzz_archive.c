@@ -1,7 +1,7 @@
 /*
  * fuzz_archive.c --- libFuzzer target: mkfs.extref -d ARCHIVE's reading
  * of the archive, the library's populate path (extref_populate_archive,
- * libfs/build/populate_archive.c: tar, pax, cpio through libarchive,
+ * libfs/builder/populate_archive.c: tar, pax, cpio through libarchive,
  * plain or compressed), writing into a small empty image.
  *
  * The input is the archive (fz_archive.c).  The image is made once with

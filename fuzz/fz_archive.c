@@ -1,7 +1,7 @@
 /*
  * fz_archive.c --- what the archive targets share: an empty image made
  * once by the stock mke2fs with the target's options, and one populate
- * run (extref_populate_archive, libfs/build/populate_archive.c) of the
+ * run (extref_populate_archive, libfs/builder/populate_archive.c) of the
  * input, handed over in a memory file as mkfs.extref -d hands over the
  * archive's descriptor, into a fresh copy of it.
  */
@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "fz.h"
-#include "extref_ops.h"
+#include "extref_builder.h"
 
 static char empty[64];		/* the template image */
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "mkfs.h"
-#include "extref_ops.h"
+#include "extref_builder.h"
 #include "extref_fsck.h"
 
 int parse_dedup(const char *arg)

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include <et/com_err.h>
-#include "extref_ops.h"
+#include "extref_builder.h"
 #include "mkfs.h"
 
 void layers_add(struct mkfs_layers *l, const char *name, int fd)

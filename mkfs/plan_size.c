@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "extref_ops.h"
+#include "extref_builder.h"
 #include "mkfs.h"
 
 #define JOURNAL_SMALL	(4ULL << 20)

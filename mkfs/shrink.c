@@ -34,7 +34,7 @@
 #include <uuid/uuid.h>
 
 #include "extref.h"
-#include "extref_ops.h"
+#include "extref_builder.h"
 #include "mkfs.h"
 
 #ifdef EXTREF_FAULT_INJECTION

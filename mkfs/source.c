@@ -1,6 +1,6 @@
 /*
  * source.c --- mkfs.extref -d SOURCE: the library's populate path
- * (libfs/build/populate*.c) writes the directory or the archive straight
+ * (libfs/builder/populate*.c) writes the directory or the archive straight
  * into the image mke2fs laid out (every file type, owners, modes,
  * nanosecond times, extended attributes, hard links, sparse files;
  * a directory's entries in sorted order, so the host's order does not
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include <ext2fs/ext2fs.h>
-#include "extref_ops.h"
+#include "extref_builder.h"
 #include "mkfs.h"
 
 static uint64_t src_bytes, src_entries;

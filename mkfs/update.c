@@ -22,7 +22,7 @@
 #include <et/com_err.h>
 
 #include "mkfs.h"
-#include "extref_ops.h"
+#include "extref_builder.h"
 
 #define MIB	(1024.0 * 1024.0)
 

@@ -1,5 +1,5 @@
 """An archive's owners, modes and POSIX ACLs kept exactly
-(libfs/build/populate_acl.c).
+(libfs/builder/populate_acl.c).
 
 The oracle is stock tar (and cpio) itself: the tree is archived, then
 the archive is unpacked by `tar --acls --xattrs` (`cpio -idm`) as root

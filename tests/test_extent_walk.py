@@ -1,4 +1,4 @@
-"""The library's one extent walk (libfs/ops/extent_walk.c, public
+"""The library's one extent walk (libfs/extent/extent_walk.c, public
 extref_iterate_extents) on a file whose extent tree has an index level:
 the shell's blocks (leaf extents) and icheck (index entries too, through
 EXTREF_EXTENTS_INDEX) against stock debugfs on the same image, and the

@@ -1,5 +1,5 @@
 """A reflink builds the new file's extent tree a node at a time
-(libfs/ops/extent_bulk.c), and so does a clone into a file with nothing
+(libfs/extent/extent_bulk.c), and so does a clone into a file with nothing
 mapped yet.
 
 Sources of 1, 4 (the inode's own four entries), 5 (one leaf), a leaf's

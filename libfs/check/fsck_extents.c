@@ -12,7 +12,7 @@
  *
  * Each node is checked as the kernel checks it (magic, entry counts,
  * depth one less than its parent's), by the library's one extent-node
- * check (ops/extent_node.c), without the checksum: a node with a stale
+ * check (extent/extent_node.c), without the checksum: a node with a stale
  * checksum still maps its blocks, and e2fsck, not this walk, repairs
  * the checksum; a bad node is reported against its
  * inode and skipped with its subtree, and the rest is kept.  A block
@@ -24,7 +24,7 @@
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
 #include <ext2fs/ext3_extents.h>
-#include "ops/extent_raw.h"
+#include "extent/extent_raw.h"
 
 #define RUN_MAX_BLOCKS	256	/* largest single read */
 #define RUN_MAX_GAP	8	/* unwanted blocks read to join two runs */

@@ -1,6 +1,6 @@
 /*
  * dedupe_scan_fail.c --- the image builder's deduplication when its inode
- * scan cannot be opened (libfs/build/dedupe_fs.c).
+ * scan cannot be opened (libfs/builder/dedupe_fs.c).
  *
  * Usage: dedupe_scan_fail IMAGE   (an extref image; it is not changed)
  *
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "extref.h"
-#include "extref_ops.h"
+#include "extref_builder.h"
 
 /* Leave a pattern where the next calls will keep their locals. */
 static void __attribute__((noinline)) paint_stack(void)

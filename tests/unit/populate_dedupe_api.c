@@ -13,7 +13,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "extref_ops.h"
+#include "extref_builder.h"
 
 int main(int argc, char **argv)
 {

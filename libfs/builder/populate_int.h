@@ -16,6 +16,7 @@
 #include <time.h>
 #include "tree/extref_int.h"
 #include "ops/extref_ops_int.h"
+#include "extref_builder.h"
 
 /* What a source says of one entry. */
 struct xr_pop_meta {

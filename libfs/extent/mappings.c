@@ -1,7 +1,7 @@
 /*
  * mappings.c --- a file's extents with their shared state.
  */
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 
 struct split {
 	const struct xr_map	*m;

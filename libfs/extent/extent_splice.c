@@ -12,7 +12,7 @@
  * the entry-by-entry path.
  */
 #include <string.h>
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 #include <ext2fs/ext3_extents.h>
 #include "extent_raw.h"
 

@@ -3,7 +3,7 @@
  * operations (the growth rule itself is the tree layer's xr_grow).
  */
 #include "tree/extref_int.h"
-#include "ops/extref_ops_int.h"
+#include "extent/xr_extent.h"
 
 /* Append a physical range, merging it with the last one when they touch. */
 errcode_t xr_prange_push(struct xr_prange_vec *v, blk64_t pblk, blk64_t len)

@@ -10,7 +10,7 @@
  * of all inodes a level at a time, sorted by block and in runs, which a
  * per-inode walk cannot do without making fsck slower.
  */
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 
 /*
  * Call func for every leaf extent of an extent-mapped inode and, with

@@ -28,7 +28,7 @@
  */
 #include <string.h>
 #include "base/extref_vec.h"
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 #include <ext2fs/ext3_extents.h>
 #include "extent_raw.h"
 

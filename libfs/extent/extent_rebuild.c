@@ -15,7 +15,7 @@
  */
 #include <string.h>
 #include "base/extref_vec.h"
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 #include "txn/xr_txio.h"
 
 /* Below this many new mappings the entry-by-entry path is cheaper. */

@@ -10,7 +10,7 @@
  * the checksum in the block's tail (metadata_csum).  A block whose
  * checksum fails is never rewritten with a fresh one: the caller stops.
  */
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 #include <ext2fs/ext3_extents.h>
 #include "extent_raw.h"
 

@@ -5,7 +5,7 @@
  * free or allocate data blocks and never touch reference counts.  The
  * callers pair them with counts.c in the write order of FORMAT.md.
  */
-#include "extref_ops_int.h"
+#include "extent/xr_extent.h"
 
 static blk64_t ext_end(const struct ext2fs_extent *e)
 {
