@@ -199,7 +199,7 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int xr_problems_flush(struct xr_fsck *c);
 
-/* fsck.c */
+/* fsck_progress.c (the passes' and the driver's) */
 void xr_fsck_progress(struct xr_fsck *c, int pass, __u64 done, __u64 total);
 /* fsck_lean.c (the probe's mappings) */
 int xr_fsck_lean_fits(const struct xr_fsck *c);
