@@ -539,6 +539,17 @@ def _blk_of(edit):
     return None
 
 
+def _is_pointer(edit):
+    """Does a sif of i_block[k] set a block number?  In an inode whose
+    extents are in i_block (depth 0) words 5, 8, 11, 14 are ee_start_lo;
+    in /g and /g2 (depth 1) words 4, 7, 10, 13 are ei_leaf_lo."""
+    m = re.match(r"sif (\S+) block\[(\d+)\]", edit[1])
+    if not m:
+        return False
+    k = int(m.group(2))
+    return k % 3 == (1 if m.group(1) in ("/g", "/g2") else 2) and k > 3
+
+
 def classify(trial, g, res=None):
     """The system-zone class a failing trial most likely belongs to, from
     its result, its edits and its operation (a heuristic: the first that
@@ -555,8 +566,7 @@ def classify(trial, g, res=None):
                 re.search(r"bitmap|inode_table", e[1]):
             return "aliasing group descriptors"
     for e in trial["edits"]:
-        if e[0] == "debugfs" and e[1].startswith("sif") and "block[" in \
-                e[1] and _blk_of(e) in zone:
+        if e[0] == "debugfs" and _is_pointer(e) and _blk_of(e) in zone:
             return ("data written into metadata" if opname in _WRITES
                     else "metadata freed")
     for e in trial["edits"]:

@@ -23,9 +23,11 @@ import neverworse as nw
 
 # Seeds of neverworse.random_trial that hold on main (bde2b7a), chosen to
 # cover the edits (sif, set_bg, freeb, setb, zap_block, dd, tune2fs) and
-# the operations (write, pwrite, rm, mkdir, reflink, clone_range,
-# truncate, punch, unshare, --update ...).
-CI_SEEDS = []
+# the operations (write, pwrite, rm, rmdir, mkdir, symlink, reflink,
+# clone_range, dedupe, truncate, punch, unshare, setxattr, --update):
+# each of them in at least one.  Seeds 0-299 on main: 11 failures (29,
+# 70, 74, 77, 86, 92, 142, 228, 233, 244, 278), the rest hold.
+CI_SEEDS = [0, 1, 2, 4, 5, 8, 10, 11, 13, 14, 15, 21, 22, 23]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,8 @@ def test_the_oracle_sees_damage(fuzzer):
     bad = {"csum": True, "edits": [],
            "op": ["shell", f"set_block_bitmap {blk} 0"]}
     r = fuzzer.check(bad)
-    assert r and "e2fsck" in r["fail"] or "new problems" in r["fail"], r
+    assert r is not None and ("e2fsck" in r["fail"] or
+                              "new problems" in r["fail"]), r
     ok = {"csum": True, "edits": [], "op": ["shell", "rm /nonexistent"]}
     assert fuzzer.check(ok) is None
 
@@ -142,6 +145,12 @@ REGRESSIONS = [
     ("aliasing group descriptors",
      case(False, [["debugfs", "set_bg 0 inode_bitmap {ib1}"]],
           ["shell", "reflink -r /d /new"]), ZONE),
+    # seed 233: an extent's length raised over other blocks (i_block[4])
+    ("other: an extent's length raised by sif is trusted",
+     case(False, [["debugfs", "sif /b block[4] 130"]],
+          ["shell", "pwrite -S 149 /b 1024 16384"]),
+     "not fixed: the extent's length is used as it is (not one of the "
+     "system-zone classes, maybe part of them)"),
     # seed 86: the update writes new data into free blocks, then meets
     # the damaged node and rolls back: refused, but the image changed
     ("damaged extent-tree node: --update refused after writing free "
