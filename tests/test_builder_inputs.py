@@ -16,7 +16,6 @@ and stock debugfs.
 """
 
 import io
-import os
 import subprocess
 import tarfile
 
