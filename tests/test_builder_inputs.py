@@ -16,6 +16,7 @@ and stock debugfs.
 """
 
 import io
+import shutil
 import subprocess
 import tarfile
 
@@ -111,6 +112,21 @@ def test_whiteout_name_as_a_directory_refused(path, base_tar, tmp_path):
     before = helpers.sha256(img)
     refused(mkfs("--update", "-d", layer, img), path)
     assert helpers.sha256(img) == before
+
+
+@pytest.mark.skipif(not shutil.which("umoci"), reason="needs umoci")
+def test_whiteout_of_dot_refused_in_an_oci_layout(base_tar, tmp_path):
+    """The same check for an OCI layout's layers (umoci raw add-layer
+    takes the layer as it is): the error names the blob and the entry."""
+    oci = tmp_path / "oci"
+    helpers.run(["umoci", "init", "--layout", oci])
+    helpers.run(["umoci", "new", "--image", f"{oci}:t"])
+    bad = write_tar(tmp_path / "bad.tar", [("d/.wh..", b"")])
+    for layer in (base_tar, bad):
+        helpers.run(["umoci", "raw", "add-layer", "--no-history", "--image",
+                     f"{oci}:t", layer])
+    res = mkfs("-d", f"oci:{oci}:t", tmp_path / "img", "8M")
+    refused(res, "blobs/sha256/", "d/.wh..")
 
 
 def test_name_longer_than_255_refused(base_tar, tmp_path):
