@@ -506,6 +506,7 @@ def check_trial(trial, base, workdir, build=None, edits=None, zone=()):
 # ----- classes -----
 
 CLASSES = [
+    "--update committed, then mkfs.extref's summary failed (exit 1)",
     "refused after writing only unowned blocks",
     "journal trusted",
     "aliasing group descriptors",
@@ -515,6 +516,7 @@ CLASSES = [
     "group metadata marked free then allocated",
     "extent-tree/tree blocks marked free",
     "damaged extent-tree or tree node",
+    "a file's data block marked free, then allocated",
     "other",
 ]
 
@@ -554,6 +556,9 @@ def classify(trial, g, res=None):
     """The system-zone class a failing trial most likely belongs to, from
     its result, its edits and its operation (a heuristic: the first that
     fits)."""
+    if res and res.get("used") and "updated from" in res.get("out", ""):
+        return "--update committed, then mkfs.extref's summary failed " \
+            "(exit 1)"
     g = g[trial["csum"]]
     op = trial["op"]
     opname = op[0] if op[0] != "shell" else op[1].split()[0]
@@ -583,6 +588,8 @@ def classify(trial, g, res=None):
                 return "group metadata marked free then allocated"
             if rng & (g["etb"] | g["tree"]):
                 return "extent-tree/tree blocks marked free"
+            if rng & g["data"]:
+                return "a file's data block marked free, then allocated"
     if res and res.get("used") == 0:
         return "refused after writing only unowned blocks"
     return "other"
@@ -658,7 +665,7 @@ def main(argv=None):
             cls = fz.classify(t, r)
             counts[cls] = counts.get(cls, 0) + 1
             fails.append(dict(t, cls=cls, fail=r["fail"], rc=r["rc"],
-                              out=r["out"][-400:]))
+                              out=r["out"][-400:], fsck=r.get("fsck")))
             print(f"seed {seed}: {cls}: {r['fail']}\n  edits {t['edits']}"
                   f"\n  op {t['op']} -> exit {r['rc']}", flush=True)
         seed += 1

@@ -43,7 +43,10 @@ def names(fz, csum):
     g = fz.geo[csum]
     n = {"tree0": min(g["tree"]), "etb0": min(g["etb"]),
          "jnl0": min(g["journal"]),
-         "rgdt0": min(g["rgdt"]) + 87}     # seed 92's: its 88th
+         "rgdt0": min(g["rgdt"]) + 87,     # seed 92's: its 88th
+         "itfree0": min(g["itable"]) + 121,   # seed 305's: no inode used
+         "gdata": max(nw.read_files(fz.base[csum], fz.workdir / "n")[1]
+                      ["/g"]) - 1}
     for i, grp in enumerate(g["groups"]):
         n[f"bb{i}"] = grp["block_bitmap"]
         n[f"ib{i}"] = grp["inode_bitmap"]
@@ -151,6 +154,28 @@ REGRESSIONS = [
           ["shell", "pwrite -S 149 /b 1024 16384"]),
      "not fixed: the extent's length is used as it is (not one of the "
      "system-zone classes, maybe part of them)"),
+    # seed 305, and the same with the inode table's first block: the
+    # truncate zeroes the tail of the block into inodes 1-4 (root gone)
+    ("data written into metadata (truncate's tail)",
+     case(False, [["debugfs", "sif /d2/e block[5] {it0}"]],
+          ["shell", "truncate /d2/e 1"]), ZONE),
+    ("metadata freed",
+     case(False, [["debugfs", "sif /d2/e block[5] {itfree0}"]],
+          ["shell", "truncate /d2/e 1"]), ZONE),
+    # seed 421: a block /g and /g2 share, freed by stock freeb, is taken
+    # by the next write
+    ("a file's data block marked free, then allocated",
+     case(False, [["debugfs", "freeb {gdata} 2"]],
+          ["write", 41713, 1060610687, "/new"]),
+     "not fixed: the bitmap is trusted for blocks outside the system zone "
+     "(issue 29 section 2's foreign free, not h-zone's classes)"),
+    # seed 359: the update is committed, then mkfs.extref's summary
+    # walk meets /d/e's raised extent length and exits 1
+    ("--update committed, then mkfs.extref's summary failed",
+     case(False, [["debugfs", "sif /d/e block[4] 1251"]],
+          ["update", 801748185]),
+     "not fixed: mkfs/'s summary after a committed --update (out of the "
+     "builder library)"),
     # seed 86: the update writes new data into free blocks, then meets
     # the damaged node and rolls back: refused, but the image changed
     ("damaged extent-tree node: --update refused after writing free "
