@@ -33,71 +33,6 @@ int dedup_default(const struct mkfs_opts *o)
 				       : EXTREF_DEDUPE_NONE;
 }
 
-/* Not mounted, nobody else's: the lock is held until the image is closed. */
-static int to_extref(const struct mkfs_opts *o)
-{
-	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
-	extref_image_lock_t lock;
-	ext2_filsys fs;
-	errcode_t err;
-
-	err = extref_image_lock(o->image, EXTREF_LOCK_WRITE, &lock);
-	if (err) {
-		error_line("%s: %s", o->image, error_message(err));
-		return 1;
-	}
-	if (extref_image_is_blockdev(o->image))
-		err = ext2fs_open2(o->image, NULL, flags | EXT2_FLAG_EXCLUSIVE,
-				   0, 0, unix_io_manager, &fs);
-	else
-		err = convert_undo_open(o, &fs);	/* one transaction */
-	if (err) {
-		extref_image_unlock(lock);
-		error_line("%s: %s", o->image, error_message(err));
-		return 1;
-	}
-	if (o->have_epoch)
-		fs->now = o->epoch;
-	err = extref_convert(fs);
-	if (err) {
-		ext2fs_free(fs);
-		error_line("%s: %s", o->image, error_message(err));
-	} else {
-		err = ext2fs_close_free(&fs);
-		if (err)
-			error_line("%s: %s while writing", o->image,
-				   error_message(err));
-	}
-	if (err)
-		convert_undo_take_back(o, 1);
-	else
-		convert_undo_done(o);
-	extref_image_unlock(lock);
-	return err ? 1 : 0;
-}
-
-/*
- * --convert --dedup: the image opened (without its tree) becomes an extref
- * image, the tree is loaded (verified: no block may be shared yet), and
- * the sharing follows, all inside the caller's transaction.
- */
-static errcode_t convert_open(const struct mkfs_opts *o, extref_fs_t xfs,
-			      struct extref_dedupe_stats *st)
-{
-	ext2_filsys fs = extref_fs_ext2(xfs);
-	errcode_t err;
-
-	if (o->have_epoch)
-		fs->now = o->epoch;
-	err = extref_convert(fs);
-	if (err)
-		return err;
-	progress_update("checking mappings", 0, 0);
-	err = extref_fs_load_tree(xfs);
-	return err ? err : extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL,
-					     st);
-}
-
 /*
  * The user's image, stopped by a signal between two writes, is as a
  * crash leaves it: consistent for fsck.extref to repair.  Say so.
@@ -118,114 +53,95 @@ static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 	cleanup_set_note(text);
 }
 
-/*
- * --convert --dedup: the image opened through its undo file
- * (convert_undo.c) and wrapped; a block device is opened as usual.
- */
-static errcode_t open_undo(const struct mkfs_opts *o, extref_fs_t *xfs)
+/* What the conversion tells on the way (extref_build_convert). */
+static void convert_note(int what, unsigned int n, void *priv)
 {
-	ext2_filsys fs;
-	errcode_t err;
+	const struct mkfs_opts *o = priv;
 
-	if (extref_image_is_blockdev(o->image))
-		return extref_fs_open(o->image, EXTREF_OPEN_RW |
-				      EXTREF_OPEN_NO_TREE, xfs, NULL);
-	err = convert_undo_open(o, &fs);
-	if (err)
-		return err;
-	err = extref_fs_wrap(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, xfs,
-			     NULL);
-	if (err) {
-		ext2fs_free(fs);	/* only the superblock, as it was */
-		convert_undo_done(o);
-	}
-	return err;
-}
-
-/*
- * Share what is identical; the blocks that frees leave the image file
- * (punch.c) once the image is closed.
- */
-int dedupe_image(const struct mkfs_opts *o)
-{
-	struct punch_list pl = { NULL, 0, 0, 0 };
-	ext2fs_block_bitmap before = NULL;
-	struct extref_dedupe_stats st;
-	extref_fs_t xfs = NULL;
-	uint64_t punched;
-	errcode_t err;
-
-	/*
-	 * A new image (-d) is not synced at every commit (see extref.h),
-	 * nor verified: this run made it.  A converted one came from
-	 * elsewhere: its open verifies that no blocks are already shared.
-	 */
-	/*
-	 * A new image needs no journal either: interrupted, it is
-	 * unfinished whatever was written.  A converted one goes through
-	 * its journal, in transactions as large as the journal holds.
-	 */
-	if (o->convert)
-		err = open_undo(o, &xfs);
-	else
-		err = extref_fs_open(o->image, EXTREF_OPEN_RW |
-				     EXTREF_OPEN_NOSYNC | EXTREF_OPEN_TRUSTED |
-				     EXTREF_OPEN_NO_JOURNAL, &xfs, NULL);
-	if (!err && o->convert && !o->quiet && !extref_fs_journaled(xfs))
+	if (what == EXTREF_NOTE_REPLAYED && !o->quiet)
+		printf("%s: journal recovered (%u transaction%s)\n", o->image,
+		       n, n == 1 ? "" : "s");
+	else if (what == EXTREF_NOTE_NO_JOURNAL && !o->quiet)
 		printf("%s: no journal: each deduplicated range is written "
 		       "with its own flushes (slower), and a crash can leave "
 		       "counts for fsck.extref to lower; tune2fs -O "
 		       "has_journal adds one\n", o->image);
-	if (!err)
-		err = punch_snapshot(extref_fs_ext2(xfs), &before);
-	if (!err && o->convert)
-		set_interrupted_note(o, extref_fs_journaled(xfs));
-	/* converted and shared in the journal's transactions, the first
-	 * holding the conversion (split where the sharing outgrows it) */
-	if (!err && o->convert)
-		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
-	if (!err && o->convert)
-		err = extref_tx_end(xfs, convert_open(o, xfs, &st));
-	else if (!err)
-		err = extref_dedupe_fs2(xfs, o->dedup, progress_cb, NULL, &st);
-	if (!err) {
-		err = punch_plan(extref_fs_ext2(xfs), before, &pl);
-		before = NULL;
-	}
-	progress_end();
-	if (err)
+	else if (what == EXTREF_NOTE_WRITING)
+		set_interrupted_note(o, n);
+	else if (what == EXTREF_NOTE_WRITTEN) {
+		progress_end();
 		cleanup_set_note(NULL);
-	if (before)
-		ext2fs_free_block_bitmap(before);
-	if (err) {
-		if (xfs)
-			extref_fs_abort(xfs);
-		punch_free(&pl);
-		error_line("%s: %s while %s", o->image, error_message(err),
-			   o->convert ? "converting" : "deduplicating");
-		return o->convert ? convert_undo_take_back(o, xfs != NULL) : 1;
-	}
-	err = extref_fs_close(xfs);
-	cleanup_set_note(NULL);
-	if (err) {
-		punch_free(&pl);
-		error_line("%s: %s while writing", o->image,
+	} else if (what == EXTREF_NOTE_CONVERTED && !o->quiet)
+		printf("%s: converted to an extref image\n", o->image);
+}
+
+/* Stock e2fsck -fn, before anything is written: its report printed and
+ * the run ended when it finds the image damaged. */
+static errcode_t convert_e2fsck(const char *image, void *priv)
+{
+	const struct mkfs_opts *o = priv;
+
+	(void)image;
+	if (run_e2fsck_fn(o))
+		fatal("%s: e2fsck -fn finds it damaged (above): --convert "
+		      "runs only on a clean filesystem; run e2fsck -fy %s "
+		      "first; nothing was changed", o->image, o->image);
+	return 0;
+}
+
+/* Why the conversion failed; 1 (the image put back when it was
+ * written: convert_undo_take_back). */
+static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
+			  const struct extref_build_convert *c)
+{
+	if (step == EXTREF_STEP_REPLAY) {
+		error_line("%s: %s while replaying its journal", o->image,
 			   error_message(err));
-		return o->convert ? convert_undo_take_back(o, 1) : 1;
+		return 1;
 	}
-	if (o->convert) {
-		convert_undo_done(o);
-		if (!o->quiet)
-			printf("%s: converted to an extref image\n", o->image);
-	}
-	err = punch_apply(o->image, &pl, &punched);
-	punch_free(&pl);
-	if (err) {
+	if (err == EXTREF_ERR_DESC_CSUM)
+		fatal("%s: group descriptor %u has a wrong checksum (e2fsck "
+		      "-fn reports it): --convert runs only on a clean "
+		      "filesystem; run e2fsck -fy %s first; nothing was "
+		      "changed", o->image, (unsigned)c->bad_group, o->image);
+	if (step == EXTREF_STEP_CHECK)
+		fatal("%s: %s; nothing was changed", o->image,
+		      error_message(err));
+	if (step == EXTREF_STEP_PUNCH) {
 		error_line("%s: %s while punching the freed blocks out",
 			   o->image, error_message(err));
 		return 1;
 	}
-	return 0;
+	if (step == EXTREF_STEP_WRITE)
+		error_line("%s: %s while writing", o->image,
+			   error_message(err));
+	else if (o->dedup != EXTREF_DEDUPE_NONE && step == EXTREF_STEP_WORK)
+		error_line("%s: %s while converting", o->image,
+			   error_message(err));
+	else
+		error_line("%s: %s", o->image, error_message(err));
+	return c->undo_made ? convert_undo_take_back(o, 1) : 1;
+}
+
+/* --convert: one walk in the library (extref_build_convert). */
+static int convert_run(const struct mkfs_opts *o)
+{
+	struct extref_build_convert c;
+	struct extref_build_opts b;
+	errcode_t err;
+	int step = 0;
+
+	memset(&c, 0, sizeof(c));
+	build_opts_of(o, &b);
+	c.dedupe = o->dedup;
+	c.undo_file = extref_image_is_blockdev(o->image) ? NULL :
+		      convert_undo_file(o);
+	c.check = convert_e2fsck;
+	c.note = convert_note;
+	c.priv = (void *)o;
+	err = extref_build_convert(o->image, &b, &c, &step);
+	progress_end();
+	return err ? convert_failed(o, err, step, &c) : 0;
 }
 
 /*
@@ -263,75 +179,13 @@ int replay_first(const struct mkfs_opts *o)
 	return err ? 1 : 0;
 }
 
-/* Whether every group descriptor's checksum is right: stock e2fsck
- * 1.47.0 -fn reports a wrong one ("IGNORED") yet exits 0. */
-static errcode_t check_desc_csums(const struct mkfs_opts *o, int *found,
-				  dgrp_t *bad)
-{
-	ext2_filsys fs;
-	errcode_t err;
-	dgrp_t g;
-
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS |
-			   EXT2_FLAG_IGNORE_CSUM_ERRORS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		return err;
-	*found = 0;
-	for (g = 0; g < fs->group_desc_count && !*found; g++)
-		if (!ext2fs_group_desc_csum_verify(fs, g)) {
-			*bad = g;
-			*found = 1;
-		}
-	ext2fs_close_free(&fs);
-	return err;
-}
-
-/*
- * Refuse (exit) what stock e2fsck -fn calls damaged, before any write:
- * a conversion builds on the bitmaps and the block map, and a damaged
- * image's are not to be trusted (a tree could land in a block a damaged
- * inode still references).
- */
-static void convert_check_clean(const struct mkfs_opts *o)
-{
-	dgrp_t bad = 0;
-	errcode_t err;
-	int found;
-
-	if (run_e2fsck_fn(o))
-		fatal("%s: e2fsck -fn finds it damaged (above): --convert "
-		      "runs only on a clean filesystem; run e2fsck -fy %s "
-		      "first; nothing was changed", o->image, o->image);
-	err = check_desc_csums(o, &found, &bad);
-	if (!err && found)
-		fatal("%s: group descriptor %u has a wrong checksum (e2fsck "
-		      "-fn reports it): --convert runs only on a clean "
-		      "filesystem; run e2fsck -fy %s first; nothing was "
-		      "changed", o->image, (unsigned)bad, o->image);
-	if (err)
-		fatal("%s: %s; nothing was changed", o->image,
-		      error_message(err));
-}
-
 int convert_image(const struct mkfs_opts *o)
 {
 	if (o->shrink)		/* a new image from this one (shrink.c), with
 				 * --convert or alone */
 		return shrink_image(o) ? 1 : o->quiet ? 0 : summary_print(o);
-	if (replay_first(o))
+	if (convert_run(o))
 		return 1;
-	convert_check_clean(o);
-	if (o->dedup != EXTREF_DEDUPE_NONE) {	/* one open for both */
-		if (dedupe_image(o))
-			return 1;
-	} else {
-		if (to_extref(o))
-			return 1;
-		if (!o->quiet)
-			printf("%s: converted to an extref image\n",
-			       o->image);
-	}
 	return o->quiet ? 0 : summary_print(o);
 }
 

@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 		target_undo(&o, &t);
 		return 1;
 	}
-	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
+	if (run_mke2fs(&o, &t) || format_image(&o) ||
 	    (o.source && source_finish(&o)) ||
 	    (o.file_contexts && labels_apply(&o))) {
 		if (o.undo)

@@ -93,7 +93,7 @@ struct mkfs_opts {
 #define OPT_VERIFY	1009
 #define OPT_SIZE	1010
 
-/* labels.c */
+/* steps.c: --file-contexts */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
 void labels_check(const char *file);
 /* Label every inode of the new image from o->file_contexts. */
@@ -127,39 +127,20 @@ void progress_end(void);
 /* End the bar's line as it is (before an error message). */
 void progress_break(void);
 
-/* summary.c */
+/* steps.c: the library's build steps (extref_build_*), their messages. */
+struct extref_build_opts;
+struct extref_source_size;
+/* o's clock and the progress bar, as the library takes them. */
+void build_opts_of(const struct mkfs_opts *o, struct extref_build_opts *b);
+/* Add the tree to what mke2fs made; 0 or -1 (error printed). */
+int format_image(const struct mkfs_opts *o);
 /* On standard output: file data, stored, saved, sizes in MiB; 0 or 1. */
 int summary_print(const struct mkfs_opts *o);
-
-/* punch.c: hand the blocks a run freed back to the host. */
-struct punch_range {
-	blk64_t		start, len;
-};
-
-struct punch_list {
-	struct punch_range *v;
-	size_t		n, cap;
-	unsigned int	blocksize;
-};
-
-/* A copy of fs's block bitmap as it is now, to compare with later. */
-errcode_t punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before);
-/*
- * The runs of blocks in use in before and free in fs now, into l (empty
- * on entry); before is freed.
- */
-errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
-		     struct punch_list *l);
-/*
- * Once the frees are on disk (fs closed): punch l's runs out of the
- * image file, after an fsync, those blocks only that the image read back
- * from the disk has free (none while its journal needs recovery).
- * *bytes counts what was punched.  A block
- * device, or a filesystem that cannot punch, is left alone (0).
- */
-errcode_t punch_apply(const char *image, struct punch_list *l,
-		      uint64_t *bytes);
-void punch_free(struct punch_list *l);
+/* -d IMAGE --dedup: the new image deduplicated; 0 or 1 (error said). */
+int dedupe_new(const struct mkfs_opts *o);
+/* Without SIZE, size the image from what s says it holds (sets the
+ * size, the inode count unless -N, the journal, -m 0). */
+void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 
 /* source.c */
 void source_check(struct mkfs_opts *o);
@@ -184,19 +165,11 @@ void layers_add(struct mkfs_layers *l, const char *name, int fd);
  * manifest when NULL), every blob's digest verified, into l. */
 void oci_read(const char *dir, const char *tag, struct mkfs_layers *l);
 
-/* plan_size.c: without SIZE, size the image from what s says it holds
- * (sets the size, the inode count unless -N, the journal, -m 0). */
-struct extref_source_size;
-void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
-/* The journal a build gives content bytes, in MiB. */
-unsigned int journal_mib(uint64_t content);
-
 /* convert.c */
 int parse_dedup(const char *arg);
 int dedup_default(const struct mkfs_opts *o);
 /* --convert, and --shrink with it or alone (shrink.c). */
 int convert_image(const struct mkfs_opts *o);
-int dedupe_image(const struct mkfs_opts *o);
 
 /* Replay a journal that needs recovery (0, or 1 with the error said). */
 int replay_first(const struct mkfs_opts *o);
@@ -238,13 +211,8 @@ static inline errcode_t undo_file_set(const char *path)
 	undo_leak_on();
 	return err;
 }
-/* convert_undo.c: --convert as one transaction of the image file.
- * convert_undo_take_back returns 1 (the run failed) after putting the
- * image back (opened: the undo file was made). */
-errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs);
-/* The first write through the undo io manager (see undo_leak_off). */
-errcode_t undo_first_write(ext2_filsys fs);
-void convert_undo_done(const struct mkfs_opts *o);
+/* convert_undo.c: put the image back (opened: the undo file was
+ * made); returns 1 (the run failed). */
 int convert_undo_take_back(const struct mkfs_opts *o, int opened);
 
 /* tool_run.c: stock e2fsck -fn on the image: 0 when it finds it clean
@@ -343,27 +311,5 @@ int spawn_tool(const struct mkfs_opts *o, const struct spawn_req *r,
 int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
 		 const char *conf, int conf_fd, int out, const sigset_t *mask,
 		 pid_t *pid);
-
-/* format.c */
-/* Open the new filesystem, add the tree, close; 0 or -1 (error printed). */
-int format_image(const struct mkfs_opts *o, const struct mkfs_target *t);
-
-/* lean.c: the tree's block without reading every bitmap (see there). */
-struct lean {
-	int		active;		/* lean_begin() took over the bitmap */
-	dgrp_t		group;		/* the group whose bitmap is loaded */
-	char		*buf;		/* one block */
-	void		*gd;		/* the descriptors as opened */
-};
-/* 0: fs->block_map is the partial bitmap; -1: declined (nothing done). */
-int lean_begin(ext2_filsys fs, struct lean *l);
-/* Write what changed; the close then writes only the superblocks. */
-errcode_t lean_end(ext2_filsys fs, struct lean *l);
-void lean_free(struct lean *l);
-
-/* nosync.c: the channel of a new image flushes nothing (its cache must
- * be off: open it with "cache=off"); sync_image() is the one fsync. */
-void nosync_attach(ext2_filsys fs);
-errcode_t sync_image(const char *path);
 
 #endif /* MKFS_EXTREF_H */

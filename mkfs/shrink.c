@@ -192,7 +192,7 @@ static int build_copy(struct mkfs_opts *n)
 	source_check(n);		/* -d IMAGE: measured and sized */
 	target_probe(n, &t);
 	target_create(n, &t);
-	if (run_mke2fs(n, &t) || format_image(n, &t)) {
+	if (run_mke2fs(n, &t) || format_image(n)) {
 		target_undo(n, &t);
 		return 1;
 	}

@@ -367,7 +367,7 @@ int source_finish(const struct mkfs_opts *o)
 	if (populate(o))
 		return 1;
 	/* an image's sharing is kept as it is read; --dedup finds more */
-	if (o->image_source && o->dedup && dedupe_image(o))
+	if (o->image_source && o->dedup && dedupe_new(o))
 		return 1;
 	/* no e2fsck -fp afterwards: a directory is indexed as its first
 	 * block fills (xr_link), as the kernel does, not left linear */
