@@ -392,6 +392,38 @@ errcode_t extref_build_convert(const char *image,
 			       const struct extref_build_opts *o,
 			       struct extref_build_convert *c, int *step);
 
+/*
+ * The start of --shrink (mkfs.extref): the image's write lock taken
+ * first, then, nothing written but a replay: a journal that needs
+ * recovery replayed (EXTREF_NOTE_REPLAYED), the caller's check (stock
+ * e2fsck -fn: its error returned as it is); then one read-only open: an
+ * image that is not to be copied refused: without convert, one that is
+ * not an extref image (EXTREF_ERR_NO_FEATURE) or whose counts the
+ * checker core finds wrong (EXTREF_ERR_UNTRUSTED, problems counted;
+ * the core's own failure at EXTREF_STEP_WORK), and one with
+ * stable_inodes (EXT2_ET_UNSUPP_FEATURE, stable_inodes set: the copy
+ * renumbers inodes); and what the copy keeps of it read.  On success
+ * lock is held: the caller builds the copy under it and drops it
+ * (extref_image_unlock).
+ */
+struct extref_build_shrink {
+	/* in */
+	int		convert;	/* an ext4 image, converted by the copy */
+	errcode_t	(*check)(const char *image, void *priv); /* or NULL */
+	extref_note_func note;		/* or NULL */
+	void		*priv;
+	/* out */
+	extref_image_lock_t lock;
+	struct extref_image_info info;
+	__u32		features[3];	/* compat, incompat, ro_compat */
+	unsigned char	hash_seed[16];
+	int		problems;
+	int		stable_inodes;
+};
+errcode_t extref_build_shrink_begin(const char *image,
+				    struct extref_build_shrink *s,
+				    int *step);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -8,7 +8,6 @@
 
 #include "mkfs.h"
 #include "extref_builder.h"
-#include "extref_fsck.h"
 
 int parse_dedup(const char *arg)
 {
@@ -144,41 +143,6 @@ static int convert_run(const struct mkfs_opts *o)
 	return err ? convert_failed(o, err, step, &c) : 0;
 }
 
-/*
- * A journal that needs recovery is replayed first, as e2fsck does (the
- * library's read-write open replays it): the conversion then starts from
- * the state the journal gives, not the one it overrides.
- */
-int replay_first(const struct mkfs_opts *o)
-{
-	extref_fs_t xfs;
-	ext2_filsys fs;
-	errcode_t err;
-	unsigned int n;
-	int dirty;
-
-	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			 unix_io_manager, &fs))
-		return 0;	/* the conversion's own open says why */
-	dirty = ext2fs_has_feature_journal_needs_recovery(fs->super);
-	ext2fs_close_free(&fs);
-	if (!dirty)
-		return 0;
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
-			     &xfs, NULL);
-	if (!err) {
-		n = extref_fs_replayed(xfs);
-		err = extref_fs_close(xfs);
-		if (!err && !o->quiet)
-			printf("%s: journal recovered (%u transaction%s)\n",
-			       o->image, n, n == 1 ? "" : "s");
-	}
-	if (err)
-		error_line("%s: %s while replaying its journal", o->image,
-			   error_message(err));
-	return err ? 1 : 0;
-}
-
 int convert_image(const struct mkfs_opts *o)
 {
 	if (o->shrink)		/* a new image from this one (shrink.c), with
@@ -187,41 +151,4 @@ int convert_image(const struct mkfs_opts *o)
 	if (convert_run(o))
 		return 1;
 	return o->quiet ? 0 : summary_print(o);
-}
-
-/* Refuse (exit) an image that is not an extref image whose counts the
- * checker core finds right: --shrink alone is for extref images, and a
- * copy must not pass for a repair nobody asked for. */
-void shrink_only_check(const struct mkfs_opts *o)
-{
-	struct extref_fsck_opts fo;
-	struct extref_fsck_result res;
-	ext2_filsys fs;
-	errcode_t err;
-
-	memset(&fo, 0, sizeof(fo));
-	memset(&res, 0, sizeof(res));
-	fo.mode = EXTREF_FSCK_NO;
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		fatal("%s: %s; nothing was changed", o->image,
-		      error_message(err));
-	if (!ext2fs_has_feature_shared_blocks(fs->super))
-		err = EXTREF_ERR_NO_FEATURE;
-	else
-		err = extref_fsck(fs, &fo, &res);
-	ext2fs_close_free(&fs);
-	if (err == EXTREF_ERR_NO_FEATURE)
-		fatal("%s: not an extref image: --convert --shrink converts "
-		      "and shrinks an ext4 image; nothing was changed",
-		      o->image);
-	if (err)
-		fatal("%s: %s while checking the reference counts; nothing "
-		      "was changed", o->image, error_message(err));
-	if (res.problems)
-		fatal("%s: fsck.extref -fn finds %d problem%s in the "
-		      "reference counts: run fsck.extref -fy %s first; "
-		      "nothing was changed", o->image, res.problems,
-		      res.problems == 1 ? "" : "s", o->image);
 }

@@ -171,10 +171,6 @@ int dedup_default(const struct mkfs_opts *o);
 /* --convert, and --shrink with it or alone (shrink.c). */
 int convert_image(const struct mkfs_opts *o);
 
-/* Replay a journal that needs recovery (0, or 1 with the error said). */
-int replay_first(const struct mkfs_opts *o);
-/* Refuse (exit) what is not an extref image with clean counts. */
-void shrink_only_check(const struct mkfs_opts *o);
 
 /* shrink.c: --shrink (with --convert or not): the image file replaced
  * by a fresh build of what it holds; 0, or 1 (errors said). */

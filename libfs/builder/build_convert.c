@@ -39,46 +39,6 @@ static void say(const struct extref_build_convert *c, int what,
 		c->note(what, n, c->priv);
 }
 
-/* Whether the journal needs recovery, and the first group whose
- * descriptor's checksum is wrong (-1: none): one read-only open. */
-static errcode_t look(const char *image, int *dirty, int *bad)
-{
-	ext2_filsys fs;
-	errcode_t err;
-
-	*dirty = 0;
-	*bad = -1;
-	err = ext2fs_open2(image, NULL, EXT2_FLAG_64BITS |
-			   EXT2_FLAG_IGNORE_CSUM_ERRORS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		return err;
-	*dirty = ext2fs_has_feature_journal_needs_recovery(fs->super);
-	for (dgrp_t g = 0; g < fs->group_desc_count && *bad < 0; g++)
-		if (!ext2fs_group_desc_csum_verify(fs, g))
-			*bad = (int)g;
-	ext2fs_close_free(&fs);
-	return 0;
-}
-
-/* The library's read-write open replays the journal (under our lock). */
-static errcode_t replay(const char *image, struct extref_build_convert *c)
-{
-	extref_fs_t xfs;
-	unsigned int n;
-	errcode_t err;
-
-	err = xr_fs_open_held(image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
-			      &xfs, NULL);
-	if (err)
-		return err;
-	n = extref_fs_replayed(xfs);
-	err = extref_fs_close(xfs);
-	if (!err)
-		say(c, EXTREF_NOTE_REPLAYED, n);
-	return err;
-}
-
 /* Nothing written yet: the replay, the caller's check, the descriptors. */
 static errcode_t before_writing(const char *image,
 				struct extref_build_convert *c, int *step)
@@ -87,13 +47,13 @@ static errcode_t before_writing(const char *image,
 	errcode_t err;
 
 	*step = EXTREF_STEP_CHECK;
-	err = look(image, &dirty, &bad);
+	err = xr_build_look(image, &dirty, &bad);
 	if (!err && dirty) {
 		*step = EXTREF_STEP_REPLAY;
-		err = replay(image, c);
+		err = xr_build_replay(image, c->note, c->priv);
 		*step = EXTREF_STEP_CHECK;
 		if (!err)
-			err = look(image, &dirty, &bad);
+			err = xr_build_look(image, &dirty, &bad);
 	}
 	/* an image libext2fs cannot open: the check says why */
 	if (c->check && (!err || *step == EXTREF_STEP_CHECK)) {

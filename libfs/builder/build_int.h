@@ -56,4 +56,13 @@ errcode_t xr_build_sync(const char *path);
 /* The options' clock on fs (EXTREF_BUILD_EPOCH). */
 void xr_build_clock(ext2_filsys fs, const struct extref_build_opts *o);
 
+/* build_look.c: whether image's journal needs recovery, and the first
+ * group whose descriptor's checksum is wrong (-1: none); one read-only
+ * open. */
+errcode_t xr_build_look(const char *image, int *dirty, int *bad);
+/* The journal replayed by a read-write open under the caller's lock;
+ * note told how many transactions. */
+errcode_t xr_build_replay(const char *image, extref_note_func note,
+			  void *priv);
+
 #endif /* EXTREF_BUILD_INT_H */
