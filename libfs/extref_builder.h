@@ -424,6 +424,30 @@ errcode_t extref_build_shrink_begin(const char *image,
 				    struct extref_build_shrink *s,
 				    int *step);
 
+/*
+ * One undo file for a whole build into an existing image (mkfs.extref
+ * -z UNDO_FILE), mke2fs's layout and the build written after it alike:
+ * before mke2fs runs, every block of the image that holds data (a
+ * file's data runs, as SEEK_DATA finds them; every block of a device)
+ * is written back as it is through e2fsprogs' undo io manager, which
+ * saves its old contents in undo_file first (size: the image's bytes
+ * before the run; a failure to replace an old undo_file is
+ * EXTREF_STEP_OPEN).  The channel stays open until the end of the run:
+ * extref_build_undo_end closes it, recording the finished filesystem's
+ * superblock, which is what stock e2undo checks before it puts the saved
+ * blocks back.  A run that fails calls extref_build_undo_abort: the
+ * channel closed, put_back (the caller's stock e2undo: 0 when it put the
+ * blocks back) run, and then the file's old holes punched again: the
+ * file as it was, byte for byte.  Both free u.
+ */
+typedef struct extref_build_undo *extref_build_undo_t;
+errcode_t extref_build_undo_begin(const char *image, const char *undo_file,
+				  __u64 size, extref_build_undo_t *u,
+				  int *step);
+errcode_t extref_build_undo_end(extref_build_undo_t u);
+int extref_build_undo_abort(extref_build_undo_t u,
+			    int (*put_back)(void *priv), void *priv);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

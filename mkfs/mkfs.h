@@ -182,31 +182,6 @@ const char *convert_undo_file(const struct mkfs_opts *o);
  * with the undo file kept and named. */
 int run_e2undo(const struct mkfs_opts *o, const char *undo);
 
-/*
- * e2fsprogs 1.47.0's undo io manager frees the block map it makes at its
- * first write with the 32-bit bitmap call, which ignores a 64-bit map:
- * a leak of some 300 bytes a run, not ours.  Sanitized builds are told
- * to ignore the allocations of that first write, and nothing else.
- */
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#define undo_leak_off()		__lsan_disable()
-#define undo_leak_on()		__lsan_enable()
-#else
-#define undo_leak_off()		do { } while (0)
-#define undo_leak_on()		do { } while (0)
-#endif
-/* The undo io manager's file: set_undo_io_backup_file keeps a copy of
- * the name in a static it overwrites (and leaks) at the next call. */
-static inline errcode_t undo_file_set(const char *path)
-{
-	errcode_t err;
-
-	undo_leak_off();
-	err = set_undo_io_backup_file((char *)path);
-	undo_leak_on();
-	return err;
-}
 /* convert_undo.c: put the image back (opened: the undo file was
  * made); returns 1 (the run failed). */
 int convert_undo_take_back(const struct mkfs_opts *o, int opened);
@@ -255,7 +230,7 @@ extern const char mke2fs_pass_optstring[];
 int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg);
 int mke2fs_opt_needs_arg(int c);
 
-/* undo_build.c: -z, one undo file for the whole run.  begin saves the
+/* steps.c: -z, one undo file for the whole run.  begin saves the
  * existing image's data (0, or -1 with the error printed); end closes
  * it once the run went through; abort puts the image back. */
 int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);

@@ -200,3 +200,57 @@ int dedupe_new(const struct mkfs_opts *o)
 			   error_message(err));
 	return err ? 1 : 0;
 }
+
+/* -z: the run's undo file (extref_build_undo_*), held to the end. */
+static extref_build_undo_t undo;
+
+int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t)
+{
+	errcode_t err;
+	int step = 0;
+
+	err = extref_build_undo_begin(o->image, o->undo, t->orig_size, &undo,
+				      &step);
+	if (err && step == EXTREF_STEP_OPEN)
+		error_line("%s: cannot replace the undo file %s: %s", o->image,
+			   o->undo, strerror((int)err));
+	else if (err)
+		error_line("%s: %s while saving the image in the undo file %s",
+			   o->image, error_message(err), o->undo);
+	return err ? -1 : 0;
+}
+
+int undo_build_end(const struct mkfs_opts *o)
+{
+	errcode_t err = extref_build_undo_end(undo);
+
+	undo = NULL;
+	if (err) {
+		error_line("%s: %s while writing the undo file %s", o->image,
+			   error_message(err), o->undo);
+		return -1;
+	}
+	if (!o->quiet)
+		printf("%s: the previous contents can be put back with: "
+		       "e2undo %s %s\n", o->image, o->undo, o->image);
+	return 0;
+}
+
+static int put_back(void *priv)
+{
+	const struct mkfs_opts *o = priv;
+
+	return run_e2undo(o, o->undo);
+}
+
+/* The run failed after the save: the image put back (an image the run
+ * created or grew is removed or cut by cleanup.c after this). */
+void undo_build_abort(const struct mkfs_opts *o)
+{
+	if (!undo)
+		return;
+	if (!extref_build_undo_abort(undo, put_back, (void *)o))
+		error_line("%s: the image was put back as it was (e2undo %s)",
+			   o->image, o->undo);
+	undo = NULL;
+}
