@@ -234,6 +234,7 @@ void extref_update_free(struct extref_update *u);
  */
 #define EXTREF_BUILD_EPOCH	0x0001	/* the image's clock is epoch
 					   (SOURCE_DATE_EPOCH) */
+/* EXTREF_BUILD_VERIFY 0x0002: extref_build_update, below */
 struct extref_build_opts {
 	unsigned int	flags;		/* EXTREF_BUILD_* */
 	long long	epoch;		/* with EXTREF_BUILD_EPOCH */
@@ -447,6 +448,53 @@ errcode_t extref_build_undo_begin(const char *image, const char *undo_file,
 errcode_t extref_build_undo_end(extref_build_undo_t u);
 int extref_build_undo_abort(extref_build_undo_t u,
 			    int (*put_back)(void *priv), void *priv);
+
+/*
+ * A new image, just formatted (extref_build_format), populated from one
+ * source: the n archives of layer_fds as layers (extref_populate_layers,
+ * layer_flags), else the image at path image (extref_populate_image),
+ * else the archive on archive_fd (>= 0), else the host directory dir.
+ * The image is opened without its tree (the dedupe's, after this) and
+ * without journal transactions (a new image, interrupted, is unfinished
+ * whatever was written), its clock o's; quotas recomputed, closed.  p is
+ * the caller's, as for extref_populate_dir (freed by
+ * extref_populate_free).
+ */
+struct extref_build_source {
+	const char	*dir;
+	int		archive_fd;	/* -1: none */
+	const char	*image;
+	const int	*layer_fds;
+	size_t		n_layers;
+	unsigned int	layer_flags;	/* EXTREF_LAYERS_OCI */
+};
+errcode_t extref_build_populate(const char *image,
+				const struct extref_build_source *src,
+				const struct extref_build_opts *o,
+				struct extref_populate *p);
+
+/*
+ * image updated in place (mkfs.extref --update): from the host directory
+ * dir (extref_update_dir), or, when layer_fd >= 0, from the archive on
+ * it as one more OCI layer (extref_update_layer).  The image is opened
+ * read-write with its tree, trusted from its stamp unless
+ * EXTREF_BUILD_VERIFY asks for the proof against every extent (a
+ * journal that needs recovery replayed first), its clock o's; a failure
+ * rolls back what was not committed.  u is the caller's, as for
+ * extref_update_dir; st (may be NULL) gets the image's blocks in use
+ * before and after, its free blocks before and its block size.
+ */
+#define EXTREF_BUILD_VERIFY	0x0002
+struct extref_build_update_stats {
+	__u64		used_before;
+	__u64		used_after;
+	__u64		free_before;
+	unsigned int	blocksize;
+};
+errcode_t extref_build_update(const char *image, const char *dir,
+			      int layer_fd, const struct extref_build_opts *o,
+			      struct extref_update *u,
+			      struct extref_build_update_stats *st);
 
 #pragma GCC visibility pop
 
