@@ -74,18 +74,17 @@ static void convert_note(int what, unsigned int n, void *priv)
 		printf("%s: converted to an extref image\n", o->image);
 }
 
-/* Stock e2fsck -fn, before anything is written: its report printed and
- * the run ended when it finds the image damaged. */
+/* Stock e2fsck -fn, before anything is written (the image open beside
+ * it, unwritten): its report printed when it finds the image damaged. */
+static int e2fsck_damaged;
+
 static errcode_t convert_e2fsck(const char *image, void *priv)
 {
 	const struct mkfs_opts *o = priv;
 
 	(void)image;
-	if (run_e2fsck_fn(o))
-		fatal("%s: e2fsck -fn finds it damaged (above): --convert "
-		      "runs only on a clean filesystem; run e2fsck -fy %s "
-		      "first; nothing was changed", o->image, o->image);
-	return 0;
+	e2fsck_damaged = run_e2fsck_fn(o) != 0;
+	return e2fsck_damaged ? EXTREF_ERR_E2FSCK : 0;
 }
 
 /* Why the conversion failed; 1 (the image put back when it was
@@ -98,6 +97,10 @@ static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
 			   error_message(err));
 		return 1;
 	}
+	if (step == EXTREF_STEP_CHECK && e2fsck_damaged)
+		fatal("%s: e2fsck -fn finds it damaged (above): --convert "
+		      "runs only on a clean filesystem; run e2fsck -fy %s "
+		      "first; nothing was changed", o->image, o->image);
 	if (err == EXTREF_ERR_DESC_CSUM)
 		fatal("%s: group descriptor %u has a wrong checksum (e2fsck "
 		      "-fn reports it): --convert runs only on a clean "

@@ -3,14 +3,15 @@
  * an extref image in place, its data shared with dedupe, in one walk
  * under the image's write lock.
  *
- * The walk: the lock; one read-only look (is a replay needed, is every
- * group descriptor's checksum right); the replay when it is (then a
- * second look); the caller's check (stock e2fsck -fn); the image opened
- * once for writing, through the undo io manager for a file (every block
- * saved in the undo file before its first write: a failed run is put
- * back whole by stock e2undo, a finished one drops the file); converted
- * (and shared) and closed; the freed blocks punched out (punch.c reads
- * the closed image once more to punch only what is free on disk).
+ * The walk: the lock; the image opened once, for writing, through the
+ * undo io manager for a file (every block saved in the undo file before
+ * its first write: a failed run is put back whole by stock e2undo, a
+ * finished one drops the file); on that open, before anything is
+ * written: a journal that needs recovery replayed (then the image opened
+ * again), the caller's check (stock e2fsck -fn, a reader beside us), the
+ * group descriptors' checksums; then converted (and shared) and closed;
+ * the freed blocks punched out (punch.c reads the closed image once more
+ * to punch only what is free on disk).
  */
 #include <unistd.h>
 
@@ -39,35 +40,6 @@ static void say(const struct extref_build_convert *c, int what,
 		c->note(what, n, c->priv);
 }
 
-/* Nothing written yet: the replay, the caller's check, the descriptors. */
-static errcode_t before_writing(const char *image,
-				struct extref_build_convert *c, int *step)
-{
-	int dirty, bad;
-	errcode_t err;
-
-	*step = EXTREF_STEP_CHECK;
-	err = xr_build_look(image, &dirty, &bad);
-	if (!err && dirty) {
-		*step = EXTREF_STEP_REPLAY;
-		err = xr_build_replay(image, c->note, c->priv);
-		*step = EXTREF_STEP_CHECK;
-		if (!err)
-			err = xr_build_look(image, &dirty, &bad);
-	}
-	/* an image libext2fs cannot open: the check says why */
-	if (c->check && (!err || *step == EXTREF_STEP_CHECK)) {
-		errcode_t cerr = c->check(image, c->priv);
-
-		if (cerr)
-			return cerr;
-	}
-	if (err)
-		return err;
-	c->bad_group = bad;
-	return bad >= 0 ? EXTREF_ERR_DESC_CSUM : 0;
-}
-
 /*
  * The undo io manager sets itself up at its first write: the block
  * holding the superblock written back as it is.
@@ -92,13 +64,15 @@ static errcode_t undo_first_write(ext2_filsys fs)
 }
 
 /* The image file through e2fsprogs' undo io manager, over the
- * library's; a block device as usual.  c->undo_made once it exists. */
-static errcode_t open_fs(const char *image, struct extref_build_convert *c,
-			 ext2_filsys *fs)
+ * library's (nothing written yet: the manager saves a block at its
+ * first write); a block device as usual. */
+static errcode_t open_raw(const char *image, struct extref_build_convert *c,
+			  ext2_filsys *fs)
 {
 	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
 	errcode_t err;
 
+	*fs = NULL;
 	if (!c->undo_file)
 		return ext2fs_open2(image, NULL, flags | EXT2_FLAG_EXCLUSIVE,
 				    0, 0, unix_io_manager, fs);
@@ -114,16 +88,77 @@ static errcode_t open_fs(const char *image, struct extref_build_convert *c,
 	if (!err)
 		err = ext2fs_open2(image, NULL, flags, 0, 0, undo_io_manager,
 				   fs);
-	if (!err) {
-		err = undo_first_write(*fs);
-		if (err)
-			ext2fs_free(*fs);
-	}
-	if (err)
+	if (err && c->undo_file)
 		unlink(c->undo_file);
-	else
-		c->undo_made = 1;
 	return err;
+}
+
+/* Closed unwritten: the undo file, empty, goes too. */
+static void close_raw(struct extref_build_convert *c, ext2_filsys fs)
+{
+	if (fs)
+		ext2fs_free(fs);
+	if (c->undo_file)
+		unlink(c->undo_file);
+}
+
+/* The first group whose descriptor's checksum is wrong, or -1. */
+static int bad_desc(ext2_filsys fs)
+{
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++)
+		if (!ext2fs_group_desc_csum_verify(fs, g))
+			return (int)g;
+	return -1;
+}
+
+/*
+ * The one open, checked before anything is written: a journal that
+ * needs recovery is replayed first (and the image opened again), the
+ * caller's check runs, the descriptors' checksums are verified.  An
+ * image libext2fs cannot open is looked at read-only for a descriptor
+ * whose checksum fails, after the caller's check has said its word.
+ */
+static errcode_t open_checked(const char *image,
+			      struct extref_build_convert *c,
+			      ext2_filsys *fs, int *step)
+{
+	int dirty, bad = -1;
+	errcode_t err, cerr;
+
+	*step = EXTREF_STEP_CHECK;
+	err = open_raw(image, c, fs);
+	if (!err && ext2fs_has_feature_journal_needs_recovery((*fs)->super)) {
+		close_raw(c, *fs);
+		*step = EXTREF_STEP_REPLAY;
+		err = xr_build_replay(image, c->note, c->priv);
+		if (err)
+			return err;
+		*step = EXTREF_STEP_CHECK;
+		err = open_raw(image, c, fs);
+	}
+	cerr = c->check ? c->check(image, c->priv) : 0;
+	if (err && !cerr && !xr_build_look(image, &dirty, &bad) && bad >= 0)
+		err = EXTREF_ERR_DESC_CSUM;
+	if (!err && !cerr)
+		bad = bad_desc(*fs);
+	if (!err && !cerr && bad >= 0)
+		err = EXTREF_ERR_DESC_CSUM;
+	c->bad_group = bad;
+	if (cerr || err) {
+		close_raw(c, err ? NULL : *fs);
+		*fs = NULL;
+		return cerr ? cerr : err;
+	}
+	*step = EXTREF_STEP_WORK;
+	if (c->undo_file) {
+		err = undo_first_write(*fs);
+		if (err) {
+			close_raw(c, *fs);
+			return err;
+		}
+		c->undo_made = 1;
+	}
+	return 0;
 }
 
 /* The undo file's end: the run is kept. */
@@ -135,17 +170,12 @@ static void undo_done(struct extref_build_convert *c)
 }
 
 /* No dedupe: converted, closed. */
-static errcode_t convert_only(const char *image,
+static errcode_t convert_only(ext2_filsys fs,
 			      const struct extref_build_opts *o,
 			      struct extref_build_convert *c, int *step)
 {
-	ext2_filsys fs;
 	errcode_t err;
 
-	*step = EXTREF_STEP_WORK;
-	err = open_fs(image, c, &fs);
-	if (err)
-		return err;
 	xr_build_clock(fs, o);
 	err = extref_convert(fs);
 	if (err) {
@@ -184,28 +214,6 @@ static errcode_t convert_share(extref_fs_t xfs,
 					     o ? o->priv : NULL, &st);
 }
 
-/* The image opened for writing and wrapped (no tree yet). */
-static errcode_t open_xfs(const char *image, struct extref_build_convert *c,
-			  extref_fs_t *xfs)
-{
-	ext2_filsys fs;
-	errcode_t err;
-
-	if (!c->undo_file)
-		return xr_fs_open_held(image, EXTREF_OPEN_RW |
-				       EXTREF_OPEN_NO_TREE, xfs, NULL);
-	err = open_fs(image, c, &fs);
-	if (err)
-		return err;
-	err = xr_fs_wrap_held(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, xfs,
-			      NULL);
-	if (err) {
-		ext2fs_free(fs);	/* only the superblock, as it was */
-		undo_done(c);
-	}
-	return err;
-}
-
 /* Converted and shared in the journal's transactions, the first holding
  * the conversion (split where the sharing outgrows it). */
 static errcode_t share(extref_fs_t xfs, const struct extref_build_opts *o,
@@ -229,7 +237,7 @@ static errcode_t share(extref_fs_t xfs, const struct extref_build_opts *o,
 	return err;
 }
 
-static errcode_t convert_dedupe(const char *image,
+static errcode_t convert_dedupe(const char *image, ext2_filsys fs,
 				const struct extref_build_opts *o,
 				struct extref_build_convert *c, int *step)
 {
@@ -237,10 +245,14 @@ static errcode_t convert_dedupe(const char *image,
 	extref_fs_t xfs = NULL;
 	errcode_t err;
 
-	*step = EXTREF_STEP_WORK;
-	err = open_xfs(image, c, &xfs);
-	if (err)
+	/* wrapped (no tree yet) under our lock */
+	err = xr_fs_wrap_held(fs, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE, &xfs,
+			      NULL);
+	if (err) {
+		ext2fs_free(fs);	/* only the superblock, as it was */
+		undo_done(c);
 		return err;
+	}
 	if (!extref_fs_journaled(xfs))
 		say(c, EXTREF_NOTE_NO_JOURNAL, 0);
 	err = share(xfs, o, c, &pl);
@@ -268,6 +280,7 @@ errcode_t extref_build_convert(const char *image,
 			       struct extref_build_convert *c, int *step)
 {
 	extref_image_lock_t lock;
+	ext2_filsys fs;
 	int dummy;
 	errcode_t err;
 
@@ -280,11 +293,11 @@ errcode_t extref_build_convert(const char *image,
 	err = extref_image_lock(image, EXTREF_LOCK_WRITE, &lock);
 	if (err)
 		return err;
-	err = before_writing(image, c, step);
+	err = open_checked(image, c, &fs, step);
 	if (!err && c->dedupe != EXTREF_DEDUPE_NONE)
-		err = convert_dedupe(image, o, c, step);
+		err = convert_dedupe(image, fs, o, c, step);
 	else if (!err)
-		err = convert_only(image, o, c, step);
+		err = convert_only(fs, o, c, step);
 	extref_image_unlock(lock);
 	return err;
 }
