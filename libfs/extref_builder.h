@@ -7,6 +7,9 @@
 #ifndef EXTREF_BUILDER_H
 #define EXTREF_BUILDER_H
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include "extref_ops.h"
 
 #ifdef __cplusplus
@@ -495,6 +498,41 @@ errcode_t extref_build_update(const char *image, const char *dir,
 			      int layer_fd, const struct extref_build_opts *o,
 			      struct extref_update *u,
 			      struct extref_build_update_stats *st);
+
+/*
+ * A stock e2fsprogs tool a build runs (mke2fs, e2fsck -fn, e2undo), run
+ * to its end: argv[0] is name; the program is the one env_var (may be
+ * NULL) names, else path (may be NULL), else name on PATH.  The child
+ * gets /dev/null as standard input, a memory file as standard output and
+ * error (output: all it wrote, malloc'd; status: waitpid's), the
+ * environment less what would change its work (LC_ALL=C; o's epoch as
+ * E2FSPROGS_FAKE_TIME; MKE2FS_CONFIG=conf when conf is given, conf_fd
+ * kept open for it), and the signals of signals (the caller's
+ * terminating ones) that have the caller's handler set back to their
+ * default.  Those signals are blocked while the child is started and
+ * registered (child(pid), may be NULL) and while it is reaped and
+ * unregistered (child(0)); with hold_signals, for the whole run (a
+ * Ctrl-C neither kills the tool half-way nor leaves it running alone;
+ * the signal is taken once it has ended).  An error only when it could
+ * not be run (an errno value).
+ */
+struct extref_build_tool {
+	const char	*name;
+	const char	*path;
+	const char	*env_var;
+	const char	*conf;
+	int		conf_fd;
+	const sigset_t	*signals;
+	int		hold_signals;
+	void		(*child)(pid_t pid, void *priv);
+	void		*priv;
+	/* out */
+	char		*output;
+	int		status;
+};
+errcode_t extref_build_run_tool(const char *const *argv,
+				const struct extref_build_opts *o,
+				struct extref_build_tool *t);
 
 #pragma GCC visibility pop
 

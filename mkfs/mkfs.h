@@ -103,14 +103,14 @@ int labels_apply(const struct mkfs_opts *o);
 void cleanup_init(void);
 void cleanup_block(sigset_t *old);
 void cleanup_unblock(const sigset_t *old);
-void cleanup_child_sigdefault(sigset_t *set);
+void cleanup_signals(sigset_t *set);
+void cleanup_child(pid_t pid, void *priv);
 int cleanup_add_tree(const char *path);
 int cleanup_add_conf(const char *path);
 void cleanup_drop_conf(void);
 int cleanup_add_image(const char *path, int created, off_t orig_size);
 void cleanup_keep_image(void);
 void cleanup_undo_image(void);
-void cleanup_set_child(pid_t pid);
 /* What a signal prints before it ends the run (NULL: nothing). */
 void cleanup_set_note(const char *text);
 
@@ -264,23 +264,11 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* Run mke2fs; 0 on success, else prints one error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
 
-/* spawn.c: start mke2fs (argv) with its output on out, MKE2FS_CONFIG=conf
- * (conf_fd, or -1, kept open for it) and the signal mask mask; 0 or an
- * errno value. */
-/* spawn.c: an e2fsprogs tool; path first, else name on PATH, unless
- * the variable env_var names another; conf (may be NULL) is mke2fs's
- * MKE2FS_CONFIG, conf_fd (or -1) its descriptor, kept open. */
-struct spawn_req {
-	const char	*name;
-	const char	*path;
-	const char	*env_var;
-	const char	*conf;
-	int		conf_fd;
-};
-int spawn_tool(const struct mkfs_opts *o, const struct spawn_req *r,
-	       const char **argv, int out, const sigset_t *mask, pid_t *pid);
-int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
-		 const char *conf, int conf_fd, int out, const sigset_t *mask,
-		 pid_t *pid);
+/* tool_run.c: an e2fsprogs tool run through the library
+ * (extref_build_run_tool), with cleanup.c's signals; 0 or an errno value,
+ * *output (malloc'd) and *status set. */
+int run_e2fs_tool(const struct mkfs_opts *o, const char *path,
+		  const char *env_var, const char **argv, const char *conf,
+		  int conf_fd, int hold, char **output, int *status);
 
 #endif /* MKFS_EXTREF_H */
