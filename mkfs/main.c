@@ -5,7 +5,7 @@
  *
  * Every option and the size are checked before the image is touched; the
  * steps after that are target_create() (target.c), run_mke2fs()
- * (mke2fs_run.c) and format_image() (format.c).
+ * (mke2fs_run.c) and format_image() (steps.c: extref_build_format).
  */
 #include <getopt.h>
 #include <stdio.h>

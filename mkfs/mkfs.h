@@ -3,8 +3,10 @@
  *
  * main.c parses and checks the options, target.c checks and prepares the
  * image file, mke2fs_run.c runs the stock mke2fs with a fixed
- * configuration, format.c adds the empty reference-count tree, source.c
- * populates it through the library.
+ * configuration; the rest is the library's builder (extref_builder.h:
+ * extref_build_* add the tree, populate, deduplicate, label, convert,
+ * check a shrink, keep the undo file), called by steps.c, source.c,
+ * convert.c, shrink.c and update.c, which print what it did.
  */
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
@@ -74,7 +76,7 @@ struct mkfs_opts {
 	int		bs_chosen;	/* -b given, or a build's 4096 */
 	int		size_auto;	/* --size=auto: sized from -d */
 	int		whole;		/* no SIZE: the existing image whole */
-	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
+	const char	*undo;		/* -z UNDO_FILE (steps.c) */
 	int		noaction;	/* -n: mke2fs -n's report only */
 	int		no_xattrs;	/* -E no_copy_xattrs */
 	int		keep_times;	/* no clamping to the epoch (--shrink) */

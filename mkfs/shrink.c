@@ -13,7 +13,7 @@
  *      every file, its sharing kept, --dedup on top) into a hidden
  *      directory beside it, ".NAME.shrink-PID", with the image's block
  *      size, inode size, UUID, label, hash seed and features, sized as a
- *      build without SIZE (plan_size.c: its inodes, its journal); with
+ *      build without SIZE (extref_build_plan_size: inodes, journal); with
  *      --dedup, a second copy of that one, sized for what it shares;
  *   3. the new file checked (stock e2fsck -fn), synced, renamed over the
  *      image, the directory synced.

@@ -1,7 +1,8 @@
 /*
  * tool_run.c --- run the stock e2fsck -fn (the clean checks of --convert
- * and --shrink) and e2undo (convert_undo.c, undo_build.c), as
- * mke2fs_run.c runs the stock mke2fs.
+ * and --shrink) and e2undo (convert_undo.c, steps.c's -z), as
+ * mke2fs_run.c runs the stock mke2fs: through the library
+ * (extref_build_run_tool) with cleanup.c's signals.
  *
  * They run with the terminating signals blocked (and we wait with them
  * blocked): a Ctrl-C neither kills them half-way nor leaves them running
