@@ -507,9 +507,10 @@ errcode_t extref_build_update(const char *image, const char *dir,
  * error (output: all it wrote, malloc'd; status: waitpid's), the
  * environment less what would change its work (LC_ALL=C; o's epoch as
  * E2FSPROGS_FAKE_TIME; MKE2FS_CONFIG=conf when conf is given, conf_fd
- * kept open for it), and the signals of signals (the caller's
- * terminating ones) that have the caller's handler set back to their
- * default.  Those signals are blocked while the child is started and
+ * kept open for it), the caller's signal mask (with hold_signals,
+ * signals blocked too), its handlers reset by the exec, its ignored
+ * signals still ignored.  signals (the caller's
+ * terminating ones) are blocked while the child is started and
  * registered (child(pid), may be NULL) and while it is reaped and
  * unregistered (child(0)); with hold_signals, for the whole run (a
  * Ctrl-C neither kills the tool half-way nor leaves it running alone;

@@ -8,8 +8,11 @@
  * descriptor when it is a memory file (kept open across the exec:
  * MKE2FS_CONFIG names it through /proc/self/fd), our environment less
  * the variables that would change the tool's work (LC_ALL=C, and the
- * fixed time of SOURCE_DATE_EPOCH, set again), and the signal mask and
- * dispositions the caller had before it took its terminating signals.
+ * fixed time of SOURCE_DATE_EPOCH, set again), and the signal mask the
+ * caller had before it blocked its terminating signals; their handlers
+ * are the caller's, which the exec sets back to the default (POSIX: a
+ * caught signal's action is reset at exec, an ignored one stays
+ * ignored, as under nohup).
  * A variable (MKFS_EXTREF_MKE2FS, ...) names another binary; else the
  * path given, else the name on PATH.
  */
@@ -88,22 +91,6 @@ static int spawn_one(pid_t *pid, const char *path, int search,
 	return posix_spawn(pid, path, fa, at, (char **)argv, env);
 }
 
-/* The signals of t->signals whose handler is the caller's: a child
- * about to exec takes them back to their default (an ignored one, as
- * under nohup, stays ignored). */
-static void sigdefault_of(const struct extref_build_tool *t, sigset_t *set)
-{
-	sigemptyset(set);
-	for (int sig = 1; t->signals && sig < NSIG; sig++) {
-		struct sigaction cur;
-
-		if (sigismember(t->signals, sig) == 1 &&
-		    sigaction(sig, NULL, &cur) == 0 &&
-		    cur.sa_handler != SIG_IGN && cur.sa_handler != SIG_DFL)
-			sigaddset(set, sig);
-	}
-}
-
 static int spawn_tool(const struct extref_build_opts *o,
 		      const struct extref_build_tool *r, const char **argv,
 		      int out, const sigset_t *mask, pid_t *pid)
@@ -111,13 +98,11 @@ static int spawn_tool(const struct extref_build_opts *o,
 	const char *alt = r->env_var ? getenv(r->env_var) : NULL;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
-	sigset_t def;
 	char *own[3], **env = child_env(o, r->conf, own);
 	int err;
 
 	if (!env)
 		return ENOMEM;
-	sigdefault_of(r, &def);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&at);
 	err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY,
@@ -131,12 +116,9 @@ static int spawn_tool(const struct extref_build_opts *o,
 		err = posix_spawn_file_actions_adddup2(&fa, r->conf_fd,
 						       r->conf_fd);
 	if (!err)
-		err = posix_spawnattr_setsigdefault(&at, &def);
-	if (!err)
 		err = posix_spawnattr_setsigmask(&at, mask);
 	if (!err)
-		err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF |
-						    POSIX_SPAWN_SETSIGMASK);
+		err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
 	if (!err && alt && *alt) {
 		err = spawn_one(pid, alt, 0, &fa, &at, argv, env);
 	} else if (!err) {
