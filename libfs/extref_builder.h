@@ -7,6 +7,9 @@
 #ifndef EXTREF_BUILDER_H
 #define EXTREF_BUILDER_H
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include "extref_ops.h"
 
 #ifdef __cplusplus
@@ -223,6 +226,316 @@ errcode_t extref_update_dir(extref_fs_t fs, const char *dir,
 errcode_t extref_update_layer(extref_fs_t fs, int fd,
 			      struct extref_update *u);
 void extref_update_free(struct extref_update *u);
+
+/*
+ * Building an image file, step by step, as mkfs.extref does: each call
+ * takes the image's path and what the caller asked (struct
+ * extref_build_opts and the call's own options: never a caller's run
+ * state), opens the image itself and leaves it closed.  On error, where
+ * a step argument is given, *step says which part failed (EXTREF_STEP_*)
+ * so that the caller can say what it was doing.
+ */
+#define EXTREF_BUILD_EPOCH	0x0001	/* the image's clock is epoch
+					   (SOURCE_DATE_EPOCH) */
+/* EXTREF_BUILD_VERIFY 0x0002: extref_build_update, below */
+struct extref_build_opts {
+	unsigned int	flags;		/* EXTREF_BUILD_* */
+	long long	epoch;		/* with EXTREF_BUILD_EPOCH */
+	extref_progress_func progress;	/* of long work, or NULL */
+	void		*priv;
+};
+#define EXTREF_STEP_OPEN	1	/* opening the image */
+#define EXTREF_STEP_WORK	2	/* the call's own work */
+#define EXTREF_STEP_WRITE	3	/* writing it out: the close, the sync */
+#define EXTREF_STEP_PUNCH	4	/* punching freed blocks out of the file */
+
+/* A filesystem's figures, from its superblock. */
+struct extref_image_info {
+	__u64		blocks;
+	unsigned int	blocksize;
+	unsigned int	inodes;
+	unsigned int	inode_size;
+	int		journal;	/* has_journal */
+	unsigned char	uuid[16];
+	char		label[17];	/* NUL-ended */
+};
+
+/*
+ * The empty tree added to the filesystem mke2fs has just made in image.
+ * The image is new: it is written with no flush until one fsync at the
+ * end, and only the block bitmap of the group the tree's block comes
+ * from is read and written (the close then writes the superblocks).
+ * Refuses a filesystem without extents (EXTREF_ERR_NO_EXTENTS) or with
+ * bigalloc (EXTREF_ERR_BIGALLOC), as mke2fs's own configuration (-t, -T)
+ * can make.  info (may be NULL) gets the new image's figures.
+ */
+errcode_t extref_build_format(const char *image,
+			      const struct extref_build_opts *o,
+			      struct extref_image_info *info, int *step);
+
+/*
+ * The size of an image for what a source holds (extref_source_measure
+ * and its kin), computed, not guessed: the data (distinct blocks only
+ * when measured so), the metadata, lost+found, the root, the tree's
+ * nodes, the journal (4 MiB, or 1/1024 of the content above 4 GiB, at
+ * most 128 MiB; none with no_journal) and the group metadata of a
+ * filesystem of that many blocks and inodes, as libext2fs lays it out;
+ * then headroom percent more, in blocks and inodes alike.  No blocks
+ * are reserved for root.
+ */
+struct extref_build_plan {
+	/* in */
+	unsigned int	blocksize;
+	unsigned int	inode_size;	/* 0: 256 */
+	unsigned int	headroom;	/* percent */
+	int		no_journal;
+	/* out */
+	__u64		bytes;		/* the filesystem's size */
+	__u64		inodes;		/* as mke2fs keeps them (-N) */
+	unsigned int	journal_mib;	/* the journal's size (-J size=) */
+};
+errcode_t extref_build_plan_size(const struct extref_source_size *s,
+				 struct extref_build_plan *p);
+
+/*
+ * SELinux labels for every inode of image reached from its root (the
+ * root and lost+found included): security.selinux is the context its
+ * path in the image ("/", "/etc/passwd") and its mode look up to in
+ * the file_contexts file (extref_labels_open); a path that looks up to
+ * <<none>> or to nothing keeps what it has.  A hard link is labeled by
+ * the first of its paths met.  Each context is checked
+ * (extref_label_check).  On error path is where the walk was, bad_ctx
+ * the context that failed its check (or NULL), why libselinux's
+ * absence (EXTREF_ERR_SELINUX_LIB); path and bad_ctx are malloc'd,
+ * freed by extref_build_labels_free.
+ */
+struct extref_build_labels {
+	const char	*file_contexts;	/* in */
+	/* out */
+	char		*path;
+	char		*bad_ctx;
+	const char	*why;
+};
+errcode_t extref_build_label(const char *image,
+			     const struct extref_build_opts *o,
+			     struct extref_build_labels *l);
+void extref_build_labels_free(struct extref_build_labels *l);
+
+/*
+ * What image holds, read from it: the data blocks its regular files map
+ * (holes and inline data not counted; a block counted once per file),
+ * the distinct blocks among them (a shared block once), and its size.
+ */
+struct extref_image_usage {
+	__u64		file_blocks;
+	__u64		stored_blocks;
+	__u64		blocks;
+	unsigned int	blocksize;
+};
+errcode_t extref_image_usage(const char *image, struct extref_image_usage *u);
+
+/*
+ * A new image just populated (by this program: it is trusted, and
+ * written without journal nor flushes) deduplicated with mode; then the
+ * blocks that frees leave the image file (fallocate PUNCH_HOLE, those
+ * only that the image read back from the disk has free).  st (may be
+ * NULL) gets the dedupe's figures, *punched (may be NULL) the bytes
+ * punched out.
+ */
+errcode_t extref_build_dedupe(const char *image, int mode,
+			      const struct extref_build_opts *o,
+			      struct extref_dedupe_stats *st,
+			      __u64 *punched, int *step);
+
+/*
+ * An existing ext4 image made an extref image in place (mkfs.extref
+ * --convert), in one walk that takes the image's write lock first and
+ * holds it to the end: a journal that needs recovery is replayed (as
+ * e2fsck does: the conversion starts from the state the journal gives);
+ * the caller's check runs (stock e2fsck -fn, say: its error is returned
+ * as it is, step EXTREF_STEP_CHECK); a group descriptor with a wrong
+ * checksum is refused (EXTREF_ERR_DESC_CSUM, its group in bad_group);
+ * nothing has been written until then.  Then extref_convert, and with
+ * dedupe the sharing of identical data (the tree loaded and verified
+ * first), in the journal's transactions, the first holding the
+ * conversion; the blocks that frees are punched out of the file once
+ * the image is closed.  An image file's every write goes through
+ * e2fsprogs' undo io manager into undo_file first (opened: the caller
+ * puts back what it holds with stock e2undo when the call fails at
+ * EXTREF_STEP_WORK or _WRITE); a block device's (undo_file NULL) not.
+ * note (may be NULL) is told, as it happens: EXTREF_NOTE_REPLAYING (a
+ * journal that needs recovery is about to be replayed),
+ * EXTREF_NOTE_REPLAYED (n transactions), EXTREF_NOTE_NO_JOURNAL (dedupe on an image without
+ * one: each range flushed on its own), EXTREF_NOTE_WRITING (writing
+ * begins; n is 1 when through the journal: a crash leaves an image to
+ * replay, 0: one to repair), EXTREF_NOTE_WRITTEN (writing ended, or was
+ * abandoned), EXTREF_NOTE_CONVERTED (on disk, before the punch).
+ */
+#define EXTREF_STEP_LOCK	5	/* taking the image's write lock */
+#define EXTREF_STEP_REPLAY	6	/* replaying its journal */
+#define EXTREF_STEP_CHECK	7	/* the checks before any write */
+#define EXTREF_NOTE_REPLAYED	1
+#define EXTREF_NOTE_NO_JOURNAL	2
+#define EXTREF_NOTE_WRITING	3
+#define EXTREF_NOTE_WRITTEN	4
+#define EXTREF_NOTE_CONVERTED	5
+#define EXTREF_NOTE_REPLAYING	6
+typedef void (*extref_note_func)(int what, unsigned int n, void *priv);
+struct extref_build_convert {
+	/* in */
+	int		dedupe;		/* enum extref_dedupe_mode */
+	const char	*undo_file;	/* or NULL (a block device) */
+	errcode_t	(*check)(const char *image, void *priv); /* or NULL */
+	extref_note_func note;		/* or NULL */
+	void		*priv;		/* check's and note's */
+	/* out */
+	int		bad_group;	/* a descriptor's checksum failed
+					   (-1: none) */
+	int		undo_made;	/* undo_file holds what to put back */
+	__u64		punched;	/* bytes punched out of the file */
+};
+errcode_t extref_build_convert(const char *image,
+			       const struct extref_build_opts *o,
+			       struct extref_build_convert *c, int *step);
+
+/*
+ * The start of --shrink (mkfs.extref): the image's write lock taken
+ * first, then, nothing written but a replay: a journal that needs
+ * recovery replayed (EXTREF_NOTE_REPLAYED), the caller's check (stock
+ * e2fsck -fn: its error returned as it is); then one read-only open: an
+ * image that is not to be copied refused: without convert, one that is
+ * not an extref image (EXTREF_ERR_NO_FEATURE) or whose counts the
+ * checker core finds wrong (EXTREF_ERR_UNTRUSTED, problems counted;
+ * the core's own failure at EXTREF_STEP_WORK), and one with
+ * stable_inodes (EXT2_ET_UNSUPP_FEATURE, stable_inodes set: the copy
+ * renumbers inodes); and what the copy keeps of it read.  On success
+ * lock is held: the caller builds the copy under it and drops it
+ * (extref_image_unlock).
+ */
+struct extref_build_shrink {
+	/* in */
+	int		convert;	/* an ext4 image, converted by the copy */
+	errcode_t	(*check)(const char *image, void *priv); /* or NULL */
+	extref_note_func note;		/* or NULL */
+	void		*priv;
+	/* out */
+	extref_image_lock_t lock;
+	struct extref_image_info info;
+	__u32		features[3];	/* compat, incompat, ro_compat */
+	unsigned char	hash_seed[16];
+	int		problems;
+	int		stable_inodes;
+};
+errcode_t extref_build_shrink_begin(const char *image,
+				    struct extref_build_shrink *s,
+				    int *step);
+
+/*
+ * One undo file for a whole build into an existing image (mkfs.extref
+ * -z UNDO_FILE), mke2fs's layout and the build written after it alike:
+ * before mke2fs runs, every block of the image that holds data (a
+ * file's data runs, as SEEK_DATA finds them; every block of a device)
+ * is written back as it is through e2fsprogs' undo io manager, which
+ * saves its old contents in undo_file first (size: the image's bytes
+ * before the run; a failure to replace an old undo_file is
+ * EXTREF_STEP_OPEN).  The channel stays open until the end of the run:
+ * extref_build_undo_end closes it, recording the finished filesystem's
+ * superblock, which is what stock e2undo checks before it puts the saved
+ * blocks back.  A run that fails calls extref_build_undo_abort: the
+ * channel closed, put_back (the caller's stock e2undo: 0 when it put the
+ * blocks back) run, and then the file's old holes punched again: the
+ * file as it was, byte for byte.  Both free u.
+ */
+typedef struct extref_build_undo *extref_build_undo_t;
+errcode_t extref_build_undo_begin(const char *image, const char *undo_file,
+				  __u64 size, extref_build_undo_t *u,
+				  int *step);
+errcode_t extref_build_undo_end(extref_build_undo_t u);
+int extref_build_undo_abort(extref_build_undo_t u,
+			    int (*put_back)(void *priv), void *priv);
+
+/*
+ * A new image, just formatted (extref_build_format), populated from one
+ * source: the n archives of layer_fds as layers (extref_populate_layers,
+ * layer_flags), else the image at path image (extref_populate_image),
+ * else the archive on archive_fd (>= 0), else the host directory dir.
+ * The image is opened without its tree (the dedupe's, after this) and
+ * without journal transactions (a new image, interrupted, is unfinished
+ * whatever was written), its clock o's; quotas recomputed, closed.  p is
+ * the caller's, as for extref_populate_dir (freed by
+ * extref_populate_free).
+ */
+struct extref_build_source {
+	const char	*dir;
+	int		archive_fd;	/* -1: none */
+	const char	*image;
+	const int	*layer_fds;
+	size_t		n_layers;
+	unsigned int	layer_flags;	/* EXTREF_LAYERS_OCI */
+};
+errcode_t extref_build_populate(const char *image,
+				const struct extref_build_source *src,
+				const struct extref_build_opts *o,
+				struct extref_populate *p);
+
+/*
+ * image updated in place (mkfs.extref --update): from the host directory
+ * dir (extref_update_dir), or, when layer_fd >= 0, from the archive on
+ * it as one more OCI layer (extref_update_layer).  The image is opened
+ * read-write with its tree, trusted from its stamp unless
+ * EXTREF_BUILD_VERIFY asks for the proof against every extent (a
+ * journal that needs recovery replayed first), its clock o's; a failure
+ * rolls back what was not committed.  u is the caller's, as for
+ * extref_update_dir; st (may be NULL) gets the image's blocks in use
+ * before and after, its free blocks before and its block size.
+ */
+#define EXTREF_BUILD_VERIFY	0x0002
+struct extref_build_update_stats {
+	__u64		used_before;
+	__u64		used_after;
+	__u64		free_before;
+	unsigned int	blocksize;
+};
+errcode_t extref_build_update(const char *image, const char *dir,
+			      int layer_fd, const struct extref_build_opts *o,
+			      struct extref_update *u,
+			      struct extref_build_update_stats *st);
+
+/*
+ * A stock e2fsprogs tool a build runs (mke2fs, e2fsck -fn, e2undo), run
+ * to its end: argv[0] is name; the program is the one env_var (may be
+ * NULL) names, else path (may be NULL), else name on PATH.  The child
+ * gets /dev/null as standard input, a memory file as standard output and
+ * error (output: all it wrote, malloc'd; status: waitpid's), the
+ * environment less what would change its work (LC_ALL=C; o's epoch as
+ * E2FSPROGS_FAKE_TIME; MKE2FS_CONFIG=conf when conf is given, conf_fd
+ * kept open for it), the caller's signal mask (with hold_signals,
+ * signals blocked too), its handlers reset by the exec, its ignored
+ * signals still ignored.  signals (the caller's
+ * terminating ones) are blocked while the child is started and
+ * registered (child(pid), may be NULL) and while it is reaped and
+ * unregistered (child(0)); with hold_signals, for the whole run (a
+ * Ctrl-C neither kills the tool half-way nor leaves it running alone;
+ * the signal is taken once it has ended).  An error only when it could
+ * not be run (an errno value).
+ */
+struct extref_build_tool {
+	const char	*name;
+	const char	*path;
+	const char	*env_var;
+	const char	*conf;
+	int		conf_fd;
+	const sigset_t	*signals;
+	int		hold_signals;
+	void		(*child)(pid_t pid, void *priv);
+	void		*priv;
+	/* out */
+	char		*output;
+	int		status;
+};
+errcode_t extref_build_run_tool(const char *const *argv,
+				const struct extref_build_opts *o,
+				struct extref_build_tool *t);
 
 #pragma GCC visibility pop
 

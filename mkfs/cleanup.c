@@ -226,20 +226,23 @@ void cleanup_unblock(const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
-/* The signals whose handler is ours: a child about to exec takes them
- * back to their default (spawn.c). */
-void cleanup_child_sigdefault(sigset_t *set)
+/* The terminating signals this file handles (the library blocks them
+ * around a child it starts, and sets them back to default in it). */
+void cleanup_signals(sigset_t *set)
 {
 	size_t i;
 
 	sigemptyset(set);
-	for (i = 0; i < N_SIGNALS; i++) {
-		struct sigaction cur;
+	for (i = 0; i < N_SIGNALS; i++)
+		sigaddset(set, term_signals[i]);
+}
 
-		if (sigaction(term_signals[i], NULL, &cur) == 0 &&
-		    cur.sa_handler == on_signal)
-			sigaddset(set, term_signals[i]);
-	}
+/* The child to kill and wait for on a signal (0: none), as the library
+ * starts and reaps it. */
+void cleanup_child(pid_t pid, void *priv)
+{
+	(void)priv;
+	reg.child = pid;
 }
 
 static int copy_path(char *dst, const char *src)
@@ -326,9 +329,4 @@ void cleanup_set_note(const char *text)
 		note.set = 1;
 	}
 	cleanup_unblock(&old);
-}
-
-void cleanup_set_child(pid_t pid)
-{
-	reg.child = pid;
 }

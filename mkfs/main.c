@@ -5,7 +5,7 @@
  *
  * Every option and the size are checked before the image is touched; the
  * steps after that are target_create() (target.c), run_mke2fs()
- * (mke2fs_run.c) and format_image() (format.c).
+ * (mke2fs_run.c) and format_image() (steps.c: extref_build_format).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -426,7 +426,7 @@ int main(int argc, char **argv)
 		target_undo(&o, &t);
 		return 1;
 	}
-	if (run_mke2fs(&o, &t) || format_image(&o, &t) ||
+	if (run_mke2fs(&o, &t) || format_image(&o) ||
 	    (o.source && source_finish(&o)) ||
 	    (o.file_contexts && labels_apply(&o))) {
 		if (o.undo)

@@ -44,7 +44,7 @@ static const struct pass_opt pass_opts[] = {
 	{ 't', 1, NULL },	/* filesystem type, from mke2fs.conf */
 	{ 'T', 1, NULL },	/* usage types, from mke2fs.conf */
 	{ 'v', 0, NULL },	/* verbose: mke2fs's report printed */
-	{ 'z', 1, NULL },	/* undo file: mkfs.extref's own (undo_build.c) */
+	{ 'z', 1, NULL },	/* undo file: mkfs.extref's own (extref_build_undo) */
 };
 
 #define N_PASS	(sizeof(pass_opts) / sizeof(pass_opts[0]))

@@ -1,7 +1,8 @@
 /*
  * mke2fs_run.c --- lay out the ext4 filesystem with the stock mke2fs.
  *
- * mke2fs runs as a child (posix_spawn, no shell: spawn.c;
+ * mke2fs runs as a child (posix_spawn, no shell: the library's
+ * extref_build_run_tool;
  * MKFS_EXTREF_MKE2FS names another mke2fs than the one found at build
  * time) with MKE2FS_CONFIG pointing at a configuration of our own, so the
  * result does not depend on the host's /etc/mke2fs.conf.  The
@@ -25,6 +26,10 @@
 #include <unistd.h>
 
 #include "mkfs.h"
+
+#ifndef MKE2FS_PATH
+#define MKE2FS_PATH "/sbin/mke2fs"
+#endif
 
 /* Debian's mke2fs.conf, minus the types we never ask for. */
 static const char mke2fs_conf[] =
@@ -188,38 +193,6 @@ static void build_argv(const struct mkfs_opts *o, const struct mkfs_target *t,
 	add(argv, &n, sizebuf);
 }
 
-/* Read everything the child writes; returns a malloc'd string. */
-static char *slurp(int fd)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap);
-	ssize_t r;
-
-	if (!buf)
-		fatal("out of memory");
-	for (;;) {
-		r = poll(&pfd, 1, 200);
-		if (r == 0 || (r < 0 && errno == EINTR))
-			continue;
-		if (len + 1 >= cap) {
-			char *p = realloc(buf, cap *= 2);
-
-			if (!p)
-				fatal("out of memory");
-			buf = p;
-		}
-		r = read(fd, buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 /*
  * Join continuation lines (mke2fs indents them with a tab) into the line
  * before, so each message is one line.
@@ -320,11 +293,8 @@ static void report(const struct mkfs_opts *o, char *out, int status)
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 {
 	const char *argv[MAX_ARGS];
-	char conf[4096], bsbuf[16], sizebuf[32], ebuf[1024], *out;
-	int pfd[2], status, conf_fd, err;
-	siginfo_t si;
-	sigset_t old;
-	pid_t pid = -1;
+	char conf[4096], bsbuf[16], sizebuf[32], ebuf[1024], *out = NULL;
+	int status = 0, conf_fd, err;
 
 	build_argv(o, t, argv, bsbuf, sizebuf, ebuf, sizeof(ebuf));
 	if (o->host_conf) {
@@ -336,44 +306,20 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 		if (conf_fd < 0 && write_conf(conf, sizeof(conf)))
 			return -1;
 	}
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		error_line("cannot run mke2fs: %s", strerror(errno));
-		if (conf_fd >= 0)
-			close(conf_fd);
-		cleanup_drop_conf();
-		return -1;
-	}
 	/* the child is registered (to be killed and waited for on a
-	 * signal) before a signal can come */
-	cleanup_block(&old);
-	err = spawn_mke2fs(o, argv, o->host_conf ? NULL : conf, conf_fd,
-			   pfd[1], &old, &pid);
-	if (!err)
-		cleanup_set_child(pid);
-	cleanup_unblock(&old);
-	close(pfd[1]);
+	 * signal) before a signal can come (cleanup.c) */
+	err = run_e2fs_tool(o, MKE2FS_PATH, "MKFS_EXTREF_MKE2FS", argv,
+			    o->host_conf ? NULL : conf, conf_fd, 0, &out,
+			    &status);
 	if (conf_fd >= 0)
 		close(conf_fd);
+	cleanup_drop_conf();
 	if (err) {
 		error_line("%s: cannot run mke2fs: %s", o->image,
 			   strerror(err));
-		close(pfd[0]);
-		cleanup_drop_conf();
+		free(out);
 		return -1;
 	}
-	out = slurp(pfd[0]);
-	close(pfd[0]);
-	/* reaped and unregistered with no signal in between, so the
-	 * handler never kills a pid that is no longer ours */
-	while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 &&
-	       errno == EINTR)
-		;
-	cleanup_block(&old);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	cleanup_set_child(0);
-	cleanup_unblock(&old);
-	cleanup_drop_conf();
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		if (o->verbose)
 			fputs(out, stdout);

@@ -3,8 +3,10 @@
  *
  * main.c parses and checks the options, target.c checks and prepares the
  * image file, mke2fs_run.c runs the stock mke2fs with a fixed
- * configuration, format.c adds the empty reference-count tree, source.c
- * populates it through the library.
+ * configuration; the rest is the library's builder (extref_builder.h:
+ * extref_build_* add the tree, populate, deduplicate, label, convert,
+ * check a shrink, keep the undo file), called by steps.c, source.c,
+ * convert.c, shrink.c and update.c, which print what it did.
  */
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
@@ -74,7 +76,7 @@ struct mkfs_opts {
 	int		bs_chosen;	/* -b given, or a build's 4096 */
 	int		size_auto;	/* --size=auto: sized from -d */
 	int		whole;		/* no SIZE: the existing image whole */
-	const char	*undo;		/* -z UNDO_FILE (undo_build.c) */
+	const char	*undo;		/* -z UNDO_FILE (steps.c) */
 	int		noaction;	/* -n: mke2fs -n's report only */
 	int		no_xattrs;	/* -E no_copy_xattrs */
 	int		keep_times;	/* no clamping to the epoch (--shrink) */
@@ -93,7 +95,7 @@ struct mkfs_opts {
 #define OPT_VERIFY	1009
 #define OPT_SIZE	1010
 
-/* labels.c */
+/* steps.c: --file-contexts */
 /* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
 void labels_check(const char *file);
 /* Label every inode of the new image from o->file_contexts. */
@@ -103,14 +105,14 @@ int labels_apply(const struct mkfs_opts *o);
 void cleanup_init(void);
 void cleanup_block(sigset_t *old);
 void cleanup_unblock(const sigset_t *old);
-void cleanup_child_sigdefault(sigset_t *set);
+void cleanup_signals(sigset_t *set);
+void cleanup_child(pid_t pid, void *priv);
 int cleanup_add_tree(const char *path);
 int cleanup_add_conf(const char *path);
 void cleanup_drop_conf(void);
 int cleanup_add_image(const char *path, int created, off_t orig_size);
 void cleanup_keep_image(void);
 void cleanup_undo_image(void);
-void cleanup_set_child(pid_t pid);
 /* What a signal prints before it ends the run (NULL: nothing). */
 void cleanup_set_note(const char *text);
 
@@ -127,39 +129,20 @@ void progress_end(void);
 /* End the bar's line as it is (before an error message). */
 void progress_break(void);
 
-/* summary.c */
+/* steps.c: the library's build steps (extref_build_*), their messages. */
+struct extref_build_opts;
+struct extref_source_size;
+/* o's clock and the progress bar, as the library takes them. */
+void build_opts_of(const struct mkfs_opts *o, struct extref_build_opts *b);
+/* Add the tree to what mke2fs made; 0 or -1 (error printed). */
+int format_image(const struct mkfs_opts *o);
 /* On standard output: file data, stored, saved, sizes in MiB; 0 or 1. */
 int summary_print(const struct mkfs_opts *o);
-
-/* punch.c: hand the blocks a run freed back to the host. */
-struct punch_range {
-	blk64_t		start, len;
-};
-
-struct punch_list {
-	struct punch_range *v;
-	size_t		n, cap;
-	unsigned int	blocksize;
-};
-
-/* A copy of fs's block bitmap as it is now, to compare with later. */
-errcode_t punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before);
-/*
- * The runs of blocks in use in before and free in fs now, into l (empty
- * on entry); before is freed.
- */
-errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
-		     struct punch_list *l);
-/*
- * Once the frees are on disk (fs closed): punch l's runs out of the
- * image file, after an fsync, those blocks only that the image read back
- * from the disk has free (none while its journal needs recovery).
- * *bytes counts what was punched.  A block
- * device, or a filesystem that cannot punch, is left alone (0).
- */
-errcode_t punch_apply(const char *image, struct punch_list *l,
-		      uint64_t *bytes);
-void punch_free(struct punch_list *l);
+/* -d IMAGE --dedup: the new image deduplicated; 0 or 1 (error said). */
+int dedupe_new(const struct mkfs_opts *o);
+/* Without SIZE, size the image from what s says it holds (sets the
+ * size, the inode count unless -N, the journal, -m 0). */
+void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 
 /* source.c */
 void source_check(struct mkfs_opts *o);
@@ -189,29 +172,20 @@ void oci_read(const char *dir, const char *tag, struct mkfs_layers *l);
  * file). */
 int open_noblock(const char *path, int flags);
 
-/* plan_size.c: without SIZE, size the image from what s says it holds
- * (sets the size, the inode count unless -N, the journal, -m 0). */
-struct extref_source_size;
-void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
-/* The journal a build gives content bytes, in MiB. */
-unsigned int journal_mib(uint64_t content);
-
 /* convert.c */
 int parse_dedup(const char *arg);
 int dedup_default(const struct mkfs_opts *o);
 /* --convert, and --shrink with it or alone (shrink.c). */
 int convert_image(const struct mkfs_opts *o);
-int dedupe_image(const struct mkfs_opts *o);
 
-/* Replay a journal that needs recovery (0, or 1 with the error said). */
-int replay_first(const struct mkfs_opts *o);
-/* replay_note.c: what replay_first did (n transactions replayed), for
+/* A journal replayed first (EXTREF_NOTE_REPLAYING, _REPLAYED), said as
+ * e2fsck says it. */
+void replay_said(const struct mkfs_opts *o, int what, unsigned int n);
+/* replay_note.c: what the replay did (n transactions replayed), for
  * the refusals that follow it. */
 void replay_noted(unsigned int n);
 /* "nothing was changed", or what the replay changed. */
 const char *unchanged_note(void);
-/* Refuse (exit) what is not an extref image with clean counts. */
-void shrink_only_check(const struct mkfs_opts *o);
 
 /* shrink.c: --shrink (with --convert or not): the image file replaced
  * by a fresh build of what it holds; 0, or 1 (errors said). */
@@ -223,38 +197,8 @@ const char *convert_undo_file(const struct mkfs_opts *o);
  * with the undo file kept and named. */
 int run_e2undo(const struct mkfs_opts *o, const char *undo);
 
-/*
- * e2fsprogs 1.47.0's undo io manager frees the block map it makes at its
- * first write with the 32-bit bitmap call, which ignores a 64-bit map:
- * a leak of some 300 bytes a run, not ours.  Sanitized builds are told
- * to ignore the allocations of that first write, and nothing else.
- */
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#define undo_leak_off()		__lsan_disable()
-#define undo_leak_on()		__lsan_enable()
-#else
-#define undo_leak_off()		do { } while (0)
-#define undo_leak_on()		do { } while (0)
-#endif
-/* The undo io manager's file: set_undo_io_backup_file keeps a copy of
- * the name in a static it overwrites (and leaks) at the next call. */
-static inline errcode_t undo_file_set(const char *path)
-{
-	errcode_t err;
-
-	undo_leak_off();
-	err = set_undo_io_backup_file((char *)path);
-	undo_leak_on();
-	return err;
-}
-/* convert_undo.c: --convert as one transaction of the image file.
- * convert_undo_take_back returns 1 (the run failed) after putting the
- * image back (opened: the undo file was made). */
-errcode_t convert_undo_open(const struct mkfs_opts *o, ext2_filsys *fs);
-/* The first write through the undo io manager (see undo_leak_off). */
-errcode_t undo_first_write(ext2_filsys fs);
-void convert_undo_done(const struct mkfs_opts *o);
+/* convert_undo.c: put the image back (opened: the undo file was
+ * made); returns 1 (the run failed). */
 int convert_undo_take_back(const struct mkfs_opts *o, int opened);
 
 /* tool_run.c: stock e2fsck -fn on the image: 0 when it finds it clean
@@ -301,7 +245,7 @@ extern const char mke2fs_pass_optstring[];
 int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg);
 int mke2fs_opt_needs_arg(int c);
 
-/* undo_build.c: -z, one undo file for the whole run.  begin saves the
+/* steps.c: -z, one undo file for the whole run.  begin saves the
  * existing image's data (0, or -1 with the error printed); end closes
  * it once the run went through; abort puts the image back. */
 int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);
@@ -335,45 +279,11 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* Run mke2fs; 0 on success, else prints one error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
 
-/* spawn.c: start mke2fs (argv) with its output on out, MKE2FS_CONFIG=conf
- * (conf_fd, or -1, kept open for it) and the signal mask mask; 0 or an
- * errno value. */
-/* spawn.c: an e2fsprogs tool; path first, else name on PATH, unless
- * the variable env_var names another; conf (may be NULL) is mke2fs's
- * MKE2FS_CONFIG, conf_fd (or -1) its descriptor, kept open. */
-struct spawn_req {
-	const char	*name;
-	const char	*path;
-	const char	*env_var;
-	const char	*conf;
-	int		conf_fd;
-};
-int spawn_tool(const struct mkfs_opts *o, const struct spawn_req *r,
-	       const char **argv, int out, const sigset_t *mask, pid_t *pid);
-int spawn_mke2fs(const struct mkfs_opts *o, const char **argv,
-		 const char *conf, int conf_fd, int out, const sigset_t *mask,
-		 pid_t *pid);
-
-/* format.c */
-/* Open the new filesystem, add the tree, close; 0 or -1 (error printed). */
-int format_image(const struct mkfs_opts *o, const struct mkfs_target *t);
-
-/* lean.c: the tree's block without reading every bitmap (see there). */
-struct lean {
-	int		active;		/* lean_begin() took over the bitmap */
-	dgrp_t		group;		/* the group whose bitmap is loaded */
-	char		*buf;		/* one block */
-	void		*gd;		/* the descriptors as opened */
-};
-/* 0: fs->block_map is the partial bitmap; -1: declined (nothing done). */
-int lean_begin(ext2_filsys fs, struct lean *l);
-/* Write what changed; the close then writes only the superblocks. */
-errcode_t lean_end(ext2_filsys fs, struct lean *l);
-void lean_free(struct lean *l);
-
-/* nosync.c: the channel of a new image flushes nothing (its cache must
- * be off: open it with "cache=off"); sync_image() is the one fsync. */
-void nosync_attach(ext2_filsys fs);
-errcode_t sync_image(const char *path);
+/* tool_run.c: an e2fsprogs tool run through the library
+ * (extref_build_run_tool), with cleanup.c's signals; 0 or an errno value,
+ * *output (malloc'd) and *status set. */
+int run_e2fs_tool(const struct mkfs_opts *o, const char *path,
+		  const char *env_var, const char **argv, const char *conf,
+		  int conf_fd, int hold, char **output, int *status);
 
 #endif /* MKFS_EXTREF_H */

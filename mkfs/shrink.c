@@ -3,15 +3,17 @@
  * file replaced by a fresh build of what it holds.
  *
  * The steps, in order, each finished before the next starts:
- *   1. the refusals: a block device, a filesystem with stable_inodes
- *      (the copy renumbers inodes); a journal that needs recovery is
- *      replayed (convert.c's replay_first); a filesystem stock e2fsck
- *      -fn finds damaged is refused;
+ *   1. the refusals: a block device; then, the image's write lock taken
+ *      first and held to the end, in the library
+ *      (extref_build_shrink_begin): a journal that needs recovery is
+ *      replayed; a filesystem stock e2fsck -fn finds damaged, an extref
+ *      image whose counts are wrong (--shrink alone), a filesystem with
+ *      stable_inodes (the copy renumbers inodes) are refused;
  *   2. a fresh -d IMAGE build of the image (source.c, populate_image.c:
  *      every file, its sharing kept, --dedup on top) into a hidden
  *      directory beside it, ".NAME.shrink-PID", with the image's block
  *      size, inode size, UUID, label, hash seed and features, sized as a
- *      build without SIZE (plan_size.c: its inodes, its journal); with
+ *      build without SIZE (extref_build_plan_size: inodes, journal); with
  *      --dedup, a second copy of that one, sized for what it shares;
  *   3. the new file checked (stock e2fsck -fn), synced, renamed over the
  *      image, the directory synced.
@@ -66,20 +68,17 @@ static const char *const kept_features[] = {
 	"meta_bg",
 };
 
-static int has_feature(const struct ext2_super_block *sb, const char *name)
+static int has_feature(const __u32 words[3], const char *name)
 {
-	const __u32 *words[] = { &sb->s_feature_compat,
-				 &sb->s_feature_incompat,
-				 &sb->s_feature_ro_compat };
 	unsigned int mask;
 	int compat;
 
 	if (e2p_string2feature((char *)name, &compat, &mask) || compat > 2)
 		return -1;
-	return (*words[compat] & mask) != 0;
+	return (words[compat] & mask) != 0;
 }
 
-static void features_of(const struct ext2_super_block *sb, char *buf,
+static void features_of(const __u32 sb[3], char *buf,
 			size_t len)
 {
 	size_t at = 0;
@@ -107,51 +106,33 @@ struct keep {
 	char	ext[64], features[1024];
 };
 
-static void keep_of(const struct mkfs_opts *o, struct mkfs_opts *n,
-		    struct keep *k, unsigned int *bs, blk64_t *blocks)
+static void keep_of(const struct extref_build_shrink *s, struct mkfs_opts *n,
+		    struct keep *k)
 {
-	struct ext2_super_block *sb;
-	ext2_filsys fs;
-	errcode_t err;
-	static const __u8 zero[16];
+	static const unsigned char zero[16];
+	const struct extref_image_info *i = &s->info;
 
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		fatal("%s: %s; nothing was changed", o->image,
-		      error_message(err));
-	sb = fs->super;
-	if (ext2fs_has_feature_stable_inodes(sb)) {
-		ext2fs_close_free(&fs);
-		fatal("%s: --shrink: the filesystem has stable_inodes (inode "
-		      "numbers must not change; the copy renumbers them); "
-		      "nothing was changed", o->image);
-	}
-	*bs = fs->blocksize;
-	*blocks = ext2fs_blocks_count(sb);
-	n->blocksize = fs->blocksize;
+	n->blocksize = i->blocksize;
 	n->bs_chosen = 1;
-	snprintf(k->inode_size, sizeof(k->inode_size), "%u",
-		 (unsigned)EXT2_INODE_SIZE(sb));
+	snprintf(k->inode_size, sizeof(k->inode_size), "%u", i->inode_size);
 	n->inode_size = k->inode_size;
-	uuid_unparse((const unsigned char *)sb->s_uuid, k->uuid);
+	uuid_unparse(i->uuid, k->uuid);
 	n->uuid = k->uuid;
-	memcpy(k->label, sb->s_volume_name, MKFS_LABEL_MAX);
+	memcpy(k->label, i->label, MKFS_LABEL_MAX);
 	k->label[MKFS_LABEL_MAX] = 0;
 	if (k->label[0])
 		n->label = k->label;
-	if (memcmp(sb->s_hash_seed, zero, sizeof(zero))) {
+	if (memcmp(s->hash_seed, zero, sizeof(zero))) {
 		char seed[40];
 
-		uuid_unparse((const unsigned char *)sb->s_hash_seed, seed);
+		uuid_unparse(s->hash_seed, seed);
 		snprintf(k->ext, sizeof(k->ext), "hash_seed=%s", seed);
 		check_ext_opts(n, k->ext);
 	}
-	features_of(sb, k->features, sizeof(k->features));
+	features_of(s->features, k->features, sizeof(k->features));
 	check_features(n, k->features);
 	/* no journal: none made (plan_size's -J would add one) */
-	n->journal_given = n->no_journal = !ext2fs_has_feature_journal(sb);
-	ext2fs_close_free(&fs);
+	n->journal_given = n->no_journal = !i->journal;
 }
 
 /* The hidden directory beside the image, DIR/.NAME.shrink-PID (0700),
@@ -192,7 +173,7 @@ static int build_copy(struct mkfs_opts *n)
 	source_check(n);		/* -d IMAGE: measured and sized */
 	target_probe(n, &t);
 	target_create(n, &t);
-	if (run_mke2fs(n, &t) || format_image(n, &t)) {
+	if (run_mke2fs(n, &t) || format_image(n)) {
 		target_undo(n, &t);
 		return 1;
 	}
@@ -256,8 +237,59 @@ static int replace(const struct mkfs_opts *o, const char *tmp)
 	return 0;
 }
 
-static void shrink_checks(const struct mkfs_opts *o)
+/* Stock e2fsck -fn, before anything is written. */
+static errcode_t shrink_e2fsck(const char *image, void *priv)
 {
+	const struct mkfs_opts *o = priv;
+
+	(void)image;
+	if (run_e2fsck_fn(o))
+		fatal("%s: e2fsck -fn finds it damaged (above): --shrink runs "
+		      "only on a clean filesystem; run e2fsck -fy %s first; "
+		      "%s", o->image, o->image, unchanged_note());
+	return 0;
+}
+
+static void shrink_note(int what, unsigned int n, void *priv)
+{
+	replay_said(priv, what, n);
+}
+
+/* Refuse (exit) what cannot be shrunk, with nothing changed. */
+static void shrink_refused(const struct mkfs_opts *o, errcode_t err,
+			   int step, const struct extref_build_shrink *s)
+{
+	if (step == EXTREF_STEP_REPLAY) {
+		error_line("%s: %s while replaying its journal", o->image,
+			   error_message(err));
+		exit(1);
+	}
+	if (err == EXTREF_ERR_NO_FEATURE)
+		fatal("%s: not an extref image: --convert --shrink converts "
+		      "and shrinks an ext4 image; %s", o->image,
+		      unchanged_note());
+	if (step == EXTREF_STEP_WORK)
+		fatal("%s: %s while checking the reference counts; %s",
+		      o->image, error_message(err), unchanged_note());
+	if (err == EXTREF_ERR_UNTRUSTED && s->problems)
+		fatal("%s: fsck.extref -fn finds %d problem%s in the "
+		      "reference counts: run fsck.extref -fy %s first; "
+		      "%s", o->image, s->problems,
+		      s->problems == 1 ? "" : "s", o->image, unchanged_note());
+	if (s->stable_inodes)
+		fatal("%s: --shrink: the filesystem has stable_inodes (inode "
+		      "numbers must not change; the copy renumbers them); "
+		      "%s", o->image, unchanged_note());
+	fatal("%s: %s; %s", o->image, error_message(err), unchanged_note());
+}
+
+/* Step 1: the refusals, under the write lock (held on return). */
+static void shrink_checks(const struct mkfs_opts *o,
+			  struct extref_build_shrink *s)
+{
+	errcode_t err;
+	int step = 0;
+
 	if (extref_image_is_blockdev(o->image))
 		fatal("%s: --shrink makes a new, smaller image file and puts "
 		      "it in the file's place; %s is a block device: copy it "
@@ -265,31 +297,32 @@ static void shrink_checks(const struct mkfs_opts *o)
 		      "%s--shrink FILE, and write FILE back (or use it); "
 		      "nothing was changed", o->image, o->image, o->image,
 		      o->convert ? "--convert " : "");
-	if (replay_first(o))
-		exit(1);
-	if (run_e2fsck_fn(o))
-		fatal("%s: e2fsck -fn finds it damaged (above): --shrink runs "
-		      "only on a clean filesystem; run e2fsck -fy %s first; "
-		      "nothing was changed", o->image, o->image);
+	memset(s, 0, sizeof(*s));
+	s->convert = o->convert;
+	s->check = shrink_e2fsck;
+	s->note = shrink_note;
+	s->priv = (void *)o;
+	err = extref_build_shrink_begin(o->image, s, &step);
+	if (err)
+		shrink_refused(o, err, step, s);
 }
 
 int shrink_image(const struct mkfs_opts *o)
 {
 	char dir[PATH_MAX - 8], tmp[PATH_MAX], first[PATH_MAX];
+	struct extref_build_shrink s;
 	struct mkfs_opts n;
 	struct keep k;
-	extref_image_lock_t lock;
 	unsigned int bs;
 	blk64_t before, after;
 	struct stat st;
-	errcode_t err;
 	int rc;
 
-	shrink_checks(o);
-	if (!o->convert)
-		shrink_only_check(o);
+	shrink_checks(o, &s);	/* the write lock held from here */
 	memset(&n, 0, sizeof(n));
-	keep_of(o, &n, &k, &bs, &before);
+	keep_of(&s, &n, &k);
+	bs = s.info.blocksize;
+	before = s.info.blocks;
 	tmp_dir(o->image, dir, sizeof(dir));
 	snprintf(first, sizeof(first), "%s/a", dir);
 	snprintf(tmp, sizeof(tmp), "%s/b", dir);
@@ -305,11 +338,7 @@ int shrink_image(const struct mkfs_opts *o)
 	n.have_epoch = o->have_epoch;
 	n.epoch = o->epoch;
 	n.keep_times = 1;		/* the files' own, never clamped */
-	/* nobody writes the image while it is copied */
-	err = extref_image_lock(o->image, EXTREF_LOCK_WRITE, &lock);
-	if (err)
-		fatal("%s: %s; nothing was changed", o->image,
-		      error_message(err));
+	/* nobody writes the image while it is copied: the lock is held */
 	rc = build_copy(&n);
 	if (!rc && o->dedup != EXTREF_DEDUPE_NONE) {
 		fault_after("first");
@@ -332,7 +361,7 @@ int shrink_image(const struct mkfs_opts *o)
 		fault_after("built");
 	if (!rc)
 		rc = replace(o, tmp);
-	extref_image_unlock(lock);
+	extref_image_unlock(s.lock);
 	rmdir(dir);		/* empty once renamed; else at exit */
 	free(n.features);
 	free(n.ext_opts);

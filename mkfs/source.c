@@ -307,11 +307,13 @@ static void copy_progress(const char *phase, __u64 done, __u64 total,
 	progress_update(phase, done, src_bytes ? src_bytes : done);
 }
 
-/* The source into the image, then the quotas it charges. */
+/* The source into the image, then the quotas it charges
+ * (extref_build_populate). */
 static int populate(const struct mkfs_opts *o)
 {
+	struct extref_build_source src = { .archive_fd = -1 };
+	struct extref_build_opts b;
 	struct extref_populate p;
-	extref_fs_t xfs = NULL;
 	errcode_t err;
 
 	memset(&p, 0, sizeof(p));
@@ -331,29 +333,19 @@ static int populate(const struct mkfs_opts *o)
 	p.dedupe = o->dedup;
 	if (o->dedup == EXTREF_DEDUPE_BLOCK)
 		p.dedupe_hint = o->source_distinct;
-	/* the ext4 part only: the tree is the dedupe's, after this; a new
-	 * image needs no journal transactions (interrupted, it is unfinished) */
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE |
-			     EXTREF_OPEN_NO_JOURNAL,
-			     &xfs, NULL);
-	if (!err && o->have_epoch)
-		extref_fs_ext2(xfs)->now = o->epoch;
-	if (!err && o->layers)
-		err = extref_populate_layers(xfs, o->layers->fds,
-					     o->layers->n, o->layers->oci ?
-					     EXTREF_LAYERS_OCI : 0, &p);
-	else if (!err)
-		err = o->image_source ?
-			extref_populate_image(xfs, o->image_source, &p) :
-		      o->archive ? extref_populate_archive(xfs, o->archive_fd,
-							   &p) :
-			extref_populate_dir(xfs, o->source, &p);
-	if (!err)
-		err = extref_quota_recompute(xfs);
-	if (!err)
-		err = extref_fs_close(xfs);
-	else if (xfs)
-		extref_fs_abort(xfs);
+	if (o->layers) {
+		src.layer_fds = o->layers->fds;
+		src.n_layers = o->layers->n;
+		src.layer_flags = o->layers->oci ? EXTREF_LAYERS_OCI : 0;
+	} else if (o->image_source) {
+		src.image = o->image_source;
+	} else if (o->archive) {
+		src.archive_fd = o->archive_fd;
+	} else {
+		src.dir = o->source;
+	}
+	build_opts_of(o, &b);
+	err = extref_build_populate(o->image, &src, &b, &p);
 	if (err)
 		report(o, err, &p);
 	else
@@ -367,7 +359,7 @@ int source_finish(const struct mkfs_opts *o)
 	if (populate(o))
 		return 1;
 	/* an image's sharing is kept as it is read; --dedup finds more */
-	if (o->image_source && o->dedup && dedupe_image(o))
+	if (o->image_source && o->dedup && dedupe_new(o))
 		return 1;
 	/* no e2fsck -fp afterwards: a directory is indexed as its first
 	 * block fills (xr_link), as the kernel does, not left linear */

@@ -1,7 +1,8 @@
 /*
  * tool_run.c --- run the stock e2fsck -fn (the clean checks of --convert
- * and --shrink) and e2undo (convert_undo.c, undo_build.c), as
- * mke2fs_run.c runs the stock mke2fs.
+ * and --shrink) and e2undo (convert_undo.c, steps.c's -z), as
+ * mke2fs_run.c runs the stock mke2fs: through the library
+ * (extref_build_run_tool) with cleanup.c's signals.
  *
  * They run with the terminating signals blocked (and we wait with them
  * blocked): a Ctrl-C neither kills them half-way nor leaves them running
@@ -23,20 +24,29 @@
 
 #include <limits.h>
 
+#include "extref_builder.h"
 #include "mkfs.h"
 
-/* What the tool printed (on failure), on standard error. */
-static void print_output(int fd)
+int run_e2fs_tool(const struct mkfs_opts *o, const char *path,
+		  const char *env_var, const char **argv, const char *conf,
+		  int conf_fd, int hold, char **output, int *status)
 {
-	off_t size = lseek(fd, 0, SEEK_END);
-	char *buf;
+	struct extref_build_tool t = {
+		.name = argv[0], .path = path, .env_var = env_var,
+		.conf = conf, .conf_fd = conf_fd, .hold_signals = hold,
+		.child = cleanup_child,
+	};
+	struct extref_build_opts b;
+	sigset_t sigs;
+	errcode_t err;
 
-	if (size <= 0 || lseek(fd, 0, SEEK_SET) < 0 ||
-	    !(buf = malloc((size_t)size)))
-		return;
-	if (read(fd, buf, (size_t)size) == size)
-		(void)!fwrite(buf, 1, (size_t)size, stderr);
-	free(buf);
+	cleanup_signals(&sigs);
+	t.signals = &sigs;
+	build_opts_of(o, &b);
+	err = extref_build_run_tool(argv, &b, &t);
+	*output = t.output;
+	*status = t.status;
+	return (int)err;
 }
 
 /*
@@ -48,31 +58,15 @@ static void print_output(int fd)
 static int run_tool(const struct mkfs_opts *o, const char *env_var,
 		    const char **argv, int *status, int *why)
 {
-	int out = memfd_create("tool-output", MFD_CLOEXEC), err;
-	char path[64];
-	struct spawn_req r = { argv[0], path, env_var, NULL, -1 };
-	sigset_t old, blocked;
-	pid_t pid;
+	char path[64], *out = NULL;
 
-	*status = 0;
-	if (out < 0) {
-		*why = errno;
-		return -1;
-	}
 	snprintf(path, sizeof(path), "/sbin/%s", argv[0]);
-	fflush(stdout);
-	cleanup_block(&old);
-	sigprocmask(SIG_BLOCK, NULL, &blocked);
-	err = spawn_tool(o, &r, argv, out, &blocked, &pid);
-	if (!err)
-		while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-			;
-	*why = err;
-	if (!err && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
-		print_output(out);
-	close(out);
-	cleanup_unblock(&old);		/* a signal that came is taken now */
-	return err || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
+	*why = run_e2fs_tool(o, path, env_var, argv, NULL, -1, 1, &out,
+			     status);
+	if (!*why && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
+		fputs(out, stderr);
+	free(out);
+	return *why || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
 }
 
 int run_e2fsck_fn(const struct mkfs_opts *o)

@@ -81,14 +81,6 @@ static void set_note(const struct mkfs_opts *o)
 	cleanup_set_note(text);
 }
 
-static uint64_t used_blocks(extref_fs_t xfs)
-{
-	ext2_filsys fs = extref_fs_ext2(xfs);
-
-	return ext2fs_blocks_count(fs->super) -
-	       ext2fs_free_blocks_count(fs->super);
-}
-
 static void print_summary(const struct mkfs_opts *o,
 			  const struct extref_update *u, unsigned int bs,
 			  uint64_t before, uint64_t after)
@@ -171,12 +163,10 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 
 int update_image(const struct mkfs_opts *o)
 {
+	struct extref_build_update_stats bs;
+	struct extref_build_opts b;
 	struct extref_update u;
-	extref_fs_t xfs = NULL;
-	uint64_t before = 0, after = 0, before_free = 0;
-	unsigned int bs = 0;
 	errcode_t err;
-
 	struct stat st;
 	int layer_fd = -1;
 
@@ -201,34 +191,22 @@ int update_image(const struct mkfs_opts *o)
 		u.flags |= EXTREF_POP_EPOCH;
 		u.epoch = o->epoch;
 	}
-	err = extref_fs_open(o->image, EXTREF_OPEN_RW |
-			     EXTREF_OPEN_STAMP |
-			     (o->verify ? EXTREF_OPEN_VERIFY : 0), &xfs, NULL);
-	if (err) {
-		error_line("%s: %s", o->image, error_message(err));
-		return 1;
-	}
-	if (o->have_epoch)
-		extref_fs_ext2(xfs)->now = o->epoch;
-	bs = extref_fs_ext2(xfs)->blocksize;
-	before = used_blocks(xfs);
-	before_free = ext2fs_free_blocks_count(extref_fs_ext2(xfs)->super);
-	set_note(o);
-	err = layer_fd >= 0 ? extref_update_layer(xfs, layer_fd, &u) :
-		extref_update_dir(xfs, o->source, &u);
-	after = used_blocks(xfs);
+	build_opts_of(o, &b);
+	if (o->verify)
+		b.flags |= EXTREF_BUILD_VERIFY;
+	set_note(o);		/* what a signal prints from here */
+	err = extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
 	progress_end();
-	if (!err)
-		err = extref_fs_close(xfs);
-	else
-		extref_fs_abort(xfs);
 	cleanup_set_note(NULL);
-	if (err && no_room(err))
-		report_room(o, err, &u, bs, before_free);
+	if (err && !bs.blocksize)	/* the open failed */
+		error_line("%s: %s", o->image, error_message(err));
+	else if (err && no_room(err))
+		report_room(o, err, &u, bs.blocksize, bs.free_before);
 	else if (err)
 		report(o, err, &u);
 	else if (!o->quiet)
-		print_summary(o, &u, bs, before, after);
+		print_summary(o, &u, bs.blocksize, bs.used_before,
+			      bs.used_after);
 	extref_update_free(&u);
 	if (layer_fd >= 0)
 		close(layer_fd);

@@ -1,4 +1,4 @@
-"""mkfs.extref adds the tree without reading every bitmap (mkfs/lean.c).
+"""mkfs.extref adds the tree without reading every bitmap (libfs/builder/lean.c).
 
 After mke2fs, mkfs.extref loads only the block bitmap of the group the
 tree's block comes from, and writes only that bitmap, the descriptor

@@ -10,6 +10,7 @@
 #include "journal/xr_journal.h"
 #include "quota/xr_quota.h"
 #include "base/xr_clock.h"
+#include "xr_image.h"
 #include "extref_fsck.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
@@ -300,8 +301,15 @@ io_manager extref_io_manager(void)
 	return unix_io_manager;
 }
 
-errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
-			 errcode_t *tree_err)
+errcode_t xr_fs_wrap_held(ext2_filsys fs, int flags, extref_fs_t *ret,
+			  errcode_t *tree_err)
+{
+	return wrap_locked(fs, flags, NULL, ret, tree_err);
+}
+
+/* extref_fs_open, the write lock taken here, or held by the caller. */
+static errcode_t fs_open(const char *name, int flags, int held,
+			 extref_fs_t *ret, errcode_t *tree_err)
 {
 	ext2_filsys fs;
 	int eflags = EXT2_FLAG_64BITS;
@@ -315,7 +323,7 @@ errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
 	lock = NULL;
 	if ((flags & EXTREF_OPEN_NO_LOCK) && rw)
 		return EXT2_ET_INVALID_ARGUMENT;
-	err = (flags & EXTREF_OPEN_NO_LOCK) ? 0 :
+	err = (flags & EXTREF_OPEN_NO_LOCK) || held ? 0 :
 	      extref_image_lock(name, rw ? EXTREF_LOCK_WRITE : 0, &lock);
 	if (err)
 		return err;
@@ -352,6 +360,20 @@ cleanup:
 	if (err)
 		extref_image_unlock(lock);
 	return err;
+}
+
+errcode_t extref_fs_open(const char *name, int flags, extref_fs_t *ret,
+			 errcode_t *tree_err)
+{
+	return fs_open(name, flags, 0, ret, tree_err);
+}
+
+errcode_t xr_fs_open_held(const char *name, int flags, extref_fs_t *ret,
+			  errcode_t *tree_err)
+{
+	if (!(flags & EXTREF_OPEN_RW))
+		return EXT2_ET_INVALID_ARGUMENT;
+	return fs_open(name, flags, 1, ret, tree_err);
 }
 
 /*

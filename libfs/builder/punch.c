@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mkfs.h"
+#include "build_int.h"
 
-errcode_t punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before)
+errcode_t xr_punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before)
 {
 	errcode_t err = ext2fs_read_block_bitmap(fs);
 
@@ -28,7 +28,7 @@ errcode_t punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before)
 	return ext2fs_copy_bitmap(fs->block_map, before);
 }
 
-static errcode_t add_run(struct punch_list *l, blk64_t start, blk64_t len)
+static errcode_t add_run(struct xr_punch_list *l, blk64_t start, blk64_t len)
 {
 	if (l->n && l->v[l->n - 1].start + l->v[l->n - 1].len == start) {
 		l->v[l->n - 1].len += len;
@@ -36,7 +36,7 @@ static errcode_t add_run(struct punch_list *l, blk64_t start, blk64_t len)
 	}
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct punch_range *v = realloc(l->v, cap * sizeof(*v));
+		struct xr_punch_range *v = realloc(l->v, cap * sizeof(*v));
 
 		if (!v)
 			return EXT2_ET_NO_MEMORY;
@@ -51,7 +51,7 @@ static errcode_t add_run(struct punch_list *l, blk64_t start, blk64_t len)
 
 /* The runs free now inside [start, end], a run that was in use. */
 static errcode_t plan_run(ext2_filsys fs, blk64_t start, blk64_t end,
-			  struct punch_list *l)
+			  struct xr_punch_list *l)
 {
 	blk64_t b = start, z, s;
 	errcode_t err = 0;
@@ -69,8 +69,8 @@ static errcode_t plan_run(ext2_filsys fs, blk64_t start, blk64_t end,
 	return err;
 }
 
-errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
-		     struct punch_list *l)
+errcode_t xr_punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
+		     struct xr_punch_list *l)
 {
 	blk64_t b = fs->super->s_first_data_block, last, s, z;
 	errcode_t err = 0;
@@ -95,9 +95,9 @@ errcode_t punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
  * (and nothing at all while the journal still needs recovery: the disk
  * is not final then).
  */
-static errcode_t keep_free_on_disk(const char *image, struct punch_list *l)
+static errcode_t keep_free_on_disk(const char *image, struct xr_punch_list *l)
 {
-	struct punch_list kept = { .blocksize = l->blocksize };
+	struct xr_punch_list kept = { .blocksize = l->blocksize };
 	ext2_filsys fs;
 	errcode_t err;
 	size_t i;
@@ -125,16 +125,16 @@ static errcode_t keep_free_on_disk(const char *image, struct punch_list *l)
 	}
 	ext2fs_free(fs);
 	if (err) {
-		punch_free(&kept);
+		xr_punch_free(&kept);
 		return err;
 	}
-	punch_free(l);
+	xr_punch_free(l);
 	*l = kept;
 	return 0;
 }
 
-errcode_t punch_apply(const char *image, struct punch_list *l,
-		      uint64_t *bytes)
+errcode_t xr_punch_apply(const char *image, struct xr_punch_list *l,
+		      __u64 *bytes)
 {
 	int mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
 	errcode_t err = 0;
@@ -165,14 +165,14 @@ errcode_t punch_apply(const char *image, struct punch_list *l,
 				err = errno;
 			break;
 		}
-		*bytes += (uint64_t)len;
+		*bytes += (__u64)len;
 	}
 	if (close(fd) < 0 && !err)
 		err = errno;
 	return err;
 }
 
-void punch_free(struct punch_list *l)
+void xr_punch_free(struct xr_punch_list *l)
 {
 	free(l->v);
 	l->v = NULL;

@@ -1,23 +1,20 @@
 /*
- * plan_size.c --- mkfs.extref -d without SIZE: the image sized from
- * what it will hold, computed, not guessed.
+ * plan_size.c --- extref_build_plan_size: an image sized from what it
+ * will hold, computed, not guessed.
  *
- * The source is read first (extref_source_measure): its entries, its
- * data blocks (with --dedup=block the distinct ones only: the build
- * writes each once) and the blocks its directories, symlinks, extended
- * attributes and extent trees need.  To that come the tree's nodes, the
- * journal (4 MiB, or 1/1024 of the content above 4 GiB), and the group
- * metadata of a filesystem of that many blocks and inodes, which
- * libext2fs computes itself (ext2fs_initialize on nothing, with the
- * features our mke2fs configuration gives); then --headroom, in blocks
- * and inodes alike.  No blocks are reserved for root.
+ * The source is measured first (extref_source_measure and its kin): its
+ * entries, its data blocks (with EXTREF_DEDUPE_BLOCK the distinct ones
+ * only: the build writes each once) and the blocks its directories,
+ * symlinks, extended attributes and extent trees need.  To that come the
+ * tree's nodes, the journal (4 MiB, or 1/1024 of the content above
+ * 4 GiB), and the group metadata of a filesystem of that many blocks and
+ * inodes, which libext2fs computes itself (ext2fs_initialize on nothing,
+ * with the features mkfs.extref's mke2fs configuration gives); then the
+ * headroom, in blocks and inodes alike.  No blocks are reserved for root.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "extref_builder.h"
-#include "mkfs.h"
+#include "build_int.h"
 
 #define JOURNAL_SMALL	(4ULL << 20)
 
@@ -61,9 +58,9 @@ static blk64_t overhead(unsigned int bs, blk64_t blocks, __u32 inodes,
 }
 
 /* The journal's size in MiB for content bytes. */
-unsigned int journal_mib(uint64_t content)
+static unsigned int journal_mib(__u64 content)
 {
-	uint64_t j = content > (4ULL << 30) ? content / 1024 : JOURNAL_SMALL;
+	__u64 j = content > (4ULL << 30) ? content / 1024 : JOURNAL_SMALL;
 
 	if (j > (128ULL << 20))
 		j = 128ULL << 20;
@@ -76,10 +73,10 @@ unsigned int journal_mib(uint64_t content)
  * groups of 2 inodes a block gave 16).  Asked for a multiple of both,
  * it keeps them all.
  */
-static uint64_t whole_groups(uint64_t n, blk64_t blocks, unsigned int bs,
+static __u64 whole_groups(__u64 n, blk64_t blocks, unsigned int bs,
 			     unsigned int isize)
 {
-	uint64_t groups = (blocks + 8ULL * bs - 1) / (8ULL * bs), ipg;
+	__u64 groups = (blocks + 8ULL * bs - 1) / (8ULL * bs), ipg;
 	unsigned int step = isize && bs / isize ? bs / isize : 1;
 
 	while (step % 8)
@@ -92,45 +89,37 @@ static uint64_t whole_groups(uint64_t n, blk64_t blocks, unsigned int bs,
 	return n > 0xffffffffULL ? 0xffffffffULL : n;
 }
 
-void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
+errcode_t extref_build_plan_size(const struct extref_source_size *s,
+				 struct extref_build_plan *p)
 {
-	static char inodes[32], journal[32];
-	unsigned int bs = o->blocksize, isize = 256;
-	uint64_t n_inodes, content, total, jblocks;
+	unsigned int bs = p->blocksize, isize = p->inode_size ? p->inode_size
+							      : 256;
+	__u64 n_inodes, content, total, jblocks, floor;
 	int i;
 
-	if (o->inode_size)
-		sscanf(o->inode_size, "%u", &isize);
-	n_inodes = s->entries + s->entries * o->headroom / 100 + 16;
+	if (bs != 1024 && bs != 2048 && bs != 4096)
+		return EXT2_ET_INVALID_ARGUMENT;
+	n_inodes = s->entries + s->entries * p->headroom / 100 + 16;
 	if (n_inodes > 0xffffffffULL)
 		n_inodes = 0xffffffffULL;
 	/* data, metadata, lost+found (16 KiB), the root, the tree: at
 	 * most one record per shared block, 254 a node (4 KiB) */
 	content = s->distinct_blocks + s->meta_blocks + 16384 / bs + 1 +
 		  (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) + 2;
-	snprintf(journal, sizeof(journal), "size=%u",
-		 journal_mib(content * bs));
-	jblocks = o->no_journal ? 0 :
-		  ((uint64_t)journal_mib(content * bs) << 20) / bs;
+	p->journal_mib = journal_mib(content * bs);
+	jblocks = p->no_journal ? 0 : ((__u64)p->journal_mib << 20) / bs;
 	total = content + jblocks;
 	for (i = 0; i < 4; i++)		/* more groups, more metadata */
 		total = content + jblocks +
 			overhead(bs, total, (__u32)n_inodes, isize);
-	total += total * o->headroom / 100;
+	total += total * p->headroom / 100;
 	/* mke2fs wants a journal under half the free blocks: a small
 	 * image is that large (the unused part a hole in the file) */
-	if (total < 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
-						 (__u32)n_inodes, isize))
-		total = 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
-						    (__u32)n_inodes, isize);
-	n_inodes = whole_groups(n_inodes, total, bs, isize);
-	o->size_bytes = total * bs;
-	o->size_arg = "computed from SOURCE";
-	o->journal_opt = journal;
-	o->reserved_zero = 1;
-	if (!o->inodes) {
-		snprintf(inodes, sizeof(inodes), "%llu",
-			 (unsigned long long)n_inodes);
-		o->inodes = inodes;
-	}
+	floor = 2 * jblocks + 64 + overhead(bs, 2 * jblocks + 64,
+					    (__u32)n_inodes, isize);
+	if (total < floor)
+		total = floor;
+	p->inodes = whole_groups(n_inodes, total, bs, isize);
+	p->bytes = total * bs;
+	return 0;
 }

@@ -8,11 +8,11 @@
  * then writes every bitmap and every copy of the descriptors again (some
  * 10 MiB, flushed once more).  Here:
  *
- * - lean_begin() loads only the bitmap of the group the allocator will
+ * - xr_lean_begin() loads only the bitmap of the group the allocator will
  *   take the block from (the first group with room, from group 0 on,
  *   whose bitmap is on disk); every other block is marked in use, so the
  *   allocator can take nothing else;
- * - lean_end() writes that group's bitmap, and each descriptor block that
+ * - xr_lean_end() writes that group's bitmap, and each descriptor block that
  *   changed at every place ext2fs_flush would write it (the primary and
  *   each backup); the close then writes only the superblocks.
  *
@@ -22,14 +22,14 @@
  * here.  The blocks not written hold, on a filesystem mke2fs has just
  * made, what the full path would write there again.  When the geometry is
  * one this does not cover (bigalloc, no room before a group whose bitmap
- * is not on disk), lean_begin() declines and the caller reads the bitmaps.
+ * is not on disk), xr_lean_begin() declines and the caller reads the bitmaps.
  */
 #include <string.h>
 
 #include <ext2fs/ext2fs.h>
 
 #include "extref.h"
-#include "mkfs.h"
+#include "build_int.h"
 
 /* The group libext2fs starts looking in for inode 5's first block. */
 static dgrp_t goal_group(ext2_filsys fs)
@@ -121,7 +121,7 @@ static errcode_t partial_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
 	return err;
 }
 
-int lean_begin(ext2_filsys fs, struct lean *l)
+int xr_lean_begin(ext2_filsys fs, struct xr_lean *l)
 {
 	size_t gd_size = (size_t)fs->desc_blocks * fs->blocksize;
 	long g;
@@ -139,7 +139,7 @@ int lean_begin(ext2_filsys fs, struct lean *l)
 	}
 	memcpy(l->gd, fs->group_desc, gd_size);
 	if (partial_bitmap(fs, l->group, l->buf)) {
-		lean_free(l);
+		xr_lean_free(l);
 		return -1;
 	}
 	l->active = 1;
@@ -197,7 +197,7 @@ static errcode_t put_desc_block(ext2_filsys fs, blk64_t b)
 	return err;
 }
 
-errcode_t lean_end(ext2_filsys fs, struct lean *l)
+errcode_t xr_lean_end(ext2_filsys fs, struct xr_lean *l)
 {
 	errcode_t err = 0;
 
@@ -218,7 +218,7 @@ errcode_t lean_end(ext2_filsys fs, struct lean *l)
 	return 0;
 }
 
-void lean_free(struct lean *l)
+void xr_lean_free(struct xr_lean *l)
 {
 	ext2fs_free_mem(&l->buf);
 	ext2fs_free_mem(&l->gd);

@@ -1,0 +1,68 @@
+/*
+ * build_int.h --- the image-file steps of the builder (extref_build_*),
+ * inside the library: lean.c gives a new filesystem its tree without
+ * reading every bitmap, punch.c hands the blocks a run freed back to the
+ * host, format.c's channel of a new image flushes nothing until one
+ * fsync at the end.
+ */
+#ifndef EXTREF_BUILD_INT_H
+#define EXTREF_BUILD_INT_H
+
+#include <ext2fs/ext2fs.h>
+#include "extref.h"
+#include "extref_builder.h"
+
+/* lean.c: the tree's block without reading every bitmap. */
+struct xr_lean {
+	int		active;		/* xr_lean_begin() took the bitmap */
+	dgrp_t		group;		/* the group whose bitmap is loaded */
+	char		*buf;		/* one block */
+	void		*gd;		/* the descriptors as opened */
+};
+/* 0: fs->block_map is the partial bitmap; -1: declined (nothing done). */
+int xr_lean_begin(ext2_filsys fs, struct xr_lean *l);
+/* Write what changed; the close then writes only the superblocks. */
+errcode_t xr_lean_end(ext2_filsys fs, struct xr_lean *l);
+void xr_lean_free(struct xr_lean *l);
+
+/* punch.c: the blocks a run freed leave the image file. */
+struct xr_punch_range {
+	blk64_t		start, len;
+};
+struct xr_punch_list {
+	struct xr_punch_range *v;
+	size_t		n, cap;
+	unsigned int	blocksize;
+};
+/* A copy of fs's block bitmap as it is now, to compare with later. */
+errcode_t xr_punch_snapshot(ext2_filsys fs, ext2fs_block_bitmap *before);
+/* The runs of blocks in use in before and free in fs now, into l (empty
+ * on entry); before is freed. */
+errcode_t xr_punch_plan(ext2_filsys fs, ext2fs_block_bitmap before,
+			struct xr_punch_list *l);
+/*
+ * Once the frees are on disk (fs closed): punch l's runs out of the
+ * image file, after an fsync, those blocks only that the image read back
+ * from the disk has free (none while its journal needs recovery).
+ * *bytes counts what was punched.  A block device, or a filesystem that
+ * cannot punch, is left alone (0).
+ */
+errcode_t xr_punch_apply(const char *image, struct xr_punch_list *l,
+			 __u64 *bytes);
+void xr_punch_free(struct xr_punch_list *l);
+
+/* format.c: the one fsync of a new image file. */
+errcode_t xr_build_sync(const char *path);
+/* The options' clock on fs (EXTREF_BUILD_EPOCH). */
+void xr_build_clock(ext2_filsys fs, const struct extref_build_opts *o);
+
+/* build_look.c: whether image's journal needs recovery, and the first
+ * group whose descriptor's checksum is wrong (-1: none); one read-only
+ * open. */
+errcode_t xr_build_look(const char *image, int *dirty, int *bad);
+/* The journal replayed by a read-write open under the caller's lock;
+ * note told how many transactions. */
+errcode_t xr_build_replay(const char *image, extref_note_func note,
+			  void *priv);
+
+#endif /* EXTREF_BUILD_INT_H */

@@ -1,0 +1,46 @@
+/*
+ * build_populate.c --- extref_build_populate: a new image populated from
+ * its source, then the quotas it charges; opened and closed here.
+ */
+#include "build_int.h"
+
+static errcode_t from_source(extref_fs_t xfs,
+			     const struct extref_build_source *src,
+			     struct extref_populate *p)
+{
+	if (src->n_layers)
+		return extref_populate_layers(xfs, src->layer_fds,
+					      src->n_layers, src->layer_flags,
+					      p);
+	if (src->image)
+		return extref_populate_image(xfs, src->image, p);
+	if (src->archive_fd >= 0)
+		return extref_populate_archive(xfs, src->archive_fd, p);
+	if (src->dir)
+		return extref_populate_dir(xfs, src->dir, p);
+	return EXT2_ET_INVALID_ARGUMENT;
+}
+
+errcode_t extref_build_populate(const char *image,
+				const struct extref_build_source *src,
+				const struct extref_build_opts *o,
+				struct extref_populate *p)
+{
+	extref_fs_t xfs = NULL;
+	errcode_t err;
+
+	/* the ext4 part only: the tree is the dedupe's, after this */
+	err = extref_fs_open(image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE |
+			     EXTREF_OPEN_NO_JOURNAL, &xfs, NULL);
+	if (err)
+		return err;
+	xr_build_clock(extref_fs_ext2(xfs), o);
+	err = from_source(xfs, src, p);
+	if (!err)
+		err = extref_quota_recompute(xfs);
+	if (!err)
+		err = extref_fs_close(xfs);
+	else
+		extref_fs_abort(xfs);
+	return err;
+}

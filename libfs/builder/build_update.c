@@ -1,0 +1,53 @@
+/*
+ * build_update.c --- extref_build_update: an existing extref image
+ * updated in place from a directory or one more layer; opened and
+ * closed here.
+ *
+ * The open replays a journal that needs recovery and trusts the tree
+ * from its stamp (or proves it, EXTREF_BUILD_VERIFY) before anything
+ * changes; the update is the journal's transactions (split between two
+ * entries when it outgrows half the journal); a failure rolls back what
+ * was not committed.
+ */
+#include <string.h>
+
+#include "build_int.h"
+
+static __u64 used_blocks(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+
+	return ext2fs_blocks_count(fs->super) -
+	       ext2fs_free_blocks_count(fs->super);
+}
+
+errcode_t extref_build_update(const char *image, const char *dir,
+			      int layer_fd, const struct extref_build_opts *o,
+			      struct extref_update *u,
+			      struct extref_build_update_stats *st)
+{
+	struct extref_build_update_stats own;
+	int verify = o && (o->flags & EXTREF_BUILD_VERIFY);
+	extref_fs_t xfs = NULL;
+	errcode_t err;
+
+	if (!st)
+		st = &own;
+	memset(st, 0, sizeof(*st));
+	err = extref_fs_open(image, EXTREF_OPEN_RW | EXTREF_OPEN_STAMP |
+			     (verify ? EXTREF_OPEN_VERIFY : 0), &xfs, NULL);
+	if (err)
+		return err;
+	xr_build_clock(extref_fs_ext2(xfs), o);
+	st->blocksize = extref_fs_ext2(xfs)->blocksize;
+	st->used_before = used_blocks(xfs);
+	st->free_before = ext2fs_free_blocks_count(extref_fs_ext2(xfs)->super);
+	err = layer_fd >= 0 ? extref_update_layer(xfs, layer_fd, u) :
+		extref_update_dir(xfs, dir, u);
+	st->used_after = used_blocks(xfs);
+	if (!err)
+		err = extref_fs_close(xfs);
+	else
+		extref_fs_abort(xfs);
+	return err;
+}
