@@ -1,0 +1,57 @@
+/*
+ * xr_zone.h --- the filesystem's system zone (zone.c): the blocks that
+ * are its own metadata, as the kernel's block_validity keeps them
+ * (fs/ext4/block_validity.c): superblocks and their backups, group
+ * descriptors and the reserved GDT blocks, block and inode bitmaps,
+ * inode tables, and the journal's blocks.
+ *
+ * Built once per read-write open (image/open.c), from the geometry and
+ * one walk of the journal inode: O(groups).  Every extent an operation
+ * reads as data, writes in place or frees is checked against it, and
+ * every block allocated, each in O(log groups), whatever the tree's stamp
+ * says: a file moved onto an inode table by another tool is refused
+ * (EXTREF_ERR_ZONE_MAP), never written through.
+ */
+#ifndef XR_ZONE_H
+#define XR_ZONE_H
+
+#include "extref.h"
+
+struct xr_zone;
+
+/*
+ * The zone of fs, built and attached to it: the descriptors are checked
+ * first as ext2fs_check_desc() does (a bitmap or inode table that
+ * another group's metadata holds, or outside the filesystem, is refused
+ * with libext2fs's code), then, with XR_ZONE_JOURNAL, the journal
+ * inode's blocks, which must lie inside the filesystem and outside the
+ * group metadata, the tree's records and inode 5's blocks (tree may be
+ * NULL): else EXTREF_ERR_JNL_OVERLAP.  With XR_ZONE_ALLOC, allocations
+ * through libext2fs (ext2fs_new_block2, ext2fs_alloc_block2,
+ * ext2fs_new_range with no bitmap of their own) never return a block of
+ * the zone: one the bitmap calls free is EXTREF_ERR_ZONE_BITMAP.
+ */
+#define XR_ZONE_JOURNAL	0x1
+#define XR_ZONE_ALLOC	0x2
+errcode_t xr_zone_attach(ext2_filsys fs, extref_tree_t tree, int flags);
+/* The zone of fs goes (its allocation hooks too); none: nothing. */
+void xr_zone_detach(ext2_filsys fs);
+
+/*
+ * [blk, blk + len) is outside the zone and inside the filesystem's data
+ * blocks: 0; else EXTREF_ERR_ZONE_MAP.  No zone attached to fs (a
+ * read-only open): 0.
+ */
+errcode_t xr_zone_check(ext2_filsys fs, blk64_t blk, blk64_t len);
+/* A zone looked up once, for a caller that checks many extents. */
+struct xr_zone *xr_zone_of(ext2_filsys fs);
+errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
+			   blk64_t len);
+/*
+ * A free of [blk, blk + len) may go ahead: outside the zone, inside the
+ * filesystem, and every block of it in use in the block bitmap (e2fsck's
+ * "already free" otherwise): else EXTREF_ERR_ZONE_FREE.
+ */
+errcode_t xr_zone_check_free(ext2_filsys fs, blk64_t blk, blk64_t len);
+
+#endif /* XR_ZONE_H */

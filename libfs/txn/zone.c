@@ -1,0 +1,476 @@
+/*
+ * zone.c --- the system zone (xr_zone.h): a sorted array of disjoint
+ * block ranges, built once per open from the geometry and the journal
+ * inode's map, searched in O(log n).  Attached to the filesystem it was
+ * built for (a short list, one entry an open image), so that the extent
+ * layer, the frees and libext2fs's allocation hooks, which see only the
+ * ext2_filsys, find it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include "extref_err.h"
+#include "base/extref_vec.h"
+#include "base/xr_search.h"
+#include "txn/xr_zone.h"
+
+struct zrange {
+	blk64_t		start, end;	/* [start, end) */
+};
+
+struct xr_zone {
+	ext2_filsys	fs;
+	struct zrange	*v;
+	size_t		n, cap;
+	blk64_t		first, total;	/* the filesystem's data blocks */
+	int		hooked;		/* the allocation hooks are ours */
+	errcode_t	(*old_alloc)(ext2_filsys, blk64_t, blk64_t *);
+	errcode_t	(*old_range)(ext2_filsys, int, blk64_t, blk64_t,
+				     blk64_t *, blk64_t *);
+	struct xr_zone	*next;
+};
+
+static struct xr_zone *zones;
+static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static errcode_t add(struct xr_zone *z, blk64_t start, blk64_t len)
+{
+	errcode_t err;
+
+	if (!len)
+		return 0;
+	err = xr_grow(&z->v, &z->cap, z->n, sizeof(*z->v));
+	if (err)
+		return err;
+	z->v[z->n].start = start;
+	z->v[z->n++].end = start + len;
+	return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct zrange *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorted, and ranges that overlap or touch made one. */
+static void normalise(struct xr_zone *z)
+{
+	size_t i, out = 0;
+
+	qsort(z->v, z->n, sizeof(*z->v), cmp_range);
+	for (i = 0; i < z->n; i++) {
+		if (out && z->v[i].start <= z->v[out - 1].end) {
+			if (z->v[i].end > z->v[out - 1].end)
+				z->v[out - 1].end = z->v[i].end;
+			continue;
+		}
+		z->v[out++] = z->v[i];
+	}
+	z->n = out;
+}
+
+/* The index of the first range that ends after blk (n: none). */
+static size_t find(const struct xr_zone *z, blk64_t blk)
+{
+	return XR_PARTITION_POINT(z->n, i, z->v[i].end <= blk);
+}
+
+/* Does [blk, blk + len) meet the zone? */
+static int hits(const struct xr_zone *z, blk64_t blk, blk64_t len)
+{
+	size_t i = find(z, blk);
+
+	return i < z->n && z->v[i].start < blk + len;
+}
+
+static int in_fs(const struct xr_zone *z, blk64_t blk, blk64_t len)
+{
+	return len && blk >= z->first && blk < z->total &&
+	       len <= z->total - blk;
+}
+
+/* Superblocks, descriptors and reserved GDT, bitmaps, inode tables. */
+static errcode_t add_groups(struct xr_zone *z)
+{
+	ext2_filsys fs = z->fs;
+	blk64_t super, old_desc, new_desc;
+	blk_t used;
+	dgrp_t g;
+	errcode_t err = add(z, 0, fs->super->s_first_data_block);
+
+	for (g = 0; !err && g < fs->group_desc_count; g++) {
+		ext2fs_super_and_bgd_loc2(fs, g, &super, &old_desc, &new_desc,
+					  &used);
+		if (super || g == 0)
+			err = add(z, ext2fs_group_first_block2(fs, g), used);
+		if (!err && new_desc)
+			err = add(z, new_desc, 1);
+		if (!err)
+			err = add(z, ext2fs_block_bitmap_loc(fs, g), 1);
+		if (!err)
+			err = add(z, ext2fs_inode_bitmap_loc(fs, g), 1);
+		if (!err)
+			err = add(z, ext2fs_inode_table_loc(fs, g),
+				  fs->inode_blocks_per_group);
+	}
+	return err;
+}
+
+/* The journal inode's blocks, data and extent tree, in runs. */
+struct jwalk {
+	struct xr_zone	*z;
+	struct zrange	*v;
+	size_t		n, cap;
+	errcode_t	err;
+};
+
+static int jblock(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		  blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct jwalk *w = priv;
+	blk64_t b = *blocknr;
+
+	(void)fs; (void)blockcnt; (void)ref_blk; (void)ref_offset;
+	if (w->n && w->v[w->n - 1].end == b) {
+		w->v[w->n - 1].end++;
+		return 0;
+	}
+	w->err = xr_grow(&w->v, &w->cap, w->n, sizeof(*w->v));
+	if (w->err)
+		return BLOCK_ABORT;
+	w->v[w->n].start = b;
+	w->v[w->n++].end = b + 1;
+	return 0;
+}
+
+static errcode_t count_rec(const struct extref_rec *rec, void *priv)
+{
+	(void)rec;
+	++*(size_t *)priv;
+	return EXTREF_ITER_STOP;
+}
+
+/* Inode 5's blocks, data and extent tree: do any lie in [s, e)? */
+struct tree_hit {
+	blk64_t		start, end;
+	int		hit;
+};
+
+static int tblock(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		  blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct tree_hit *h = priv;
+
+	(void)fs; (void)blockcnt; (void)ref_blk; (void)ref_offset;
+	if (*blocknr >= h->start && *blocknr < h->end) {
+		h->hit = 1;
+		return BLOCK_ABORT;
+	}
+	return 0;
+}
+
+/*
+ * The journal's runs against the zone so far (geometry), the tree's
+ * records and inode 5's blocks: a journal that shares a block would log
+ * over it at the next commit.  The runs are few (a journal is made in
+ * one piece): inode 5 is walked once, against the journal's span.
+ */
+static errcode_t check_journal(struct xr_zone *z, extref_tree_t tree,
+			       const struct jwalk *w)
+{
+	struct tree_hit th = { .start = ~(blk64_t)0, .end = 0 };
+	size_t i, nrec = 0;
+	errcode_t err = 0;
+
+	for (i = 0; !err && i < w->n; i++) {
+		blk64_t s = w->v[i].start, len = w->v[i].end - s;
+
+		if (!in_fs(z, s, len) || hits(z, s, len))
+			return EXTREF_ERR_JNL_OVERLAP;
+		if (tree)
+			err = extref_tree_iterate(tree, s, len, 0, count_rec,
+						  &nrec);
+		if (!err && nrec)
+			return EXTREF_ERR_JNL_OVERLAP;
+		if (s < th.start)
+			th.start = s;
+		if (w->v[i].end > th.end)
+			th.end = w->v[i].end;
+	}
+	if (err || !tree || !w->n)
+		return err;
+	/* one more walk only when some block of inode 5 lies in the span:
+	 * the span is the journal's, few runs, so a block in it that is no
+	 * journal block is checked against the runs */
+	err = extref_block_iterate(z->fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
+				   tblock, &th);
+	if (!err && th.hit) {
+		for (i = 0; i < w->n; i++) {
+			struct tree_hit one = { .start = w->v[i].start,
+						.end = w->v[i].end };
+
+			err = extref_block_iterate(z->fs, EXTREF_INO,
+						   BLOCK_FLAG_READ_ONLY,
+						   tblock, &one);
+			if (err || one.hit)
+				return err ? err : EXTREF_ERR_JNL_OVERLAP;
+		}
+	}
+	return err;
+}
+
+static errcode_t add_journal(struct xr_zone *z, extref_tree_t tree)
+{
+	ext2_filsys fs = z->fs;
+	struct jwalk w = { .z = z };
+	errcode_t err;
+	size_t i;
+
+	if (!ext2fs_has_feature_journal(fs->super) ||
+	    !fs->super->s_journal_inum)
+		return 0;	/* none, or on a device of its own */
+	err = extref_block_iterate(fs, fs->super->s_journal_inum,
+				   BLOCK_FLAG_READ_ONLY, jblock, &w);
+	if (!err)
+		err = w.err;
+	if (!err)
+		err = check_journal(z, tree, &w);
+	for (i = 0; !err && i < w.n; i++)
+		err = add(z, w.v[i].start, w.v[i].end - w.v[i].start);
+	free(w.v);
+	return err;
+}
+
+/*
+ * The allocator's candidate: past every range of the zone it is in.  A
+ * block of the zone that the bitmap calls free means the bitmap is
+ * damaged (a sound one always marks the metadata: libext2fs marks it
+ * for the groups it does not read, BLOCK_UNINIT): refused.
+ */
+static errcode_t search_from(const struct xr_zone *z, blk64_t from,
+			     blk64_t last, blk64_t *ret)
+{
+	errcode_t err = ext2fs_find_first_zero_block_bitmap2(z->fs->block_map,
+							      from, last, ret);
+
+	if (err)
+		return err;
+	return hits(z, *ret, 1) ? EXTREF_ERR_ZONE_BITMAP : 0;
+}
+
+/* The first free block at or after goal, wrapping round, as libext2fs's
+ * own search. */
+static errcode_t first_free(const struct xr_zone *z, blk64_t goal,
+			    blk64_t *ret)
+{
+	blk64_t last = z->total - 1;
+	errcode_t err;
+
+	if (goal < z->first || goal > last)
+		goal = z->first;
+	err = search_from(z, goal, last, ret);
+	if (err == ENOENT && goal > z->first)
+		err = search_from(z, z->first, goal - 1, ret);
+	return err == ENOENT ? EXT2_ET_BLOCK_ALLOC_FAIL : err;
+}
+
+static struct xr_zone *lookup(ext2_filsys fs)
+{
+	struct xr_zone *z;
+
+	pthread_mutex_lock(&zones_lock);
+	for (z = zones; z && z->fs != fs; z = z->next)
+		;
+	pthread_mutex_unlock(&zones_lock);
+	return z;
+}
+
+static errcode_t zone_alloc_block(ext2_filsys fs, blk64_t goal,
+				  blk64_t *ret)
+{
+	struct xr_zone *z = lookup(fs);
+
+	if (!fs->block_map)
+		return EXT2_ET_NO_BLOCK_BITMAP;
+	if (!z)		/* not ours (cannot be: the hook goes with it) */
+		return ext2fs_new_block2(fs, goal, fs->block_map, ret);
+	return first_free(z, goal, ret);
+}
+
+/*
+ * One pass of ext2fs_new_range's search: free runs starting in
+ * [from, last], each checked against the zone.  ENOENT: none fits.
+ */
+static errcode_t range_in(const struct xr_zone *z, int flags, blk64_t from,
+			  blk64_t last, blk64_t len, blk64_t *pblk,
+			  blk64_t *plen)
+{
+	blk64_t start, end, cap, goal = from;
+	errcode_t err;
+
+	while (!(err = search_from(z, from, last, &start))) {
+		if ((flags & EXT2_NEWRANGE_FIXED_GOAL) && start != goal)
+			return ENOENT;
+		cap = len - 1 > z->total - 1 - start ? z->total - 1 :
+		      start + len - 1;
+		err = ext2fs_find_first_set_block_bitmap2(z->fs->block_map,
+							  start, cap, &end);
+		if (err == ENOENT)
+			end = cap + 1;
+		else if (err)
+			return err;
+		/* a block of the zone inside a free run: the bitmap is
+		 * damaged */
+		if (hits(z, start, end - start))
+			return EXTREF_ERR_ZONE_BITMAP;
+		if (!(flags & EXT2_NEWRANGE_MIN_LENGTH) || end - start >= len) {
+			*pblk = start;
+			*plen = end - start;
+			return 0;
+		}
+		if ((flags & EXT2_NEWRANGE_FIXED_GOAL) || end > last)
+			return ENOENT;
+		from = end;
+	}
+	return err;
+}
+
+/* ext2fs_new_range's search, from goal and then from the start. */
+static errcode_t zone_new_range(ext2_filsys fs, int flags, blk64_t goal,
+				blk64_t len, blk64_t *pblk, blk64_t *plen)
+{
+	struct xr_zone *z = lookup(fs);
+	errcode_t err;
+
+	if (!z || !fs->block_map)
+		return EXT2_ET_NO_BLOCK_BITMAP;
+	if (goal < z->first || goal >= z->total)
+		goal = z->first;
+	err = range_in(z, flags, goal, z->total - 1, len, pblk, plen);
+	if (err == ENOENT && !(flags & EXT2_NEWRANGE_FIXED_GOAL) &&
+	    goal > z->first)
+		err = range_in(z, flags, z->first, goal - 1, len, pblk, plen);
+	return err == ENOENT ? EXT2_ET_BLOCK_ALLOC_FAIL : err;
+}
+
+static void hook(struct xr_zone *z)
+{
+	ext2fs_set_alloc_block_callback(z->fs, zone_alloc_block,
+					&z->old_alloc);
+	ext2fs_set_new_range_callback(z->fs, zone_new_range, &z->old_range);
+	z->hooked = 1;
+}
+
+static void unhook(struct xr_zone *z)
+{
+	errcode_t (*a)(ext2_filsys, blk64_t, blk64_t *);
+	errcode_t (*r)(ext2_filsys, int, blk64_t, blk64_t, blk64_t *,
+		       blk64_t *);
+
+	if (!z->hooked)
+		return;
+	ext2fs_set_alloc_block_callback(z->fs, z->old_alloc, &a);
+	ext2fs_set_new_range_callback(z->fs, z->old_range, &r);
+	z->hooked = 0;
+}
+
+static void zone_free(struct xr_zone *z)
+{
+	unhook(z);
+	free(z->v);
+	free(z);
+}
+
+static errcode_t build(ext2_filsys fs, extref_tree_t tree, int flags,
+		       struct xr_zone *z)
+{
+	errcode_t err = ext2fs_check_desc(fs);
+
+	z->fs = fs;
+	z->first = fs->super->s_first_data_block;
+	z->total = ext2fs_blocks_count(fs->super);
+	if (!err)
+		err = add_groups(z);
+	if (!err) {
+		normalise(z);
+		if (flags & XR_ZONE_JOURNAL)
+			err = add_journal(z, tree);
+	}
+	if (!err)
+		normalise(z);
+	return err;
+}
+
+errcode_t xr_zone_attach(ext2_filsys fs, extref_tree_t tree, int flags)
+{
+	struct xr_zone *z = calloc(1, sizeof(*z));
+	errcode_t err;
+
+	if (!z)
+		return EXT2_ET_NO_MEMORY;
+	xr_zone_detach(fs);	/* built again */
+	err = build(fs, tree, flags, z);
+	if (err) {
+		zone_free(z);
+		return err;
+	}
+	if (flags & XR_ZONE_ALLOC)
+		hook(z);
+	pthread_mutex_lock(&zones_lock);
+	z->next = zones;
+	zones = z;
+	pthread_mutex_unlock(&zones_lock);
+	return 0;
+}
+
+void xr_zone_detach(ext2_filsys fs)
+{
+	struct xr_zone **p, *z = NULL;
+
+	pthread_mutex_lock(&zones_lock);
+	for (p = &zones; *p; p = &(*p)->next)
+		if ((*p)->fs == fs) {
+			z = *p;
+			*p = z->next;
+			break;
+		}
+	pthread_mutex_unlock(&zones_lock);
+	if (z)
+		zone_free(z);
+}
+
+struct xr_zone *xr_zone_of(ext2_filsys fs)
+{
+	return fs ? lookup(fs) : NULL;
+}
+
+errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
+			   blk64_t len)
+{
+	if (!z)
+		return 0;
+	return in_fs(z, blk, len) && !hits(z, blk, len) ? 0 :
+	       EXTREF_ERR_ZONE_MAP;
+}
+
+errcode_t xr_zone_check(ext2_filsys fs, blk64_t blk, blk64_t len)
+{
+	return xr_zone_check_in(xr_zone_of(fs), blk, len);
+}
+
+errcode_t xr_zone_check_free(ext2_filsys fs, blk64_t blk, blk64_t len)
+{
+	struct xr_zone *z = xr_zone_of(fs);
+	blk64_t b;
+
+	if (!z)
+		return 0;
+	if (xr_zone_check_in(z, blk, len))
+		return EXTREF_ERR_ZONE_FREE;
+	if (fs->block_map &&
+	    !ext2fs_find_first_zero_block_bitmap2(fs->block_map, blk,
+						  blk + len - 1, &b))
+		return EXTREF_ERR_ZONE_FREE;
+	return 0;
+}
