@@ -67,7 +67,8 @@ static errcode_t check_leaf(const struct xr_zone *z,
 		unsigned int len = xr_extent_len(&ex[i], NULL);
 
 		if (len)
-			err = xr_zone_check_in(z, xr_extent_start(&ex[i]), len);
+			err = xr_zone_check_mapped(z, xr_extent_start(&ex[i]),
+						   len);
 	}
 	return err;
 }
@@ -76,8 +77,8 @@ static errcode_t check_leaf(const struct xr_zone *z,
  * The nodes below eh.  *left: blocks the walk may still read (the
  * file's i_blocks), so that index entries that all name one block
  * cannot make it read that block without end.  Every node block and
- * every leaf extent must lie outside the system zone (z, when the image
- * is open for writing).
+ * every leaf extent must lie outside the system zone and be in use in
+ * the block bitmap (z, when the image is open for writing).
  */
 static errcode_t check_subtree(ext2_filsys fs, ext2_ino_t ino,
 			       const struct xr_zone *z,
@@ -96,7 +97,7 @@ static errcode_t check_subtree(ext2_filsys fs, ext2_ino_t ino,
 		if (*left == 0)
 			return EXT2_ET_EXTENT_INDEX_BAD;
 		(*left)--;
-		err = xr_zone_check_in(z, p, 1);
+		err = xr_zone_check_mapped(z, p, 1);
 		if (!err)
 			err = xr_extent_block_read(fs, ino, p, depth - 1, bufs);
 		if (!err)

@@ -29,7 +29,8 @@ struct xr_zone;
  * NULL): else EXTREF_ERR_JNL_OVERLAP.  With XR_ZONE_ALLOC, allocations
  * through libext2fs (ext2fs_new_block2, ext2fs_alloc_block2,
  * ext2fs_new_range with no bitmap of their own) never return a block of
- * the zone: one the bitmap calls free is EXTREF_ERR_ZONE_BITMAP.
+ * the zone, nor one of inode 5's (tree given) that inode 5 still maps:
+ * one the bitmap calls free is EXTREF_ERR_ZONE_BITMAP.
  */
 #define XR_ZONE_JOURNAL	0x1
 #define XR_ZONE_ALLOC	0x2
@@ -47,6 +48,13 @@ errcode_t xr_zone_check(ext2_filsys fs, blk64_t blk, blk64_t len);
 struct xr_zone *xr_zone_of(ext2_filsys fs);
 errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
 			   blk64_t len);
+/*
+ * The same, and every block of [blk, blk + len) in use in the block
+ * bitmap (a file's own blocks, before an operation changes it): else
+ * EXTREF_ERR_ZONE_UNMARKED.
+ */
+errcode_t xr_zone_check_mapped(const struct xr_zone *z, blk64_t blk,
+			       blk64_t len);
 /*
  * A free of [blk, blk + len) may go ahead: outside the zone, inside the
  * filesystem, and every block of it in use in the block bitmap (e2fsck's

@@ -22,6 +22,9 @@ struct xr_zone {
 	struct zrange	*v;
 	size_t		n, cap;
 	blk64_t		first, total;	/* the filesystem's data blocks */
+	/* inode 5's blocks at the attach: an allocation that meets one
+	 * checks it against inode 5 as it is now (tree_still_owns) */
+	ext2fs_block_bitmap tree_map;
 	int		hooked;		/* the allocation hooks are ours */
 	errcode_t	(*old_alloc)(ext2_filsys, blk64_t, blk64_t *);
 	errcode_t	(*old_range)(ext2_filsys, int, blk64_t, blk64_t,
@@ -220,6 +223,60 @@ static errcode_t check_journal(struct xr_zone *z, extref_tree_t tree,
 	return err;
 }
 
+static int tmark(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+		 blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct xr_zone *z = priv;
+
+	(void)fs; (void)blockcnt; (void)ref_blk; (void)ref_offset;
+	if (in_fs(z, *blocknr, 1))
+		ext2fs_mark_block_bitmap2(z->tree_map, *blocknr);
+	return 0;
+}
+
+/* inode 5's blocks, data and extent tree, in a map of runs. */
+static errcode_t add_tree(struct xr_zone *z)
+{
+	ext2_filsys fs = z->fs;
+	int type = fs->default_bitmap_type;
+	errcode_t err;
+
+	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
+	err = ext2fs_allocate_block_bitmap(fs, "extref zone: tree blocks",
+					   &z->tree_map);
+	fs->default_bitmap_type = type;
+	if (err) {
+		z->tree_map = NULL;
+		return err;
+	}
+	return extref_block_iterate(fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
+				    tmark, z);
+}
+
+/*
+ * [blk, blk + len), free in the bitmap, held blocks of inode 5 at the
+ * attach: the tree gave them back since (ext2fs_punch of an emptied
+ * tree) or the bitmap is damaged.  Inode 5 is walked again to tell,
+ * only for such a candidate (rare).
+ */
+static errcode_t tree_still_owns(struct xr_zone *z, blk64_t blk,
+				 blk64_t len)
+{
+	struct tree_hit th = { .start = blk, .end = blk + len };
+	blk64_t b;
+	errcode_t err;
+
+	if (!z->tree_map || ext2fs_find_first_set_block_bitmap2(z->tree_map,
+						blk, blk + len - 1, &b))
+		return 0;
+	err = extref_block_iterate(z->fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
+				   tblock, &th);
+	if (err || th.hit)
+		return err ? err : EXTREF_ERR_ZONE_BITMAP;
+	ext2fs_unmark_block_bitmap_range2(z->tree_map, blk, len);
+	return 0;
+}
+
 static errcode_t add_journal(struct xr_zone *z, extref_tree_t tree)
 {
 	ext2_filsys fs = z->fs;
@@ -248,7 +305,7 @@ static errcode_t add_journal(struct xr_zone *z, extref_tree_t tree)
  * damaged (a sound one always marks the metadata: libext2fs marks it
  * for the groups it does not read, BLOCK_UNINIT): refused.
  */
-static errcode_t search_from(const struct xr_zone *z, blk64_t from,
+static errcode_t search_from(struct xr_zone *z, blk64_t from,
 			     blk64_t last, blk64_t *ret)
 {
 	errcode_t err = ext2fs_find_first_zero_block_bitmap2(z->fs->block_map,
@@ -256,12 +313,13 @@ static errcode_t search_from(const struct xr_zone *z, blk64_t from,
 
 	if (err)
 		return err;
-	return hits(z, *ret, 1) ? EXTREF_ERR_ZONE_BITMAP : 0;
+	return hits(z, *ret, 1) ? EXTREF_ERR_ZONE_BITMAP :
+	       tree_still_owns(z, *ret, 1);
 }
 
 /* The first free block at or after goal, wrapping round, as libext2fs's
  * own search. */
-static errcode_t first_free(const struct xr_zone *z, blk64_t goal,
+static errcode_t first_free(struct xr_zone *z, blk64_t goal,
 			    blk64_t *ret)
 {
 	blk64_t last = z->total - 1;
@@ -302,7 +360,7 @@ static errcode_t zone_alloc_block(ext2_filsys fs, blk64_t goal,
  * One pass of ext2fs_new_range's search: free runs starting in
  * [from, last], each checked against the zone.  ENOENT: none fits.
  */
-static errcode_t range_in(const struct xr_zone *z, int flags, blk64_t from,
+static errcode_t range_in(struct xr_zone *z, int flags, blk64_t from,
 			  blk64_t last, blk64_t len, blk64_t *pblk,
 			  blk64_t *plen)
 {
@@ -324,6 +382,9 @@ static errcode_t range_in(const struct xr_zone *z, int flags, blk64_t from,
 		 * damaged */
 		if (hits(z, start, end - start))
 			return EXTREF_ERR_ZONE_BITMAP;
+		err = tree_still_owns(z, start, end - start);
+		if (err)
+			return err;
 		if (!(flags & EXT2_NEWRANGE_MIN_LENGTH) || end - start >= len) {
 			*pblk = start;
 			*plen = end - start;
@@ -378,6 +439,8 @@ static void unhook(struct xr_zone *z)
 static void zone_free(struct xr_zone *z)
 {
 	unhook(z);
+	if (z->tree_map)
+		ext2fs_free_block_bitmap(z->tree_map);
 	free(z->v);
 	free(z);
 }
@@ -399,6 +462,8 @@ static errcode_t build(ext2_filsys fs, extref_tree_t tree, int flags,
 	}
 	if (!err)
 		normalise(z);
+	if (!err && tree && (flags & XR_ZONE_ALLOC))
+		err = add_tree(z);
 	return err;
 }
 
@@ -473,4 +538,17 @@ errcode_t xr_zone_check_free(ext2_filsys fs, blk64_t blk, blk64_t len)
 						  blk + len - 1, &b))
 		return EXTREF_ERR_ZONE_FREE;
 	return 0;
+}
+
+errcode_t xr_zone_check_mapped(const struct xr_zone *z, blk64_t blk,
+			       blk64_t len)
+{
+	blk64_t b;
+	errcode_t err = xr_zone_check_in(z, blk, len);
+
+	if (err || !z || !z->fs->block_map)
+		return err;
+	return ext2fs_find_first_zero_block_bitmap2(z->fs->block_map, blk,
+						    blk + len - 1, &b) ? 0 :
+	       EXTREF_ERR_ZONE_UNMARKED;
 }
