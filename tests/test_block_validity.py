@@ -12,7 +12,8 @@ stock e2fsck -fn says what it said before.
 
 Classes (one test each, some over several targets):
   * data written into metadata: a file's extent moved onto the inode
-    table, the superblock and descriptors, a bitmap, the journal;
+    table, the superblock and descriptors, a bitmap, the journal, a
+    block of the tree's file (inode 5);
   * metadata freed: rm and --update of such a file;
   * a block freed twice: the bitmap zeroed by dd (no metadata_csum), rm;
   * the journal trusted: inode 8's extent moved onto a reflinked file's
@@ -80,6 +81,13 @@ def group0(img):
     }
 
 
+def tree_blocks(img):
+    """The blocks of inode 5, the tree's file, by stock debugfs."""
+    return [int(x) for x in helpers.run(
+        ["debugfs", "-R", "blocks <5>", str(img)]).stdout.split()
+        if x.isdigit()]
+
+
 def make_image(tmp_path, *opts, size="8M"):
     """An extref image with /c (5 blocks), /d and a reflink /c2 of /c,
     closed by a proving writer: the next default open uses the stamp."""
@@ -113,14 +121,15 @@ ZONE_MAP = r"extent maps the filesystem's own metadata"
 
 @pytest.mark.parametrize("target", ["superblock", "descriptors",
                                     "block_bitmap", "inode_table",
-                                    "journal"])
+                                    "journal", "tree"])
 def test_data_into_metadata(tmp_path, target):
     img = make_image(tmp_path)
     g = group0(img)
     blk = {"superblock": 0, "descriptors": 1,
            "block_bitmap": g["block_bitmap"],
            "inode_table": g["inode_table"],
-           "journal": sorted(helpers.journal_blocks(img))[40]}[target]
+           "journal": sorted(helpers.journal_blocks(img))[40],
+           "tree": min(tree_blocks(img))}[target]
     # /d's one extent (i_block[5]: its start) moved onto the target
     stock(img, f"sif /d block[5] {blk}")
     assert extents(img, "/d")[0][1] == blk
@@ -181,9 +190,7 @@ def test_allocation_never_a_tree_block(tmp_path, verify):
     the open proves the counts in full, which does not look at the
     bitmap's view of inode 5)."""
     img = make_image(tmp_path)
-    tree = sorted(int(x) for x in helpers.run(
-        ["debugfs", "-R", "blocks <5>", str(img)]).stdout.split()
-        if x.isdigit())
+    tree = tree_blocks(img)
     assert tree
     for b in tree:
         stock(img, f"freeb {b}")

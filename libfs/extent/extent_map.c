@@ -53,7 +53,7 @@ errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,
 			  blk64_t lend, struct xr_map_vec *out)
 {
 	struct clip c = { .lstart = lstart, .lend = lend, .out = out,
-			  .zone = xr_zone_of(fs) };
+			  .zone = ino == EXTREF_INO ? NULL : xr_zone_of(fs) };
 	errcode_t err;
 
 	err = xr_extent_walk_from(fs, ino, inode, 0, lstart, clip_extent, &c);
@@ -129,7 +129,8 @@ errcode_t xr_unmap(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *inode,
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	blk64_t os, oe;
-	const struct xr_zone *zone = xr_zone_of(fs);
+	const struct xr_zone *zone = ino == EXTREF_INO ? NULL :
+				     xr_zone_of(fs);
 	errcode_t err;
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))

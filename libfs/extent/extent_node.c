@@ -145,7 +145,8 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 		return err;
 	depth = ext2fs_le16_to_cpu(eh->eh_depth);
 	if (!depth)
-		return check_leaf(xr_zone_of(fs), eh);
+		return check_leaf(ino == EXTREF_INO ? NULL : xr_zone_of(fs),
+				  eh);
 	/* one block of scratch per level below the root */
 	max = left = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode) /
 		     (fs->blocksize / 512);
@@ -153,8 +154,8 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 		max = left = ext2fs_blocks_count(fs->super);
 	err = ext2fs_get_array(depth, fs->blocksize, &bufs);
 	if (!err)
-		err = check_subtree(fs, ino, xr_zone_of(fs), eh, depth, bufs,
-				    &left);
+		err = check_subtree(fs, ino, ino == EXTREF_INO ? NULL :
+				    xr_zone_of(fs), eh, depth, bufs, &left);
 	if (!err && nodes)
 		*nodes = max - left;
 	ext2fs_free_mem(&bufs);

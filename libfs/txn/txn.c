@@ -229,7 +229,7 @@ static void alloc_note(struct xr_tx *tx, blk64_t blk, blk64_t num)
  * image names there): the operation fails, rolled back. */
 static void zone_free_note(struct xr_tx *tx, blk64_t blk, blk64_t num)
 {
-	if (tx->depth && !tx->freed_err && xr_zone_check(tx->fs, blk, num))
+	if (tx->depth && !tx->freed_err && xr_zone_is_meta(tx->fs, blk, num))
 		tx->freed_err = EXTREF_ERR_ZONE_FREE;
 }
 

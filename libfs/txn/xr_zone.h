@@ -30,7 +30,8 @@ struct xr_zone;
  * through libext2fs (ext2fs_new_block2, ext2fs_alloc_block2,
  * ext2fs_new_range with no bitmap of their own) never return a block of
  * the zone, nor one of inode 5's (tree given) that inode 5 still maps:
- * one the bitmap calls free is EXTREF_ERR_ZONE_BITMAP.
+ * one the bitmap calls free is EXTREF_ERR_ZONE_BITMAP.  A zone attached
+ * before to fs is replaced, and kept when the new one fails.
  */
 #define XR_ZONE_JOURNAL	0x1
 #define XR_ZONE_ALLOC	0x2
@@ -39,9 +40,10 @@ errcode_t xr_zone_attach(ext2_filsys fs, extref_tree_t tree, int flags);
 void xr_zone_detach(ext2_filsys fs);
 
 /*
- * [blk, blk + len) is outside the zone and inside the filesystem's data
+ * [blk, blk + len) is outside the zone, outside inode 5's blocks (when
+ * the zone was built with the tree) and inside the filesystem's data
  * blocks: 0; else EXTREF_ERR_ZONE_MAP.  No zone attached to fs (a
- * read-only open): 0.
+ * read-only open): 0.  For the mappings of any inode but inode 5.
  */
 errcode_t xr_zone_check(ext2_filsys fs, blk64_t blk, blk64_t len);
 /* A zone looked up once, for a caller that checks many extents. */
@@ -55,6 +57,9 @@ errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
  */
 errcode_t xr_zone_check_mapped(const struct xr_zone *z, blk64_t blk,
 			       blk64_t len);
+/* [blk, blk + len) meets the zone proper (inode 5 aside), or lies
+ * outside the filesystem's data blocks. */
+int xr_zone_is_meta(ext2_filsys fs, blk64_t blk, blk64_t len);
 /*
  * A free of [blk, blk + len) may go ahead: outside the zone, inside the
  * filesystem, and every block of it in use in the block bitmap (e2fsck's

@@ -175,15 +175,14 @@ static int tblock(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 
 /*
  * The journal's runs against the zone so far (geometry), the tree's
- * records and inode 5's blocks: a journal that shares a block would log
- * over it at the next commit.  The runs are few (a journal is made in
- * one piece): inode 5 is walked once, against the journal's span.
+ * records and inode 5's blocks (tree_map): a journal that shares a
+ * block would log over it at the next commit.
  */
 static errcode_t check_journal(struct xr_zone *z, extref_tree_t tree,
 			       const struct jwalk *w)
 {
-	struct tree_hit th = { .start = ~(blk64_t)0, .end = 0 };
 	size_t i, nrec = 0;
+	blk64_t b;
 	errcode_t err = 0;
 
 	for (i = 0; !err && i < w->n; i++) {
@@ -191,34 +190,14 @@ static errcode_t check_journal(struct xr_zone *z, extref_tree_t tree,
 
 		if (!in_fs(z, s, len) || hits(z, s, len))
 			return EXTREF_ERR_JNL_OVERLAP;
+		if (z->tree_map && !ext2fs_find_first_set_block_bitmap2(
+				z->tree_map, s, s + len - 1, &b))
+			return EXTREF_ERR_JNL_OVERLAP;
 		if (tree)
 			err = extref_tree_iterate(tree, s, len, 0, count_rec,
 						  &nrec);
 		if (!err && nrec)
 			return EXTREF_ERR_JNL_OVERLAP;
-		if (s < th.start)
-			th.start = s;
-		if (w->v[i].end > th.end)
-			th.end = w->v[i].end;
-	}
-	if (err || !tree || !w->n)
-		return err;
-	/* one more walk only when some block of inode 5 lies in the span:
-	 * the span is the journal's, few runs, so a block in it that is no
-	 * journal block is checked against the runs */
-	err = extref_block_iterate(z->fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
-				   tblock, &th);
-	if (!err && th.hit) {
-		for (i = 0; i < w->n; i++) {
-			struct tree_hit one = { .start = w->v[i].start,
-						.end = w->v[i].end };
-
-			err = extref_block_iterate(z->fs, EXTREF_INO,
-						   BLOCK_FLAG_READ_ONLY,
-						   tblock, &one);
-			if (err || one.hit)
-				return err ? err : EXTREF_ERR_JNL_OVERLAP;
-		}
 	}
 	return err;
 }
@@ -249,8 +228,11 @@ static errcode_t add_tree(struct xr_zone *z)
 		z->tree_map = NULL;
 		return err;
 	}
-	return extref_block_iterate(fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
-				    tmark, z);
+	/* a map the walk cannot follow is the tree's open's to refuse:
+	 * what was met is kept */
+	(void)extref_block_iterate(fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
+				   tmark, z);
+	return 0;
 }
 
 /*
@@ -455,15 +437,14 @@ static errcode_t build(ext2_filsys fs, extref_tree_t tree, int flags,
 	z->total = ext2fs_blocks_count(fs->super);
 	if (!err)
 		err = add_groups(z);
-	if (!err) {
-		normalise(z);
-		if (flags & XR_ZONE_JOURNAL)
-			err = add_journal(z, tree);
-	}
 	if (!err)
 		normalise(z);
-	if (!err && tree && (flags & XR_ZONE_ALLOC))
+	if (!err && tree)
 		err = add_tree(z);
+	if (!err && (flags & XR_ZONE_JOURNAL))
+		err = add_journal(z, tree);
+	if (!err)
+		normalise(z);
 	return err;
 }
 
@@ -474,12 +455,12 @@ errcode_t xr_zone_attach(ext2_filsys fs, extref_tree_t tree, int flags)
 
 	if (!z)
 		return EXT2_ET_NO_MEMORY;
-	xr_zone_detach(fs);	/* built again */
 	err = build(fs, tree, flags, z);
-	if (err) {
+	if (err) {		/* a zone built before stays */
 		zone_free(z);
 		return err;
 	}
+	xr_zone_detach(fs);	/* built again */
 	if (flags & XR_ZONE_ALLOC)
 		hook(z);
 	pthread_mutex_lock(&zones_lock);
@@ -510,13 +491,31 @@ struct xr_zone *xr_zone_of(ext2_filsys fs)
 	return fs ? lookup(fs) : NULL;
 }
 
+/* Does [blk, blk + len) hold a block of inode 5 (as at the attach, or
+ * as allocated since: an allocation takes one only once inode 5 no
+ * longer maps it, tree_still_owns)? */
+static int in_tree(const struct xr_zone *z, blk64_t blk, blk64_t len)
+{
+	blk64_t b;
+
+	return z->tree_map && !ext2fs_find_first_set_block_bitmap2(
+			z->tree_map, blk, blk + len - 1, &b);
+}
+
 errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
 			   blk64_t len)
 {
 	if (!z)
 		return 0;
-	return in_fs(z, blk, len) && !hits(z, blk, len) ? 0 :
-	       EXTREF_ERR_ZONE_MAP;
+	return in_fs(z, blk, len) && !hits(z, blk, len) &&
+	       !in_tree(z, blk, len) ? 0 : EXTREF_ERR_ZONE_MAP;
+}
+
+int xr_zone_is_meta(ext2_filsys fs, blk64_t blk, blk64_t len)
+{
+	struct xr_zone *z = xr_zone_of(fs);
+
+	return z && (!in_fs(z, blk, len) || hits(z, blk, len));
 }
 
 errcode_t xr_zone_check(ext2_filsys fs, blk64_t blk, blk64_t len)
@@ -531,7 +530,7 @@ errcode_t xr_zone_check_free(ext2_filsys fs, blk64_t blk, blk64_t len)
 
 	if (!z)
 		return 0;
-	if (xr_zone_check_in(z, blk, len))
+	if (!in_fs(z, blk, len) || hits(z, blk, len))
 		return EXTREF_ERR_ZONE_FREE;
 	if (fs->block_map &&
 	    !ext2fs_find_first_zero_block_bitmap2(fs->block_map, blk,
