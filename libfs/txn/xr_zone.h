@@ -57,6 +57,12 @@ errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
  */
 errcode_t xr_zone_check_mapped(const struct xr_zone *z, blk64_t blk,
 			       blk64_t len);
+/*
+ * The checker's repair of a file that maps metadata (0x0102: the file
+ * gets a copy of its own) reads those mappings: while on, the mapping
+ * checks pass; frees and allocations are checked as ever.
+ */
+void xr_zone_repair(ext2_filsys fs, int on);
 /* [blk, blk + len) meets the zone proper (inode 5 aside), or lies
  * outside the filesystem's data blocks. */
 int xr_zone_is_meta(ext2_filsys fs, blk64_t blk, blk64_t len);

@@ -26,6 +26,7 @@ struct xr_zone {
 	 * checks it against inode 5 as it is now (tree_still_owns) */
 	ext2fs_block_bitmap tree_map;
 	int		hooked;		/* the allocation hooks are ours */
+	int		repair;		/* xr_zone_repair: mappings unchecked */
 	errcode_t	(*old_alloc)(ext2_filsys, blk64_t, blk64_t *);
 	errcode_t	(*old_range)(ext2_filsys, int, blk64_t, blk64_t,
 				     blk64_t *, blk64_t *);
@@ -505,7 +506,7 @@ static int in_tree(const struct xr_zone *z, blk64_t blk, blk64_t len)
 errcode_t xr_zone_check_in(const struct xr_zone *z, blk64_t blk,
 			   blk64_t len)
 {
-	if (!z)
+	if (!z || z->repair)
 		return 0;
 	return in_fs(z, blk, len) && !hits(z, blk, len) &&
 	       !in_tree(z, blk, len) ? 0 : EXTREF_ERR_ZONE_MAP;
@@ -550,4 +551,12 @@ errcode_t xr_zone_check_mapped(const struct xr_zone *z, blk64_t blk,
 	return ext2fs_find_first_zero_block_bitmap2(z->fs->block_map, blk,
 						    blk + len - 1, &b) ? 0 :
 	       EXTREF_ERR_ZONE_UNMARKED;
+}
+
+void xr_zone_repair(ext2_filsys fs, int on)
+{
+	struct xr_zone *z = xr_zone_of(fs);
+
+	if (z)
+		z->repair = on;
 }
