@@ -428,10 +428,23 @@ static void zone_free(struct xr_zone *z)
 	free(z);
 }
 
+/* ext2fs_check_desc, its map of the whole filesystem in runs rather
+ * than a bit a block (it marks a few runs a group). */
+static errcode_t check_desc(ext2_filsys fs)
+{
+	int type = fs->default_bitmap_type;
+	errcode_t err;
+
+	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
+	err = ext2fs_check_desc(fs);
+	fs->default_bitmap_type = type;
+	return err;
+}
+
 static errcode_t build(ext2_filsys fs, extref_tree_t tree, int flags,
 		       struct xr_zone *z)
 {
-	errcode_t err = ext2fs_check_desc(fs);
+	errcode_t err = check_desc(fs);
 
 	z->fs = fs;
 	z->first = fs->super->s_first_data_block;
