@@ -260,18 +260,69 @@ static errcode_t tree_still_owns(struct xr_zone *z, blk64_t blk,
 	return 0;
 }
 
+static errcode_t jrun(struct jwalk *w, blk64_t start, blk64_t len)
+{
+	if (w->n && w->v[w->n - 1].end == start) {
+		w->v[w->n - 1].end += len;
+		return 0;
+	}
+	w->err = xr_grow(&w->v, &w->cap, w->n, sizeof(*w->v));
+	if (w->err)
+		return w->err;
+	w->v[w->n].start = start;
+	w->v[w->n++].end = start + len;
+	return 0;
+}
+
+/*
+ * An extent-mapped journal, one extent at a time (a journal is made in a
+ * few): its leaf extents and its index blocks.  Bounded as jown.c's
+ * walk: a tree whose entries name one block again is cut short, and
+ * what was met is checked.
+ */
+static errcode_t walk_journal_extents(ext2_filsys fs, ext2_ino_t ino,
+				      const struct ext2_inode *inode,
+				      struct jwalk *w)
+{
+	ext2_extent_handle_t h;
+	struct ext2fs_extent e;
+	int op = EXT2_EXTENT_ROOT;
+	blk64_t left = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode)
+		       / (fs->blocksize / 512) + 8;
+	errcode_t err = ext2fs_extent_open(fs, ino, &h);
+
+	if (err)
+		return err;
+	while (!(err = ext2fs_extent_get(h, op, &e)) && left--) {
+		op = EXT2_EXTENT_NEXT;
+		if (e.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
+			continue;
+		err = jrun(w, e.e_pblk, (e.e_flags & EXT2_EXTENT_FLAGS_LEAF) ?
+			   e.e_len : 1);
+		if (err)
+			break;
+	}
+	ext2fs_extent_free(h);
+	return err == EXT2_ET_EXTENT_NO_NEXT ? 0 : err;
+}
+
 static errcode_t add_journal(struct xr_zone *z, extref_tree_t tree)
 {
 	ext2_filsys fs = z->fs;
+	ext2_ino_t ino = fs->super->s_journal_inum;
+	struct ext2_inode inode;
 	struct jwalk w = { .z = z };
 	errcode_t err;
 	size_t i;
 
-	if (!ext2fs_has_feature_journal(fs->super) ||
-	    !fs->super->s_journal_inum)
+	if (!ext2fs_has_feature_journal(fs->super) || !ino)
 		return 0;	/* none, or on a device of its own */
-	err = extref_block_iterate(fs, fs->super->s_journal_inum,
-				   BLOCK_FLAG_READ_ONLY, jblock, &w);
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (!err && (inode.i_flags & EXT4_EXTENTS_FL))
+		err = walk_journal_extents(fs, ino, &inode, &w);
+	else if (!err)
+		err = extref_block_iterate(fs, ino, BLOCK_FLAG_READ_ONLY,
+					   jblock, &w);
 	if (!err)
 		err = w.err;
 	if (!err)
@@ -428,16 +479,106 @@ static void zone_free(struct xr_zone *z)
 	free(z);
 }
 
-/* ext2fs_check_desc, its map of the whole filesystem in runs rather
- * than a bit a block (it marks a few runs a group). */
-static errcode_t check_desc(ext2_filsys fs)
+/*
+ * The descriptors checked as ext2fs_check_desc() checks them, in
+ * O(groups log groups): every block bitmap, inode bitmap and inode table
+ * inside the filesystem (inside its own group without flex_bg), and
+ * none of them on another one or on a superblock, descriptor or
+ * reserved GDT block; libext2fs's codes.
+ */
+struct desc_item {
+	blk64_t		start, end;
+	errcode_t	code;		/* 0: a superblock's region */
+};
+
+static int cmp_item(const void *a, const void *b)
 {
-	int type = fs->default_bitmap_type;
+	const struct desc_item *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static errcode_t push_item(struct desc_item **v, size_t *cap, size_t *n,
+			   blk64_t start, blk64_t len, errcode_t code)
+{
 	errcode_t err;
 
-	fs->default_bitmap_type = EXT2FS_BMAP64_RBTREE;
-	err = ext2fs_check_desc(fs);
-	fs->default_bitmap_type = type;
+	if (!len)
+		return 0;
+	err = xr_grow(v, cap, *n, sizeof(**v));
+	if (!err) {
+		(*v)[*n].start = start;
+		(*v)[*n].end = start + len;
+		(*v)[(*n)++].code = code;
+	}
+	return err;
+}
+
+static errcode_t desc_items(ext2_filsys fs, struct desc_item **v,
+			    size_t *cap, size_t *n)
+{
+	blk64_t super, old_desc, new_desc, first, last;
+	blk64_t it, ipg = fs->inode_blocks_per_group;
+	blk_t used;
+	dgrp_t g;
+	errcode_t err = 0;
+
+	for (g = 0; !err && g < fs->group_desc_count; g++) {
+		first = fs->super->s_first_data_block;
+		last = ext2fs_blocks_count(fs->super) - 1;
+		if (!ext2fs_has_feature_flex_bg(fs->super)) {
+			first = ext2fs_group_first_block2(fs, g);
+			last = ext2fs_group_last_block2(fs, g);
+		}
+		if (ext2fs_block_bitmap_loc(fs, g) < first ||
+		    ext2fs_block_bitmap_loc(fs, g) > last)
+			return EXT2_ET_GDESC_BAD_BLOCK_MAP;
+		if (ext2fs_inode_bitmap_loc(fs, g) < first ||
+		    ext2fs_inode_bitmap_loc(fs, g) > last)
+			return EXT2_ET_GDESC_BAD_INODE_MAP;
+		it = ext2fs_inode_table_loc(fs, g);
+		if (it < first || it + ipg - 1 > last)
+			return EXT2_ET_GDESC_BAD_INODE_TABLE;
+		ext2fs_super_and_bgd_loc2(fs, g, &super, &old_desc, &new_desc,
+					  &used);
+		if (super || g == 0)
+			err = push_item(v, cap, n,
+					ext2fs_group_first_block2(fs, g) +
+					(g == 0 && fs->blocksize == 1024 &&
+					 !fs->super->s_first_data_block),
+					used, 0);
+		if (!err && new_desc)
+			err = push_item(v, cap, n, new_desc, 1, 0);
+		if (!err)
+			err = push_item(v, cap, n, ext2fs_block_bitmap_loc(fs, g),
+					1, EXT2_ET_GDESC_BAD_BLOCK_MAP);
+		if (!err)
+			err = push_item(v, cap, n, ext2fs_inode_bitmap_loc(fs, g),
+					1, EXT2_ET_GDESC_BAD_INODE_MAP);
+		if (!err)
+			err = push_item(v, cap, n, it, ipg,
+					EXT2_ET_GDESC_BAD_INODE_TABLE);
+	}
+	return err;
+}
+
+static errcode_t check_desc(ext2_filsys fs)
+{
+	struct desc_item *v = NULL;
+	size_t cap = 0, n = 0, i, far = 0;
+	errcode_t err = desc_items(fs, &v, &cap, &n);
+
+	if (!err && n)
+		qsort(v, n, sizeof(*v), cmp_item);
+	/* far: the item reaching furthest so far; two superblock regions
+	 * may meet (libext2fs marks them alike), nothing else may */
+	for (i = 1; !err && i < n; i++) {
+		if (v[i].start < v[far].end && (v[i].code || v[far].code))
+			err = v[i].code ? v[i].code : v[far].code;
+		if (v[i].end > v[far].end)
+			far = i;
+	}
+	free(v);
 	return err;
 }
 
