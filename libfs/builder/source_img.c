@@ -15,6 +15,7 @@
 #include <string.h>
 #include "source_img.h"
 #include "base/extref_vec.h"
+#include "txn/xr_zone.h"
 
 errcode_t xr_src_open(const char *image, struct xr_src *s)
 {
@@ -34,6 +35,9 @@ errcode_t xr_src_open(const char *image, struct xr_src *s)
 	}
 	if (ext2fs_has_feature_journal_needs_recovery(s->fs->super))
 		err = EXTREF_ERR_SOURCE_RECOVERY;
+	/* its system zone: no file's data is copied from its metadata */
+	if (!err)
+		err = xr_zone_attach(s->fs, NULL, XR_ZONE_JOURNAL);
 	if (err)
 		xr_src_close(s);
 	return err;
@@ -41,6 +45,7 @@ errcode_t xr_src_open(const char *image, struct xr_src *s)
 
 void xr_src_close(struct xr_src *s)
 {
+	xr_zone_detach(s->fs);
 	if (s->fs)
 		ext2fs_close_free(&s->fs);
 	ext2fs_free_mem(&s->shared);
@@ -70,6 +75,7 @@ static errcode_t add_run(struct collect *c, blk64_t lblk, blk64_t pblk,
 	if (pblk <= fs->super->s_first_data_block ||
 	    pblk >= ext2fs_blocks_count(fs->super) ||
 	    one.len > ext2fs_blocks_count(fs->super) - pblk ||
+	    xr_zone_check(fs, pblk, one.len) ||
 	    (last && lblk < last->lblk + last->len))
 		return EXTREF_ERR_SOURCE_MAP;
 	if (last && last->lblk + last->len == lblk &&
@@ -116,7 +122,8 @@ errcode_t xr_src_runs(struct xr_src *s, ext2_ino_t ino,
 				err = add_run(&c, maps.v[k].lblk,
 					      maps.v[k].pblk, maps.v[k].len);
 		xr_map_vec_free(&maps);
-		return err;
+		/* a run in the source's metadata (txn/zone.c) */
+		return err == EXTREF_ERR_ZONE_MAP ? EXTREF_ERR_SOURCE_MAP : err;
 	}
 	if (!ext2fs_inode_has_valid_blocks2(s->fs, i))
 		return 0;

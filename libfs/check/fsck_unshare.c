@@ -14,6 +14,7 @@
 #include "extref_fsck_int.h"
 #include "ops/extref_ops_int.h"
 #include "txn/xr_txio.h"
+#include "txn/xr_zone.h"
 
 /* Ranges noted in pieces of at most this many blocks (their counters). */
 #define UNSHARE_PIECE	(1U << 20)
@@ -199,6 +200,7 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c)
 	errcode_t err;
 
 	err = ext2fs_get_mem(c->fs->blocksize, &p.buf);
+	xr_zone_repair(c->fs, 1);	/* it reads mappings of metadata */
 	for (r = 0; !err && r < c->nuns; r++) {
 		p.s = c->uns[r].start;
 		p.e = p.s + c->uns[r].len;
@@ -208,6 +210,7 @@ errcode_t xr_fsck_unshare(struct xr_fsck *c)
 		if (!err)
 			err = xr_fsck_tx_split(c);
 	}
+	xr_zone_repair(c->fs, 0);
 	ext2fs_free_mem(&p.buf);
 	c->res->changed = 1;
 	return err;

@@ -6,6 +6,7 @@
  * callers pair them with counts.c in the write order of FORMAT.md.
  */
 #include "extent/xr_extent.h"
+#include "txn/xr_zone.h"
 
 static blk64_t ext_end(const struct ext2fs_extent *e)
 {
@@ -20,12 +21,14 @@ static int is_uninit(const struct ext2fs_extent *e)
 struct clip {
 	blk64_t			lstart, lend;
 	struct xr_map_vec	*out;
+	const struct xr_zone	*zone;	/* a writer's system zone */
 };
 
 static errcode_t clip_extent(const struct ext2fs_extent *e, void *priv)
 {
 	struct clip *c = priv;
 	struct xr_map m;
+	errcode_t err;
 
 	if (e->e_lblk >= c->lend)
 		return EXTREF_ITER_STOP;
@@ -35,15 +38,22 @@ static errcode_t clip_extent(const struct ext2fs_extent *e, void *priv)
 	m.len = (ext_end(e) < c->lend ? ext_end(e) : c->lend) - m.lblk;
 	m.pblk = e->e_pblk + (m.lblk - e->e_lblk);
 	m.uninit = is_uninit(e);
-	return xr_map_push(c->out, &m);
+	err = xr_zone_check_in(c->zone, m.pblk, m.len);
+	return err ? err : xr_map_push(c->out, &m);
 }
 
-/* Every leaf extent overlapping [lstart, lend), clipped to it. */
+/*
+ * Every leaf extent overlapping [lstart, lend), clipped to it.  In an
+ * image open for writing, a mapping of the system zone (metadata, the
+ * journal) is EXTREF_ERR_ZONE_MAP: what an operation reads, writes in
+ * place or frees is never the filesystem's own metadata.
+ */
 errcode_t xr_get_mappings(ext2_filsys fs, ext2_ino_t ino,
 			  struct ext2_inode *inode, blk64_t lstart,
 			  blk64_t lend, struct xr_map_vec *out)
 {
-	struct clip c = { .lstart = lstart, .lend = lend, .out = out };
+	struct clip c = { .lstart = lstart, .lend = lend, .out = out,
+			  .zone = ino == EXTREF_INO ? NULL : xr_zone_of(fs) };
 	errcode_t err;
 
 	err = xr_extent_walk_from(fs, ino, inode, 0, lstart, clip_extent, &c);
@@ -119,6 +129,8 @@ errcode_t xr_unmap(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *inode,
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	blk64_t os, oe;
+	const struct xr_zone *zone = ino == EXTREF_INO ? NULL :
+				     xr_zone_of(fs);
 	errcode_t err;
 
 	if (!(inode->i_flags & EXT4_EXTENTS_FL))
@@ -132,8 +144,12 @@ errcode_t xr_unmap(ext2_filsys fs, ext2_ino_t ino, struct ext2_inode *inode,
 			break;
 		os = e.e_lblk > lstart ? e.e_lblk : lstart;
 		oe = ext_end(&e) < lend ? ext_end(&e) : lend;
-		err = xr_prange_push(removed, e.e_pblk + (os - e.e_lblk),
-				     oe - os);
+		err = xr_zone_check_in(zone, e.e_pblk + (os - e.e_lblk),
+				       oe - os);
+		if (!err)
+			err = xr_prange_push(removed,
+					     e.e_pblk + (os - e.e_lblk),
+					     oe - os);
 		if (!err)
 			err = cut_extent(h, &e, os, oe);
 		if (!err)

@@ -13,6 +13,7 @@
 #include "extent/xr_extent.h"
 #include <ext2fs/ext3_extents.h>
 #include "extent_raw.h"
+#include "txn/xr_zone.h"
 
 /*
  * Check the node at eh, size bytes (the inode's i_block or one block).
@@ -54,12 +55,33 @@ errcode_t xr_extent_block_read(ext2_filsys fs, ext2_ino_t ino, blk64_t pblk,
 	return err;
 }
 
+/* A leaf's extents against the system zone (txn/zone.c). */
+static errcode_t check_leaf(const struct xr_zone *z,
+			    const struct ext3_extent_header *eh)
+{
+	const struct ext3_extent *ex = EXT_FIRST_EXTENT(eh);
+	int i, n = ext2fs_le16_to_cpu(eh->eh_entries);
+	errcode_t err = 0;
+
+	for (i = 0; !err && z && i < n; i++) {
+		unsigned int len = xr_extent_len(&ex[i], NULL);
+
+		if (len)
+			err = xr_zone_check_mapped(z, xr_extent_start(&ex[i]),
+						   len);
+	}
+	return err;
+}
+
 /*
  * The nodes below eh.  *left: blocks the walk may still read (the
  * file's i_blocks), so that index entries that all name one block
- * cannot make it read that block without end.
+ * cannot make it read that block without end.  Every node block and
+ * every leaf extent must lie outside the system zone and be in use in
+ * the block bitmap (z, when the image is open for writing).
  */
 static errcode_t check_subtree(ext2_filsys fs, ext2_ino_t ino,
+			       const struct xr_zone *z,
 			       const struct ext3_extent_header *eh, int depth,
 			       char *bufs, blk64_t *left)
 {
@@ -67,15 +89,19 @@ static errcode_t check_subtree(ext2_filsys fs, ext2_ino_t ino,
 	int i, n = ext2fs_le16_to_cpu(eh->eh_entries);
 	errcode_t err = 0;
 
-	for (i = 0; !err && depth > 0 && i < n; i++) {
+	if (depth == 0)
+		return check_leaf(z, eh);
+	for (i = 0; !err && i < n; i++) {
 		blk64_t p = xr_extent_idx_child(&ix[i]);
 
 		if (*left == 0)
 			return EXT2_ET_EXTENT_INDEX_BAD;
 		(*left)--;
-		err = xr_extent_block_read(fs, ino, p, depth - 1, bufs);
+		err = xr_zone_check_mapped(z, p, 1);
 		if (!err)
-			err = check_subtree(fs, ino, (void *)bufs, depth - 1,
+			err = xr_extent_block_read(fs, ino, p, depth - 1, bufs);
+		if (!err)
+			err = check_subtree(fs, ino, z, (void *)bufs, depth - 1,
 					    bufs + fs->blocksize, left);
 	}
 	return err;
@@ -93,8 +119,10 @@ static int all_zero(const struct ext2_inode *inode)
 
 /*
  * Every node of an extent-mapped inode's tree, checked with its
- * checksum: done before an operation's first write, so that a tree the
- * operation would stop in the middle of is refused up front.  *nodes
+ * checksum, and every block it maps checked against the system zone:
+ * done before an operation's first write, so that a tree the operation
+ * would stop in the middle of, or whose data is metadata, is refused up
+ * front.  *nodes
  * (if not NULL) gets the number of blocks below the inode.
  */
 errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
@@ -117,7 +145,8 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 		return err;
 	depth = ext2fs_le16_to_cpu(eh->eh_depth);
 	if (!depth)
-		return 0;
+		return check_leaf(ino == EXTREF_INO ? NULL : xr_zone_of(fs),
+				  eh);
 	/* one block of scratch per level below the root */
 	max = left = ext2fs_get_stat_i_blocks(fs, (struct ext2_inode *)inode) /
 		     (fs->blocksize / 512);
@@ -125,7 +154,8 @@ errcode_t xr_extent_tree_verify(ext2_filsys fs, ext2_ino_t ino,
 		max = left = ext2fs_blocks_count(fs->super);
 	err = ext2fs_get_array(depth, fs->blocksize, &bufs);
 	if (!err)
-		err = check_subtree(fs, ino, eh, depth, bufs, &left);
+		err = check_subtree(fs, ino, ino == EXTREF_INO ? NULL :
+				    xr_zone_of(fs), eh, depth, bufs, &left);
 	if (!err && nodes)
 		*nodes = max - left;
 	ext2fs_free_mem(&bufs);

@@ -7,6 +7,7 @@
 #include "tree/extref_int.h"
 #include "txn/xr_handle.h"
 #include "txn/xr_txio.h"
+#include "txn/xr_zone.h"
 #include "journal/xr_journal.h"
 #include "quota/xr_quota.h"
 #include "base/xr_clock.h"
@@ -109,6 +110,21 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
 }
 
 /*
+ * Every writer's system zone (txn/zone.c): the descriptors checked, the
+ * metadata and the journal's blocks, against which every extent an
+ * operation touches and every allocation is checked, whatever the stamp
+ * says.  Built again once the tree is loaded: the journal must share no
+ * block with the tree's records or inode 5.
+ */
+static errcode_t zone_attach(extref_fs_t xfs)
+{
+	if (!(xfs->fs->flags & EXT2_FLAG_RW))
+		return 0;
+	return xr_zone_attach(xfs->fs, xfs->tree,
+			      XR_ZONE_JOURNAL | XR_ZONE_ALLOC);
+}
+
+/*
  * A writer trusts no tree it has not checked (FORMAT.md, "What a writer
  * trusts"): counts too low would let a free hand out a block that
  * another inode still maps.  A tree that fails is not kept.
@@ -121,8 +137,13 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 	if (xfs->tree)
 		return 0;
 	err = extref_tree_open(xfs->fs, rw ? EXTREF_TREE_RW : 0, &xfs->tree);
-	if (err || !rw || (xfs->flags & EXTREF_OPEN_TRUSTED))
+	if (err || !rw)
 		return err;
+	err = zone_attach(xfs);
+	if (!err && (xfs->flags & EXTREF_OPEN_TRUSTED))
+		return 0;
+	if (err)
+		goto out;
 	if (stamp_holds(xfs)) {
 		xr_tree_stamp_clear(xfs->tree);	/* the next commit clears it */
 		xr_fs_mark_verified(xfs, EXTREF_PROOF_STAMP);
@@ -131,6 +152,7 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 	err = extref_fsck_verify_write(xfs->fs, NULL);
 	if (err == EXTREF_ERR_UNTRUSTED)
 		err = journal_reason(xfs->fs, err);
+out:
 	if (err) {
 		extref_tree_free(xfs->tree);
 		xfs->tree = NULL;
@@ -166,6 +188,8 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 			err = 0;
 		}
 	}
+	if (!err && !xfs->tree)		/* else built as it was loaded */
+		err = zone_attach(xfs);
 	if (!err && (fs->flags & EXT2_FLAG_RW))
 		err = xr_quota_attach(fs);	/* usage kept per inode write */
 	if (!err && (fs->flags & EXT2_FLAG_RW))
@@ -173,6 +197,7 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	if (!err && !(flags & EXTREF_OPEN_NO_JOURNAL))
 		err = xr_tx_attach(xfs);
 	if (err) {
+		xr_zone_detach(fs);
 		xr_quota_detach(fs);
 		extref_tree_free(xfs->tree);
 		fs->io->manager = xfs->orig_iom;	/* the copy goes away */
@@ -425,6 +450,7 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 		err = err2;
 	if (xfs->sync_flush)
 		xfs->iom.flush = xfs->sync_flush;	/* close syncs */
+	xr_zone_detach(xfs->fs);
 	err2 = close_checked(xfs->fs, journaled);
 	if (!err)
 		err = err2;
@@ -442,6 +468,7 @@ void extref_fs_abort(extref_fs_t xfs)
 	xr_tx_discard(xfs);
 	xr_quota_detach(xfs->fs);
 	extref_tree_free(xfs->tree);
+	xr_zone_detach(xfs->fs);
 	ext2fs_free(xfs->fs);
 	extref_image_unlock(xfs->lock);
 	ext2fs_free_mem(&xfs->ident);

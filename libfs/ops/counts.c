@@ -10,6 +10,7 @@
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"	/* the tree's sticky error, its depth */
 #include "txn/xr_txio.h"
+#include "txn/xr_zone.h"
 
 static errcode_t count_rec(const struct extref_rec *rec, void *priv)
 {
@@ -94,6 +95,9 @@ errcode_t xr_release_ranges(extref_fs_t xfs, const struct xr_prange_vec *r)
 	for (i = 0; !err && i < r->n; i++)
 		err = extref_tree_lower(t, r->v[i].pblk, r->v[i].len,
 					collect_freed, &freed);
+	/* no block of the system zone, none the bitmap calls free */
+	for (i = 0; !err && i < freed.n; i++)
+		err = xr_zone_check_free(fs, freed.v[i].pblk, freed.v[i].len);
 	if (!err)
 		err = extref_tree_commit(t);
 	for (i = 0; !err && i < freed.n; i++) {

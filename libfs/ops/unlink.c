@@ -4,6 +4,7 @@
  */
 #include <string.h>
 #include "extref_ops_int.h"
+#include "txn/xr_zone.h"
 #include "quota/xr_quota.h"
 #include "txn/xr_txio.h"
 
@@ -44,6 +45,8 @@ errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 		return 0;
 	err = ext2fs_adjust_ea_refcount3(fs, blk, NULL, -1, &count, ino);
 	if (err)
+		return err;
+	if (count == 0 && (err = xr_zone_check_free(fs, blk, 1)))
 		return err;
 	if (count == 0)
 		ext2fs_block_alloc_stats2(fs, blk, -1);

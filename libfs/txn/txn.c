@@ -33,6 +33,7 @@
 #include "txn/xr_txio.h"
 #include "journal/xr_journal.h"
 #include "txn/xr_handle.h"
+#include "txn/xr_zone.h"
 
 struct xr_tx {
 	extref_fs_t	xfs;
@@ -224,11 +225,21 @@ static void alloc_note(struct xr_tx *tx, blk64_t blk, blk64_t num)
 	revive(tx, blk, num);
 }
 
+/* A free of the system zone (libext2fs's own, of an extent block the
+ * image names there): the operation fails, rolled back. */
+static void zone_free_note(struct xr_tx *tx, blk64_t blk, blk64_t num)
+{
+	if (tx->depth && !tx->freed_err && xr_zone_is_meta(tx->fs, blk, num))
+		tx->freed_err = EXTREF_ERR_ZONE_FREE;
+}
+
 static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 {
 	struct xr_tx *tx = tx_of(fs);
 
 	if (tx) {
+		if (inuse < 0)
+			zone_free_note(tx, blk, 1);
 		if (inuse < 0 && tx->depth)
 			defer_free(tx, blk, 1);
 		else if (inuse > 0)
@@ -242,6 +253,8 @@ static void block_cb(ext2_filsys fs, blk64_t blk, int inuse)
 static void range_note(struct xr_tx *tx, blk64_t blk, blk64_t num,
 		       int inuse)
 {
+	if (inuse < 0)
+		zone_free_note(tx, blk, num);
 	if (inuse < 0 && tx->depth)
 		defer_free(tx, blk, num);
 	else if (inuse > 0)
