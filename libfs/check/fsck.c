@@ -113,6 +113,8 @@ static errcode_t run_passes(struct xr_fsck *c)
 	progress(c, 2);
 	if (!err)
 		err = xr_fsck_compare(c);
+	if (!err)
+		err = xr_fsck_foreign(c);	/* fsck_foreign.c */
 	progress(c, 3);
 	if (err || c->probe_dirty)
 		return err;

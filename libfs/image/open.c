@@ -11,6 +11,7 @@
 #include "quota/xr_quota.h"
 #include "base/xr_clock.h"
 #include "extref_fsck.h"
+#include "xr_seen.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
 static errcode_t flush_later(io_channel io)
@@ -122,7 +123,7 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 	err = extref_tree_open(xfs->fs, rw ? EXTREF_TREE_RW : 0, &xfs->tree);
 	if (err || !rw || (xfs->flags & EXTREF_OPEN_TRUSTED))
 		return err;
-	if (stamp_holds(xfs)) {
+	if (!xr_seen_open(xfs) && stamp_holds(xfs)) {	/* seen.c */
 		xr_tree_stamp_clear(xfs->tree);	/* the next commit clears it */
 		xr_fs_mark_verified(xfs, EXTREF_PROOF_STAMP);
 		return 0;
@@ -165,6 +166,7 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 			err = 0;
 		}
 	}
+	xr_seen_open(xfs);		/* before anything is written */
 	if (!err && (fs->flags & EXT2_FLAG_RW))
 		err = xr_quota_attach(fs);	/* usage kept per inode write */
 	if (!err && (fs->flags & EXT2_FLAG_RW))
@@ -398,6 +400,8 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	xr_quota_detach(xfs->fs);
 	if (!err)
 		err = leave_stamp(xfs, proven);
+	if (!err)
+		err = xr_seen_close(xfs);	/* after the last header write */
 	err2 = extref_tree_close(xfs->tree);
 	if (!err)
 		err = err2;

@@ -1,0 +1,14 @@
+/*
+ * xr_seen.h --- foreign writers seen by the session (seen.c).
+ */
+#ifndef XR_SEEN_H
+#define XR_SEEN_H
+
+#include "txn/xr_handle.h"
+
+/* At the open: another tool wrote since our last close (once; cached). */
+int xr_seen_open(extref_fs_t xfs);
+/* At a read-write close, before the tree closes: the record it leaves. */
+errcode_t xr_seen_close(extref_fs_t xfs);
+
+#endif /* XR_SEEN_H */
