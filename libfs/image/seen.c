@@ -39,7 +39,8 @@ int xr_seen_open(extref_fs_t xfs)
 	xfs->seen_done = 1;
 	t = record_tree(xfs, 0, &own);
 	if (!t)
-		return 0;
+		return 0;	/* unknown: the close keeps the record as is */
+	xfs->seen_known = 1;
 	xr_tree_seen(t, &s);
 	xfs->foreign = xr_seen_foreign(t, xfs->fs->super);
 	xfs->seen_sec = s.sec;
@@ -152,6 +153,10 @@ errcode_t xr_seen_close(extref_fs_t xfs)
 	      (fs->flags & EXT2_FLAG_DIRTY)))
 		return 0;
 	carry = xr_seen_open(xfs) && !xfs->seen_accept;
+	/* what the open could not look at is not recorded over (a session
+	 * that set shared_blocks, say): the next open looks again */
+	if (!xfs->seen_known && !xfs->seen_accept)
+		return 0;
 	t = record_tree(xfs, EXTREF_TREE_RW, &own);
 	if (!t || !(t->flags & EXTREF_TREE_RW))
 		goto out;

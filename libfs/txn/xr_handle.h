@@ -51,6 +51,7 @@ struct extref_fs {
 	blk64_t		damage_blk;	/* operation (extref_damage_where) */
 	/* image/seen.c: another tool wrote since our last close */
 	int		seen_done;	/* looked at the open */
+	int		seen_known;	/* ... and read the header's record */
 	int		foreign;	/* it did (the record, or the sb) */
 	int		seen_accept;	/* extref_fs_accept: record it clean */
 	__u64		seen_sec;	/* the record's time, kept if foreign */
