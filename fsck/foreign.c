@@ -44,7 +44,9 @@ void foreign_after(const struct fsck_opts *o, extref_fs_t xfs,
 			     "it as it is)" :
 		       res->unfixed ? "not accepted" :
 		       "accepted as it is now");
-	if (!rw || !xfs || res->unfixed)
+	/* an image without a record (made by an older version) gets none
+	 * here: the next writer of this library that proves makes it */
+	if (!rw || !xfs || res->unfixed || !o->foreign)
 		return;
 	extref_fs_accept(xfs);
 	if (res->foreign == EXTREF_FSCK_FOREIGN_SEEN)

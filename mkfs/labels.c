@@ -152,6 +152,8 @@ int labels_apply(const struct mkfs_opts *o)
 	if (l.done)
 		ext2fs_free_inode_bitmap(l.done);
 	if (l.xfs && !err)
+		extref_fs_accept(l.xfs);	/* this run made it */
+	if (l.xfs && !err)
 		err = extref_fs_close(l.xfs);
 	else if (l.xfs)
 		extref_fs_abort(l.xfs);

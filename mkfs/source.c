@@ -351,6 +351,8 @@ static int populate(const struct mkfs_opts *o)
 	if (!err)
 		err = extref_quota_recompute(xfs);
 	if (!err)
+		extref_fs_accept(xfs);	/* this run made it: recorded as seen */
+	if (!err)
 		err = extref_fs_close(xfs);
 	else if (xfs)
 		extref_fs_abort(xfs);

@@ -22,12 +22,18 @@
 static int foreign_of(ext2_filsys fs, int had_feature, struct xr_seen *s)
 {
 	struct ext2_super_block sb = *fs->super;
+	int f, err, was = ext2fs_has_feature_shared_blocks(fs->super);
 	extref_tree_t t;
-	int f;
 
 	if (!had_feature)
 		ext2fs_clear_feature_shared_blocks(&sb);
-	if (extref_tree_open(fs, 0, &t))
+	/* the tree opens with the feature only: lost, it is set in memory
+	 * for the look (as the checker's own set-up does) */
+	ext2fs_set_feature_shared_blocks(fs->super);
+	err = extref_tree_open(fs, 0, &t) != 0;
+	if (!was)
+		ext2fs_clear_feature_shared_blocks(fs->super);
+	if (err)
 		return 0;
 	xr_tree_seen(t, s);
 	f = !(s->flags & EXTREF_SEEN_RECORDED) ? 0 :

@@ -401,7 +401,7 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	if (!err)
 		err = leave_stamp(xfs, proven);
 	if (!err)
-		err = xr_seen_close(xfs);	/* after the last header write */
+		err = xr_seen_close(xfs, proven);	/* after the last header write */
 	err2 = extref_tree_close(xfs->tree);
 	if (!err)
 		err = err2;

@@ -132,15 +132,15 @@ static void record_time(ext2_filsys fs, struct xr_seen *s)
 }
 
 /*
- * At the close of a read-write session that wrote (or was told to accept
- * what it found): the record of the superblock it leaves, with the
+ * At the close of a read-write session that wrote after proving the
+ * counts (or was told to accept what it found): the record of the superblock it leaves, with the
  * library's clock; a foreign write it met and nobody accepted is carried
  * (EXTREF_SEEN_FOREIGN, the older time kept), so that a later
  * fsck.extref still looks at the files changed since.  A tree that will
  * not open keeps no record (the next open then finds the superblock
  * changed: it proves in full).
  */
-errcode_t xr_seen_close(extref_fs_t xfs)
+errcode_t xr_seen_close(extref_fs_t xfs, int proven)
 {
 	ext2_filsys fs = xfs->fs;
 	struct xr_seen s = { 0 };
@@ -151,6 +151,14 @@ errcode_t xr_seen_close(extref_fs_t xfs)
 	if (!(fs->flags & EXT2_FLAG_RW) ||
 	    !(xfs->seen_accept || session_wrote(fs) ||
 	      (fs->flags & EXT2_FLAG_DIRTY)))
+		return 0;
+	/* only after a proof, with nothing but the library's own
+	 * transactions since (xr_fs_proven, taken before the journal is
+	 * detached), or where the caller vouches for what it wrote (it made
+	 * the image: EXTREF_OPEN_TRUSTED, extref_fs_accept): an expert's raw
+	 * edit is a write of another kind, left for the next look to see */
+	if (!xfs->seen_accept && !proven &&
+	    !(xfs->flags & EXTREF_OPEN_TRUSTED))
 		return 0;
 	carry = xr_seen_open(xfs) && !xfs->seen_accept;
 	/* what the open could not look at is not recorded over (a session

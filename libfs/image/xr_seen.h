@@ -8,7 +8,8 @@
 
 /* At the open: another tool wrote since our last close (once; cached). */
 int xr_seen_open(extref_fs_t xfs);
-/* At a read-write close, before the tree closes: the record it leaves. */
-errcode_t xr_seen_close(extref_fs_t xfs);
+/* At a read-write close, before the tree closes: the record it leaves
+ * (proven: xr_fs_proven before the journal was detached). */
+errcode_t xr_seen_close(extref_fs_t xfs, int proven);
 
 #endif /* XR_SEEN_H */
