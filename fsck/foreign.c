@@ -31,9 +31,9 @@ void foreign_after(const struct fsck_opts *o, extref_fs_t xfs,
 	int rw = o->mode != EXTREF_FSCK_NO;
 
 	if (res->foreign == EXTREF_FSCK_FOREIGN_SEEN && !res->foreign_files)
-		printf("%s: written by another tool since extref's last "
-		       "write; no file mapping a shared block was changed "
-		       "after it\n", o->image);
+		printf("%s: written by another tool (or a raw edit) since "
+		       "extref's last write; no file mapping a shared block "
+		       "was changed after it\n", o->image);
 	else if (res->foreign_files)
 		printf("%s: another tool wrote %llu file%s sharing blocks "
 		       "since extref's last write: %s\n", o->image,
