@@ -64,22 +64,34 @@ static int changed_after(const struct ext2_inode_large *in, int large,
 	return sec > (__s64)s->sec || (sec == (__s64)s->sec && nsec > s->nsec);
 }
 
+/* The shared blocks a file maps: how many, and the first range. */
+struct shared {
+	__u64	n;
+	blk64_t	s, e;
+};
+
 static errcode_t add_len(const struct extref_rec *r, void *priv)
 {
-	*(__u64 *)priv += r->len;
+	struct shared *w = priv;
+
+	if (!w->n) {
+		w->s = r->start;
+		w->e = r->start + r->len;
+	}
+	w->n += r->len;
 	return 0;
 }
 
 /* How many of the blocks ino maps the tree records as shared. */
 static errcode_t shared_mapped(ext2_filsys fs, extref_tree_t t,
-			       ext2_ino_t ino, __u64 *n)
+			       ext2_ino_t ino, struct shared *n)
 {
 	ext2_extent_handle_t h;
 	struct ext2fs_extent e;
 	errcode_t err;
 	int op = EXT2_EXTENT_ROOT;
 
-	*n = 0;
+	memset(n, 0, sizeof(*n));
 	if (ext2fs_extent_open(fs, ino, &h))
 		return 0;	/* an unreadable extent tree is 0x0101's */
 	while (!(err = ext2fs_extent_get(h, op, &e))) {
@@ -96,16 +108,28 @@ static errcode_t shared_mapped(ext2_filsys fs, extref_tree_t t,
 	       ? 0 : err;
 }
 
-/* A file the other tool may have changed: named, with its blocks. */
-static void name_file(struct xr_fsck *c, ext2_ino_t ino, __u64 n)
+/*
+ * A file the other tool may have changed: named, with its shared blocks
+ * and the owners of the first range of them (its siblings, whose data
+ * changed with it when it was written in place).
+ */
+static errcode_t name_file(struct xr_fsck *c, ext2_ino_t ino,
+			   const struct shared *w)
 {
-	char name[XR_NAME_LEN];
+	char name[XR_NAME_LEN], what[48], *who = NULL;
+	errcode_t err;
 
 	c->res->foreign_files++;
+	err = xr_fsck_owners(c, w->s, w->e, 4, &who);
+	if (err)
+		return err;
 	xr_problem(c, PR_X_FOREIGN_WRITE, "%s maps %llu shared block%s and "
-		   "was changed after extref's last write",
+		   "was changed after extref's last write; %s: mapped by %s",
 		   xr_fsck_ino_name(c, ino, name, sizeof(name)),
-		   (unsigned long long)n, n == 1 ? "" : "s");
+		   (unsigned long long)w->n, w->n == 1 ? "" : "s",
+		   xr_fsck_range(w->s, w->e, what, sizeof(what)), who);
+	ext2fs_free_mem(&who);
+	return 0;
 }
 
 /* A regular extent-mapped file of the namespace, in use. */
@@ -125,7 +149,7 @@ static errcode_t scan(struct xr_fsck *c, extref_tree_t t,
 	int isz = EXT2_INODE_SIZE(c->fs->super), large;
 	ext2_ino_t ino;
 	errcode_t err;
-	__u64 n;
+	struct shared n;
 
 	err = ext2fs_open_inode_scan(c->fs, 0, &sc);
 	if (err)
@@ -144,8 +168,8 @@ static errcode_t scan(struct xr_fsck *c, extref_tree_t t,
 		err = shared_mapped(c->fs, t, ino, &n);
 		if (err)
 			break;
-		if (n)
-			name_file(c, ino, n);
+		if (n.n && (err = name_file(c, ino, &n)))
+			break;
 	}
 	ext2fs_close_inode_scan(sc);
 	return err;

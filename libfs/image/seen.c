@@ -25,6 +25,10 @@ static extref_tree_t record_tree(extref_fs_t xfs, int flags, int *own)
  * At the open (once): the record against the superblock as read.  A
  * session without its tree (fsck.extref's own, the shell's on a damaged
  * tree) looks only when it may write: its close carries what it saw.
+ * Returns whether the superblock changed since the record (the stamp is
+ * then not trusted); a foreign write an earlier writer of ours met and
+ * proved past (EXTREF_SEEN_FOREIGN alone) is carried for fsck.extref,
+ * not proved again.
  */
 int xr_seen_open(extref_fs_t xfs)
 {
@@ -33,7 +37,7 @@ int xr_seen_open(extref_fs_t xfs)
 	int own;
 
 	if (xfs->seen_done)
-		return xfs->foreign;
+		return xfs->seen_changed;
 	if (!xfs->tree && !(xfs->fs->flags & EXT2_FLAG_RW))
 		return 0;
 	xfs->seen_done = 1;
@@ -43,16 +47,19 @@ int xr_seen_open(extref_fs_t xfs)
 	xfs->seen_known = 1;
 	xr_tree_seen(t, &s);
 	xfs->foreign = xr_seen_foreign(t, xfs->fs->super);
+	xfs->seen_changed = (s.flags & EXTREF_SEEN_RECORDED) &&
+			    xr_seen_csum(t, xfs->fs->super) != s.csum;
 	xfs->seen_sec = s.sec;
 	xfs->seen_nsec = s.nsec;
 	if (own)
 		extref_tree_free(t);
-	return xfs->foreign;
+	return xfs->seen_changed;
 }
 
 int extref_fs_foreign(extref_fs_t xfs)
 {
-	return xr_seen_open(xfs);
+	xr_seen_open(xfs);
+	return xfs->foreign;
 }
 
 void extref_fs_accept(extref_fs_t xfs)
@@ -160,7 +167,8 @@ errcode_t xr_seen_close(extref_fs_t xfs, int proven)
 	if (!xfs->seen_accept && !proven &&
 	    !(xfs->flags & EXTREF_OPEN_TRUSTED))
 		return 0;
-	carry = xr_seen_open(xfs) && !xfs->seen_accept;
+	xr_seen_open(xfs);
+	carry = xfs->foreign && !xfs->seen_accept;
 	/* what the open could not look at is not recorded over (a session
 	 * that set shared_blocks, say): the next open looks again */
 	if (!xfs->seen_known && !xfs->seen_accept)

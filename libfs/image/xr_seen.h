@@ -6,7 +6,8 @@
 
 #include "txn/xr_handle.h"
 
-/* At the open: another tool wrote since our last close (once; cached). */
+/* At the open (once; cached): the superblock changed since our last
+ * close, another tool wrote (the stamp is not trusted). */
 int xr_seen_open(extref_fs_t xfs);
 /* At a read-write close, before the tree closes: the record it leaves
  * (proven: xr_fs_proven before the journal was detached). */

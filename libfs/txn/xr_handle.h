@@ -53,6 +53,7 @@ struct extref_fs {
 	int		seen_done;	/* looked at the open */
 	int		seen_known;	/* ... and read the header's record */
 	int		foreign;	/* it did (the record, or the sb) */
+	int		seen_changed;	/* the sb differs from the record */
 	int		seen_accept;	/* extref_fs_accept: record it clean */
 	__u64		seen_sec;	/* the record's time, kept if foreign */
 	__u32		seen_nsec;
