@@ -71,6 +71,9 @@
  *		s_mtime and s_mnt_count.  EXTREF_SEEN_FOREIGN: a write by
  *		another tool was met since h_seen_time and fsck.extref has not
  *		yet examined it (h_seen_time then stays where it was).
+ *		EXTREF_SEEN_WRITING: a writer of ours has committed since
+ *		and not closed (crashed): its writes are not told from
+ *		others' by the write record, only a mount is.
  *		Readers that do not know these fields ignore them.
  * h_checksum	crc32c (seeded as described in FORMAT.md) of the first
  *		EXTREF_HDR_CSUM_OFFSET bytes of the block.
@@ -89,6 +92,7 @@
 /* h_seen_flags */
 #define EXTREF_SEEN_RECORDED	0x0001	/* the h_seen_* fields hold a record */
 #define EXTREF_SEEN_FOREIGN	0x0002	/* another tool wrote; not examined */
+#define EXTREF_SEEN_WRITING	0x0004	/* a writer of ours committed since */
 
 struct extref_disk_header {
 /*00*/	__le32	h_magic;

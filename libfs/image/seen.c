@@ -46,11 +46,19 @@ int xr_seen_open(extref_fs_t xfs)
 		return 0;	/* unknown: the close keeps the record as is */
 	xfs->seen_known = 1;
 	xr_tree_seen(t, &s);
+	xfs->seen_recorded = (s.flags & EXTREF_SEEN_RECORDED) != 0;
 	xfs->foreign = xr_seen_foreign(t, xfs->fs->super);
 	xfs->seen_changed = (s.flags & EXTREF_SEEN_RECORDED) &&
 			    xr_seen_csum(t, xfs->fs->super) != s.csum;
 	xfs->seen_sec = s.sec;
 	xfs->seen_nsec = s.nsec;
+	/* the session's commits say a writer of ours is at work (the close's
+	 * record clears it; a session that writes nothing writes no header) */
+	if (!own && (s.flags & EXTREF_SEEN_RECORDED) &&
+	    (t->flags & EXTREF_TREE_RW)) {
+		s.flags |= EXTREF_SEEN_WRITING;
+		xr_tree_set_seen(t, &s);
+	}
 	if (own)
 		extref_tree_free(t);
 	return xfs->seen_changed;
@@ -121,21 +129,41 @@ static void settle_super(extref_fs_t xfs, time_t now)
 }
 
 /*
- * The library's clock for the record: SOURCE_DATE_EPOCH (fs->now), which
- * every time an operation stamps then is, or the clock to the
- * nanosecond (operations stamp whole seconds of it).
+ * The record's time: no file changed before it may have a later ctime.
+ * SOURCE_DATE_EPOCH (fs->now), which every time an operation stamps then
+ * is, where that holds: a record already there and no foreign write met
+ * (every file since was stamped by us, or the foreign write is carried),
+ * or an image this run made (accepted without a record: mkfs.extref,
+ * whose output must be reproducible).  Else the later of the epoch and
+ * the clock to the nanosecond (a first record over files of unknown
+ * times, an image accepted after a foreign write).  Never earlier than
+ * the record it replaces.
  */
-static void record_time(ext2_filsys fs, struct xr_seen *s)
+static void record_time(extref_fs_t xfs, struct xr_seen *s)
 {
+	ext2_filsys fs = xfs->fs;
 	struct timespec ts;
+	int epoch = fs->now && (xfs->seen_recorded ? !xfs->foreign :
+				xfs->seen_accept);
 
-	if (fs->now || clock_gettime(CLOCK_REALTIME, &ts)) {
-		s->sec = fs->now ? (__u64)fs->now : (__u64)time(NULL);
-		s->nsec = 0;
-		return;
+	s->sec = fs->now ? (__u64)fs->now : 0;
+	s->nsec = 0;
+	if (!epoch) {
+		if (clock_gettime(CLOCK_REALTIME, &ts)) {
+			ts.tv_sec = time(NULL);
+			ts.tv_nsec = 0;
+		}
+		if ((__u64)ts.tv_sec >= s->sec) {
+			s->sec = (__u64)ts.tv_sec;
+			s->nsec = (__u32)ts.tv_nsec;
+		}
 	}
-	s->sec = (__u64)ts.tv_sec;
-	s->nsec = (__u32)ts.tv_nsec;
+	/* never back: files stamped before the last record stay before */
+	if (xfs->seen_recorded && (xfs->seen_sec > s->sec ||
+	    (xfs->seen_sec == s->sec && xfs->seen_nsec > s->nsec))) {
+		s->sec = xfs->seen_sec;
+		s->nsec = xfs->seen_nsec;
+	}
 }
 
 /*
@@ -176,9 +204,9 @@ errcode_t xr_seen_close(extref_fs_t xfs, int proven)
 	t = record_tree(xfs, EXTREF_TREE_RW, &own);
 	if (!t || !(t->flags & EXTREF_TREE_RW))
 		goto out;
-	record_time(fs, &s);
+	record_time(xfs, &s);
 	s.flags = EXTREF_SEEN_RECORDED | (carry ? EXTREF_SEEN_FOREIGN : 0);
-	settle_super(xfs, (time_t)s.sec);
+	settle_super(xfs, fs->now ? fs->now : (time_t)s.sec);
 	if (carry) {
 		s.sec = xfs->seen_sec;
 		s.nsec = xfs->seen_nsec;

@@ -131,9 +131,10 @@ void xr_seen_take(extref_tree_t t, const struct ext2_super_block *sb,
 /*
  * Whether another tool wrote the image since the record was made: the
  * record says so (EXTREF_SEEN_FOREIGN), or sb differs from it.  A writer
- * of ours changes none of these fields before its close (a crashed one
- * leaves the record and the superblock its journal logged, which still
- * agree).  No record (an image of an older version, or one written by a
+ * of ours changes none of these fields before its close; one that
+ * committed and never closed (EXTREF_SEEN_WRITING, carried by its
+ * commits' headers) leaves a replay that moves them, so then only the
+ * mount fields count.  No record (an image of an older version, or one written by a
  * writer that does not know the fields): nothing is concluded.
  */
 int xr_seen_foreign(extref_tree_t t, const struct ext2_super_block *sb)
@@ -148,7 +149,9 @@ int xr_seen_foreign(extref_tree_t t, const struct ext2_super_block *sb)
 	xr_seen_take(t, sb, &now);
 	if (now.mtime != s.mtime || now.mnt_count != s.mnt_count)
 		return 1;
-	return now.csum != s.csum;
+	/* a writer of ours died after a commit: the replay (e2fsck's, or
+	 * ours) moved the write record; only a mount still tells */
+	return !(s.flags & EXTREF_SEEN_WRITING) && now.csum != s.csum;
 }
 
 /*

@@ -52,6 +52,7 @@ struct extref_fs {
 	/* image/seen.c: another tool wrote since our last close */
 	int		seen_done;	/* looked at the open */
 	int		seen_known;	/* ... and read the header's record */
+	int		seen_recorded;	/* ... which held one */
 	int		foreign;	/* it did (the record, or the sb) */
 	int		seen_changed;	/* the sb differs from the record */
 	int		seen_accept;	/* extref_fs_accept: record it clean */
