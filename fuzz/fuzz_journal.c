@@ -56,14 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fz_image img;
-	ext2_filsys fs;
+	ext2_filsys fs = fz_start_ext2(data, size, &img);
 	unsigned nt;
 
-	fz_init();
-	if (fz_image_load(data, size, &img))
-		return 0;
-	if (ext2fs_open2(img.path, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0,
-			 unix_io_manager, &fs))
+	if (!fs)
 		return 0;
 	walk(fs);
 	fz_report("recover", xr_journal_recover(fs, fs->io, 0, &nt));

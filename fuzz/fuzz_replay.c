@@ -184,15 +184,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_image img;
 	unsigned char *before, *after;
 	size_t nb, na;
-	ext2_filsys fs;
+	ext2_filsys fs = fz_start_ext2(data, size, &img);
 	errcode_t err;
 	unsigned nt;
 
-	fz_init();
-	if (fz_image_load(data, size, &img))
-		return 0;
-	if (ext2fs_open2(img.path, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0, 0,
-			 unix_io_manager, &fs))
+	if (!fs)
 		return 0;
 	fix_journal(fs);
 	before = slurp(img.path, &nb);

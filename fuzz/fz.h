@@ -51,6 +51,13 @@ void fz_init(void);
  * short to describe one.
  */
 int fz_image_load(const uint8_t *data, size_t size, struct fz_image *img);
+/*
+ * fz_init and fz_image_load, then the image opened read-write by
+ * libext2fs (not the library: the journal targets replay it themselves);
+ * NULL when the input is not used.
+ */
+ext2_filsys fz_start_ext2(const uint8_t *data, size_t size,
+			  struct fz_image *img);
 /* Copy the file at path into the memory file (the shell's fixed image). */
 int fz_image_copy(const char *path, struct fz_image *img);
 /* With FUZZ_VERBOSE set, "fuzz: what: error" on stderr (seeds' checks). */

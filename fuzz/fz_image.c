@@ -187,6 +187,25 @@ int fz_image_load(const uint8_t *data, size_t size, struct fz_image *img)
 	return load_sparse(data, size, img);
 }
 
+/*
+ * The journal targets' start: the input made an image (fz_image_load),
+ * opened read-write by libext2fs itself, below the library's open (which
+ * would replay the journal first); NULL when the input is not used.
+ */
+ext2_filsys fz_start_ext2(const uint8_t *data, size_t size,
+			  struct fz_image *img)
+{
+	ext2_filsys fs;
+
+	fz_init();
+	if (fz_image_load(data, size, img))
+		return NULL;
+	if (ext2fs_open2(img->path, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS, 0,
+			 0, unix_io_manager, &fs))
+		return NULL;
+	return fs;
+}
+
 int fz_image_copy(const char *path, struct fz_image *img)
 {
 	static uint8_t *copy;

@@ -248,11 +248,15 @@ int replay_first(const struct mkfs_opts *o)
 	ext2fs_close_free(&fs);
 	if (!dirty)
 		return 0;
+	if (!o->quiet)		/* as e2fsck says it */
+		printf("%s: recovering journal\n", o->image);
 	err = extref_fs_open(o->image, EXTREF_OPEN_RW | EXTREF_OPEN_NO_TREE,
 			     &xfs, NULL);
 	if (!err) {
 		n = extref_fs_replayed(xfs);
 		err = extref_fs_close(xfs);
+		if (!err)
+			replay_noted(n);
 		if (!err && !o->quiet)
 			printf("%s: journal recovered (%u transaction%s)\n",
 			       o->image, n, n == 1 ? "" : "s");
@@ -302,16 +306,16 @@ static void convert_check_clean(const struct mkfs_opts *o)
 	if (run_e2fsck_fn(o))
 		fatal("%s: e2fsck -fn finds it damaged (above): --convert "
 		      "runs only on a clean filesystem; run e2fsck -fy %s "
-		      "first; nothing was changed", o->image, o->image);
+		      "first; %s", o->image, o->image, unchanged_note());
 	err = check_desc_csums(o, &found, &bad);
 	if (!err && found)
 		fatal("%s: group descriptor %u has a wrong checksum (e2fsck "
 		      "-fn reports it): --convert runs only on a clean "
-		      "filesystem; run e2fsck -fy %s first; nothing was "
-		      "changed", o->image, (unsigned)bad, o->image);
+		      "filesystem; run e2fsck -fy %s first; %s", o->image,
+		      (unsigned)bad, o->image, unchanged_note());
 	if (err)
-		fatal("%s: %s; nothing was changed", o->image,
-		      error_message(err));
+		fatal("%s: %s; %s", o->image, error_message(err),
+		      unchanged_note());
 }
 
 int convert_image(const struct mkfs_opts *o)

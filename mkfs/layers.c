@@ -43,15 +43,15 @@ void layers_add(struct mkfs_layers *l, const char *name, int fd)
 static void add_file(struct mkfs_layers *l, const char *name)
 {
 	struct stat st;
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	int fd = open_noblock(name, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		fatal("cannot read the layer %s: %s", name, strerror(errno));
 	if (fstat(fd, &st) < 0)
 		fatal("%s: %s", name, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		fatal("%s: a layer must be an archive file (not a pipe nor "
-		      "a directory)", name);
+		fatal("%s: not a regular file: a layer must be an archive "
+		      "file (not a pipe nor a directory)", name);
 	layers_add(l, name, fd);
 }
 

@@ -184,6 +184,11 @@ void layers_add(struct mkfs_layers *l, const char *name, int fd);
  * manifest when NULL), every blob's digest verified, into l. */
 void oci_read(const char *dir, const char *tag, struct mkfs_layers *l);
 
+/* regular.c: open(path, flags) that does not wait for a FIFO's writer
+ * (the caller refuses what fstat of the descriptor says is not a regular
+ * file). */
+int open_noblock(const char *path, int flags);
+
 /* plan_size.c: without SIZE, size the image from what s says it holds
  * (sets the size, the inode count unless -N, the journal, -m 0). */
 struct extref_source_size;
@@ -200,6 +205,11 @@ int dedupe_image(const struct mkfs_opts *o);
 
 /* Replay a journal that needs recovery (0, or 1 with the error said). */
 int replay_first(const struct mkfs_opts *o);
+/* replay_note.c: what replay_first did (n transactions replayed), for
+ * the refusals that follow it. */
+void replay_noted(unsigned int n);
+/* "nothing was changed", or what the replay changed. */
+const char *unchanged_note(void);
 /* Refuse (exit) what is not an extref image with clean counts. */
 void shrink_only_check(const struct mkfs_opts *o);
 

@@ -119,6 +119,18 @@ static char *blob_path(const char *dir, const char *digest)
 	return p;
 }
 
+/* The blob's size (fstat) against its descriptor's. */
+static void blob_size_check(const char *path, int fd, const struct desc *d)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		fatal("%s: %s", path, strerror(errno));
+	if ((long long)st.st_size != d->size)
+		fatal("%s: %lld bytes, its descriptor says %lld", path,
+		      (long long)st.st_size, d->size);
+}
+
 /* The descriptor's size and digest against the bytes of fd (read to the
  * end, then rewound). */
 static void verify_fd(const char *path, int fd, const struct desc *d)
@@ -131,6 +143,7 @@ static void verify_fd(const char *path, int fd, const struct desc *d)
 	int sha512;
 
 	check_digest(path, d->digest, &sha512);
+	blob_size_check(path, fd, d);	/* before hours of hashing */
 	hash_init(&h, sha512);
 	while ((r = read(fd, buf, sizeof(buf))) != 0) {
 		if (r < 0 && errno == EINTR)
@@ -155,7 +168,7 @@ static void verify_fd(const char *path, int fd, const struct desc *d)
 static int open_file(const char *path)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open_noblock(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (fd < 0 && errno == ELOOP)
 		fatal("%s: a symbolic link, not a blob", path);

@@ -179,7 +179,7 @@ static void dir_plan(struct mkfs_opts *o)
 static int is_image(const char *path)
 {
 	unsigned char m[2];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_noblock(path, O_RDONLY | O_CLOEXEC);
 	int yes = fd >= 0 && pread(fd, m, 2, 1024 + 0x38) == 2 &&
 		  m[0] == 0x53 && m[1] == 0xef;
 

@@ -14,6 +14,7 @@ import os
 import shlex
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 from pathlib import Path
@@ -124,6 +125,55 @@ def sha256(path):
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def host_tree(root, data=True, times=("mtime", "atime", "ctime"), ns=True,
+              xattrs=True, link_xattrs=False, all_nlink=False, extra=None):
+    """Every entry below root as the host's kernel reports it, by path
+    (lost+found itself left out): type and mode, owner; but for a
+    directory (whose size is its blocks), its size and its hard-link group
+    (the first path of its inode); a regular file's link count and, with
+    data, its bytes' sha256; a symlink's target; a device's number.  What
+    a test compares is what its source records: the times named (st_NAME,
+    in nanoseconds, or whole seconds without ns), the extended attributes
+    (xattrs; a symlink's too with link_xattrs), every entry's link count
+    (all_nlink), and what extra(path, lstat) adds."""
+    out, names = {}, {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(dirpath, name)
+            rel = os.path.relpath(p, root)
+            if rel == "lost+found":
+                continue
+            st = os.lstat(p)
+            d = {"mode": st.st_mode, "uid": st.st_uid, "gid": st.st_gid}
+            for t in times:
+                d[t] = (getattr(st, f"st_{t}_ns") if ns
+                        else int(getattr(st, f"st_{t}")))
+            if not stat.S_ISDIR(st.st_mode):
+                d["size"] = st.st_size
+                names.setdefault(st.st_ino, []).append(rel)
+            if stat.S_ISREG(st.st_mode):
+                d["links"] = st.st_nlink
+                if data:
+                    d["sha"] = sha256(p)
+            elif stat.S_ISLNK(st.st_mode):
+                d["target"] = os.readlink(p)
+            elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+                d["rdev"] = st.st_rdev
+            if all_nlink:
+                d["links"] = st.st_nlink
+            if xattrs and (link_xattrs or not stat.S_ISLNK(st.st_mode)):
+                d["xattrs"] = {k: os.getxattr(p, k, follow_symlinks=False)
+                               for k in os.listxattr(p,
+                                                     follow_symlinks=False)}
+            if extra:
+                d.update(extra(p, st))
+            out[rel] = d
+    for group in names.values():
+        for rel in group:
+            out[rel]["group"] = min(group)
+    return out
 
 
 # ----- stock e2fsprogs -----

@@ -5,7 +5,6 @@ is compared with it through a read-only loop mount of the kernel, and
 stock e2fsck and fsck.extref must find nothing to fix.
 """
 
-import hashlib
 import os
 import random
 import socket
@@ -82,32 +81,7 @@ def mkfs_d(img, src, *opts, env=None):
 
 def describe_tree(root, times=True):
     """What the image must reproduce, entry by entry."""
-    out = {}
-    inos = {}
-    for dirpath, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root)
-            if rel == "lost+found":
-                continue
-            st = os.lstat(p)
-            d = {"mode": st.st_mode, "uid": st.st_uid, "gid": st.st_gid}
-            if times:
-                d["mtime_ns"] = st.st_mtime_ns
-            if stat.S_ISREG(st.st_mode):
-                d["sha"] = hashlib.sha256(open(p, "rb").read()).hexdigest()
-                d["link_group"] = inos.setdefault(st.st_ino, rel)
-            elif stat.S_ISLNK(st.st_mode):
-                d["target"] = os.readlink(p)
-            elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-                d["rdev"] = st.st_rdev
-            if not stat.S_ISLNK(st.st_mode):
-                d["xattrs"] = {k: os.getxattr(p, k, follow_symlinks=False)
-                               for k in sorted(os.listxattr(
-                                   p, follow_symlinks=False))}
-            out[rel] = d
-    return out
+    return helpers.host_tree(root, times=("mtime",) if times else ())
 
 
 @pytest.mark.parametrize("bs", ["1024", "4096"])

@@ -10,12 +10,10 @@ and fsck.extref -fn on every image; dumpe2fs's free block count (blocks
 equal across layers stored once); `cmp` of images built twice under two
 MALLOC_PERTURB_ values.
 """
-import hashlib
 import io
 import json
 import os
 import shutil
-import stat
 import subprocess
 import tarfile
 
@@ -146,36 +144,7 @@ def checked(img):
 def describe_tree(root):
     """Every entry below root: type and mode, owner, bytes, symlink
     target, xattrs, and its hard-link group (its first path)."""
-    out, inos = {}, {}
-    for dirpath, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root)
-            if rel == "lost+found":
-                continue
-            st = os.lstat(p)
-            d = {"mode": oct(st.st_mode), "uid": st.st_uid,
-                 "gid": st.st_gid}
-            if stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as f:
-                    d["sha"] = hashlib.sha256(f.read()).hexdigest()
-                d["links"] = st.st_nlink
-                d["group"] = st.st_ino
-                inos.setdefault(st.st_ino, []).append(rel)
-            elif stat.S_ISLNK(st.st_mode):
-                d["target"] = os.readlink(p)
-            if not stat.S_ISLNK(st.st_mode):
-                d["xattrs"] = {k: os.getxattr(p, k, follow_symlinks=False)
-                               for k in sorted(os.listxattr(
-                                   p, follow_symlinks=False))}
-            out[rel] = d
-        dirs[:] = [d for d in dirs
-                   if os.path.relpath(os.path.join(dirpath, d), root) !=
-                   "lost+found"]
-    for d in out.values():      # a hard-link group: its first path
-        if "group" in d:
-            d["group"] = min(inos[d["group"]])
-    return out
+    return helpers.host_tree(root, times=())
 
 
 def layer_blobs(oci, tag="t"):

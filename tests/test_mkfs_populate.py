@@ -11,7 +11,6 @@ ext4 the kernel itself wrote.
 """
 
 import gzip
-import hashlib
 import os
 import pathlib
 import shutil
@@ -44,36 +43,9 @@ def full_tree(root):
 def describe(root, ns=True, xattrs=True, other_times=True):
     """Every entry: type and mode, owner, size, data, link target,
     device, hard-link group, times, extended attributes."""
-    out, groups = {}, {}
-    links = {}
-    for dirpath, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root)
-            if rel == "lost+found":
-                continue
-            st = os.lstat(p)
-            d = {"mode": st.st_mode, "uid": st.st_uid, "gid": st.st_gid,
-                 "mtime": st.st_mtime_ns if ns else int(st.st_mtime)}
-            if other_times:
-                d["atime"], d["ctime"] = st.st_atime_ns, st.st_ctime_ns
-            if stat.S_ISREG(st.st_mode):
-                d["size"] = st.st_size
-                d["sha"] = hashlib.sha256(open(p, "rb").read()).hexdigest()
-                links.setdefault(st.st_ino, []).append(rel)
-                groups[rel] = st.st_ino
-            elif stat.S_ISLNK(st.st_mode):
-                d["target"] = os.readlink(p)
-            elif stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-                d["rdev"] = st.st_rdev
-            if xattrs and not stat.S_ISLNK(st.st_mode):
-                d["xattrs"] = {k: os.getxattr(p, k, follow_symlinks=False)
-                               for k in os.listxattr(p,
-                                                     follow_symlinks=False)}
-            out[rel] = d
-    for rel, ino in groups.items():     # a hard-link group: its first name
-        out[rel]["group"] = min(links[ino])
-    return out
+    return helpers.host_tree(
+        root, ns=ns, xattrs=xattrs,
+        times=("mtime", "atime", "ctime") if other_times else ("mtime",))
 
 
 def make_archive(src, kind, out):

@@ -411,7 +411,7 @@ static errcode_t make_new(struct rd *r, struct archive_entry *e,
 
 static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 {
-	const char *name = entry_name(e), *link = entry_link(e);
+	const char *name = entry_name(e), *link = entry_link(e), *why;
 	struct xr_pop_meta m;
 	ext2_ino_t ino;
 	int is_dir = 0;
@@ -428,6 +428,10 @@ static errcode_t one_entry(struct rd *r, struct archive_entry *e)
 	if (xr_pop_normalise(name, r->path, sizeof(r->path))) {
 		snprintf(r->path, sizeof(r->path), "%s", name);
 		return EXTREF_ERR_ARCHIVE_PATH;
+	}
+	if ((why = xr_path_why(r->path, r->oci))) {
+		xr_pop_fail(r->p, r->path, why);
+		return EXTREF_ERR_SOURCE_BAD_NAME;
 	}
 	if (r->oci && xr_layer_is_whiteout(r->path))
 		return xr_layer_whiteout(r);

@@ -12,10 +12,39 @@
  * An extent grows in memory while runs continue it, and goes into the
  * inode's tree (ext2fs_extent_insert) when the next one cannot.
  */
+#include <stdio.h>
 #include <string.h>
 #include "populate_int.h"
 
 #define MAX_INIT_LEN	32768		/* EXT_INIT_MAX_LEN */
+#define MAX_BLOCKS	0xffffffffULL	/* EXT_MAX_BLOCKS: lblk below it */
+
+__u64 xr_pop_max_size(ext2_filsys fs)
+{
+	unsigned int bits = 10 + fs->super->s_log_block_size;
+	__u64 max = MAX_BLOCKS << bits, sectors;
+
+	if (!ext2fs_has_feature_huge_file(fs->super)) {
+		sectors = (0xffffffffULL >> (bits - 9)) << bits;
+		if (sectors < max)
+			max = sectors;
+	}
+	return max;
+}
+
+errcode_t xr_pop_size_check(struct xr_pop *p, __u64 size)
+{
+	char why[160];
+	__u64 max = xr_pop_max_size(p->fs);
+
+	if (size <= max)
+		return 0;
+	snprintf(why, sizeof(why), "%llu bytes; at most %llu with %u-byte "
+		 "blocks", (unsigned long long)size, (unsigned long long)max,
+		 p->fs->blocksize);
+	xr_pop_fail(p, NULL, why);
+	return EXTREF_ERR_FILE_TOO_BIG;
+}
 
 errcode_t xr_pop_data_begin(struct xr_pop *p, ext2_ino_t ino,
 			    struct ext2_inode_large *in,
@@ -50,8 +79,11 @@ errcode_t xr_pop_data_map(struct xr_pop_data *d, blk64_t lblk, blk64_t pblk,
 			  blk64_t len)
 {
 	struct ext2fs_extent *c = &d->cur;
-	errcode_t err;
+	errcode_t err = xr_pop_size_check(d->p, (lblk + len) *
+					  (__u64)d->p->fs->blocksize);
 
+	if (err)
+		return err;
 	ext2fs_iblk_add_blocks(d->p->fs, (struct ext2_inode *)d->in, len);
 	if (c->e_len && c->e_lblk + c->e_len == lblk &&
 	    c->e_pblk + c->e_len == pblk && c->e_len + len <= MAX_INIT_LEN) {
@@ -154,6 +186,9 @@ errcode_t xr_pop_data_put(struct xr_pop_data *d, __u64 off, const void *buf,
 
 	if (off < d->size)
 		return EXT2_ET_INVALID_ARGUMENT;
+	if (off + len < off)
+		return xr_pop_size_check(d->p, ~0ULL);
+	err = xr_pop_size_check(d->p, off + len);
 	while (!err && len) {
 		blk64_t lblk = off / bs;
 		size_t in = off % bs, n = bs - in < len ? bs - in : len;

@@ -107,7 +107,10 @@ static errcode_t copy_data(int fd, struct xr_pop_data *d,
 {
 	char *buf = NULL;
 	off_t off = 0, hole;
-	errcode_t err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &buf);
+	errcode_t err = xr_pop_size_check(d->p, size);
+
+	if (!err)
+		err = ext2fs_get_mem(XR_POP_STAGE_BYTES, &buf);
 
 	while (!err && (__u64)off < size) {
 		off_t data = lseek(fd, off, SEEK_DATA);
@@ -283,6 +286,7 @@ errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
 			   size_t *kept)
 {
 	char **names;
+	const char *why;
 	size_t n, i, nl;
 	errcode_t err = xr_pop_list_dir(dfd, &names, &n);
 
@@ -294,9 +298,11 @@ errcode_t xr_pop_each_name(const struct xr_pop_dirwalk *dw, int dfd,
 		}
 		dw->path[plen] = '/';
 		memcpy(dw->path + plen + 1, names[i], nl + 1);
-		err = dw->fn(dw->ctx, dfd, dir, names[i], plen + 1 + nl);
+		why = xr_name_why(names[i], nl, 0, 1);
+		err = why ? EXTREF_ERR_SOURCE_BAD_NAME :
+			dw->fn(dw->ctx, dfd, dir, names[i], plen + 1 + nl);
 		if (err)
-			xr_pop_fail(dw->p, dw->path, NULL);
+			xr_pop_fail(dw->p, dw->path, why);
 		dw->path[plen] = 0;
 		if (!err && dw->after)
 			err = dw->after(dw->ctx);

@@ -232,9 +232,11 @@ static errcode_t copy_data(struct img *g, ext2_ino_t ino,
 {
 	unsigned int sbs = g->src.fs->blocksize;
 	__u64 size = EXT2_I_SIZE(g->sin);
-	errcode_t err;
+	errcode_t err = xr_pop_size_check(g->p, size);
 	size_t k, len;
 
+	if (err)
+		return err;
 	if (g->sin->i_flags & EXT4_INLINE_DATA_FL) {
 		err = read_file(g, ino, g->buf, XR_POP_STAGE_BYTES, &len);
 		if (!err)
@@ -533,7 +535,7 @@ static int on_dirent(ext2_ino_t dir, int entry, struct ext2_dir_entry *de,
 	if ((len == 1 && de->name[0] == '.') ||
 	    (len == 2 && de->name[0] == '.' && de->name[1] == '.'))
 		return 0;
-	if (!len || memchr(de->name, '/', len) || memchr(de->name, 0, len)) {
+	if (xr_name_why(de->name, (size_t)len, 0, 1)) {
 		nl->err = EXTREF_ERR_SOURCE_NAME;
 		return DIRENT_ABORT;
 	}

@@ -223,6 +223,8 @@ errcode_t xr_pop_file_end(struct xr_pop_data *d, ext2_ino_t dir,
 	struct xr_pop *p = d->p;
 	errcode_t err = xr_pop_data_end(d);
 
+	if (!err)
+		err = xr_pop_size_check(p, d->size);
 	if (!err && p->fdd)		/* a copy maps the first file */
 		err = xr_pop_fdd_end(d);
 	if (!err)

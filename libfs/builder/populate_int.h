@@ -75,6 +75,12 @@ struct xr_pop_data {
 };
 
 /* populate_data.c */
+/* ext4's largest file with fs's block size (the kernel's ext4_max_size:
+ * logical blocks below 2^32-1; without huge_file, i_blocks's limit). */
+__u64 xr_pop_max_size(ext2_filsys fs);
+/* EXTREF_ERR_FILE_TOO_BIG, the limit told in p, for a file of size
+ * bytes past it; else 0.  Every source's file sizes and data pass it. */
+errcode_t xr_pop_size_check(struct xr_pop *p, __u64 size);
 errcode_t xr_pop_data_begin(struct xr_pop *p, ext2_ino_t ino,
 			    struct ext2_inode_large *in,
 			    struct xr_pop_data *d);
@@ -188,6 +194,13 @@ void xr_pop_table_free(struct xr_pop_table *t);
  * component, no "//", no trailing "/"; "" the root); -1 for an absolute
  * path, a ".." component or one too long. */
 int xr_pop_normalise(const char *in, char *out, size_t len);
+/* names.c: why name[0..len), one component of a source's path (last:
+ * the path's last), cannot be a name in the image, or NULL when it can;
+ * layer: an OCI layer's whiteout rules too.  The one check of every
+ * source's names. */
+const char *xr_name_why(const char *name, size_t len, int layer, int last);
+/* The same for each component of a normalised path. */
+const char *xr_path_why(const char *path, int layer);
 struct archive_entry;
 /* What the archive says of entry e (not a hard link). */
 errcode_t xr_pop_archive_meta(struct archive_entry *e,

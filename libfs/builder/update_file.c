@@ -352,8 +352,10 @@ errcode_t xr_upd_file(struct xr_upd *up, int fd, ext2_ino_t dir,
 	struct ufile f;
 	__u64 fh;
 	int same = 0;
-	errcode_t err = hash_source(up, fd, size, &fh);
+	errcode_t err = xr_pop_size_check(&up->p, size);
 
+	if (!err)
+		err = hash_source(up, fd, size, &fh);
 	if (!err && keep)
 		err = xr_upd_same_data(up, fd, size, keep, &same);
 	if (err)

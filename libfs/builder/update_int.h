@@ -121,6 +121,9 @@ errcode_t xr_upd_delete_extra(struct xr_upd *up, ext2_ino_t dir,
 /* update_layer.c: the archive on fd applied as one more OCI layer at
  * the image's root (extref_update_layer). */
 errcode_t xr_upd_layer(struct xr_upd *up, int fd);
+/* update_prescan.c: a layer in a regular file has its names and sizes
+ * checked before anything changes (fd back where it was). */
+errcode_t xr_upd_layer_prescan(struct xr_upd *up, int fd);
 /* update_walk.c: the source directory dir into the image's dir ino. */
 errcode_t xr_upd_walk(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 

@@ -294,7 +294,7 @@ static errcode_t hardlink(struct ul *l, const char *link, ext2_ino_t dir,
 
 static errcode_t one(struct ul *l, struct archive_entry *e)
 {
-	const char *name = archive_entry_pathname(e), *link, *base;
+	const char *name = archive_entry_pathname(e), *link, *base, *why;
 	struct ext2_inode oi;
 	struct xr_pop_meta m;
 	ext2_ino_t dir, old = 0, ino = 0;
@@ -307,6 +307,10 @@ static errcode_t one(struct ul *l, struct archive_entry *e)
 		name++;
 	if (xr_pop_normalise(name, l->path, sizeof(l->path)))
 		return EXTREF_ERR_ARCHIVE_PATH;
+	if ((why = xr_path_why(l->path, 1))) {
+		xr_pop_fail(&l->up->p, l->path, why);
+		return EXTREF_ERR_SOURCE_BAD_NAME;
+	}
 	l->up->u->entries++;
 	base = strrchr(l->path, '/');
 	base = base ? base + 1 : l->path;
@@ -370,6 +374,9 @@ errcode_t xr_upd_layer(struct xr_upd *up, int fd)
 		xr_pop_fail(&up->p, "", why);
 		return err;
 	}
+	err = xr_upd_layer_prescan(up, fd);
+	if (err)
+		return err;
 	err = ext2fs_get_memzero(sizeof(*l), &l);
 	if (err)
 		return err;

@@ -155,6 +155,7 @@ static inline __u64 xr_lean_key(blk64_t pblk, unsigned len)
 	       ((__u64)(len - 1) << 16) | 1;
 }
 
+/* fsck_scan.c, fsck_lean.c: what xr_fsck_map below calls */
 errcode_t xr_fsck_add_mapping(struct xr_fsck *c, blk64_t pblk, blk64_t len,
 			      ext2_ino_t ino);
 errcode_t xr_fsck_lean_add_key(struct xr_fsck *c, __u64 key);
@@ -199,7 +200,7 @@ errcode_t xr_problem_defer(struct xr_fsck *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int xr_problems_flush(struct xr_fsck *c);
 
-/* fsck.c */
+/* fsck_progress.c (the passes' and the driver's) */
 void xr_fsck_progress(struct xr_fsck *c, int pass, __u64 done, __u64 total);
 /* fsck_lean.c (the probe's mappings) */
 int xr_fsck_lean_fits(const struct xr_fsck *c);
@@ -263,11 +264,11 @@ errcode_t xr_fsck_foreign(struct xr_fsck *c);
 #define XR_UNS_KEEP_SPECIAL	0xffffffffU
 errcode_t xr_fsck_note_unshare(struct xr_fsck *c, blk64_t s, blk64_t e,
 			       __u32 keep);
+errcode_t xr_fsck_unshare(struct xr_fsck *c);
 /* fsck_special.c */
 int xr_fsck_special_ino(const struct xr_fsck *c, ext2_ino_t ino);
 void xr_fsck_check_special(struct xr_fsck *c);
 int xr_fsck_range_special(const struct xr_fsck *c, blk64_t s, blk64_t e);
-errcode_t xr_fsck_unshare(struct xr_fsck *c);
 
 /* fsck_repair.c */
 errcode_t xr_fsck_rebuild(struct xr_fsck *c);

@@ -1,117 +1,13 @@
 /*
- * create.c --- new inodes and directory entries for the operations.
+ * create.c --- extref_create_file, extref_mkdir and extref_symlink: a new
+ * file, directory or symlink in a directory, its owner, project and
+ * default ACL as the kernel gives them (the new inode: inode_alloc.c;
+ * its name: dirent.c).
  */
 #include <string.h>
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
 #include "txn/xr_txio.h"
-
-void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid)
-{
-	inode->i_uid = uid & 0xffff;
-	ext2fs_set_i_uid_high(*inode, uid >> 16);
-	inode->i_gid = gid & 0xffff;
-	ext2fs_set_i_gid_high(*inode, gid >> 16);
-}
-
-/* NAME must not exist in DIR. */
-errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name)
-{
-	ext2_ino_t ino;
-	errcode_t err;
-
-	if (!*name || strchr(name, '/') || strlen(name) > EXT2_NAME_LEN)
-		return EXT2_ET_INVALID_ARGUMENT;
-	err = xr_lookup(fs, dir, name, &ino);
-	if (err == EXT2_ET_FILE_NOT_FOUND)
-		return 0;
-	return err ? err : EXTREF_ERR_EXISTS;
-}
-
-/*
- * NAME into DIR: -> ino by ext2fs_link, or with ino 0 a new inode by
- * ext2fs_symlink (to target) or ext2fs_mkdir (target NULL).  The blocks
- * a split of an indexed DIR wrote are then cleaned (dirclean.c).
- */
-static errcode_t add_name(ext2_filsys fs, ext2_ino_t dir, const char *name,
-			  ext2_ino_t ino, int ftype, const char *target)
-{
-	struct xr_dx_path path;
-	errcode_t err = xr_dx_path(fs, dir, name, &path);
-
-	if (!err)
-		err = ino ? ext2fs_link(fs, dir, name, ino, ftype)
-		      : target ? ext2fs_symlink(fs, dir, 0, name, target)
-			       : ext2fs_mkdir(fs, dir, 0, name);
-	return err ? err : xr_dx_clean(fs, dir, &path);
-}
-
-/*
- * Add NAME to DIR (add_name's arguments), which must not hold NAME yet
- * (EXTREF_ERR_EXISTS: libext2fs would add a second entry of the name,
- * which e2fsck reports as "Duplicate entry").  A full directory of one
- * block becomes indexed (htree.c), as the kernel makes it, and libext2fs
- * then inserts through the index; other full linear directories get one
- * more block.
- */
-static errcode_t add_name_grow(ext2_filsys fs, ext2_ino_t dir,
-			       const char *name, ext2_ino_t ino, int ftype,
-			       const char *target)
-{
-	/* ext2fs_mkdir and ext2fs_symlink look the name up themselves */
-	errcode_t err = ino ? xr_name_free(fs, dir, name) : 0;
-
-	if (!err)
-		err = add_name(fs, dir, name, ino, ftype, target);
-
-	if (err != EXT2_ET_DIR_NO_SPACE)
-		return err;
-	err = xr_dx_make_indexed(fs, dir);
-	if (err == EXT2_ET_DIR_NO_SPACE)
-		err = ext2fs_expand_dir(fs, dir);
-	return err ? err : add_name(fs, dir, name, ino, ftype, target);
-}
-
-/* Add NAME -> ino to DIR. */
-errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
-		  ext2_ino_t ino, int ftype)
-{
-	return add_name_grow(fs, dir, name, ino, ftype, NULL);
-}
-
-/*
- * Allocate an inode near DIR and write it from inode (whose i_block gets
- * an empty extent tree when extents is set).  The inode is counted in
- * use; it is not linked anywhere yet.
- */
-errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
-		       struct ext2_inode *inode, int extents, ext2_ino_t *ret)
-{
-	ext2_extent_handle_t h;
-	ext2_ino_t ino;
-	errcode_t err;
-
-	err = ext2fs_new_inode(fs, dir, inode->i_mode, 0, &ino);
-	if (err)
-		return err;
-	if (extents) {
-		memset(inode->i_block, 0, sizeof(inode->i_block));
-		inode->i_flags &= ~EXT4_INLINE_DATA_FL;
-		err = ext2fs_extent_open2(fs, ino, inode, &h);
-		if (err)
-			return err;
-		ext2fs_extent_free(h);
-	}
-	err = ext2fs_write_new_inode(fs, ino, inode);
-	if (!err)
-		err = xr_inherit_project(fs, dir, ino);
-	if (err)
-		return err;
-	ext2fs_inode_alloc_stats2(fs, ino, +1, LINUX_S_ISDIR(inode->i_mode));
-	xr_tx_note_inode(fs, ino);
-	*ret = ino;
-	return 0;
-}
 
 static errcode_t create_file_op(extref_fs_t xfs, ext2_ino_t dir,
 			     const char *name, __u32 mode,
@@ -166,26 +62,6 @@ errcode_t extref_create_file(extref_fs_t xfs, ext2_ino_t dir,
 	errcode_t err = xr_tx_begin(xfs);
 
 	return err ? err : xr_tx_end(xfs, create_file_op(xfs, dir, name, mode, cred, ret_ino));
-}
-
-/* The directory-entry file type of an inode mode. */
-int xr_file_type(__u16 mode)
-{
-	if (LINUX_S_ISREG(mode))
-		return EXT2_FT_REG_FILE;
-	if (LINUX_S_ISDIR(mode))
-		return EXT2_FT_DIR;
-	if (LINUX_S_ISCHR(mode))
-		return EXT2_FT_CHRDEV;
-	if (LINUX_S_ISBLK(mode))
-		return EXT2_FT_BLKDEV;
-	if (LINUX_S_ISLNK(mode))
-		return EXT2_FT_SYMLINK;
-	if (LINUX_S_ISFIFO(mode))
-		return EXT2_FT_FIFO;
-	if (LINUX_S_ISSOCK(mode))
-		return EXT2_FT_SOCK;
-	return EXT2_FT_UNKNOWN;
 }
 
 /* A directory or symlink libext2fs made (root's, its umask) made the
@@ -245,7 +121,7 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	if (!err)
 		err = xr_quota_check(xfs, id, fs->blocksize, 1);
 	if (!err)
-		err = add_name_grow(fs, dir, name, 0, 0, target);
+		err = xr_add_name(fs, dir, name, 0, 0, target);
 	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
 	if (!err)

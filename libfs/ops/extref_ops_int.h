@@ -53,19 +53,36 @@ errcode_t xr_falloc_rules(ext2_filsys fs, __u64 off, __u64 len);
 errcode_t xr_truncate_rules(ext2_filsys fs, __u64 size);
 errcode_t xr_write_rules(ext2_filsys fs, __u64 off, __u64 len);
 
-/* modifiable.c */
+/* modifiable.c: what every modifying operation checks first. */
 errcode_t xr_op_begin(extref_fs_t xfs);
 errcode_t xr_check_reg(extref_fs_t xfs, ext2_ino_t ino,
 		       struct ext2_inode *inode);
 errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 		      struct ext2_inode *inode);
+
+/* inode.c: one inode as the operations read and fill it. */
 errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode);
 blk64_t xr_size_blocks(ext2_filsys fs, __u64 size);
+void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
+int xr_file_type(__u16 mode);
+
+/* timestamps.c: an inode written with its times set to now. */
 #define XR_TIME_CTIME	0	/* the change time only */
 #define XR_TIME_MTIME	1	/* and the modification time */
 errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
+
+/* inode_alloc.c: a new inode near DIR, in use, not linked yet. */
+errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
+		       struct ext2_inode *inode, int extents, ext2_ino_t *ret);
+
+/* identity.c: who acts (NULL: no identity, nothing checked). */
+const struct extref_cred *xr_actor(extref_fs_t xfs);
+int xr_capable(const struct extref_cred *c, __u32 cap);
+int xr_in_group(const struct extref_cred *c, __u32 gid);
+int xr_owner_or_capable(const struct extref_cred *c,
+			const struct ext2_inode *inode);
 
 /* perm.c: the kernel's checks for the acting identity (NULL: none). */
 #define XR_MAY_EXEC	1
@@ -76,11 +93,6 @@ errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 #define XR_CHANGE_DEDUPE 2	/* may_dedupe_file */
 #define XR_KILL_WRITE	0	/* file_remove_privs */
 #define XR_KILL_CHOWN	1	/* chown's ATTR_KILL_SUID/SGID/PRIV */
-const struct extref_cred *xr_actor(extref_fs_t xfs);
-int xr_capable(const struct extref_cred *c, __u32 cap);
-int xr_in_group(const struct extref_cred *c, __u32 gid);
-int xr_owner_or_capable(const struct extref_cred *c,
-			const struct ext2_inode *inode);
 errcode_t xr_permission(ext2_filsys fs, const struct extref_cred *c,
 			ext2_ino_t ino, const struct ext2_inode *inode,
 			int mask);
@@ -128,9 +140,6 @@ errcode_t xr_acl_create_mode(extref_fs_t xfs, ext2_ino_t dir, __u16 *mode,
 			     int *inherit);
 errcode_t xr_acl_inherit(extref_fs_t xfs, ext2_ino_t dir, ext2_ino_t ino);
 
-/* create.c */
-void xr_set_owner(struct ext2_inode *inode, __u32 uid, __u32 gid);
-int xr_file_type(__u16 mode);
 /* htree.c */
 errcode_t xr_dx_make_indexed(ext2_filsys fs, ext2_ino_t dir);
 struct xr_dx_path {
@@ -145,14 +154,17 @@ errcode_t xr_dx_clean(ext2_filsys fs, ext2_ino_t dir,
 		      const struct xr_dx_path *p);
 errcode_t xr_unlink_name(ext2_filsys fs, ext2_ino_t dir, const char *name,
 			 ext2_ino_t ino);
+/* dirent.c: names in a directory.  xr_add_name: NAME -> ino (of file
+ * type ftype), or with ino 0 a new directory (target NULL) or symlink. */
 errcode_t xr_name_free(ext2_filsys fs, ext2_ino_t dir, const char *name);
+errcode_t xr_add_name(ext2_filsys fs, ext2_ino_t dir,
+		      const char *name, ext2_ino_t ino, int ftype,
+		      const char *target);
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype);
 /* project.c */
 errcode_t xr_inherited_projid(ext2_filsys fs, ext2_ino_t dir, __u32 *projid);
 errcode_t xr_inherit_project(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino);
-errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
-		       struct ext2_inode *inode, int extents, ext2_ino_t *ret);
 
 /* inline.c */
 errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
@@ -170,8 +182,10 @@ errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes);
 /* reflink_meta.c */
 errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
 errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);
+
+/* unlink.c */
 errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
-			      struct ext2_inode *inode);	/* unlink.c */
+			      struct ext2_inode *inode);
 
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */

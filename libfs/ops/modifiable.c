@@ -1,11 +1,6 @@
 /*
  * modifiable.c --- what every modifying operation checks first.
  */
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include "extref_ops_int.h"
 #include "tree/extref_int.h"
 #include "quota/xr_quota.h"
@@ -105,76 +100,4 @@ errcode_t xr_open_reg(extref_fs_t xfs, ext2_ino_t ino,
 	if (xr_fs_verified(xfs))
 		return 0;
 	return xr_extent_tree_verify(extref_fs_ext2(xfs), ino, inode, NULL);
-}
-
-/* Read an in-use inode; a free inode number is an error. */
-errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
-			struct ext2_inode *inode)
-{
-	errcode_t err;
-
-	if (ino < EXT2_FIRST_INO(fs->super) && ino != EXT2_ROOT_INO)
-		return EXT2_ET_BAD_INODE_NUM;
-	err = ext2fs_read_inode(fs, ino, inode);
-	if (!err && (inode->i_links_count == 0 || inode->i_dtime))
-		err = EXT2_ET_FILE_NOT_FOUND;
-	return err;
-}
-
-blk64_t xr_size_blocks(ext2_filsys fs, __u64 size)
-{
-	return (size + fs->blocksize - 1) / fs->blocksize;
-}
-
-void extref_cred_current(struct extref_cred *cred)
-{
-	mode_t m = umask(022);
-	int n;
-	gid_t g[EXTREF_NGROUPS_MAX];
-
-	umask(m);
-	memset(cred, 0, sizeof(*cred));
-	cred->uid = getuid();
-	cred->gid = getgid();
-	cred->umask = m;
-	n = getgroups(EXTREF_NGROUPS_MAX, g);
-	for (int i = 0; i < n; i++)
-		cred->groups[cred->ngroups++] = g[i];
-	cred->caps = cred->uid == 0 ? EXTREF_CAP_ALL : 0;
-}
-
-/*
- * Write inode with its change time (and, with XR_TIME_MTIME, its
- * modification time) set to now: seconds and nanoseconds together, so
- * that a time set here never keeps the nanoseconds of an older one.
- */
-errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
-			       struct ext2_inode *inode, int which)
-{
-	int isz = EXT2_INODE_SIZE(fs->super);
-	struct ext2_inode_large *full = NULL;
-	__u32 now = xr_now(fs);
-	errcode_t err;
-
-	inode->i_ctime = now;
-	if (which & XR_TIME_MTIME)
-		inode->i_mtime = now;
-	if (isz <= EXT2_GOOD_OLD_INODE_SIZE)
-		return ext2fs_write_inode(fs, ino, inode);
-	err = ext2fs_get_memzero(isz, &full);
-	if (!err)
-		err = ext2fs_read_inode_full(fs, ino,
-					     (struct ext2_inode *)full, isz);
-	if (!err) {
-		memcpy(full, inode, sizeof(*inode));
-		if (full->i_extra_isize >= 8) {
-			full->i_ctime_extra = 0;
-			if (which & XR_TIME_MTIME)
-				full->i_mtime_extra = 0;
-		}
-		err = ext2fs_write_inode_full(fs, ino,
-					      (struct ext2_inode *)full, isz);
-	}
-	ext2fs_free_mem(&full);
-	return err;
 }

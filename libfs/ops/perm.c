@@ -48,62 +48,6 @@
 
 #define XATTR_NAME_CAPS	"security.capability"
 
-/* The identity lives in the handle (txn/xr_handle.h), a copy of the
- * caller's, freed with the handle. */
-errcode_t extref_set_identity(extref_fs_t xfs, const struct extref_cred *cred)
-{
-	struct extref_cred **slot = xr_fs_identp(xfs);
-	errcode_t err;
-
-	if (cred && cred->ngroups > EXTREF_NGROUPS_MAX)
-		return EXT2_ET_INVALID_ARGUMENT;
-	if (!cred) {
-		ext2fs_free_mem(slot);
-		return 0;
-	}
-	if (!*slot) {
-		err = ext2fs_get_mem(sizeof(**slot), slot);
-		if (err)
-			return err;
-	}
-	**slot = *cred;
-	return 0;
-}
-
-const struct extref_cred *extref_identity(extref_fs_t xfs)
-{
-	return *xr_fs_identp(xfs);
-}
-
-const struct extref_cred *xr_actor(extref_fs_t xfs)
-{
-	return xr_perm_held(xfs) ? NULL : extref_identity(xfs);
-}
-
-int xr_capable(const struct extref_cred *c, __u32 cap)
-{
-	return !c || (c->caps & cap);
-}
-
-int xr_in_group(const struct extref_cred *c, __u32 gid)
-{
-	__u32 i;
-
-	if (!c || c->gid == gid)
-		return 1;
-	for (i = 0; i < c->ngroups && i < EXTREF_NGROUPS_MAX; i++)
-		if (c->groups[i] == gid)
-			return 1;
-	return 0;
-}
-
-int xr_owner_or_capable(const struct extref_cred *c,
-			const struct ext2_inode *inode)
-{
-	return !c || c->uid == inode_uid(*inode) ||
-	       xr_capable(c, EXTREF_CAP_FOWNER);
-}
-
 static __u16 le16_at(const unsigned char *p)
 {
 	return p[0] | p[1] << 8;
