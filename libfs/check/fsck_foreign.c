@@ -185,8 +185,11 @@ errcode_t xr_fsck_foreign(struct xr_fsck *c)
 	struct xr_seen s;
 	extref_tree_t t;
 	errcode_t err;
-	int f = foreign_of(c->fs, c->had_feature, &s);
+	int f;
 
+	if (c->opts->foreign == EXTREF_FSCK_FOREIGN_NONE)
+		return 0;	/* the caller looked before it wrote */
+	f = foreign_of(c->fs, c->had_feature, &s);
 	if (c->opts->foreign)
 		f = f ? c->opts->foreign : 0;
 	if (f != EXTREF_FSCK_FOREIGN_SEEN || !c->tree_present || c->tree_bad)
