@@ -29,6 +29,8 @@ struct fsck_opts {
 	int			answer_all;	/* ASK: 'a' answered: yes from now */
 	blk64_t			backup_sb;	/* opened through this backup */
 	unsigned int		backup_bs;	/* of this block size; 0: primary */
+	int			foreign;	/* EXTREF_FSCK_FOREIGN_* before
+						   anything was written */
 };
 
 extern const char *prog;
@@ -37,6 +39,11 @@ extern const char *prog;
  * cleared before e2fsck (*recreate: its size), made again after */
 int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate);
 int remake_journal(struct fsck_opts *o, blk64_t nblocks);
+
+/* foreign.c: writes by other tools (FORMAT.md section 11) */
+void foreign_before(struct fsck_opts *o);
+void foreign_after(const struct fsck_opts *o, extref_fs_t xfs,
+		   const struct extref_fsck_result *res);
 
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);

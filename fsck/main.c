@@ -434,6 +434,7 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 			    print_progress : NULL,
 		.priv = o,
 		.ask = ask_problem,
+		.foreign = o->foreign,
 	};
 	struct extref_fsck_result res;
 	extref_fs_t xfs;
@@ -451,6 +452,8 @@ static int check_counts(struct fsck_opts *o, extref_image_lock_t *lock)
 		bad_journal = extref_fs_replay_error(xfs) != 0;
 		err = extref_fsck(extref_fs_ext2(xfs), &eo, &res);
 		progress_done(o);
+		if (!err)
+			foreign_after(o, bad_journal ? NULL : xfs, &res);
 		cerr = close_checked(xfs, err);
 	}
 	if (err || cerr) {
@@ -522,6 +525,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv, &o);
 	if ((status = guard(&o, &lock)))
 		return status;
+	foreign_before(&o);	/* before anything here writes */
 	status = fix_journal_blocks(&o, &new_journal);
 	if (status & FSCK_ERROR)
 		goto out;

@@ -163,6 +163,22 @@ ext2_filsys extref_fs_ext2(extref_fs_t fs);
 #define EXTREF_PROOF_STAMP	2
 int extref_fs_proof(extref_fs_t fs);
 /*
+ * Foreign writers (FORMAT.md section 11): non-zero when a tool other than
+ * this library (stock debugfs -w, fuse2fs, a read-write kernel mount)
+ * wrote the image since a writer of this library last closed it, as the
+ * superblock's write record in the tree's header says (or an earlier
+ * writer met such a write that fsck.extref has not examined yet); then a
+ * read-write open proves the counts in full, and the close carries the
+ * finding on.  0 also when the image holds no record (older images).
+ */
+int extref_fs_foreign(extref_fs_t fs);
+/*
+ * The image as it is now has been examined (fsck.extref -y): the close of
+ * this read-write session records it as seen, with no foreign write left
+ * to look at.
+ */
+void extref_fs_accept(extref_fs_t fs);
+/*
  * An expert's edit outside the library's operations is about to be made:
  * the tree's stamp is cleared, so that the next read-write open proves
  * the counts in full.  A raw write through the image's channel does this
@@ -381,6 +397,13 @@ struct extref_tree_hdr {
 	__u64	h_generation;
 	__u32	h_stamp;
 	__u32	h_checksum;
+	/* the record of the superblock at the last close (FORMAT.md 11) */
+	__u32	h_seen_flags;
+	__u32	h_seen_csum;
+	__u32	h_seen_nsec;
+	__u64	h_seen_time;
+	__u64	h_seen_mtime;
+	__u16	h_seen_mnt_count;
 };
 
 /* The header of a tree or free node, decoded. */

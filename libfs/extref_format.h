@@ -59,6 +59,22 @@
  *		skips the proof (FORMAT.md, "What a writer trusts"); every
  *		commit of a writer clears it.  Writers that do not know it
  *		write 0 there.
+ * h_seen_*	What the superblock said when a writer of this library last
+ *		closed the image (FORMAT.md section 11, "Foreign writers"):
+ *		h_seen_flags EXTREF_SEEN_RECORDED says the record is there
+ *		(writers that do not know it write zeros: no record, nothing
+ *		is concluded); h_seen_csum is the crc32c (seeded as the tree's
+ *		checksums) of the superblock's fields every writer changes
+ *		(write, mount and check times, mount count, kilobytes written,
+ *		feature flags); h_seen_time/h_seen_nsec the library's clock at
+ *		that close; h_seen_mtime and h_seen_mnt_count the superblock's
+ *		s_mtime and s_mnt_count.  EXTREF_SEEN_FOREIGN: a write by
+ *		another tool was met since h_seen_time and fsck.extref has not
+ *		yet examined it (h_seen_time then stays where it was).
+ *		EXTREF_SEEN_WRITING: a writer of ours has committed since
+ *		and not closed (crashed): its writes are not told from
+ *		others' by the write record, only a mount is.
+ *		Readers that do not know these fields ignore them.
  * h_checksum	crc32c (seeded as described in FORMAT.md) of the first
  *		EXTREF_HDR_CSUM_OFFSET bytes of the block.
  *
@@ -72,6 +88,11 @@
 #define EXTREF_FEATURE_INCOMPAT_SUPP	0
 
 #define EXTREF_MAX_DEPTH	8
+
+/* h_seen_flags */
+#define EXTREF_SEEN_RECORDED	0x0001	/* the h_seen_* fields hold a record */
+#define EXTREF_SEEN_FOREIGN	0x0002	/* another tool wrote; not examined */
+#define EXTREF_SEEN_WRITING	0x0004	/* a writer of ours committed since */
 
 struct extref_disk_header {
 /*00*/	__le32	h_magic;
@@ -89,7 +110,14 @@ struct extref_disk_header {
 /*3c*/	__le32	h_free_count;
 /*40*/	__le64	h_generation;
 /*48*/	__le32	h_stamp;
-/*4c*/	__le32	h_reserved[12];
+/*4c*/	__le32	h_seen_flags;
+/*50*/	__le32	h_seen_csum;
+/*54*/	__le32	h_seen_nsec;
+/*58*/	__le64	h_seen_time;
+/*60*/	__le64	h_seen_mtime;
+/*68*/	__le16	h_seen_mnt_count;
+/*6a*/	__le16	h_reserved0;
+/*6c*/	__le32	h_reserved[4];
 /*7c*/	__le32	h_checksum;
 /*80*/
 };

@@ -45,6 +45,7 @@ extern "C" {
 #define PR_X_COUNT_TOO_HIGH	0x0302	/* leaked space */
 #define PR_X_RECORD_UNSHARED	0x0303	/* record for a block mapped <= once */
 #define PR_X_SHARED_NO_RECORD	0x0304	/* mapped >= twice, no record */
+#define PR_X_FOREIGN_WRITE	0x0305	/* another tool wrote a sharer */
 
 /* How to answer the problems (fsck(8) modes). */
 enum extref_fsck_mode {
@@ -84,7 +85,16 @@ struct extref_fsck_opts {
 	 * the rest, which are then passed to report() as decided.
 	 */
 	int (*ask)(const struct extref_problem_report *r, void *priv);
+	/*
+	 * Foreign writers (FORMAT.md section 11): 0 looks at the image's
+	 * record; EXTREF_FSCK_FOREIGN_NONE or _SEEN say what the caller
+	 * found before writing the image itself (fsck.extref, before the
+	 * e2fsck it runs), where the image records one.
+	 */
+	int				foreign;
 };
+#define EXTREF_FSCK_FOREIGN_NONE	1	/* none since the last close */
+#define EXTREF_FSCK_FOREIGN_SEEN	2	/* another tool wrote since */
 
 struct extref_fsck_result {
 	__u64	inodes;		/* in-use inodes scanned */
@@ -95,6 +105,8 @@ struct extref_fsck_result {
 	int	fixed;		/* repaired */
 	int	unfixed;	/* left (answered no, or not preen-safe) */
 	int	changed;	/* the filesystem was modified */
+	int	foreign;	/* EXTREF_FSCK_FOREIGN_SEEN: another tool wrote */
+	__u64	foreign_files;	/* files it may have changed (0x0305) */
 };
 
 /*
@@ -126,6 +138,15 @@ errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
  * extref_fsck() checks nothing on it and never makes it an extref image.
  */
 int extref_fsck_is_extref(ext2_filsys fs);
+
+/*
+ * Foreign writers (FORMAT.md section 11): EXTREF_FSCK_FOREIGN_SEEN when
+ * the tree's header records the superblock as a writer of this library
+ * left it and fs's now differs (another tool wrote since), or records a
+ * foreign write not yet examined; EXTREF_FSCK_FOREIGN_NONE when it
+ * agrees; 0 when there is no record (older images) or no readable tree.
+ */
+int extref_fsck_foreign(ext2_filsys fs);
 
 /*
  * Run the stock e2fsck (found on PATH) as "e2fsck ARGS... IMAGE", sharing

@@ -39,6 +39,8 @@ errcode_t extref_build_populate(const char *image,
 	if (!err)
 		err = extref_quota_recompute(xfs);
 	if (!err)
+		extref_fs_accept(xfs);	/* this run made it: recorded as seen */
+	if (!err)
 		err = extref_fs_close(xfs);
 	else
 		extref_fs_abort(xfs);

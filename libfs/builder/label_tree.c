@@ -118,6 +118,8 @@ errcode_t extref_build_label(const char *image,
 		err = label_all(&l);
 	}
 	if (l.xfs && !err)
+		extref_fs_accept(l.xfs);	/* this run made it */
+	if (l.xfs && !err)
 		err = extref_fs_close(l.xfs);
 	else if (l.xfs)
 		extref_fs_abort(l.xfs);

@@ -250,6 +250,8 @@ errcode_t xr_fsck_check_tree_blocks(struct xr_fsck *c);
 /* fsck_compare.c (passes 2, 3) */
 errcode_t xr_fsck_structure(struct xr_fsck *c);
 errcode_t xr_fsck_compare(struct xr_fsck *c);
+/* fsck_foreign.c (pass 3: files another tool may have changed) */
+errcode_t xr_fsck_foreign(struct xr_fsck *c);
 /* fsck_unshare.c */
 /*
  * keep: how many mappings of each block keep it, those of its oldest

@@ -97,6 +97,8 @@ static errcode_t run_passes(struct xr_fsck *c)
 	if (!err)
 		err = xr_fsck_compare(c);
 	progress(c, 3);
+	if (!err)
+		err = xr_fsck_foreign(c);	/* fsck_foreign.c */
 	if (err || c->probe_dirty)
 		return err;
 	/* Sharing without any tree: the tree is missing. */

@@ -35,7 +35,10 @@ static void on_problem(const struct extref_problem_report *r, void *priv)
 errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first)
 {
 	struct extref_fsck_opts o = { .mode = EXTREF_FSCK_NO,
-				      .report = on_problem };
+				      .report = on_problem,
+				      /* the counts only: foreign writes are
+				       * fsck.extref's to name */
+				      .foreign = EXTREF_FSCK_FOREIGN_NONE };
 	struct extref_fsck_result res;
 	struct trust t = { 0 };
 	int had_block = fs->block_map != NULL;

@@ -69,6 +69,9 @@ static const struct xr_problem table[] = {
 	P(PR_X_SHARED_NO_RECORD, SHARED_NO_RECORD,
 	  "blocks mapped several times have no reference-count record",
 	  "record them as shared", 0),
+	P(PR_X_FOREIGN_WRITE, FOREIGN_WRITE,
+	  "shared blocks may have been changed by another tool",
+	  "accept the file's data as it is now", 0),
 };
 
 const struct xr_problem *xr_problem_find(int code)

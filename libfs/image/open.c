@@ -13,6 +13,7 @@
 #include "base/xr_clock.h"
 #include "xr_image.h"
 #include "extref_fsck.h"
+#include "xr_seen.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
 static errcode_t flush_later(io_channel io)
@@ -144,7 +145,7 @@ errcode_t extref_fs_load_tree(extref_fs_t xfs)
 		return 0;
 	if (err)
 		goto out;
-	if (stamp_holds(xfs)) {
+	if (!xr_seen_open(xfs) && stamp_holds(xfs)) {	/* seen.c */
 		xr_tree_stamp_clear(xfs->tree);	/* the next commit clears it */
 		xr_fs_mark_verified(xfs, EXTREF_PROOF_STAMP);
 		return 0;
@@ -190,6 +191,7 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	}
 	if (!err && !xfs->tree)		/* else built as it was loaded */
 		err = zone_attach(xfs);
+	xr_seen_open(xfs);		/* before anything is written */
 	if (!err && (fs->flags & EXT2_FLAG_RW))
 		err = xr_quota_attach(fs);	/* usage kept per inode write */
 	if (!err && (fs->flags & EXT2_FLAG_RW))
@@ -445,6 +447,8 @@ errcode_t extref_fs_close(extref_fs_t xfs)
 	xr_quota_detach(xfs->fs);
 	if (!err)
 		err = leave_stamp(xfs, proven);
+	if (!err)
+		err = xr_seen_close(xfs, proven);	/* after the last header write */
 	err2 = extref_tree_close(xfs->tree);
 	if (!err)
 		err = err2;

@@ -178,6 +178,25 @@ __u64 xr_tree_generation(extref_tree_t t);
 void xr_tree_stamp_clear(extref_tree_t t);
 errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp);
 __u32 xr_state_stamp(extref_tree_t t);
+/*
+ * The superblock as a writer of this library left it at its last close
+ * (h_seen_*: FORMAT.md section 11, "Foreign writers").
+ */
+struct xr_seen {
+	__u32	flags;		/* EXTREF_SEEN_* */
+	__u32	csum;		/* xr_seen_csum of the superblock */
+	__u64	sec;		/* the library's clock at that close */
+	__u32	nsec;
+	__u64	mtime;		/* s_mtime, s_mnt_count */
+	__u16	mnt_count;
+};
+__u32 xr_seen_csum(extref_tree_t t, const struct ext2_super_block *sb);
+void xr_tree_seen(extref_tree_t t, struct xr_seen *s);
+void xr_tree_set_seen(extref_tree_t t, const struct xr_seen *s);
+void xr_seen_take(extref_tree_t t, const struct ext2_super_block *sb,
+		  struct xr_seen *s);
+int xr_seen_foreign(extref_tree_t t, const struct ext2_super_block *sb);
+errcode_t xr_tree_write_seen(extref_tree_t t, const struct xr_seen *s);
 
 /* tree_open.c */
 errcode_t xr_tree_init(ext2_filsys fs, int flags, struct extref_tree **ret);

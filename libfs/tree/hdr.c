@@ -28,6 +28,12 @@ void extref_tree_hdr_decode(struct extref_tree_hdr *to, const struct extref_disk
 	to->h_generation = ext2fs_le64_to_cpu(from->h_generation);
 	to->h_stamp = ext2fs_le32_to_cpu(from->h_stamp);
 	to->h_checksum = ext2fs_le32_to_cpu(from->h_checksum);
+	to->h_seen_flags = ext2fs_le32_to_cpu(from->h_seen_flags);
+	to->h_seen_csum = ext2fs_le32_to_cpu(from->h_seen_csum);
+	to->h_seen_nsec = ext2fs_le32_to_cpu(from->h_seen_nsec);
+	to->h_seen_time = ext2fs_le64_to_cpu(from->h_seen_time);
+	to->h_seen_mtime = ext2fs_le64_to_cpu(from->h_seen_mtime);
+	to->h_seen_mnt_count = ext2fs_le16_to_cpu(from->h_seen_mnt_count);
 }
 
 void xr_hdr_to_disk(struct extref_disk_header *to, const struct extref_tree_hdr *from)
@@ -49,6 +55,12 @@ void xr_hdr_to_disk(struct extref_disk_header *to, const struct extref_tree_hdr 
 	to->h_generation = ext2fs_cpu_to_le64(from->h_generation);
 	to->h_stamp = ext2fs_cpu_to_le32(from->h_stamp);
 	to->h_checksum = ext2fs_cpu_to_le32(from->h_checksum);
+	to->h_seen_flags = ext2fs_cpu_to_le32(from->h_seen_flags);
+	to->h_seen_csum = ext2fs_cpu_to_le32(from->h_seen_csum);
+	to->h_seen_nsec = ext2fs_cpu_to_le32(from->h_seen_nsec);
+	to->h_seen_time = ext2fs_cpu_to_le64(from->h_seen_time);
+	to->h_seen_mtime = ext2fs_cpu_to_le64(from->h_seen_mtime);
+	to->h_seen_mnt_count = ext2fs_cpu_to_le16(from->h_seen_mnt_count);
 }
 
 void extref_node_hdr_decode(struct extref_node_hdr *to,

@@ -34,7 +34,13 @@ EXTREF_CHECK_OFF(extref_disk_header, h_free_head, 0x38);
 EXTREF_CHECK_OFF(extref_disk_header, h_free_count, 0x3c);
 EXTREF_CHECK_OFF(extref_disk_header, h_generation, 0x40);
 EXTREF_CHECK_OFF(extref_disk_header, h_stamp, 0x48);
-EXTREF_CHECK_OFF(extref_disk_header, h_reserved, 0x4c);
+EXTREF_CHECK_OFF(extref_disk_header, h_seen_flags, 0x4c);
+EXTREF_CHECK_OFF(extref_disk_header, h_seen_csum, 0x50);
+EXTREF_CHECK_OFF(extref_disk_header, h_seen_nsec, 0x54);
+EXTREF_CHECK_OFF(extref_disk_header, h_seen_time, 0x58);
+EXTREF_CHECK_OFF(extref_disk_header, h_seen_mtime, 0x60);
+EXTREF_CHECK_OFF(extref_disk_header, h_seen_mnt_count, 0x68);
+EXTREF_CHECK_OFF(extref_disk_header, h_reserved, 0x6c);
 EXTREF_CHECK_OFF(extref_disk_header, h_checksum, EXTREF_HDR_CSUM_OFFSET);
 
 EXTREF_CHECK_SIZE(extref_disk_node, 0x20);

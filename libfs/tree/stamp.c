@@ -68,3 +68,104 @@ __u32 xr_state_stamp(extref_tree_t t)
 	c = xr_crc32c(c, v, sizeof(v));
 	return c ? c : 1;
 }
+
+/*
+ * The superblock's write record (FORMAT.md section 11, "Foreign
+ * writers"): the fields every writer changes when it closes the image
+ * (libext2fs: s_wtime, s_kbytes_written), mounts it (the kernel and
+ * fuse2fs: s_mtime, s_mnt_count) or checks it (e2fsck: s_lastcheck), and
+ * the feature flags but needs_recovery.  crc32c seeded with the tree's
+ * seed; never 0.
+ */
+__u32 xr_seen_csum(extref_tree_t t, const struct ext2_super_block *sb)
+{
+	__u64 v[9];
+	__u32 c;
+
+	v[0] = ext2fs_cpu_to_le64(sb->s_wtime | (__u64)sb->s_wtime_hi << 32);
+	v[1] = ext2fs_cpu_to_le64(sb->s_mtime | (__u64)sb->s_mtime_hi << 32);
+	v[2] = ext2fs_cpu_to_le64(sb->s_lastcheck |
+				  (__u64)sb->s_lastcheck_hi << 32);
+	v[3] = ext2fs_cpu_to_le64(sb->s_mnt_count);
+	v[4] = ext2fs_cpu_to_le64(sb->s_kbytes_written);
+	v[5] = ext2fs_cpu_to_le64(sb->s_feature_compat);
+	v[6] = ext2fs_cpu_to_le64(sb->s_feature_incompat &
+				  ~EXT3_FEATURE_INCOMPAT_RECOVER);
+	v[7] = ext2fs_cpu_to_le64(sb->s_feature_ro_compat);
+	v[8] = ext2fs_cpu_to_le64(sb->s_state & EXT2_ERROR_FS);
+	c = xr_crc32c(t->seed, v, sizeof(v));
+	return c ? c : 1;
+}
+
+/* The record as the header holds it (the next header write's). */
+void xr_tree_seen(extref_tree_t t, struct xr_seen *s)
+{
+	s->flags = t->hdr.h_seen_flags;
+	s->csum = t->hdr.h_seen_csum;
+	s->sec = t->hdr.h_seen_time;
+	s->nsec = t->hdr.h_seen_nsec;
+	s->mtime = t->hdr.h_seen_mtime;
+	s->mnt_count = t->hdr.h_seen_mnt_count;
+}
+
+/* The record every later header write carries (commits included). */
+void xr_tree_set_seen(extref_tree_t t, const struct xr_seen *s)
+{
+	t->hdr.h_seen_flags = s->flags;
+	t->hdr.h_seen_csum = s->csum;
+	t->hdr.h_seen_time = s->sec;
+	t->hdr.h_seen_nsec = s->nsec;
+	t->hdr.h_seen_mtime = s->mtime;
+	t->hdr.h_seen_mnt_count = s->mnt_count;
+}
+
+/* The superblock's part of a record: what sb says now. */
+void xr_seen_take(extref_tree_t t, const struct ext2_super_block *sb,
+		  struct xr_seen *s)
+{
+	s->csum = xr_seen_csum(t, sb);
+	s->mtime = sb->s_mtime | (__u64)sb->s_mtime_hi << 32;
+	s->mnt_count = sb->s_mnt_count;
+}
+
+/*
+ * Whether another tool wrote the image since the record was made: the
+ * record says so (EXTREF_SEEN_FOREIGN), or sb differs from it.  A writer
+ * of ours changes none of these fields before its close; one that
+ * committed and never closed (EXTREF_SEEN_WRITING, carried by its
+ * commits' headers) leaves a replay that moves them, so then only the
+ * mount fields count.  No record (an image of an older version, or one written by a
+ * writer that does not know the fields): nothing is concluded.
+ */
+int xr_seen_foreign(extref_tree_t t, const struct ext2_super_block *sb)
+{
+	struct xr_seen s, now;
+
+	xr_tree_seen(t, &s);
+	if (!(s.flags & EXTREF_SEEN_RECORDED))
+		return 0;
+	if (s.flags & EXTREF_SEEN_FOREIGN)
+		return 1;
+	xr_seen_take(t, sb, &now);
+	if (now.mtime != s.mtime || now.mnt_count != s.mnt_count)
+		return 1;
+	/* a writer of ours died after a commit: the replay (e2fsck's, or
+	 * ours) moved the write record; only a mount still tells */
+	return !(s.flags & EXTREF_SEEN_WRITING) && now.csum != s.csum;
+}
+
+/*
+ * Write the record into the header now (a committed tree), without
+ * flushes: a record that reaches the disk without the superblock it
+ * describes only makes the next open look harder (a foreign write seen,
+ * nothing later named), never less.
+ */
+errcode_t xr_tree_write_seen(extref_tree_t t, const struct xr_seen *s)
+{
+	if (!(t->flags & EXTREF_TREE_RW))
+		return EXTREF_ERR_READ_ONLY;
+	if (t->dirty || t->broken)
+		return t->broken ? t->broken : EXT2_ET_INVALID_ARGUMENT;
+	xr_tree_set_seen(t, s);
+	return xr_write_header(t, -1);
+}

@@ -49,6 +49,15 @@ struct extref_fs {
 	errcode_t	replay_err;	/* why a read-only open could not */
 	ext2_ino_t	damage_ino;	/* where a checksum failed an */
 	blk64_t		damage_blk;	/* operation (extref_damage_where) */
+	/* image/seen.c: another tool wrote since our last close */
+	int		seen_done;	/* looked at the open */
+	int		seen_known;	/* ... and read the header's record */
+	int		seen_recorded;	/* ... which held one */
+	int		foreign;	/* it did (the record, or the sb) */
+	int		seen_changed;	/* the sb differs from the record */
+	int		seen_accept;	/* extref_fs_accept: record it clean */
+	__u64		seen_sec;	/* the record's time, kept if foreign */
+	__u32		seen_nsec;
 };
 
 /* handle.c */
