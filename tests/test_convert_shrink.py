@@ -400,6 +400,27 @@ def test_refuses_a_block_device(plain_image):
         helpers.run(["losetup", "-d", dev], check=False)
 
 
+@pytest.mark.parametrize("args", [["--convert", "--shrink"], ["--shrink"]])
+def test_refuses_a_symlink(plain_image, args):
+    """--shrink of a symbolic link is refused (renaming the copy over it
+    would replace the link, not the image it names): the link and the
+    image are left as they were, and the message says to give the
+    image's own path."""
+    link = plain_image.parent / "link.img"
+    os.symlink(plain_image.name, link)
+    before = _sha(plain_image)
+    res = helpers.run([helpers.binary("mkfs.extref"), *args, str(link)],
+                      check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert f"{link}: --shrink puts a new file in the image's place" \
+        in res.stderr and "symbolic link" in res.stderr and \
+        "nothing was changed" in res.stderr, helpers.describe(res)
+    assert os.path.islink(link) and os.readlink(link) == plain_image.name
+    assert _sha(plain_image) == before
+    assert not [p for p in plain_image.parent.iterdir()
+                if ".shrink-" in p.name]
+
+
 # ----- interrupted: the image as it was, or the copy whole -----
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
@@ -446,7 +467,8 @@ def test_killed_at_any_point(crash_source, tmp_path, loop_mount, how, when):
     mkfs/shrink.c), or at a time into the run, or the copy's flushes
     failing (EXTREF_FAULT=flusheio=1): the image is byte for byte as it
     was, or fully replaced by the copy; no hidden file is left; stock
-    e2fsck -fn finds it clean."""
+    e2fsck -fn finds it clean.  Killed before the rename, it says "not
+    shrunk; the image is as it was"; after it, not."""
     src, base = crash_source
     img = tmp_path / "t.img"
     helpers.run(["cp", "--sparse=always", str(base), str(img)])
@@ -469,6 +491,9 @@ def test_killed_at_any_point(crash_source, tmp_path, loop_mount, how, when):
     if how == "step":
         assert proc.returncode == -signal.SIGTERM, (out, err)
         assert state == ("replaced" if when == "renamed" else "before")
+        # the man page's promise, before the rename only
+        said = f"{img}: not shrunk; the image is as it was" in err
+        assert said == (when != "renamed"), err
     if how == "fault":
         assert proc.returncode == 1 and state == "before", (out, err)
         assert "not shrunk; the image is as it was" in err, err
