@@ -201,13 +201,21 @@ static int sync_path(const char *path, int flags)
 
 /* Step 3: tmp with the image's mode and owner (as far as we may), on
  * disk, then in the image's place, then that on disk. */
-static int replace(const struct mkfs_opts *o, const char *tmp)
+static int replace(const struct mkfs_opts *o, extref_image_lock_t lock,
+		   const char *tmp)
 {
 	char d[PATH_MAX];
 	struct stat st;
 	sigset_t old;
+	errcode_t err;
 	int rc;
 
+	/* the copy read the image by name: still the file locked? */
+	err = extref_image_lock_same(lock, o->image);
+	if (err) {
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
 	if (stat(o->image, &st) || chmod(tmp, st.st_mode & 07777) ||
 	    (chown(tmp, st.st_uid, st.st_gid) && errno != EPERM)) {
 		error_line("%s: cannot give %s its mode and owner: %s",
@@ -376,7 +384,7 @@ int shrink_image(const struct mkfs_opts *o)
 	if (!rc)
 		fault_after("built");
 	if (!rc)
-		rc = replace(o, tmp);
+		rc = replace(o, s.lock, tmp);
 	cleanup_set_note(NULL);
 	extref_image_unlock(s.lock);
 	rmdir(dir);		/* empty once renamed; else at exit */

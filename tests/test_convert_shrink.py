@@ -421,6 +421,35 @@ def test_refuses_a_symlink(plain_image, args):
                 if ".shrink-" in p.name]
 
 
+def test_refuses_an_image_replaced_under_its_lock(plain_image, tmp_path):
+    """The lock is held on the file --shrink replaces: an image file put
+    in the name's place while it is checked (here by a stand-in e2fsck,
+    MKFS_EXTREF_E2FSCK) is not the one locked (st_dev, st_ino compared
+    after every reopen), and the run is refused; the new file is left
+    as it is and no hidden directory stays."""
+    marker = tmp_path / "replaced"
+    wrapper = tmp_path / "e2fsck"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"if [ ! -e {marker} ]; then : > {marker}; "
+        f"cp {plain_image} {plain_image}.new && "
+        f"mv {plain_image}.new {plain_image}; fi\n"
+        "exec e2fsck \"$@\"\n")
+    wrapper.chmod(0o755)
+    before = _sha(plain_image)
+    res = helpers.run([helpers.binary("mkfs.extref"), "--convert",
+                       "--shrink", str(plain_image)], check=False,
+                      env={**os.environ,
+                           "MKFS_EXTREF_E2FSCK": str(wrapper)})
+    assert marker.exists()
+    assert res.returncode == 1, helpers.describe(res)
+    assert "replaced by another file while it was locked" in res.stderr \
+        and "nothing was changed" in res.stderr, helpers.describe(res)
+    assert _sha(plain_image) == before
+    assert not [p for p in plain_image.parent.iterdir()
+                if ".shrink-" in p.name]
+
+
 # ----- interrupted: the image as it was, or the copy whole -----
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
