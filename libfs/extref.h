@@ -142,6 +142,10 @@ typedef struct extref_image_lock *extref_image_lock_t;
 errcode_t extref_image_lock(const char *name, int flags,
 			    extref_image_lock_t *ret);
 void extref_image_unlock(extref_image_lock_t lock);
+/* name is still the file lock holds (same st_dev and st_ino): 0,
+ * EXTREF_ERR_IMAGE_REPLACED, or stat's errno.  A tool that reopens an
+ * image by name under its lock asks after each open. */
+errcode_t extref_image_lock_same(extref_image_lock_t lock, const char *name);
 /* 0, EXTREF_ERR_MOUNTED (mounted, also through a loop device, or swap). */
 errcode_t extref_image_check_mount(const char *name);
 /* name is a block device (such opens add EXT2_FLAG_EXCLUSIVE to write). */

@@ -537,6 +537,59 @@ errcode_t extref_build_run_tool(const char *const *argv,
 				const struct extref_build_opts *o,
 				struct extref_build_tool *t);
 
+/*
+ * The stock mke2fs as a build runs it (with extref_build_run_tool).
+ * extref_build_mke2fs_conf: our configuration's text (Debian's
+ * mke2fs.conf less the types a build never asks for), for MKE2FS_CONFIG,
+ * so the result does not depend on the host's /etc/mke2fs.conf.
+ * extref_build_mke2fs_argv fills argv (and the buffers it points into)
+ * from the fields before it: "mke2fs", -q unless verbose, -F, -t fs_type
+ * (NULL: ext4), -b blocksize with give_blocksize, -N -i -I -L -U -E -O -J
+ * when set (-E with lazy_journal_init=1 added for a build with
+ * has_source into a regular file that reads back as zeros: created, or
+ * not nodiscard), -m 0 with reserved_zero, pass (npass words, as given),
+ * image and fs_bytes in KiB; EXT2_ET_INVALID_ARGUMENT when they do not
+ * fit.  extref_build_mke2fs_why, after a failed run (output: what it
+ * wrote, changed in place; status: waitpid's), writes into why the one
+ * line that says why ("IMAGE: ..."), from mke2fs's first meaningful
+ * message (a size problem first; need_for and need, when set, name what
+ * the image is too small for and the bytes it needs).
+ */
+#define EXTREF_MKE2FS_MAX_ARGS	104
+struct extref_build_mke2fs {
+	const char	*image;
+	__u64		fs_bytes;
+	unsigned int	blocksize;
+	int		give_blocksize;
+	const char	*fs_type;
+	const char	*inodes;
+	const char	*inode_ratio;
+	const char	*inode_size;
+	const char	*label;
+	const char	*uuid;
+	const char	*ext_opts;
+	const char	*features;
+	const char	*journal_opt;
+	int		reserved_zero;
+	const char	*const *pass;
+	int		npass;
+	int		verbose;
+	int		has_source;
+	int		created;
+	int		is_blockdev;
+	const char	*need_for;
+	__u64		need;
+	/* out */
+	const char	*argv[EXTREF_MKE2FS_MAX_ARGS];
+	char		bsbuf[16];
+	char		sizebuf[32];
+	char		ebuf[1024];
+};
+const char *extref_build_mke2fs_conf(void);
+errcode_t extref_build_mke2fs_argv(struct extref_build_mke2fs *m);
+void extref_build_mke2fs_why(const struct extref_build_mke2fs *m, char *output,
+			     int status, char *why, size_t len);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -3,7 +3,9 @@
  * file replaced by a fresh build of what it holds.
  *
  * The steps, in order, each finished before the next starts:
- *   1. the refusals: a block device; then, the image's write lock taken
+ *   1. the refusals: a symbolic link (the image it names must be
+ *      given: renaming over the link would replace the link), a block
+ *      device; then, the image's write lock taken
  *      first and held to the end, in the library
  *      (extref_build_shrink_begin): a journal that needs recovery is
  *      replayed; a filesystem stock e2fsck -fn finds damaged, an extref
@@ -19,8 +21,9 @@
  *      image, the directory synced.
  * Until the rename the image is not written at all (the journal's replay
  * aside); a failure or a signal removes the hidden directory
- * (cleanup.c).  A SIGKILL or a crash before the rename leaves the image
- * as it was and the hidden directory, to remove.
+ * (cleanup.c) and says "not shrunk; the image is as it was".  A SIGKILL
+ * or a crash before the rename leaves the image as it was and the
+ * hidden directory, to remove.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -198,13 +201,21 @@ static int sync_path(const char *path, int flags)
 
 /* Step 3: tmp with the image's mode and owner (as far as we may), on
  * disk, then in the image's place, then that on disk. */
-static int replace(const struct mkfs_opts *o, const char *tmp)
+static int replace(const struct mkfs_opts *o, extref_image_lock_t lock,
+		   const char *tmp)
 {
 	char d[PATH_MAX];
 	struct stat st;
 	sigset_t old;
+	errcode_t err;
 	int rc;
 
+	/* the copy read the image by name: still the file locked? */
+	err = extref_image_lock_same(lock, o->image);
+	if (err) {
+		error_line("%s: %s", o->image, error_message(err));
+		return 1;
+	}
 	if (stat(o->image, &st) || chmod(tmp, st.st_mode & 07777) ||
 	    (chown(tmp, st.st_uid, st.st_gid) && errno != EPERM)) {
 		error_line("%s: cannot give %s its mode and owner: %s",
@@ -219,8 +230,10 @@ static int replace(const struct mkfs_opts *o, const char *tmp)
 	fault_after("synced");
 	cleanup_block(&old);	/* renamed and kept, with no signal between */
 	rc = rename(tmp, o->image);
-	if (!rc)
+	if (!rc) {
 		cleanup_keep_image();
+		cleanup_set_note(NULL);	/* shrunk: nothing to take back */
+	}
 	cleanup_unblock(&old);
 	if (rc) {
 		error_line("%s: cannot rename %s over it: %s", o->image, tmp,
@@ -287,9 +300,15 @@ static void shrink_refused(const struct mkfs_opts *o, errcode_t err,
 static void shrink_checks(const struct mkfs_opts *o,
 			  struct extref_build_shrink *s)
 {
+	struct stat st;
 	errcode_t err;
 	int step = 0;
 
+	if (!lstat(o->image, &st) && S_ISLNK(st.st_mode))
+		fatal("%s: --shrink puts a new file in the image's place; %s "
+		      "is a symbolic link (the link itself would be "
+		      "replaced): give the path of the image it names; "
+		      "nothing was changed", o->image, o->image);
 	if (extref_image_is_blockdev(o->image))
 		fatal("%s: --shrink makes a new, smaller image file and puts "
 		      "it in the file's place; %s is a block device: copy it "
@@ -310,6 +329,7 @@ static void shrink_checks(const struct mkfs_opts *o,
 int shrink_image(const struct mkfs_opts *o)
 {
 	char dir[PATH_MAX - 8], tmp[PATH_MAX], first[PATH_MAX];
+	char note[PATH_MAX + 64];
 	struct extref_build_shrink s;
 	struct mkfs_opts n;
 	struct keep k;
@@ -319,6 +339,10 @@ int shrink_image(const struct mkfs_opts *o)
 	int rc;
 
 	shrink_checks(o, &s);	/* the write lock held from here */
+	/* a signal before the rename: the hidden directory removed, and */
+	snprintf(note, sizeof(note), "%s: %s: not shrunk; the image is as "
+		 "it was", prog, o->image);
+	cleanup_set_note(note);
 	memset(&n, 0, sizeof(n));
 	keep_of(&s, &n, &k);
 	bs = s.info.blocksize;
@@ -360,7 +384,8 @@ int shrink_image(const struct mkfs_opts *o)
 	if (!rc)
 		fault_after("built");
 	if (!rc)
-		rc = replace(o, tmp);
+		rc = replace(o, s.lock, tmp);
+	cleanup_set_note(NULL);
 	extref_image_unlock(s.lock);
 	rmdir(dir);		/* empty once renamed; else at exit */
 	free(n.features);

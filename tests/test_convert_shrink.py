@@ -400,6 +400,56 @@ def test_refuses_a_block_device(plain_image):
         helpers.run(["losetup", "-d", dev], check=False)
 
 
+@pytest.mark.parametrize("args", [["--convert", "--shrink"], ["--shrink"]])
+def test_refuses_a_symlink(plain_image, args):
+    """--shrink of a symbolic link is refused (renaming the copy over it
+    would replace the link, not the image it names): the link and the
+    image are left as they were, and the message says to give the
+    image's own path."""
+    link = plain_image.parent / "link.img"
+    os.symlink(plain_image.name, link)
+    before = _sha(plain_image)
+    res = helpers.run([helpers.binary("mkfs.extref"), *args, str(link)],
+                      check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    assert f"{link}: --shrink puts a new file in the image's place" \
+        in res.stderr and "symbolic link" in res.stderr and \
+        "nothing was changed" in res.stderr, helpers.describe(res)
+    assert os.path.islink(link) and os.readlink(link) == plain_image.name
+    assert _sha(plain_image) == before
+    assert not [p for p in plain_image.parent.iterdir()
+                if ".shrink-" in p.name]
+
+
+def test_refuses_an_image_replaced_under_its_lock(plain_image, tmp_path):
+    """The lock is held on the file --shrink replaces: an image file put
+    in the name's place while it is checked (here by a stand-in e2fsck,
+    MKFS_EXTREF_E2FSCK) is not the one locked (st_dev, st_ino compared
+    after every reopen), and the run is refused; the new file is left
+    as it is and no hidden directory stays."""
+    marker = tmp_path / "replaced"
+    wrapper = tmp_path / "e2fsck"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f"if [ ! -e {marker} ]; then : > {marker}; "
+        f"cp {plain_image} {plain_image}.new && "
+        f"mv {plain_image}.new {plain_image}; fi\n"
+        "exec e2fsck \"$@\"\n")
+    wrapper.chmod(0o755)
+    before = _sha(plain_image)
+    res = helpers.run([helpers.binary("mkfs.extref"), "--convert",
+                       "--shrink", str(plain_image)], check=False,
+                      env={**os.environ,
+                           "MKFS_EXTREF_E2FSCK": str(wrapper)})
+    assert marker.exists()
+    assert res.returncode == 1, helpers.describe(res)
+    assert "replaced by another file while it was locked" in res.stderr \
+        and "nothing was changed" in res.stderr, helpers.describe(res)
+    assert _sha(plain_image) == before
+    assert not [p for p in plain_image.parent.iterdir()
+                if ".shrink-" in p.name]
+
+
 # ----- interrupted: the image as it was, or the copy whole -----
 
 _NO_FAULTS = helpers.fault_injection_skip_reason()
@@ -446,7 +496,8 @@ def test_killed_at_any_point(crash_source, tmp_path, loop_mount, how, when):
     mkfs/shrink.c), or at a time into the run, or the copy's flushes
     failing (EXTREF_FAULT=flusheio=1): the image is byte for byte as it
     was, or fully replaced by the copy; no hidden file is left; stock
-    e2fsck -fn finds it clean."""
+    e2fsck -fn finds it clean.  Killed before the rename, it says "not
+    shrunk; the image is as it was"; after it, not."""
     src, base = crash_source
     img = tmp_path / "t.img"
     helpers.run(["cp", "--sparse=always", str(base), str(img)])
@@ -469,6 +520,9 @@ def test_killed_at_any_point(crash_source, tmp_path, loop_mount, how, when):
     if how == "step":
         assert proc.returncode == -signal.SIGTERM, (out, err)
         assert state == ("replaced" if when == "renamed" else "before")
+        # the man page's promise, before the rename only
+        said = f"{img}: not shrunk; the image is as it was" in err
+        assert said == (when != "renamed"), err
     if how == "fault":
         assert proc.returncode == 1 and state == "before", (out, err)
         assert "not shrunk; the image is as it was" in err, err

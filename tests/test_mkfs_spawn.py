@@ -1,4 +1,5 @@
-"""How mkfs.extref starts mke2fs (libfs/builder/tool.c, mkfs/mke2fs_run.c).
+"""How mkfs.extref starts mke2fs (libfs/builder/tool.c and mke2fs.c,
+mkfs/mke2fs_run.c).
 
 mke2fs is started with posix_spawn, and its configuration is a memory
 file it reads through /proc/self/fd (nothing in TMPDIR).  A wrapper

@@ -8,6 +8,9 @@
  * checker core (--shrink alone: a copy must not pass for a repair nobody
  * asked for), stable_inodes refused, and what the copy keeps of the
  * image (block and inode size, UUID, label, hash seed, features) read.
+ * After each open by name, the name must still be the locked file
+ * (extref_image_lock_same: same st_dev and st_ino), else
+ * EXTREF_ERR_IMAGE_REPLACED.
  */
 #include <string.h>
 
@@ -92,16 +95,23 @@ static errcode_t checks(const char *image, struct extref_build_shrink *s,
 	if (!xr_build_look(image, &dirty, &bad) && dirty) {
 		*step = EXTREF_STEP_REPLAY;
 		err = xr_build_replay(image, s->note, s->priv);
+		if (!err)
+			err = extref_image_lock_same(s->lock, image);
 		if (err)
 			return err;
 		*step = EXTREF_STEP_CHECK;
 	}
 	if (s->check) {
 		err = s->check(image, s->priv);
+		if (!err)
+			err = extref_image_lock_same(s->lock, image);
 		if (err)
 			return err;
 	}
-	return inspect(image, s, step);
+	err = inspect(image, s, step);
+	if (!err)
+		err = extref_image_lock_same(s->lock, image);
+	return err;
 }
 
 errcode_t extref_build_shrink_begin(const char *image,

@@ -88,6 +88,17 @@ void extref_image_unlock(extref_image_lock_t l)
 	ext2fs_free_mem(&l);
 }
 
+errcode_t extref_image_lock_same(extref_image_lock_t l, const char *name)
+{
+	struct stat held, now;
+
+	if (fstat(l->fd, &held) < 0 || stat(name, &now) < 0)
+		return errno;
+	if (held.st_dev != now.st_dev || held.st_ino != now.st_ino)
+		return EXTREF_ERR_IMAGE_REPLACED;
+	return 0;
+}
+
 int extref_image_is_blockdev(const char *name)
 {
 	struct stat st;
