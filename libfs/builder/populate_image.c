@@ -527,7 +527,7 @@ static int on_dirent(ext2_ino_t dir, int entry, struct ext2_dir_entry *de,
 {
 	struct names *nl = priv;
 	int len = ext2fs_dirent_name_len(de);
-	char *s;
+	char *s = NULL;
 
 	(void)dir; (void)entry; (void)off; (void)bs; (void)buf;
 	if (!de->inode)
