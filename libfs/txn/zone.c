@@ -26,6 +26,8 @@ struct xr_zone {
 	 * checks it against inode 5 as it is now (tree_still_owns) */
 	ext2fs_block_bitmap tree_map;
 	int		hooked;		/* the allocation hooks are ours */
+	int		tree_free;	/* a block of inode 5 the bitmap
+					   calls free (add_tree) */
 	int		repair;		/* xr_zone_repair: mappings unchecked */
 	errcode_t	(*old_alloc)(ext2_filsys, blk64_t, blk64_t *);
 	errcode_t	(*old_range)(ext2_filsys, int, blk64_t, blk64_t,
@@ -208,9 +210,12 @@ static int tmark(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 {
 	struct xr_zone *z = priv;
 
-	(void)fs; (void)blockcnt; (void)ref_blk; (void)ref_offset;
-	if (in_fs(z, *blocknr, 1))
-		ext2fs_mark_block_bitmap2(z->tree_map, *blocknr);
+	(void)blockcnt; (void)ref_blk; (void)ref_offset;
+	if (!in_fs(z, *blocknr, 1))
+		return 0;
+	ext2fs_mark_block_bitmap2(z->tree_map, *blocknr);
+	if (fs->block_map && !ext2fs_test_block_bitmap2(fs->block_map, *blocknr))
+		z->tree_free = 1;
 	return 0;
 }
 
@@ -233,7 +238,10 @@ static errcode_t add_tree(struct xr_zone *z)
 	 * what was met is kept */
 	(void)extref_block_iterate(fs, EXTREF_INO, BLOCK_FLAG_READ_ONLY,
 				   tmark, z);
-	return 0;
+	/* a tree block the bitmap calls free would be handed out by the
+	 * next allocation and caught only at the close's proof, after the
+	 * commit: refused here, before anything is written */
+	return z->tree_free ? EXTREF_ERR_ZONE_BITMAP : 0;
 }
 
 /*
