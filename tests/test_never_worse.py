@@ -175,8 +175,7 @@ REGRESSIONS = [
     ("--update committed, then mkfs.extref's summary failed",
      case(False, [["debugfs", "sif /d/e block[4] 1251"]],
           ["update", 801748185]),
-     "not fixed: mkfs/'s summary after a committed --update (out of the "
-     "builder library)"),
+     None),
     # seed 86: the update writes new data into free blocks, then meets
     # the damaged node and rolls back: refused, but the image changed
     ("damaged extent-tree node: --update refused after writing free "
