@@ -479,6 +479,46 @@ errcode_t extref_build_populate(const char *image,
 				struct extref_populate *p);
 
 /*
+ * The input of a build, before the image is made (mkfs.extref -d): the
+ * source the options name opened and checked, in, ready for
+ * extref_build_populate (in->src).  The source is the layers of an OCI
+ * image layout on disk, oci_dir (as skopeo copy ... oci:DIR or umoci
+ * leave it; nothing is fetched): its oci-layout names its version, its
+ * index.json the manifests, of which the one annotated
+ * org.opencontainers.image.ref.name oci_tag is taken (oci_tag NULL: the
+ * only one); the manifest and the config are read from
+ * oci_dir/blobs/ALG/HEX, and each layer blob (tar, gzip or zstd
+ * compressed) opened there, in->names naming it (its path).  Every
+ * blob's size and digest (sha256 or sha512) is checked against its
+ * descriptor before anything is built, the size before the bytes are
+ * read; JSON is parsed strictly; a blob that is not a regular file (a
+ * FIFO: refused without waiting for a writer) or a symbolic link is
+ * refused.  The config changes nothing of the image (its User is the
+ * container process's, which no file's owner follows), but its
+ * rootfs.diff_ids must count the manifest's layers.
+ *
+ * On error, in->why is what to tell the user (malloc'd; NULL when even
+ * that could not be allocated): the file and what is wrong with it.
+ * Either way extref_build_input_close frees what in holds (the
+ * descriptors too).  Errors: EXTREF_ERR_OCI_LAYOUT (a layout this does
+ * not read), EXTREF_ERR_OCI_BLOB (a blob differs from its descriptor),
+ * EXTREF_ERR_SOURCE_TYPE (a blob not a regular file), an errno value
+ * (a file that cannot be read), EXT2_ET_NO_MEMORY.
+ */
+struct extref_build_input_opts {
+	const char	*oci_dir;
+	const char	*oci_tag;	/* or NULL */
+};
+struct extref_build_input {
+	struct extref_build_source src;	/* for extref_build_populate */
+	char		**names;	/* src.n_layers: each layer named */
+	char		*why;		/* on error */
+};
+errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
+				  struct extref_build_input *in);
+void extref_build_input_close(struct extref_build_input *in);
+
+/*
  * image updated in place (mkfs.extref --update): from the host directory
  * dir (extref_update_dir), or, when layer_fd >= 0, from the archive on
  * it as one more OCI layer (extref_update_layer).  The image is opened

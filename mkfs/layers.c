@@ -2,8 +2,8 @@
  * layers.c --- mkfs.extref -d A.tar -d B.tar ..., -d layers:LIST, -d
  * oci:DIR[:TAG]: archives applied in order as the layers of an OCI
  * container image (extref_populate_layers): a later entry replaces an
- * earlier one, the whiteouts (.wh.NAME, .wh..wh..opq) delete; oci.c
- * reads an image layout's layers.
+ * earlier one, the whiteouts (.wh.NAME, .wh..wh..opq) delete; the
+ * library reads an image layout's layers (extref_build_input_open).
  * LIST names one archive a line (empty lines and lines starting with #
  * skipped; a relative name is taken from the current directory).
  *
@@ -91,6 +91,9 @@ static void read_list(struct mkfs_layers *l, const char *list)
 static void read_oci(struct mkfs_layers *l, const char *arg)
 {
 	char *dir = strdup(arg + 4), *slash, *colon;
+	struct extref_build_input_opts io = { 0 };
+	struct extref_build_input in;
+	errcode_t err;
 
 	if (!dir)
 		fatal("out of memory");
@@ -100,7 +103,15 @@ static void read_oci(struct mkfs_layers *l, const char *arg)
 		*colon++ = 0;
 	if (!*dir)
 		fatal("-d %s: no directory after oci:", arg);
-	oci_read(dir, colon && *colon ? colon : NULL, l);
+	io.oci_dir = dir;
+	io.oci_tag = colon && *colon ? colon : NULL;
+	err = extref_build_input_open(&io, &in);
+	if (err)
+		fatal("%s", in.why ? in.why : error_message(err));
+	for (size_t i = 0; i < in.src.n_layers; i++)	/* l's now */
+		layers_add(l, in.names[i], in.src.layer_fds[i]);
+	in.src.n_layers = 0;
+	extref_build_input_close(&in);
 	free(dir);
 }
 

@@ -163,10 +163,6 @@ int layers_check(struct mkfs_opts *o);
 /* Append one layer (name's storage stays the caller's). */
 void layers_add(struct mkfs_layers *l, const char *name, int fd);
 
-/* oci.c: the layers of the OCI image layout DIR (tag, or its only
- * manifest when NULL), every blob's digest verified, into l. */
-void oci_read(const char *dir, const char *tag, struct mkfs_layers *l);
-
 /* regular.c: open(path, flags) that does not wait for a FIFO's writer
  * (the caller refuses what fstat of the descriptor says is not a regular
  * file). */
