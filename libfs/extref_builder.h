@@ -480,38 +480,70 @@ errcode_t extref_build_populate(const char *image,
 
 /*
  * The input of a build, before the image is made (mkfs.extref -d): the
- * source the options name opened and checked, in, ready for
- * extref_build_populate (in->src).  The source is the layers of an OCI
- * image layout on disk, oci_dir (as skopeo copy ... oci:DIR or umoci
- * leave it; nothing is fetched): its oci-layout names its version, its
- * index.json the manifests, of which the one annotated
- * org.opencontainers.image.ref.name oci_tag is taken (oci_tag NULL: the
- * only one); the manifest and the config are read from
- * oci_dir/blobs/ALG/HEX, and each layer blob (tar, gzip or zstd
- * compressed) opened there, in->names naming it (its path).  Every
- * blob's size and digest (sha256 or sha512) is checked against its
- * descriptor before anything is built, the size before the bytes are
- * read; JSON is parsed strictly; a blob that is not a regular file (a
- * FIFO: refused without waiting for a writer) or a symbolic link is
- * refused.  The config changes nothing of the image (its User is the
- * container process's, which no file's owner follows), but its
- * rootfs.diff_ids must count the manifest's layers.
+ * source the options name opened, checked and measured, in, ready for
+ * extref_build_populate (in->src).  The source is one of:
+ *
+ * - layers: n_layers archive files, applied in order as the layers of
+ *   an OCI container image (extref_populate_layers with
+ *   EXTREF_LAYERS_OCI);
+ * - layer_list: a file naming such archives, one a line (empty lines
+ *   and lines starting with # skipped; a relative name is taken from
+ *   the current directory);
+ * - oci_dir: the layers of an OCI image layout on disk (as skopeo copy
+ *   ... oci:DIR or umoci leave it; nothing is fetched): its oci-layout
+ *   names its version, its index.json the manifests, of which the one
+ *   annotated org.opencontainers.image.ref.name oci_tag is taken
+ *   (oci_tag NULL: the only one); the manifest and the config are read
+ *   from oci_dir/blobs/ALG/HEX, and each layer blob (tar, gzip or zstd
+ *   compressed) opened there.  Every blob's size and digest (sha256 or
+ *   sha512) is checked against its descriptor before anything is
+ *   built, the size before the bytes are read; JSON is parsed strictly.
+ *   The config changes nothing of the image (its User is the container
+ *   process's, which no file's owner follows), but its rootfs.diff_ids
+ *   must count the manifest's layers.
+ *
+ * Every layer must be a regular file: one that is not (a FIFO: refused
+ * without waiting for a writer; a symbolic link, for a blob) is refused.
+ * in->names names each layer (as given; a blob by its path).  The layers
+ * are read once to measure them (extref_archive_measure2 with
+ * blocksize, dedupe, progress), then rewound: in->size is the sum, what
+ * they need at most, to size the image from (extref_build_plan_size).
+ * With EXTREF_SOURCE_SIZED (the image's size is the caller's), in->need
+ * is instead an estimate of the bytes they need (their blocks, inode
+ * tables at 256 bytes and 32 MiB for the journal and group metadata),
+ * for the message when the size is too small.
  *
  * On error, in->why is what to tell the user (malloc'd; NULL when even
- * that could not be allocated): the file and what is wrong with it.
- * Either way extref_build_input_close frees what in holds (the
- * descriptors too).  Errors: EXTREF_ERR_OCI_LAYOUT (a layout this does
- * not read), EXTREF_ERR_OCI_BLOB (a blob differs from its descriptor),
- * EXTREF_ERR_SOURCE_TYPE (a blob not a regular file), an errno value
- * (a file that cannot be read), EXT2_ET_NO_MEMORY.
+ * that could not be allocated): the file and what is wrong with it;
+ * image (may be NULL) is named in it when the fault is not the
+ * source's.  Either way extref_build_input_close frees what in holds
+ * (the descriptors too).  Errors: EXTREF_ERR_OCI_LAYOUT (a layout this
+ * does not read), EXTREF_ERR_OCI_BLOB (a blob differs from its
+ * descriptor), EXTREF_ERR_SOURCE_TYPE (a layer not a regular file),
+ * EXTREF_ERR_LAYER_LIST (a list of none), the measure's errors, an errno
+ * value (a file that cannot be read), EXT2_ET_NO_MEMORY.
  */
+#define EXTREF_SOURCE_SIZED	0x0001	/* the image's size is the caller's */
 struct extref_build_input_opts {
+	/* the source: one of */
+	const char *const *layers;
+	size_t		n_layers;
+	const char	*layer_list;
 	const char	*oci_dir;
 	const char	*oci_tag;	/* or NULL */
+	/* the build */
+	unsigned int	flags;		/* EXTREF_SOURCE_* */
+	const char	*image;		/* the image to be made */
+	unsigned int	blocksize;	/* its blocks' size */
+	int		dedupe;		/* enum extref_dedupe_mode */
+	extref_progress_func progress;	/* of the measure, or NULL */
+	void		*priv;
 };
 struct extref_build_input {
 	struct extref_build_source src;	/* for extref_build_populate */
 	char		**names;	/* src.n_layers: each layer named */
+	struct extref_source_size size;	/* measured */
+	__u64		need;		/* EXTREF_SOURCE_SIZED: bytes, about */
 	char		*why;		/* on error */
 };
 errcode_t extref_build_input_open(const struct extref_build_input_opts *o,

@@ -47,7 +47,8 @@ struct mkfs_opts {
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
-	struct mkfs_layers *layers;	/* several -d, oci:, layers: (or NULL) */
+	const struct extref_build_input *layers; /* several -d, oci:,
+					  * layers: (or NULL) */
 	const char	*archive;	/* -d ARCHIVE, as given */
 	int		archive_fd;	/* and open (source.c) */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
@@ -132,6 +133,7 @@ void progress_break(void);
 /* steps.c: the library's build steps (extref_build_*), their messages. */
 struct extref_build_opts;
 struct extref_source_size;
+struct extref_build_input;
 /* o's clock and the progress bar, as the library takes them. */
 void build_opts_of(const struct mkfs_opts *o, struct extref_build_opts *b);
 /* Add the tree to what mke2fs made; 0 or -1 (error printed). */
@@ -149,19 +151,10 @@ void source_check(struct mkfs_opts *o);
 int source_finish(const struct mkfs_opts *o);
 
 /* layers.c: -d given more than once, -d layers:LIST or -d oci:DIR[:TAG]:
- * the archives as layers, in order. */
-struct mkfs_layers {
-	const char	**names;	/* each layer, as messages name it */
-	int		*fds;		/* open, at their start */
-	size_t		n;
-	int		oci;		/* whiteouts apply (always, now) */
-	int		owned;		/* names malloc'd (freed at exit) */
-};
-/* Do o's sources make layers (then o->layers is set and checked, and
- * the image sized from them without SIZE)? */
+ * the archives as layers, in order.  Do o's sources make layers (then
+ * o->layers is set and checked, and the image sized from them without
+ * SIZE)? */
 int layers_check(struct mkfs_opts *o);
-/* Append one layer (name's storage stays the caller's). */
-void layers_add(struct mkfs_layers *l, const char *name, int fd);
 
 /* regular.c: open(path, flags) that does not wait for a FIFO's writer
  * (the caller refuses what fstat of the descriptor says is not a regular

@@ -273,7 +273,7 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	int named = o->archive || o->image_source;	/* where is its entry */
 	const char *where = p->where ? p->where : "";
 
-	if (o->layers && p->layer < o->layers->n)
+	if (o->layers && p->layer < o->layers->src.n_layers)
 		src = o->layers->names[p->layer];
 
 	if (err == EXT2_ET_INODE_ALLOC_FAIL && src_entries)
@@ -334,9 +334,7 @@ static int populate(const struct mkfs_opts *o)
 	if (o->dedup == EXTREF_DEDUPE_BLOCK)
 		p.dedupe_hint = o->source_distinct;
 	if (o->layers) {
-		src.layer_fds = o->layers->fds;
-		src.n_layers = o->layers->n;
-		src.layer_flags = o->layers->oci ? EXTREF_LAYERS_OCI : 0;
+		src = o->layers->src;
 	} else if (o->image_source) {
 		src.image = o->image_source;
 	} else if (o->archive) {

@@ -77,12 +77,13 @@ int xr_open_noblock(const char *path, int flags)
 errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
 				  struct extref_build_input *in)
 {
+	int kinds = !!o->n_layers + !!o->layer_list + !!o->oci_dir;
+
 	memset(in, 0, sizeof(*in));
 	in->src.archive_fd = -1;
-	if (!o->oci_dir)
+	if (kinds != 1)
 		return EXT2_ET_INVALID_ARGUMENT;
-	in->src.layer_flags = EXTREF_LAYERS_OCI;
-	return xr_oci_read(in, o->oci_dir, o->oci_tag);
+	return xr_input_layers(o, in);
 }
 
 void extref_build_input_close(struct extref_build_input *in)

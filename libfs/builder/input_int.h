@@ -1,7 +1,8 @@
 /*
  * input_int.h --- the input of a build (extref_build_input_open), inside
  * the library: input.c opens what the options name and keeps why it
- * refused it; oci_layout.c reads an OCI image layout's layers.
+ * refused it; layer_list.c opens layers (files, a list) and measures
+ * them; oci_layout.c reads an OCI image layout's layers.
  */
 #ifndef EXTREF_INPUT_INT_H
 #define EXTREF_INPUT_INT_H
@@ -23,6 +24,11 @@ errcode_t xr_input_add_layer(struct extref_build_input *in, char *name,
  * may have changed since) says is not a regular file.
  */
 int xr_open_noblock(const char *path, int flags);
+
+/* layer_list.c: the layers o names (files, a list or an OCI layout),
+ * opened and measured. */
+errcode_t xr_input_layers(const struct extref_build_input_opts *o,
+			  struct extref_build_input *in);
 
 /* oci_layout.c: the layers of the OCI image layout dir (tag's manifest,
  * or its only one), every blob verified, added to in. */
