@@ -47,13 +47,9 @@ struct mkfs_opts {
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
-	const struct extref_build_input *layers; /* several -d, oci:,
-					  * layers: (or NULL) */
-	const char	*archive;	/* -d ARCHIVE, as given */
-	int		archive_fd;	/* and open (source.c) */
+	const char	*archive;	/* -d ARCHIVE, as given (source.c) */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
-	uint64_t	source_distinct; /* distinct non-zero blocks (-d) */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
 	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 	unsigned int	headroom;	/* --headroom, percent */
@@ -133,7 +129,6 @@ void progress_break(void);
 /* steps.c: the library's build steps (extref_build_*), their messages. */
 struct extref_build_opts;
 struct extref_source_size;
-struct extref_build_input;
 /* o's clock and the progress bar, as the library takes them. */
 void build_opts_of(const struct mkfs_opts *o, struct extref_build_opts *b);
 /* Add the tree to what mke2fs made; 0 or -1 (error printed). */
@@ -146,20 +141,12 @@ int dedupe_new(const struct mkfs_opts *o);
  * size, the inode count unless -N, the journal, -m 0). */
 void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 
-/* source.c */
+/* source.c: -d's source (a directory, an archive, an image, layers)
+ * opened, checked and measured by the library (exits on a refusal);
+ * without SIZE, the image sized from it. */
 void source_check(struct mkfs_opts *o);
+/* It populates the image just formatted: 0, or 1 (error said). */
 int source_finish(const struct mkfs_opts *o);
-
-/* layers.c: -d given more than once, -d layers:LIST or -d oci:DIR[:TAG]:
- * the archives as layers, in order.  Do o's sources make layers (then
- * o->layers is set and checked, and the image sized from them without
- * SIZE)? */
-int layers_check(struct mkfs_opts *o);
-
-/* regular.c: open(path, flags) that does not wait for a FIFO's writer
- * (the caller refuses what fstat of the descriptor says is not a regular
- * file). */
-int open_noblock(const char *path, int flags);
 
 /* convert.c */
 int parse_dedup(const char *arg);

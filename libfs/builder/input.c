@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <et/com_err.h>
 #include "input_int.h"
 
 errcode_t xr_input_fail(struct extref_build_input *in, errcode_t err,
@@ -30,6 +31,21 @@ errcode_t xr_input_fail(struct extref_build_input *in, errcode_t err,
 	if (vasprintf(&in->why, fmt, ap) < 0)
 		in->why = NULL;
 	va_end(ap);
+	return err;
+}
+
+errcode_t xr_input_measure_fail(const struct extref_build_input_opts *o,
+				struct extref_build_input *in, errcode_t err,
+				const char *name, char *why)
+{
+	if (err == EXT2_ET_NO_MEMORY)	/* not the source's fault */
+		xr_input_fail(in, err, "%s: %s while reading %s",
+			      o->image ? o->image : "the image",
+			      error_message(err), name);
+	else
+		xr_input_fail(in, err, "%s: %s", name, why ? why :
+			      error_message(err));
+	free(why);
 	return err;
 }
 
@@ -77,12 +93,15 @@ int xr_open_noblock(const char *path, int flags)
 errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
 				  struct extref_build_input *in)
 {
-	int kinds = !!o->n_layers + !!o->layer_list + !!o->oci_dir;
+	int kinds = !!o->path + !!o->n_layers + !!o->layer_list +
+		    !!o->oci_dir;
 
 	memset(in, 0, sizeof(*in));
 	in->src.archive_fd = -1;
-	if (kinds != 1)
+	if (kinds != 1 || ((o->flags & EXTREF_SOURCE_ON_FD) && !o->path))
 		return EXT2_ET_INVALID_ARGUMENT;
+	if (o->path)
+		return xr_input_path(o, in);
 	return xr_input_layers(o, in);
 }
 

@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <et/com_err.h>
 #include "input_int.h"
 
 /* The archive name, opened: a regular file. */
@@ -98,16 +97,8 @@ static errcode_t measure(const struct extref_build_input_opts *o,
 		err = extref_archive_measure2(in->src.layer_fds[i],
 					      o->blocksize, o->dedupe,
 					      o->progress, o->priv, &s, &why);
-		if (err == EXT2_ET_NO_MEMORY)	/* not the archive's fault */
-			xr_input_fail(in, err, "%s: %s while reading %s",
-				      o->image ? o->image : "the image",
-				      error_message(err), name);
-		else if (err)
-			xr_input_fail(in, err, "%s: %s", name, why ? why :
-				      error_message(err));
-		free(why);
 		if (err)
-			return err;
+			return xr_input_measure_fail(o, in, err, name, why);
 		if (lseek(in->src.layer_fds[i], 0, SEEK_SET) < 0) {
 			int e = errno;
 
