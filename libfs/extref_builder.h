@@ -479,6 +479,103 @@ errcode_t extref_build_populate(const char *image,
 				struct extref_populate *p);
 
 /*
+ * The input of a build, before the image is made (mkfs.extref -d): the
+ * source the options name opened, checked and measured, in, ready for
+ * extref_build_populate (in->src).  The source is one of:
+ *
+ * - path: a host directory, an archive (tar, pax, cpio; compressed or
+ *   not; a file, a FIFO or a character device, opened as it is: a pipe
+ *   on purpose waits for its writer) or an ext2/3/4 image (a regular
+ *   file or a block device with the superblock's magic; never the image
+ *   being made: EXTREF_ERR_SOURCE_IS_TARGET), told apart by what is
+ *   there; with EXTREF_SOURCE_ON_FD, the archive on fd (read from a
+ *   duplicate), path only naming it;
+ * - layers: n_layers archive files, applied in order as the layers of
+ *   an OCI container image (extref_populate_layers with
+ *   EXTREF_LAYERS_OCI);
+ * - layer_list: a file naming such archives, one a line (empty lines
+ *   and lines starting with # skipped; a relative name is taken from
+ *   the current directory);
+ * - oci_dir: the layers of an OCI image layout on disk (as skopeo copy
+ *   ... oci:DIR or umoci leave it; nothing is fetched): its oci-layout
+ *   names its version, its index.json the manifests, of which the one
+ *   annotated org.opencontainers.image.ref.name oci_tag is taken
+ *   (oci_tag NULL: the only one); the manifest and the config are read
+ *   from oci_dir/blobs/ALG/HEX, and each layer blob (tar, gzip or zstd
+ *   compressed) opened there.  Every blob's size and digest (sha256 or
+ *   sha512) is checked against its descriptor before anything is
+ *   built, the size before the bytes are read; JSON is parsed strictly.
+ *   The config changes nothing of the image (its User is the container
+ *   process's, which no file's owner follows), but its rootfs.diff_ids
+ *   must count the manifest's layers.
+ *
+ * Every layer must be a regular file: one that is not (a FIFO: refused
+ * without waiting for a writer; a symbolic link, for a blob) is refused.
+ * in->names names each layer (as given; a blob by its path).  in->src
+ * points at o's path (src.dir, src.image): keep it until the close.
+ *
+ * The measure, in in->size, is what the source takes in an image of
+ * blocksize-byte blocks (extref_source_measure, extref_archive_measure2
+ * with dedupe, extref_image_measure; layers: their sum, an upper bound),
+ * to size the image from (extref_build_plan_size); progress reports it.
+ * An archive on a pipe cannot be read twice: it is first copied, as it
+ * comes, to an unnamed file in $TMPDIR (else /var/tmp: O_TMPFILE, or a
+ * name unlinked at once, signals blocked meanwhile (may be NULL)).
+ * With EXTREF_SOURCE_SIZED (the image's size is the caller's) a
+ * directory or an archive is only counted, not read (a pipe not at
+ * all: it is read once, into the image); in->size stays zero for them,
+ * and in->need is an estimate of the bytes the source needs (its
+ * blocks, inode tables at 256 bytes and 32 MiB for the journal and
+ * group metadata; 0: not known), for the message when the size is too
+ * small.  in->entries and in->bytes (its data, in bytes) count a source
+ * of one path, for a progress total and messages (0 for layers).
+ *
+ * On error, in->why is what to tell the user (malloc'd; NULL when even
+ * that could not be allocated): the file and what is wrong with it;
+ * image (may be NULL) is named in it when the fault is not the
+ * source's.  Either way extref_build_input_close frees what in holds
+ * (the descriptors too; never call it on an in this did not fill).
+ * Errors: EXTREF_ERR_OCI_LAYOUT (a layout this does not read),
+ * EXTREF_ERR_OCI_BLOB (a blob differs from its descriptor),
+ * EXTREF_ERR_SOURCE_TYPE (neither a directory, an archive nor an image;
+ * a layer not a regular file), EXTREF_ERR_LAYER_LIST (a list of none),
+ * EXTREF_ERR_SOURCE_IS_TARGET, the measures' errors, an errno value (a
+ * file that cannot be read), EXT2_ET_NO_MEMORY.
+ */
+#define EXTREF_SOURCE_SIZED	0x0001	/* the image's size is the caller's */
+#define EXTREF_SOURCE_ON_FD	0x0002	/* path's archive is on fd */
+struct extref_build_input_opts {
+	/* the source: one of */
+	const char	*path;
+	const char *const *layers;
+	size_t		n_layers;
+	const char	*layer_list;
+	const char	*oci_dir;
+	const char	*oci_tag;	/* or NULL */
+	int		fd;		/* with EXTREF_SOURCE_ON_FD */
+	/* the build */
+	unsigned int	flags;		/* EXTREF_SOURCE_* */
+	const char	*image;		/* the image to be made */
+	unsigned int	blocksize;	/* its blocks' size */
+	int		dedupe;		/* enum extref_dedupe_mode */
+	const sigset_t	*signals;	/* the caller's terminating ones */
+	extref_progress_func progress;	/* of the measure, or NULL */
+	void		*priv;
+};
+struct extref_build_input {
+	struct extref_build_source src;	/* for extref_build_populate */
+	char		**names;	/* src.n_layers: each layer named */
+	struct extref_source_size size;	/* measured */
+	__u64		need;		/* EXTREF_SOURCE_SIZED: bytes, about */
+	__u64		entries;	/* one path's entries */
+	__u64		bytes;		/* and data */
+	char		*why;		/* on error */
+};
+errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
+				  struct extref_build_input *in);
+void extref_build_input_close(struct extref_build_input *in);
+
+/*
  * image updated in place (mkfs.extref --update): from the host directory
  * dir (extref_update_dir), or, when layer_fd >= 0, from the archive on
  * it as one more OCI layer (extref_update_layer).  The image is opened

@@ -290,7 +290,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_DEDUP:
 			o->dedup = parse_dedup(optarg);
 			break;
-		case 'd':	/* repeatable: layers (layers.c) */
+		case 'd':	/* repeatable: layers (source.c) */
 			sources_add(o, optarg);
 			break;
 		case OPT_HEADROOM:

@@ -47,12 +47,9 @@ struct mkfs_opts {
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
-	struct mkfs_layers *layers;	/* several -d, oci:, layers: (or NULL) */
-	const char	*archive;	/* -d ARCHIVE, as given */
-	int		archive_fd;	/* and open (source.c) */
+	const char	*archive;	/* -d ARCHIVE, as given (source.c) */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
-	uint64_t	source_distinct; /* distinct non-zero blocks (-d) */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
 	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 	unsigned int	headroom;	/* --headroom, percent */
@@ -144,33 +141,12 @@ int dedupe_new(const struct mkfs_opts *o);
  * size, the inode count unless -N, the journal, -m 0). */
 void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 
-/* source.c */
+/* source.c: -d's source (a directory, an archive, an image, layers)
+ * opened, checked and measured by the library (exits on a refusal);
+ * without SIZE, the image sized from it. */
 void source_check(struct mkfs_opts *o);
+/* It populates the image just formatted: 0, or 1 (error said). */
 int source_finish(const struct mkfs_opts *o);
-
-/* layers.c: -d given more than once, -d layers:LIST or -d oci:DIR[:TAG]:
- * the archives as layers, in order. */
-struct mkfs_layers {
-	const char	**names;	/* each layer, as messages name it */
-	int		*fds;		/* open, at their start */
-	size_t		n;
-	int		oci;		/* whiteouts apply (always, now) */
-	int		owned;		/* names malloc'd (freed at exit) */
-};
-/* Do o's sources make layers (then o->layers is set and checked, and
- * the image sized from them without SIZE)? */
-int layers_check(struct mkfs_opts *o);
-/* Append one layer (name's storage stays the caller's). */
-void layers_add(struct mkfs_layers *l, const char *name, int fd);
-
-/* oci.c: the layers of the OCI image layout DIR (tag, or its only
- * manifest when NULL), every blob's digest verified, into l. */
-void oci_read(const char *dir, const char *tag, struct mkfs_layers *l);
-
-/* regular.c: open(path, flags) that does not wait for a FIFO's writer
- * (the caller refuses what fstat of the descriptor says is not a regular
- * file). */
-int open_noblock(const char *path, int flags);
 
 /* convert.c */
 int parse_dedup(const char *arg);

@@ -1,257 +1,128 @@
 /*
- * source.c --- mkfs.extref -d SOURCE: the library's populate path
- * (libfs/builder/populate*.c) writes the directory or the archive straight
- * into the image mke2fs laid out (every file type, owners, modes,
- * nanosecond times, extended attributes, hard links, sparse files;
- * a directory's entries in sorted order, so the host's order does not
- * matter; an archive entry by entry, nothing unpacked on the host), then
- * this optionally deduplicates it.
+ * source.c --- mkfs.extref -d SOURCE: the -d arguments read and the
+ * source opened, checked and measured by the library
+ * (extref_build_input_open: a directory, an archive, an image, layers;
+ * libfs/builder/source_kind.c, layer_list.c, oci_layout.c), the image
+ * sized from it without SIZE (plan_size), then populated
+ * (extref_build_populate: libfs/builder/populate*.c writes the
+ * directory or the archive straight into the image mke2fs laid out,
+ * every file type, owners, modes, nanosecond times, extended
+ * attributes, hard links, sparse files; nothing unpacked on the host)
+ * and optionally deduplicated; what failed said.
  *
- * Several -d, -d layers:LIST and -d oci:DIR are layers (layers.c).
- * -d IMAGE (a file or block device with an ext2/3/4 superblock): the
- * image's tree is read through libext2fs, read-only, and its shared
- * extents stay shared (populate_image.c); --dedup then runs on the
- * result.
- *
- * Without SIZE the image is sized from the source: a directory is
- * walked (nftw), an archive read once for its headers.  An archive from
- * a pipe cannot be read twice: without SIZE it is first copied, as it
- * comes, to an unnamed file in TMPDIR (O_TMPFILE: nothing to remove,
- * nothing another user can open); with SIZE it is read once, straight
- * into the image.
+ * -d - is the archive on standard input, as for tar.  -d given more
+ * than once, -d layers:LIST (one archive a line) and -d oci:DIR[:TAG]
+ * (an OCI image layout) are archives applied in order as the layers of
+ * an OCI container image (extref_populate_layers): a later entry
+ * replaces an earlier one, the whiteouts (.wh.NAME, .wh..wh..opq)
+ * delete; unless --dedup says otherwise they are built with
+ * --dedup=block.  -d IMAGE (a file or block device with an ext2/3/4
+ * superblock): the image's tree is read through libext2fs, read-only,
+ * and its shared extents stay shared (populate_image.c); --dedup then
+ * runs on the result.
  */
-#define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include <et/com_err.h>
 #include <ext2fs/ext2fs.h>
 #include "extref_builder.h"
 #include "mkfs.h"
 
-static uint64_t src_bytes, src_entries;
+/* The run's source (source_check), open until the process ends. */
+static struct extref_build_input in = { .src = { .archive_fd = -1 } };
 
-static int count_entry(const char *path, const struct stat *st, int type,
-		       struct FTW *ftw)
+static int is_prefixed(const char *s)
 {
-	(void)path; (void)ftw;
-	src_entries++;
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		src_bytes += ((uint64_t)st->st_blocks * 512 + 4095) / 4096 * 4096;
-	else
-		src_bytes += 4096;	/* a directory block, a slow symlink */
-	return 0;
+	return !strncmp(s, "oci:", 4) || !strncmp(s, "layers:", 7);
 }
 
-/* A copy of the pipe fd in an unnamed file of TMPDIR; its descriptor. */
-static int spool(const char *name, int fd)
+/* oci:DIR[:TAG] into io: the tag is what follows the last ':' after the
+ * last '/' (as skopeo reads it).  The copy of DIR returned is io's. */
+static char *oci_arg(const char *arg, struct extref_build_input_opts *io)
 {
-	const char *dir = getenv("TMPDIR");
-	char buf[65536];
-	ssize_t r;
-	int t;
+	char *dir = strdup(arg + 4), *slash, *colon;
 
-	if (!dir || !*dir)
-		dir = "/var/tmp";
-	t = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (t < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-		/* no O_TMPFILE there: a name, gone before a signal can
-		 * leave it behind */
-		char path[4096];
-		sigset_t old;
-
-		snprintf(path, sizeof(path), "%s/mkfs.extref.XXXXXX", dir);
-		cleanup_block(&old);
-		t = mkstemp(path);
-		if (t >= 0)
-			unlink(path);
-		cleanup_unblock(&old);
-	}
-	if (t < 0)
-		fatal("%s: cannot make a file in %s to hold the archive: %s",
-		      name, dir, strerror(errno));
-	while ((r = read(fd, buf, sizeof(buf))) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || write(t, buf, (size_t)r) != r)
-			fatal("%s: cannot copy the archive into %s: %s", name,
-			      dir, strerror(errno));
-	}
-	close(fd);
-	if (lseek(t, 0, SEEK_SET) < 0)
-		fatal("%s: %s", name, strerror(errno));
-	return t;
+	if (!dir)
+		fatal("out of memory");
+	slash = strrchr(dir, '/');
+	colon = strrchr(slash ? slash : dir, ':');
+	if (colon)
+		*colon++ = 0;
+	if (!*dir)
+		fatal("-d %s: no directory after oci:", arg);
+	io->oci_dir = dir;
+	io->oci_tag = colon && *colon ? colon : NULL;
+	return dir;
 }
 
-/* Without SIZE: the archive read once (data and all) to size the image
- * from it, then rewound for the build. */
-static void archive_plan(struct mkfs_opts *o, int fd)
+/* The -d arguments as the library takes them (exits on a bad call); what
+ * is returned is io's, to free after the open. */
+static char *input_opts(const struct mkfs_opts *o,
+			struct extref_build_input_opts *io)
 {
-	struct extref_source_size s;
-	char *why = NULL;
-	errcode_t err;
-
-	err = extref_archive_measure2(fd, o->blocksize, o->dedup, progress_cb,
-				      NULL, &s, &why);
-	progress_end();
-	if (err == EXT2_ET_NO_MEMORY)	/* not the archive's fault */
-		fatal("%s: %s while reading %s", o->image, error_message(err),
-		      o->archive);
-	if (err) {
-		error_line("%s: %s", o->archive, why ? why :
-			   error_message(err));
-		free(why);
-		exit(1);
-	}
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		fatal("%s: %s", o->archive, strerror(errno));
-	src_entries = s.entries;
-	src_bytes = s.data_blocks * o->blocksize;
-	o->source_distinct = s.distinct_blocks;
-	plan_size(o, &s);
-	o->source_need = o->size_bytes;
-}
-
-/* The archive: opened, and measured when the size is ours to find. */
-static void archive_check(struct mkfs_opts *o)
-{
-	__u64 entries, bytes;
-	char *why = NULL;
-	errcode_t err;
-	/* "-": the archive on standard input, as for tar */
-	int fd = strcmp(o->source, "-") ? open(o->source, O_RDONLY | O_CLOEXEC)
-					: fcntl(0, F_DUPFD_CLOEXEC, 3);
-
-	if (fd < 0)
-		fatal("cannot read %s: %s", o->source, strerror(errno));
-	o->archive = o->source;
-	o->archive_fd = fd;
-	if (lseek(fd, 0, SEEK_CUR) < 0) {	/* a pipe */
-		if (o->size_arg)
-			return;
-		o->archive_fd = fd = spool(o->archive, fd);
-	}
-	if (!o->size_arg) {
-		archive_plan(o, fd);
-		return;
-	}
-	err = extref_archive_measure(fd, &entries, &bytes, &why);
-	if (err) {
-		error_line("%s: %s", o->archive, why ? why :
-			   error_message(err));
-		free(why);
-		exit(1);
-	}
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		fatal("%s: %s", o->archive, strerror(errno));
-	src_entries = entries;
-	src_bytes = bytes;
-}
-
-/* Without SIZE: the directory read once to size the image from it. */
-static void dir_plan(struct mkfs_opts *o)
-{
-	struct extref_source_size s;
-	errcode_t err;
-
-	err = extref_source_measure(o->source, o->blocksize, o->dedup,
-				    progress_cb, NULL, &s);
-	progress_end();
-	if (err == EXT2_ET_NO_MEMORY)	/* not the source's fault */
-		fatal("%s: %s while reading %s", o->image, error_message(err),
-		      o->source);
-	if (err)
-		fatal("cannot read %s: %s", o->source, error_message(err));
-	src_entries = s.entries;
-	src_bytes = s.data_blocks * o->blocksize;
-	o->source_distinct = s.distinct_blocks;
-	plan_size(o, &s);
-	o->source_need = o->size_bytes;
-}
-
-/* An ext2/3/4 superblock's magic at 1024 + 0x38: an image, not an
- * archive. */
-static int is_image(const char *path)
-{
-	unsigned char m[2];
-	int fd = open_noblock(path, O_RDONLY | O_CLOEXEC);
-	int yes = fd >= 0 && pread(fd, m, 2, 1024 + 0x38) == 2 &&
-		  m[0] == 0x53 && m[1] == 0xef;
-
-	if (fd >= 0)
-		close(fd);
-	return yes;
-}
-
-/* -d IMAGE: never the image being made; measured (sized from, without
- * SIZE) by its inodes and the blocks its files map, shared ones once. */
-static void image_check(struct mkfs_opts *o, const struct stat *src)
-{
-	struct extref_source_size s;
 	struct stat st;
-	errcode_t err;
+	size_t i;
 
-	if (stat(o->image, &st) == 0 && st.st_dev == src->st_dev &&
-	    st.st_ino == src->st_ino && st.st_rdev == src->st_rdev)
-		fatal("%s: the source image is the image to make", o->source);
-	o->image_source = o->source;
-	err = extref_image_measure(o->source, o->blocksize, &s);
-	if (err == EXT2_ET_NO_MEMORY)
-		fatal("%s: %s while reading %s", o->image, error_message(err),
-		      o->source);
-	if (err)
-		fatal("%s: cannot read the image: %s", o->source,
-		      error_message(err));
-	src_entries = s.entries;
-	src_bytes = s.data_blocks * o->blocksize;
-	if (!o->size_arg) {
-		plan_size(o, &s);
-		o->source_need = o->size_bytes;
+	memset(io, 0, sizeof(*io));
+	io->flags = o->size_arg ? EXTREF_SOURCE_SIZED : 0;
+	io->image = o->image;
+	io->blocksize = o->blocksize;
+	io->dedupe = o->dedup;
+	io->progress = progress_cb;
+	for (i = 0; o->nsources > 1 && i < o->nsources; i++)
+		if (is_prefixed(o->sources[i]))
+			fatal("-d %s: an OCI layout or a layer list is the "
+			      "only -d", o->sources[i]);
+	if (o->nsources > 1) {
+		io->layers = o->sources;
+		io->n_layers = o->nsources;
+	} else if (!strncmp(o->source, "oci:", 4)) {
+		return oci_arg(o->source, io);
+	} else if (!strncmp(o->source, "layers:", 7)) {
+		io->layer_list = o->source + 7;
+	} else {
+		io->path = o->source;
 	}
+	if (io->path && !strcmp(io->path, "-")) {
+		if (!fstat(0, &st) && S_ISDIR(st.st_mode))
+			fatal("-d -: standard input is a directory, not an "
+			      "archive");
+		io->flags |= EXTREF_SOURCE_ON_FD;
+		io->fd = 0;
+	}
+	return NULL;
 }
 
-/* The source must be a directory or an archive; without SIZE, size the
- * image from it. */
+/* The source must be a directory, an archive, an image or layers;
+ * without SIZE, size the image from it. */
 void source_check(struct mkfs_opts *o)
 {
-	int ours = !o->size_arg;	/* the size is ours to find */
-	struct stat st;
-	uint64_t bytes;
+	struct extref_build_input_opts io;
+	sigset_t signals;
+	errcode_t err;
+	char *copy;
 
-	o->archive_fd = -1;
-	if (layers_check(o))
-		return;			/* layers.c: checked and sized */
-	if ((strcmp(o->source, "-") ? stat(o->source, &st) : fstat(0, &st)) < 0)
-		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (!strcmp(o->source, "-") && S_ISDIR(st.st_mode))
-		fatal("-d -: standard input is a directory, not an archive");
-	if ((S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) &&
-	    strcmp(o->source, "-") && is_image(o->source))
-		image_check(o, &st);
-	else if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) ||
-		 S_ISCHR(st.st_mode))
-		archive_check(o);
-	else if (!S_ISDIR(st.st_mode))
-		fatal("%s: neither a directory, an image nor an archive",
-		      o->source);
-	else if (!o->size_arg)
-		dir_plan(o);
-	else if (nftw(o->source, count_entry, 64, FTW_PHYS) < 0)
-		fatal("cannot read %s: %s", o->source, strerror(errno));
-	if (ours || o->image_source)
-		return;			/* sized from the measure */
-	if (!src_entries && o->archive)
-		return;			/* a pipe, read once: not measured */
-	/* With SIZE, for the message when it is too small: content, inode
-	 * tables at 256 bytes, and room for the journal and group
-	 * metadata. */
-	bytes = src_bytes + src_entries * 256;
-	o->source_need = bytes + 32 * 1024 * 1024;
+	copy = input_opts(o, &io);
+	cleanup_signals(&signals);	/* while a spool file has a name */
+	io.signals = &signals;
+	extref_build_input_close(&in);	/* a run's second build (--shrink) */
+	err = extref_build_input_open(&io, &in);
+	progress_end();
+	free(copy);
+	if (err)
+		fatal("%s", in.why ? in.why : error_message(err));
+	o->archive = in.src.n_layers ? in.names[0] :
+		     in.src.archive_fd >= 0 ? o->source : NULL;
+	o->image_source = in.src.image;
+	if (o->size_arg) {	/* for the message when it is too small */
+		o->source_need = in.need;
+		return;
+	}
+	plan_size(o, &in.size);
+	o->source_need = o->size_bytes;
 }
 
 /*
@@ -273,13 +144,13 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	int named = o->archive || o->image_source;	/* where is its entry */
 	const char *where = p->where ? p->where : "";
 
-	if (o->layers && p->layer < o->layers->n)
-		src = o->layers->names[p->layer];
+	if (p->layer < in.src.n_layers)
+		src = in.names[p->layer];
 
-	if (err == EXT2_ET_INODE_ALLOC_FAIL && src_entries)
+	if (err == EXT2_ET_INODE_ALLOC_FAIL && in.entries)
 		error_line("%s: out of inodes for %s (%llu entries; raise -N "
 			   "or lower -i)", o->image, src,
-			   (unsigned long long)src_entries);
+			   (unsigned long long)in.entries);
 	else if (err == EXT2_ET_INODE_ALLOC_FAIL)
 		error_line("%s: out of inodes for %s (raise -N or lower -i)",
 			   o->image, src);
@@ -304,14 +175,13 @@ static void copy_progress(const char *phase, __u64 done, __u64 total,
 			  void *priv)
 {
 	(void)total; (void)priv;
-	progress_update(phase, done, src_bytes ? src_bytes : done);
+	progress_update(phase, done, in.bytes ? in.bytes : done);
 }
 
 /* The source into the image, then the quotas it charges
  * (extref_build_populate). */
 static int populate(const struct mkfs_opts *o)
 {
-	struct extref_build_source src = { .archive_fd = -1 };
 	struct extref_build_opts b;
 	struct extref_populate p;
 	errcode_t err;
@@ -332,20 +202,9 @@ static int populate(const struct mkfs_opts *o)
 	 * file) written once, the tree bulk-loaded at the end */
 	p.dedupe = o->dedup;
 	if (o->dedup == EXTREF_DEDUPE_BLOCK)
-		p.dedupe_hint = o->source_distinct;
-	if (o->layers) {
-		src.layer_fds = o->layers->fds;
-		src.n_layers = o->layers->n;
-		src.layer_flags = o->layers->oci ? EXTREF_LAYERS_OCI : 0;
-	} else if (o->image_source) {
-		src.image = o->image_source;
-	} else if (o->archive) {
-		src.archive_fd = o->archive_fd;
-	} else {
-		src.dir = o->source;
-	}
+		p.dedupe_hint = in.size.distinct_blocks;
 	build_opts_of(o, &b);
-	err = extref_build_populate(o->image, &src, &b, &p);
+	err = extref_build_populate(o->image, &in.src, &b, &p);
 	if (err)
 		report(o, err, &p);
 	else

@@ -158,8 +158,7 @@ def test_callbacks_error_is_not_stop(tmp_path):
         helpers.describe(res)
 
 
-TOOLS = {"mkfs.extref": ("mkfs", ["-lblkid", "-le2p", "-ljson-c",
-                                  "-lnettle"]),
+TOOLS = {"mkfs.extref": ("mkfs", ["-lblkid", "-le2p"]),
          "fsck.extref": ("fsck", ["-lblkid", "-le2p"]),
          "debugfs.extref": ("debug", ["-lss", "-le2p"])}
 
@@ -185,7 +184,6 @@ def test_tool_builds_against_the_installed_library(installed, tmp_path,
     res = helpers.run(["cc", "-w", f"-I{inc}", f"-I{src}", f"-I{gen}",
                        "-I/usr/include/ext2fs", "-I/usr/include/et",
                        "-I/usr/include/ss", "-I/usr/include/blkid", "-I/usr/include/uuid",
-                       "-I/usr/include/json-c",
                        *defs, "-o", str(out), *srcs,
                        *flags, *extra, "-lext2fs", "-lcom_err", "-luuid"],
                       check=False)

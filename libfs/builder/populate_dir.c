@@ -267,7 +267,7 @@ errcode_t xr_pop_list_dir(int fd, char ***names, size_t *n)
 	if (!err && errno)
 		err = errno_code();
 	closedir(d);
-	if (!err)
+	if (!err && *n)		/* an empty directory: no array to sort */
 		qsort(*names, *n, sizeof(char *), by_name);
 	return err;
 }
