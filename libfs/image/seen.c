@@ -183,6 +183,10 @@ errcode_t xr_seen_close(extref_fs_t xfs, int proven)
 	errcode_t err;
 	int own, carry;
 
+	/* a session whose checksums were not verified (debugfs.extref -n:
+	 * expert commands only) proves nothing a record could rest on */
+	if ((fs->flags & EXT2_FLAG_IGNORE_CSUM_ERRORS) && !xfs->seen_accept)
+		return 0;
 	if (!(fs->flags & EXT2_FLAG_RW) ||
 	    !(xfs->seen_accept || session_wrote(fs) ||
 	      (fs->flags & EXT2_FLAG_DIRTY)))
