@@ -83,19 +83,6 @@ static void hash_hex(struct hasher *h, char *out)
 		o += sprintf(out + o, "%02x", d[i]);
 }
 
-static errcode_t no_memory(struct extref_build_input *in)
-{
-	return xr_input_fail(in, EXT2_ET_NO_MEMORY, "out of memory");
-}
-
-/* errno's error, said as "what: strerror". */
-static errcode_t sys_fail(struct extref_build_input *in, const char *what)
-{
-	int e = errno;
-
-	return xr_input_fail(in, e, "%s: %s", what, strerror(e));
-}
-
 /*
  * A digest the layout may hold: sha256 or sha512, lowercase hex of its
  * length; *sha512 set for the latter.  Anything else (a "/" or ".." in
@@ -135,7 +122,7 @@ static errcode_t blob_path(struct extref_build_input *in, const char *dir,
 {
 	if (asprintf(path, "%s/blobs/%.6s/%s", dir, digest, digest + 7) < 0) {
 		*path = NULL;
-		return no_memory(in);
+		return xr_input_nomem(in);
 	}
 	return 0;
 }
@@ -148,7 +135,7 @@ static errcode_t blob_size_check(struct extref_build_input *in,
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
-		return sys_fail(in, path);
+		return xr_input_errno(in, path);
 	if ((long long)st.st_size != d->size)
 		return xr_input_fail(in, EXTREF_ERR_OCI_BLOB,
 				     "%s: %lld bytes, its descriptor says %lld",
@@ -165,15 +152,12 @@ static errcode_t hash_fd(struct extref_build_input *in, const char *path,
 	ssize_t r;
 
 	if (!buf)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	while ((r = read(fd, buf, OCI_HASH_BUF)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			int e = errno;
-
-			err = xr_input_fail(in, e, "cannot read %s: %s", path,
-					    strerror(e));
+			err = xr_input_unreadable(in, path);
 			break;
 		}
 		hash_update(h, buf, (size_t)r);
@@ -214,7 +198,7 @@ static errcode_t verify_fd(struct extref_build_input *in, const char *path,
 				     "%s: %lld bytes, its descriptor says %lld",
 				     path, total, d->size);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		return sys_fail(in, path);
+		return xr_input_errno(in, path);
 	return 0;
 }
 
@@ -229,14 +213,10 @@ static errcode_t open_file(struct extref_build_input *in, const char *path,
 	if (fd < 0 && errno == ELOOP)
 		return xr_input_fail(in, EXTREF_ERR_SOURCE_TYPE,
 				     "%s: a symbolic link, not a blob", path);
-	if (fd < 0) {
-		int e = errno;
-
-		return xr_input_fail(in, e, "cannot read %s: %s", path,
-				     strerror(e));
-	}
+	if (fd < 0)
+		return xr_input_unreadable(in, path);
 	if (fstat(fd, &st) < 0)
-		err = sys_fail(in, path);
+		err = xr_input_errno(in, path);
 	else if (!S_ISREG(st.st_mode))
 		err = xr_input_fail(in, EXTREF_ERR_SOURCE_TYPE,
 				    "%s: not a regular file", path);
@@ -254,10 +234,11 @@ static errcode_t slurp(struct extref_build_input *in, const char *path,
 	struct stat st;
 	char *buf;
 	size_t got = 0;
+	errcode_t err;
 	ssize_t r;
 
 	if (fstat(fd, &st) < 0)
-		return sys_fail(in, path);
+		return xr_input_errno(in, path);
 	if (st.st_size > OCI_JSON_MAX)
 		return xr_input_fail(in, EXTREF_ERR_OCI_LAYOUT,
 				     "%s: %lld bytes, more than a JSON file of "
@@ -265,17 +246,15 @@ static errcode_t slurp(struct extref_build_input *in, const char *path,
 				     (long long)st.st_size, OCI_JSON_MAX);
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	while (got < (size_t)st.st_size &&
 	       (r = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			int e = errno;
-
+			err = xr_input_unreadable(in, path);
 			free(buf);
-			return xr_input_fail(in, e, "cannot read %s: %s", path,
-					     strerror(e));
+			return err;
 		}
 		got += (size_t)r;
 	}
@@ -295,7 +274,7 @@ static errcode_t parse(struct extref_build_input *in, const char *path,
 	errcode_t err = 0;
 
 	if (!tok)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
@@ -327,7 +306,7 @@ static errcode_t read_json(struct extref_build_input *in, const char *dir,
 	int fd;
 
 	if (asprintf(&path, "%s/%s", dir, name) < 0)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	err = open_file(in, path, &fd);
 	if (!err) {
 		err = slurp(in, path, fd, &buf, &len);
