@@ -167,20 +167,17 @@ static errcode_t hash_fd(struct extref_build_input *in, const char *path,
 	return err;
 }
 
-/* The descriptor's size and digest against the bytes of fd (read to the
- * end, then rewound). */
+/* The descriptor's size and digest (sha512 or sha256) against the bytes
+ * of fd (read to the end, then rewound). */
 static errcode_t verify_fd(struct extref_build_input *in, const char *path,
-			   int fd, const struct desc *d)
+			   int fd, const struct desc *d, int sha512)
 {
 	char got[160];
 	struct hasher h;
 	long long total = 0;
-	int sha512;
 	errcode_t err;
 
-	err = check_digest(in, path, d->digest, &sha512);
-	if (!err)	/* before hours of hashing */
-		err = blob_size_check(in, path, fd, d);
+	err = blob_size_check(in, path, fd, d);	/* before hours of hashing */
 	if (err)
 		return err;
 	hash_init(&h, sha512);
@@ -363,23 +360,38 @@ static errcode_t desc_of(struct extref_build_input *in, const char *path,
 	return 0;
 }
 
+/* The blob d names, opened (*path malloc'd, *fd at its start, both -1
+ * and NULL until then) and verified; what names the file of the
+ * descriptor when its digest is refused. */
+static errcode_t open_blob(struct extref_build_input *in, const char *dir,
+			   const char *what, const struct desc *d,
+			   char **path, int *fd)
+{
+	int sha512 = 0;
+	errcode_t err = check_digest(in, what, d->digest, &sha512);
+
+	*path = NULL;
+	*fd = -1;
+	if (!err)
+		err = blob_path(in, dir, d->digest, path);
+	if (!err)
+		err = open_file(in, *path, fd);
+	if (!err)
+		err = verify_fd(in, *path, *fd, d, sha512);
+	return err;
+}
+
 /* A JSON blob (manifest, config), verified, parsed. */
 static errcode_t read_blob_json(struct extref_build_input *in,
 				const char *dir, const struct desc *d,
 				json_object **obj)
 {
-	char *path = NULL, *buf = NULL;
+	char *path, *buf = NULL;
 	size_t len;
-	int fd = -1, sha512;
 	errcode_t err;
+	int fd;
 
-	err = check_digest(in, dir, d->digest, &sha512);
-	if (!err)
-		err = blob_path(in, dir, d->digest, &path);
-	if (!err)
-		err = open_file(in, path, &fd);
-	if (!err)
-		err = verify_fd(in, path, fd, d);
+	err = open_blob(in, dir, dir, d, &path, &fd);
 	if (!err)
 		err = slurp(in, path, fd, &buf, &len);
 	if (fd >= 0)
@@ -458,9 +470,9 @@ static errcode_t add_layer(struct extref_build_input *in, const char *dir,
 			   const char *mpath, json_object *o)
 {
 	char *path = NULL;
-	int fd = -1, sha512;
 	struct desc d;
 	errcode_t err;
+	int fd = -1;
 
 	err = desc_of(in, mpath, o, &d);
 	if (!err && (!d.media_type || !is_layer_type(d.media_type)))
@@ -473,13 +485,7 @@ static errcode_t add_layer(struct extref_build_input *in, const char *dir,
 				    "%s: layer %s is encrypted", mpath,
 				    d.digest);
 	if (!err)
-		err = check_digest(in, mpath, d.digest, &sha512);
-	if (!err)
-		err = blob_path(in, dir, d.digest, &path);
-	if (!err)
-		err = open_file(in, path, &fd);
-	if (!err)
-		err = verify_fd(in, path, fd, &d);
+		err = open_blob(in, dir, mpath, &d, &path, &fd);
 	if (!err)
 		return xr_input_add_layer(in, path, fd);
 	if (fd >= 0)
