@@ -293,12 +293,25 @@ static errcode_t parse(struct extref_build_input *in, const char *path,
 	return err;
 }
 
+/* The small file path open on fd as one JSON object. */
+static errcode_t read_object(struct extref_build_input *in, const char *path,
+			     int fd, json_object **obj)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	errcode_t err = slurp(in, path, fd, &buf, &len);
+
+	if (!err)
+		err = parse(in, path, buf, len, obj);
+	free(buf);
+	return err;
+}
+
 /* A file of the layout (not a blob) as a JSON object. */
 static errcode_t read_json(struct extref_build_input *in, const char *dir,
 			   const char *name, json_object **obj)
 {
-	char *path, *buf = NULL;
-	size_t len;
+	char *path;
 	errcode_t err;
 	int fd;
 
@@ -306,12 +319,9 @@ static errcode_t read_json(struct extref_build_input *in, const char *dir,
 		return xr_input_nomem(in);
 	err = open_file(in, path, &fd);
 	if (!err) {
-		err = slurp(in, path, fd, &buf, &len);
+		err = read_object(in, path, fd, obj);
 		close(fd);
 	}
-	if (!err)
-		err = parse(in, path, buf, len, obj);
-	free(buf);
 	free(path);
 	return err;
 }
@@ -386,19 +396,15 @@ static errcode_t read_blob_json(struct extref_build_input *in,
 				const char *dir, const struct desc *d,
 				json_object **obj)
 {
-	char *path, *buf = NULL;
-	size_t len;
+	char *path;
 	errcode_t err;
 	int fd;
 
 	err = open_blob(in, dir, dir, d, &path, &fd);
 	if (!err)
-		err = slurp(in, path, fd, &buf, &len);
+		err = read_object(in, path, fd, obj);
 	if (fd >= 0)
 		close(fd);
-	if (!err)
-		err = parse(in, path, buf, len, obj);
-	free(buf);
 	free(path);
 	return err;
 }
