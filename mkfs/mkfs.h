@@ -47,7 +47,7 @@ struct mkfs_opts {
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
-	const char	*archive;	/* -d ARCHIVE, as given (source.c) */
+	const char	*archive;	/* -d ARCHIVE, as given */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */

@@ -34,6 +34,26 @@ errcode_t xr_input_fail(struct extref_build_input *in, errcode_t err,
 	return err;
 }
 
+errcode_t xr_input_errno(struct extref_build_input *in, const char *name)
+{
+	int e = errno;
+
+	return xr_input_fail(in, e, "%s: %s", name, strerror(e));
+}
+
+errcode_t xr_input_unreadable(struct extref_build_input *in,
+			      const char *name)
+{
+	int e = errno;
+
+	return xr_input_fail(in, e, "cannot read %s: %s", name, strerror(e));
+}
+
+errcode_t xr_input_nomem(struct extref_build_input *in)
+{
+	return xr_input_fail(in, EXT2_ET_NO_MEMORY, "out of memory");
+}
+
 errcode_t xr_input_measure_fail(const struct extref_build_input_opts *o,
 				struct extref_build_input *in, errcode_t err,
 				const char *name, char *why)
@@ -63,7 +83,7 @@ errcode_t xr_input_add_layer(struct extref_build_input *in, char *name,
 	if (!names) {
 		free(name);
 		close(fd);
-		return xr_input_fail(in, EXT2_ET_NO_MEMORY, "out of memory");
+		return xr_input_nomem(in);
 	}
 	in->names = names;
 	fds[n] = fd;

@@ -14,6 +14,13 @@
 errcode_t xr_input_fail(struct extref_build_input *in, errcode_t err,
 			const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* errno's error (read at once) as "name: strerror", or as "cannot read
+ * name: strerror". */
+errcode_t xr_input_errno(struct extref_build_input *in, const char *name);
+errcode_t xr_input_unreadable(struct extref_build_input *in,
+			      const char *name);
+/* EXT2_ET_NO_MEMORY, said as "out of memory". */
+errcode_t xr_input_nomem(struct extref_build_input *in);
 /* The measure of the archive name failed with err: said as the
  * reader's why (malloc'd, may be NULL; freed), or, out of memory, as the
  * image's fault. */

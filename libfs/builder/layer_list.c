@@ -31,14 +31,13 @@ static errcode_t add_file(struct extref_build_input *in, const char *name)
 		return xr_input_fail(in, e, "cannot read the layer %s: %s",
 				     name, strerror(e));
 	if (fstat(fd, &st) < 0) {
-		e = errno;
-		err = xr_input_fail(in, e, "%s: %s", name, strerror(e));
+		err = xr_input_errno(in, name);
 	} else if (!S_ISREG(st.st_mode)) {
 		err = xr_input_fail(in, EXTREF_ERR_SOURCE_TYPE, "%s: not a "
 				    "regular file: a layer must be an archive "
 				    "file (not a pipe nor a directory)", name);
 	} else if (!(copy = strdup(name))) {
-		err = xr_input_fail(in, EXT2_ET_NO_MEMORY, "out of memory");
+		err = xr_input_nomem(in);
 	}
 	if (err) {
 		close(fd);
@@ -69,7 +68,7 @@ static errcode_t read_list(struct extref_build_input *in, const char *list)
 			err = add_file(in, line);
 	}
 	if (!err && ferror(f)) {
-		int e = errno;
+		int e = errno ? errno : EIO;
 
 		err = xr_input_fail(in, e, "cannot read the layer list %s: %s",
 				    list, strerror(e));
@@ -99,12 +98,8 @@ static errcode_t measure(const struct extref_build_input_opts *o,
 					      o->progress, o->priv, &s, &why);
 		if (err)
 			return xr_input_measure_fail(o, in, err, name, why);
-		if (lseek(in->src.layer_fds[i], 0, SEEK_SET) < 0) {
-			int e = errno;
-
-			return xr_input_fail(in, e, "%s: %s", name,
-					     strerror(e));
-		}
+		if (lseek(in->src.layer_fds[i], 0, SEEK_SET) < 0)
+			return xr_input_errno(in, name);
 		sum->entries += s.entries;
 		sum->data_blocks += s.data_blocks;
 		sum->distinct_blocks += s.distinct_blocks;

@@ -83,19 +83,6 @@ static void hash_hex(struct hasher *h, char *out)
 		o += sprintf(out + o, "%02x", d[i]);
 }
 
-static errcode_t no_memory(struct extref_build_input *in)
-{
-	return xr_input_fail(in, EXT2_ET_NO_MEMORY, "out of memory");
-}
-
-/* errno's error, said as "what: strerror". */
-static errcode_t sys_fail(struct extref_build_input *in, const char *what)
-{
-	int e = errno;
-
-	return xr_input_fail(in, e, "%s: %s", what, strerror(e));
-}
-
 /*
  * A digest the layout may hold: sha256 or sha512, lowercase hex of its
  * length; *sha512 set for the latter.  Anything else (a "/" or ".." in
@@ -135,7 +122,7 @@ static errcode_t blob_path(struct extref_build_input *in, const char *dir,
 {
 	if (asprintf(path, "%s/blobs/%.6s/%s", dir, digest, digest + 7) < 0) {
 		*path = NULL;
-		return no_memory(in);
+		return xr_input_nomem(in);
 	}
 	return 0;
 }
@@ -148,7 +135,7 @@ static errcode_t blob_size_check(struct extref_build_input *in,
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
-		return sys_fail(in, path);
+		return xr_input_errno(in, path);
 	if ((long long)st.st_size != d->size)
 		return xr_input_fail(in, EXTREF_ERR_OCI_BLOB,
 				     "%s: %lld bytes, its descriptor says %lld",
@@ -165,15 +152,12 @@ static errcode_t hash_fd(struct extref_build_input *in, const char *path,
 	ssize_t r;
 
 	if (!buf)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	while ((r = read(fd, buf, OCI_HASH_BUF)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			int e = errno;
-
-			err = xr_input_fail(in, e, "cannot read %s: %s", path,
-					    strerror(e));
+			err = xr_input_unreadable(in, path);
 			break;
 		}
 		hash_update(h, buf, (size_t)r);
@@ -183,20 +167,17 @@ static errcode_t hash_fd(struct extref_build_input *in, const char *path,
 	return err;
 }
 
-/* The descriptor's size and digest against the bytes of fd (read to the
- * end, then rewound). */
+/* The descriptor's size and digest (sha512 or sha256) against the bytes
+ * of fd (read to the end, then rewound). */
 static errcode_t verify_fd(struct extref_build_input *in, const char *path,
-			   int fd, const struct desc *d)
+			   int fd, const struct desc *d, int sha512)
 {
 	char got[160];
 	struct hasher h;
 	long long total = 0;
-	int sha512;
 	errcode_t err;
 
-	err = check_digest(in, path, d->digest, &sha512);
-	if (!err)	/* before hours of hashing */
-		err = blob_size_check(in, path, fd, d);
+	err = blob_size_check(in, path, fd, d);	/* before hours of hashing */
 	if (err)
 		return err;
 	hash_init(&h, sha512);
@@ -214,7 +195,7 @@ static errcode_t verify_fd(struct extref_build_input *in, const char *path,
 				     "%s: %lld bytes, its descriptor says %lld",
 				     path, total, d->size);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		return sys_fail(in, path);
+		return xr_input_errno(in, path);
 	return 0;
 }
 
@@ -229,14 +210,10 @@ static errcode_t open_file(struct extref_build_input *in, const char *path,
 	if (fd < 0 && errno == ELOOP)
 		return xr_input_fail(in, EXTREF_ERR_SOURCE_TYPE,
 				     "%s: a symbolic link, not a blob", path);
-	if (fd < 0) {
-		int e = errno;
-
-		return xr_input_fail(in, e, "cannot read %s: %s", path,
-				     strerror(e));
-	}
+	if (fd < 0)
+		return xr_input_unreadable(in, path);
 	if (fstat(fd, &st) < 0)
-		err = sys_fail(in, path);
+		err = xr_input_errno(in, path);
 	else if (!S_ISREG(st.st_mode))
 		err = xr_input_fail(in, EXTREF_ERR_SOURCE_TYPE,
 				    "%s: not a regular file", path);
@@ -254,10 +231,11 @@ static errcode_t slurp(struct extref_build_input *in, const char *path,
 	struct stat st;
 	char *buf;
 	size_t got = 0;
+	errcode_t err;
 	ssize_t r;
 
 	if (fstat(fd, &st) < 0)
-		return sys_fail(in, path);
+		return xr_input_errno(in, path);
 	if (st.st_size > OCI_JSON_MAX)
 		return xr_input_fail(in, EXTREF_ERR_OCI_LAYOUT,
 				     "%s: %lld bytes, more than a JSON file of "
@@ -265,17 +243,15 @@ static errcode_t slurp(struct extref_build_input *in, const char *path,
 				     (long long)st.st_size, OCI_JSON_MAX);
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	while (got < (size_t)st.st_size &&
 	       (r = read(fd, buf + got, (size_t)st.st_size - got)) != 0) {
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			int e = errno;
-
+			err = xr_input_unreadable(in, path);
 			free(buf);
-			return xr_input_fail(in, e, "cannot read %s: %s", path,
-					     strerror(e));
+			return err;
 		}
 		got += (size_t)r;
 	}
@@ -295,7 +271,7 @@ static errcode_t parse(struct extref_build_input *in, const char *path,
 	errcode_t err = 0;
 
 	if (!tok)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
@@ -317,25 +293,35 @@ static errcode_t parse(struct extref_build_input *in, const char *path,
 	return err;
 }
 
+/* The small file path open on fd as one JSON object. */
+static errcode_t read_object(struct extref_build_input *in, const char *path,
+			     int fd, json_object **obj)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	errcode_t err = slurp(in, path, fd, &buf, &len);
+
+	if (!err)
+		err = parse(in, path, buf, len, obj);
+	free(buf);
+	return err;
+}
+
 /* A file of the layout (not a blob) as a JSON object. */
 static errcode_t read_json(struct extref_build_input *in, const char *dir,
 			   const char *name, json_object **obj)
 {
-	char *path, *buf = NULL;
-	size_t len;
+	char *path;
 	errcode_t err;
 	int fd;
 
 	if (asprintf(&path, "%s/%s", dir, name) < 0)
-		return no_memory(in);
+		return xr_input_nomem(in);
 	err = open_file(in, path, &fd);
 	if (!err) {
-		err = slurp(in, path, fd, &buf, &len);
+		err = read_object(in, path, fd, obj);
 		close(fd);
 	}
-	if (!err)
-		err = parse(in, path, buf, len, obj);
-	free(buf);
 	free(path);
 	return err;
 }
@@ -384,30 +370,41 @@ static errcode_t desc_of(struct extref_build_input *in, const char *path,
 	return 0;
 }
 
+/* The blob d names, opened (*path malloc'd, *fd at its start, both -1
+ * and NULL until then) and verified; what names the file of the
+ * descriptor when its digest is refused. */
+static errcode_t open_blob(struct extref_build_input *in, const char *dir,
+			   const char *what, const struct desc *d,
+			   char **path, int *fd)
+{
+	int sha512 = 0;
+	errcode_t err = check_digest(in, what, d->digest, &sha512);
+
+	*path = NULL;
+	*fd = -1;
+	if (!err)
+		err = blob_path(in, dir, d->digest, path);
+	if (!err)
+		err = open_file(in, *path, fd);
+	if (!err)
+		err = verify_fd(in, *path, *fd, d, sha512);
+	return err;
+}
+
 /* A JSON blob (manifest, config), verified, parsed. */
 static errcode_t read_blob_json(struct extref_build_input *in,
 				const char *dir, const struct desc *d,
 				json_object **obj)
 {
-	char *path = NULL, *buf = NULL;
-	size_t len;
-	int fd = -1, sha512;
+	char *path;
 	errcode_t err;
+	int fd;
 
-	err = check_digest(in, dir, d->digest, &sha512);
+	err = open_blob(in, dir, dir, d, &path, &fd);
 	if (!err)
-		err = blob_path(in, dir, d->digest, &path);
-	if (!err)
-		err = open_file(in, path, &fd);
-	if (!err)
-		err = verify_fd(in, path, fd, d);
-	if (!err)
-		err = slurp(in, path, fd, &buf, &len);
+		err = read_object(in, path, fd, obj);
 	if (fd >= 0)
 		close(fd);
-	if (!err)
-		err = parse(in, path, buf, len, obj);
-	free(buf);
 	free(path);
 	return err;
 }
@@ -479,9 +476,9 @@ static errcode_t add_layer(struct extref_build_input *in, const char *dir,
 			   const char *mpath, json_object *o)
 {
 	char *path = NULL;
-	int fd = -1, sha512;
 	struct desc d;
 	errcode_t err;
+	int fd = -1;
 
 	err = desc_of(in, mpath, o, &d);
 	if (!err && (!d.media_type || !is_layer_type(d.media_type)))
@@ -494,13 +491,7 @@ static errcode_t add_layer(struct extref_build_input *in, const char *dir,
 				    "%s: layer %s is encrypted", mpath,
 				    d.digest);
 	if (!err)
-		err = check_digest(in, mpath, d.digest, &sha512);
-	if (!err)
-		err = blob_path(in, dir, d.digest, &path);
-	if (!err)
-		err = open_file(in, path, &fd);
-	if (!err)
-		err = verify_fd(in, path, fd, &d);
+		err = open_blob(in, dir, mpath, &d, &path, &fd);
 	if (!err)
 		return xr_input_add_layer(in, path, fd);
 	if (fd >= 0)

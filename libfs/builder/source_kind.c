@@ -29,20 +29,6 @@
 
 #define SPOOL_BUF	65536
 
-static errcode_t sys_fail(struct extref_build_input *in, const char *name)
-{
-	int e = errno;
-
-	return xr_input_fail(in, e, "%s: %s", name, strerror(e));
-}
-
-static errcode_t cannot_read(struct extref_build_input *in, const char *name)
-{
-	int e = errno;
-
-	return xr_input_fail(in, e, "cannot read %s: %s", name, strerror(e));
-}
-
 /* With SIZED, for the message when the image is too small: content,
  * inode tables at 256 bytes, and room for the journal and group
  * metadata. */
@@ -106,7 +92,7 @@ static errcode_t spool(const struct extref_build_input_opts *o,
 	ssize_t r, w;
 
 	if (!buf)
-		return xr_input_fail(in, EXT2_ET_NO_MEMORY, "out of memory");
+		return xr_input_nomem(in);
 	if (!dir || !*dir)
 		dir = "/var/tmp";
 	t = unnamed_file(o, dir);
@@ -131,7 +117,7 @@ static errcode_t spool(const struct extref_build_input_opts *o,
 		return xr_input_fail(in, e, "%s: cannot copy the archive into "
 				     "%s: %s", name, dir, strerror(e));
 	if (lseek(t, 0, SEEK_SET) < 0)
-		return sys_fail(in, name);
+		return xr_input_errno(in, name);
 	return 0;
 }
 
@@ -149,7 +135,7 @@ static errcode_t archive_measure(const struct extref_build_input_opts *o,
 	if (err)
 		return xr_input_measure_fail(o, in, err, o->path, why);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		return sys_fail(in, o->path);
+		return xr_input_errno(in, o->path);
 	in->entries = in->size.entries;
 	in->bytes = in->size.data_blocks * o->blocksize;
 	return 0;
@@ -171,7 +157,7 @@ static errcode_t archive_count(const struct extref_build_input_opts *o,
 	if (err)
 		return err;
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		return sys_fail(in, o->path);
+		return xr_input_errno(in, o->path);
 	if (in->entries)	/* else nothing to go by */
 		estimate(in);
 	return 0;
@@ -189,7 +175,7 @@ static errcode_t archive_open(const struct extref_build_input_opts *o,
 	errcode_t err;
 
 	if (fd < 0)
-		return cannot_read(in, o->path);
+		return xr_input_unreadable(in, o->path);
 	in->src.archive_fd = fd;
 	if (lseek(fd, 0, SEEK_CUR) < 0) {	/* a pipe */
 		if (sized)
@@ -211,7 +197,7 @@ static errcode_t dir_open(const struct extref_build_input_opts *o,
 	if (o->flags & EXTREF_SOURCE_SIZED) {
 		counting = in;
 		if (nftw(o->path, count_entry, 64, FTW_PHYS) < 0)
-			return cannot_read(in, o->path);
+			return xr_input_unreadable(in, o->path);
 		estimate(in);
 		return 0;
 	}
@@ -276,7 +262,7 @@ errcode_t xr_input_path(const struct extref_build_input_opts *o,
 	struct stat st;
 
 	if ((on_fd ? fstat(o->fd, &st) : stat(o->path, &st)) < 0)
-		return cannot_read(in, o->path);
+		return xr_input_unreadable(in, o->path);
 	if (!on_fd && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) &&
 	    is_image(o->path))
 		return image_open(o, in, &st);
