@@ -324,13 +324,16 @@ void extref_build_labels_free(struct extref_build_labels *l);
 /*
  * What image holds, read from it: the data blocks its regular files map
  * (holes and inline data not counted; a block counted once per file),
- * the distinct blocks among them (a shared block once), and its size.
+ * the distinct blocks among them (a shared block once), and its size;
+ * and, for an image in a regular file, the bytes the host allocated to
+ * the file (host_bytes, from stat(2); -1 for a block device).
  */
 struct extref_image_usage {
 	__u64		file_blocks;
 	__u64		stored_blocks;
 	__u64		blocks;
 	unsigned int	blocksize;
+	long long	host_bytes;
 };
 errcode_t extref_image_usage(const char *image, struct extref_image_usage *u);
 
@@ -446,6 +449,15 @@ errcode_t extref_build_shrink_begin(const char *image,
  * blocks back) run, and then the file's old holes punched again: the
  * file as it was, byte for byte.  Both free u.
  */
+/*
+ * The directory root removed with everything below it, by system calls
+ * only (no memory allocated, no stdio, no recursion): async-signal-safe,
+ * for a build's temporary directory from a signal handler.  root must be
+ * private (mode 0700, made by the caller), so that ".." is where the
+ * walk came from; a directory it cannot empty stays, and so does root.
+ */
+void extref_build_remove_tree(const char *root);
+
 typedef struct extref_build_undo *extref_build_undo_t;
 errcode_t extref_build_undo_begin(const char *image, const char *undo_file,
 				  __u64 size, extref_build_undo_t *u,
@@ -483,6 +495,11 @@ errcode_t extref_build_populate(const char *image,
  * source the options name opened, checked and measured, in, ready for
  * extref_build_populate (in->src).  The source is one of:
  *
+ * - args: n_args arguments as mkfs.extref's -d takes them: one is a
+ *   path, "-" (an archive on standard input, which must not be a
+ *   directory), "oci:DIR[:TAG]" (oci_dir and oci_tag: the tag follows
+ *   the last ':' after the last '/') or "layers:LIST" (layer_list);
+ *   several are layers, none of them prefixed so;
  * - path: a host directory, an archive (tar, pax, cpio; compressed or
  *   not; a file, a FIFO or a character device, opened as it is: a pipe
  *   on purpose waits for its writer) or an ext2/3/4 image (a regular
@@ -546,6 +563,8 @@ errcode_t extref_build_populate(const char *image,
 #define EXTREF_SOURCE_ON_FD	0x0002	/* path's archive is on fd */
 struct extref_build_input_opts {
 	/* the source: one of */
+	const char *const *args;	/* mkfs.extref's -d arguments */
+	size_t		n_args;
 	const char	*path;
 	const char *const *layers;
 	size_t		n_layers;

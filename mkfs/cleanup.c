@@ -8,22 +8,22 @@
  * terminating signal a user or a session sends (SIGINT, SIGTERM, SIGHUP,
  * SIGQUIT, SIGPIPE, ...), which then re-raises the signal so the exit
  * status tells the caller what happened.  The routine runs in a signal
- * handler, so it uses system calls only: no stdio, no malloc, no nftw.
+ * handler, so it uses system calls only: no stdio, no malloc, no nftw
+ * (the tree goes by extref_build_remove_tree, which is made so).
  * Registration happens with those signals blocked, so a thing is either
  * registered or does not exist yet.  SIGKILL cannot be caught.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "extref_builder.h"
 #include "mkfs.h"
 
 static const int term_signals[] = {
@@ -40,94 +40,6 @@ static struct {
 	volatile sig_atomic_t have_tree, have_conf, have_image;
 	volatile pid_t	child;
 } reg;
-
-/* One directory entry as getdents64 returns it. */
-struct dent64 {
-	uint64_t	d_ino;
-	int64_t		d_off;
-	unsigned short	d_reclen;
-	unsigned char	d_type;
-	char		d_name[];
-};
-
-static int is_dot(const char *n)
-{
-	return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]));
-}
-
-/*
- * Remove what fd's directory holds.  Returns 1 after descending into a
- * non-empty subdirectory (fd then refers to it), 0 when a scan found
- * nothing more to remove.  *removed counts what went.
- */
-static int empty_one(int *fd, unsigned long *removed)
-{
-	char buf[4096];
-	long n;
-
-	if (lseek(*fd, 0, SEEK_SET) < 0)
-		return 0;
-	while ((n = syscall(SYS_getdents64, *fd, buf, sizeof(buf))) > 0) {
-		for (long off = 0; off < n; ) {
-			struct dent64 *d = (struct dent64 *)(buf + off);
-			int sub;
-
-			off += d->d_reclen;
-			if (is_dot(d->d_name))
-				continue;
-			if (!unlinkat(*fd, d->d_name, 0) ||
-			    !unlinkat(*fd, d->d_name, AT_REMOVEDIR)) {
-				(*removed)++;
-				continue;
-			}
-			if (errno != ENOTEMPTY && errno != EEXIST)
-				continue;
-			sub = openat(*fd, d->d_name, O_RDONLY | O_DIRECTORY |
-				     O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0)
-				continue;
-			close(*fd);
-			*fd = sub;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/*
- * Remove the tree at root without recursion or memory: descend into a
- * non-empty directory, empty it, climb back through "..", rescan.  The
- * tree is private (mode 0700, made by us), so ".." is where we came
- * from.  Gives up on a directory it cannot empty.
- */
-static void remove_tree(const char *root)
-{
-	unsigned long removed = 0, at_descent = 0;
-	int fd, depth = 0;
-
-	fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	for (;;) {
-		int up;
-
-		if (empty_one(&fd, &removed)) {
-			depth++;
-			at_descent = removed;
-			continue;
-		}
-		if (depth == 0 || removed == at_descent)
-			break;		/* done, or stuck below */
-		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		close(fd);
-		if (up < 0)
-			return;
-		fd = up;
-		depth--;
-	}
-	close(fd);
-	rmdir(root);
-}
 
 static const char size_msg[] =
 	"mkfs.extref: cannot restore the size of the image\n";
@@ -149,7 +61,7 @@ static void run_cleanup(void)
 	}
 	if (reg.have_tree) {
 		reg.have_tree = 0;
-		remove_tree(reg.tree);
+		extref_build_remove_tree(reg.tree);
 	}
 	if (reg.have_image) {
 		reg.have_image = 0;

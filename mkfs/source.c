@@ -34,66 +34,18 @@
 /* The run's source (source_check), open until the process ends. */
 static struct extref_build_input in = { .src = { .archive_fd = -1 } };
 
-static int is_prefixed(const char *s)
+/* The -d arguments as the library takes them (it tells them apart). */
+static void input_opts(const struct mkfs_opts *o,
+		       struct extref_build_input_opts *io)
 {
-	return !strncmp(s, "oci:", 4) || !strncmp(s, "layers:", 7);
-}
-
-/* oci:DIR[:TAG] into io: the tag is what follows the last ':' after the
- * last '/' (as skopeo reads it).  The copy of DIR returned is io's. */
-static char *oci_arg(const char *arg, struct extref_build_input_opts *io)
-{
-	char *dir = strdup(arg + 4), *slash, *colon;
-
-	if (!dir)
-		fatal("out of memory");
-	slash = strrchr(dir, '/');
-	colon = strrchr(slash ? slash : dir, ':');
-	if (colon)
-		*colon++ = 0;
-	if (!*dir)
-		fatal("-d %s: no directory after oci:", arg);
-	io->oci_dir = dir;
-	io->oci_tag = colon && *colon ? colon : NULL;
-	return dir;
-}
-
-/* The -d arguments as the library takes them (exits on a bad call); what
- * is returned is io's, to free after the open. */
-static char *input_opts(const struct mkfs_opts *o,
-			struct extref_build_input_opts *io)
-{
-	struct stat st;
-	size_t i;
-
 	memset(io, 0, sizeof(*io));
+	io->args = o->sources;
+	io->n_args = o->nsources;
 	io->flags = o->size_arg ? EXTREF_SOURCE_SIZED : 0;
 	io->image = o->image;
 	io->blocksize = o->blocksize;
 	io->dedupe = o->dedup;
 	io->progress = progress_cb;
-	for (i = 0; o->nsources > 1 && i < o->nsources; i++)
-		if (is_prefixed(o->sources[i]))
-			fatal("-d %s: an OCI layout or a layer list is the "
-			      "only -d", o->sources[i]);
-	if (o->nsources > 1) {
-		io->layers = o->sources;
-		io->n_layers = o->nsources;
-	} else if (!strncmp(o->source, "oci:", 4)) {
-		return oci_arg(o->source, io);
-	} else if (!strncmp(o->source, "layers:", 7)) {
-		io->layer_list = o->source + 7;
-	} else {
-		io->path = o->source;
-	}
-	if (io->path && !strcmp(io->path, "-")) {
-		if (!fstat(0, &st) && S_ISDIR(st.st_mode))
-			fatal("-d -: standard input is a directory, not an "
-			      "archive");
-		io->flags |= EXTREF_SOURCE_ON_FD;
-		io->fd = 0;
-	}
-	return NULL;
 }
 
 /* The source must be a directory, an archive, an image or layers;
@@ -103,15 +55,13 @@ void source_check(struct mkfs_opts *o)
 	struct extref_build_input_opts io;
 	sigset_t signals;
 	errcode_t err;
-	char *copy;
 
-	copy = input_opts(o, &io);
+	input_opts(o, &io);
 	cleanup_signals(&signals);	/* while a spool file has a name */
 	io.signals = &signals;
 	extref_build_input_close(&in);	/* a run's second build (--shrink) */
 	err = extref_build_input_open(&io, &in);
 	progress_end();
-	free(copy);
 	if (err)
 		fatal("%s", in.why ? in.why : error_message(err));
 	o->archive = in.src.n_layers ? in.names[0] :

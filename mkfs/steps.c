@@ -152,12 +152,9 @@ int summary_print(const struct mkfs_opts *o)
 {
 	struct extref_image_usage u;
 	uint64_t file, stored, size;
-	struct stat st;
 	errcode_t err;
 
 	err = extref_image_usage(o->image, &u);
-	if (!err && stat(o->image, &st) < 0)
-		err = errno;
 	if (err) {
 		error_line("%s: %s while reading the summary", o->image,
 			   error_message(err));
@@ -174,9 +171,9 @@ int summary_print(const struct mkfs_opts *o)
 	printf("  saved:                 %10.1f MiB\n", mib(file - stored));
 	printf("  image size:            %10.1f MiB (%u-byte blocks)\n",
 	       mib(size), u.blocksize);
-	if (S_ISREG(st.st_mode))
+	if (u.host_bytes >= 0)
 		printf("  allocated on the host: %10.1f MiB\n",
-		       mib((uint64_t)st.st_blocks * 512));
+		       mib((uint64_t)u.host_bytes));
 	return 0;
 }
 

@@ -114,12 +114,14 @@ errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
 				  struct extref_build_input *in)
 {
 	int kinds = !!o->path + !!o->n_layers + !!o->layer_list +
-		    !!o->oci_dir;
+		    !!o->oci_dir + !!o->n_args;
 
 	memset(in, 0, sizeof(*in));
 	in->src.archive_fd = -1;
 	if (kinds != 1 || ((o->flags & EXTREF_SOURCE_ON_FD) && !o->path))
 		return EXT2_ET_INVALID_ARGUMENT;
+	if (o->n_args)
+		return xr_input_args(o, in);
 	if (o->path)
 		return xr_input_path(o, in);
 	return xr_input_layers(o, in);

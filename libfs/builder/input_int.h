@@ -49,6 +49,11 @@ errcode_t xr_input_path(const struct extref_build_input_opts *o,
 errcode_t xr_input_layers(const struct extref_build_input_opts *o,
 			  struct extref_build_input *in);
 
+/* input_args.c: o->args (mkfs.extref's -d arguments) told apart, then
+ * opened as xr_input_path or xr_input_layers opens them. */
+errcode_t xr_input_args(const struct extref_build_input_opts *o,
+			struct extref_build_input *in);
+
 /* oci_layout.c: the layers of the OCI image layout dir (tag's manifest,
  * or its only one), every blob verified, added to in. */
 errcode_t xr_oci_read(struct extref_build_input *in, const char *dir,

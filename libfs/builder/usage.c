@@ -7,7 +7,9 @@
  * file), the distinct blocks among them (a shared block once), and the
  * filesystem's blocks.
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "build_int.h"
 
@@ -69,6 +71,7 @@ static errcode_t tally_files(ext2_filsys fs, struct tally *t)
 errcode_t extref_image_usage(const char *image, struct extref_image_usage *u)
 {
 	struct tally t;
+	struct stat st;
 	ext2_filsys fs;
 	errcode_t err;
 
@@ -79,7 +82,11 @@ errcode_t extref_image_usage(const char *image, struct extref_image_usage *u)
 	if (err)
 		return err;
 	err = tally_files(fs, &t);
+	if (!err && stat(image, &st) < 0)
+		err = errno;
 	if (!err) {
+		u->host_bytes = S_ISREG(st.st_mode) ?
+				(long long)st.st_blocks * 512 : -1;
 		u->file_blocks = t.file_blocks;
 		u->stored_blocks = t.stored_blocks;
 		u->blocks = ext2fs_blocks_count(fs->super);
