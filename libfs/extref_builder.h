@@ -695,6 +695,8 @@ struct extref_build_mke2fs {
 	int		is_blockdev;
 	const char	*need_for;
 	__u64		need;
+	int		host_conf;	/* mke2fs's own configuration, not
+					   ours (extref_build_mke2fs_run) */
 	/* out */
 	const char	*argv[EXTREF_MKE2FS_MAX_ARGS];
 	char		bsbuf[16];
@@ -705,6 +707,24 @@ const char *extref_build_mke2fs_conf(void);
 errcode_t extref_build_mke2fs_argv(struct extref_build_mke2fs *m);
 void extref_build_mke2fs_why(const struct extref_build_mke2fs *m, char *output,
 			     int status, char *why, size_t len);
+/*
+ * mke2fs run for a build: argv from m (extref_build_mke2fs_argv), by
+ * extref_build_run_tool with t (the caller's name, path, env_var,
+ * signals, child; this sets conf, conf_fd and hold_signals), given our
+ * configuration unless m->host_conf: a memory file the child reads
+ * through /proc/self/fd, or, where there is none, a temporary file in
+ * $TMPDIR (else /tmp) that exists only while t->signals are blocked
+ * (mke2fs then runs holding them) and is gone on return.  0 when mke2fs
+ * exited 0 (t->output: its report, malloc'd); else why (len bytes) is
+ * the line to say: EXTREF_ERR_MKE2FS when it ran and failed
+ * (extref_build_mke2fs_why's line), an errno value when it could not be
+ * run or the configuration not written.  t->output is the caller's to
+ * free either way.
+ */
+errcode_t extref_build_mke2fs_run(struct extref_build_mke2fs *m,
+				  const struct extref_build_opts *o,
+				  struct extref_build_tool *t,
+				  char *why, size_t len);
 
 #pragma GCC visibility pop
 

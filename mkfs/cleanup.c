@@ -1,9 +1,9 @@
 /*
  * cleanup.c --- what mkfs.extref leaves behind on failure: nothing.
  *
- * The temporary tree an archive is unpacked into, the mke2fs
- * configuration file, the mke2fs child and the image file mkfs.extref
- * created (or grew) are registered here.  One routine removes them: at
+ * The temporary tree (--shrink's hidden directory), the child tool
+ * running and the image file mkfs.extref created (or grew) are
+ * registered here.  One routine removes them: at
  * exit (error paths end in exit()) and from the handler of every
  * terminating signal a user or a session sends (SIGINT, SIGTERM, SIGHUP,
  * SIGQUIT, SIGPIPE, ...), which then re-raises the signal so the exit
@@ -34,10 +34,9 @@ static const int term_signals[] = {
 
 static struct {
 	char		tree[PATH_MAX];
-	char		conf[PATH_MAX];
 	char		image[PATH_MAX];
 	off_t		image_size;	/* size to restore, or -1: remove */
-	volatile sig_atomic_t have_tree, have_conf, have_image;
+	volatile sig_atomic_t have_tree, have_image;
 	volatile pid_t	child;
 } reg;
 
@@ -54,10 +53,6 @@ static void run_cleanup(void)
 		kill(child, SIGKILL);
 		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
 			;
-	}
-	if (reg.have_conf) {
-		reg.have_conf = 0;
-		unlink(reg.conf);
 	}
 	if (reg.have_tree) {
 		reg.have_tree = 0;
@@ -174,22 +169,6 @@ int cleanup_add_tree(const char *path)
 		return -1;
 	reg.have_tree = 1;
 	return 0;
-}
-
-int cleanup_add_conf(const char *path)
-{
-	if (copy_path(reg.conf, path))
-		return -1;
-	reg.have_conf = 1;
-	return 0;
-}
-
-void cleanup_drop_conf(void)
-{
-	if (reg.have_conf) {
-		reg.have_conf = 0;
-		unlink(reg.conf);
-	}
 }
 
 int cleanup_add_image(const char *path, int created, off_t orig_size)

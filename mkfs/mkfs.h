@@ -105,8 +105,6 @@ void cleanup_unblock(const sigset_t *old);
 void cleanup_signals(sigset_t *set);
 void cleanup_child(pid_t pid, void *priv);
 int cleanup_add_tree(const char *path);
-int cleanup_add_conf(const char *path);
-void cleanup_drop_conf(void);
 int cleanup_add_image(const char *path, int created, off_t orig_size);
 void cleanup_keep_image(void);
 void cleanup_undo_image(void);
@@ -254,12 +252,5 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* mke2fs_run.c */
 /* Run mke2fs; 0 on success, else prints one error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
-
-/* tool_run.c: an e2fsprogs tool run through the library
- * (extref_build_run_tool), with cleanup.c's signals; 0 or an errno value,
- * *output (malloc'd) and *status set. */
-int run_e2fs_tool(const struct mkfs_opts *o, const char *path,
-		  const char *env_var, const char **argv, const char *conf,
-		  int conf_fd, int hold, char **output, int *status);
 
 #endif /* MKFS_EXTREF_H */

@@ -11,61 +11,42 @@
  * MKFS_EXTREF_E2UNDO name other programs (tests); else /sbin/NAME, else
  * NAME on PATH.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <limits.h>
 
 #include "extref_builder.h"
 #include "mkfs.h"
 
-int run_e2fs_tool(const struct mkfs_opts *o, const char *path,
-		  const char *env_var, const char **argv, const char *conf,
-		  int conf_fd, int hold, char **output, int *status)
-{
-	struct extref_build_tool t = {
-		.name = argv[0], .path = path, .env_var = env_var,
-		.conf = conf, .conf_fd = conf_fd, .hold_signals = hold,
-		.child = cleanup_child,
-	};
-	struct extref_build_opts b;
-	sigset_t sigs;
-	errcode_t err;
-
-	cleanup_signals(&sigs);
-	t.signals = &sigs;
-	build_opts_of(o, &b);
-	err = extref_build_run_tool(argv, &b, &t);
-	*output = t.output;
-	*status = t.status;
-	return (int)err;
-}
-
 /*
- * Run argv (tool name, overridable by env_var) to its end with the
- * terminating signals blocked; 0 when it exited 0, else -1 with its
- * output on standard error and *why set (an errno value, or 0: it ran
- * and failed, *status saying how).
+ * Run argv (tool name, overridable by env_var; else /sbin/NAME, else NAME
+ * on PATH) to its end with the terminating signals blocked; 0 when it
+ * exited 0, else -1 with its output on standard error and *why set (an
+ * errno value, or 0: it ran and failed, *status saying how).
  */
 static int run_tool(const struct mkfs_opts *o, const char *env_var,
 		    const char **argv, int *status, int *why)
 {
-	char path[64], *out = NULL;
+	char path[64];
+	struct extref_build_tool t = {
+		.name = argv[0], .path = path, .env_var = env_var,
+		.conf_fd = -1, .hold_signals = 1, .child = cleanup_child,
+	};
+	struct extref_build_opts b;
+	sigset_t sigs;
 
 	snprintf(path, sizeof(path), "/sbin/%s", argv[0]);
-	*why = run_e2fs_tool(o, path, env_var, argv, NULL, -1, 1, &out,
-			     status);
+	cleanup_signals(&sigs);
+	t.signals = &sigs;
+	build_opts_of(o, &b);
+	*why = (int)extref_build_run_tool(argv, &b, &t);
+	*status = t.status;
 	if (!*why && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
-		fputs(out, stderr);
-	free(out);
+		fputs(t.output, stderr);
+	free(t.output);
 	return *why || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
 }
 

@@ -1,0 +1,122 @@
+/*
+ * mke2fs_run.c --- extref_build_mke2fs_run: the stock mke2fs run for a
+ * build, with our configuration (mke2fs.c) and the one line that says
+ * why it failed.
+ *
+ * The configuration is a memory file (memfd) the child reads through
+ * /proc/self/fd: nothing to remove.  Where there is none, it is a
+ * temporary file that exists only while the caller's terminating
+ * signals are blocked (mke2fs then runs holding them, as e2fsck does):
+ * made, used and removed before a signal handler can run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "build_int.h"
+
+/* The configuration in a memory file: its descriptor (closed at exec but
+ * in the child, which keeps it), its name in path; -1: none here. */
+static int conf_memfd(char *path, size_t len)
+{
+	const char *conf = extref_build_mke2fs_conf();
+	size_t n = strlen(conf);
+	int fd = memfd_create("mkfs.extref.conf", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	if (write(fd, conf, n) != (ssize_t)n || access(path, R_OK)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The configuration in a temporary file, its name in path (the caller
+ * holds the signals); an errno value, why said. */
+static errcode_t conf_file(char *path, size_t len, char *why, size_t wlen)
+{
+	const char *dir = getenv("TMPDIR"), *conf = extref_build_mke2fs_conf();
+	size_t n = strlen(conf);
+	int fd, e;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	snprintf(path, len, "%s/mkfs.extref.conf.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0) {
+		e = errno;
+		snprintf(why, wlen, "cannot create a temporary file in %s: %s",
+			 dir, strerror(e));
+		return e;
+	}
+	if (write(fd, conf, n) != (ssize_t)n || close(fd) < 0) {
+		e = errno ? errno : EIO;
+		snprintf(why, wlen, "cannot write %s: %s", path, strerror(e));
+		unlink(path);
+		return e;
+	}
+	return 0;
+}
+
+/* mke2fs run, t's conf and conf_fd set; why said on failure. */
+static errcode_t run(struct extref_build_mke2fs *m,
+		     const struct extref_build_opts *o,
+		     struct extref_build_tool *t, char *why, size_t len)
+{
+	errcode_t err = extref_build_run_tool(m->argv, o, t);
+
+	if (err) {
+		snprintf(why, len, "%s: cannot run mke2fs: %s", m->image,
+			 strerror((int)err));
+		return err;
+	}
+	if (WIFEXITED(t->status) && WEXITSTATUS(t->status) == 0)
+		return 0;
+	extref_build_mke2fs_why(m, t->output, t->status, why, len);
+	return EXTREF_ERR_MKE2FS;
+}
+
+errcode_t extref_build_mke2fs_run(struct extref_build_mke2fs *m,
+				  const struct extref_build_opts *o,
+				  struct extref_build_tool *t,
+				  char *why, size_t len)
+{
+	char conf[4096];
+	sigset_t old;
+	errcode_t err;
+
+	t->output = NULL;
+	extref_build_mke2fs_argv(m);
+	t->conf = NULL;
+	t->conf_fd = -1;
+	t->hold_signals = 0;
+	if (m->host_conf)	/* mke2fs's own (MKE2FS_CONFIG, /etc) */
+		return run(m, o, t, why, len);
+	t->conf = conf;
+	t->conf_fd = conf_memfd(conf, sizeof(conf));
+	if (t->conf_fd >= 0) {
+		err = run(m, o, t, why, len);
+		close(t->conf_fd);
+		t->conf_fd = -1;
+		t->conf = NULL;
+		return err;
+	}
+	sigprocmask(SIG_BLOCK, t->signals, &old);
+	t->hold_signals = 1;
+	err = conf_file(conf, sizeof(conf), why, len);
+	if (!err) {
+		err = run(m, o, t, why, len);
+		unlink(conf);
+	}
+	t->conf = NULL;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
