@@ -697,6 +697,8 @@ struct extref_build_mke2fs {
 	__u64		need;
 	int		host_conf;	/* mke2fs's own configuration, not
 					   ours (extref_build_mke2fs_run) */
+	int		scratch;	/* image does not exist: a dry run
+					   (-n) on a memory file of fs_bytes */
 	/* out */
 	const char	*argv[EXTREF_MKE2FS_MAX_ARGS];
 	char		bsbuf[16];
@@ -714,7 +716,10 @@ void extref_build_mke2fs_why(const struct extref_build_mke2fs *m, char *output,
  * configuration unless m->host_conf: a memory file the child reads
  * through /proc/self/fd, or, where there is none, a temporary file in
  * $TMPDIR (else /tmp) that exists only while t->signals are blocked
- * (mke2fs then runs holding them) and is gone on return.  0 when mke2fs
+ * (mke2fs then runs holding them) and is gone on return.  With
+ * m->scratch (mke2fs -n among pass, for an image that does not exist),
+ * mke2fs runs on a sparse memory file of fs_bytes, which names the image
+ * in its argv and in why: nothing is made.  0 when mke2fs
  * exited 0 (t->output: its report, malloc'd); else why (len bytes) is
  * the line to say: EXTREF_ERR_MKE2FS when it ran and failed
  * (extref_build_mke2fs_why's line), an errno value when it could not be

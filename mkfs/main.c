@@ -418,7 +418,7 @@ int main(int argc, char **argv)
 
 	target_probe(&o, &t);		/* nothing touched yet */
 	if (o.noaction)
-		return dry_run(&o, &t);	/* and nothing will be */
+		return run_mke2fs(&o, &t) ? 1 : 0; /* nor will be */
 	target_create(&o, &t);
 	if (o.undo && !t.orig_size) {
 		o.undo = NULL;		/* a new image: nothing to put back */

@@ -36,7 +36,7 @@ static const struct pass_opt pass_opts[] = {
 	{ 'l', 1, NULL },	/* bad blocks list */
 	{ 'm', 1, NULL },	/* reserved blocks percentage */
 	{ 'M', 1, NULL },	/* last mounted directory */
-	{ 'n', 0, NULL },	/* dry run: mke2fs -n's report (dry_run.c) */
+	{ 'n', 0, NULL },	/* dry run: mke2fs -n's report (mke2fs_run.c) */
 	{ 'o', 1, NULL },	/* creator OS */
 	{ 'r', 1, NULL },	/* revision (1: 0 is refused below) */
 	{ 'S', 0, "-S rewrites the superblocks of an existing filesystem; "

@@ -4,7 +4,9 @@
  * makes the argv and gives mke2fs our configuration, so the result does
  * not depend on the host's /etc/mke2fs.conf; libfs/builder/mke2fs.c,
  * mke2fs_run.c), the child registered with cleanup.c, and the report
- * (-v) or the one line that says why it failed printed.
+ * (-v, -n) or the one line that says why it failed printed.  -n, once
+ * target_probe has checked everything, runs it alone, as mke2fs -n: on
+ * an image that does not exist yet, the library's memory file.
  * MKFS_EXTREF_MKE2FS names another mke2fs than the one found at build
  * time.
  */
@@ -45,6 +47,7 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->created = t->created;
 	m->is_blockdev = t->is_blockdev;
 	m->host_conf = o->host_conf;
+	m->scratch = o->noaction && !t->exists;	/* -n: nothing made */
 	if (o->source) {
 		m->need_for = o->archive ? o->archive : o->source;
 		m->need = o->source_need;

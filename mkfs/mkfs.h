@@ -226,9 +226,6 @@ int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);
 int undo_build_end(const struct mkfs_opts *o);
 void undo_build_abort(const struct mkfs_opts *o);
 
-/* dry_run.c: -n, once target_probe has checked everything. */
-int dry_run(const struct mkfs_opts *o, const struct mkfs_target *t);
-
 /* options.c */
 void check_ext_opts(struct mkfs_opts *o, const char *arg);
 void check_features(struct mkfs_opts *o, const char *arg);
@@ -250,7 +247,8 @@ void target_create(const struct mkfs_opts *o, struct mkfs_target *t);
 void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 
 /* mke2fs_run.c */
-/* Run mke2fs; 0 on success, else prints one error line and returns -1. */
+/* Run mke2fs (-n: alone, as a dry run); 0 on success, else prints one
+ * error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
 
 #endif /* MKFS_EXTREF_H */

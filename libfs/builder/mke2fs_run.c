@@ -7,7 +7,9 @@
  * /proc/self/fd: nothing to remove.  Where there is none, it is a
  * temporary file that exists only while the caller's terminating
  * signals are blocked (mke2fs then runs holding them, as e2fsck does):
- * made, used and removed before a signal handler can run.
+ * made, used and removed before a signal handler can run.  A dry run
+ * (mke2fs -n) of an image that does not exist yet runs on a sparse
+ * memory file of its size: no file is made.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -84,16 +86,66 @@ static errcode_t run(struct extref_build_mke2fs *m,
 	return EXTREF_ERR_MKE2FS;
 }
 
+/*
+ * A dry run (mke2fs -n) for an image that does not exist yet: a sparse
+ * memory file of the planned size (the child's too: not closed at exec),
+ * named in m->image for the run; its descriptor, or -1 with why said.
+ */
+static int scratch_image(struct extref_build_mke2fs *m, char *path,
+			 size_t plen, char *why, size_t len)
+{
+	int fd = memfd_create("mkfs.extref.dry-run", 0), e;
+
+	if (fd < 0 || ftruncate(fd, (off_t)m->fs_bytes) < 0) {
+		e = errno;
+		snprintf(why, len, "%s: -n on a new image: cannot make a "
+			 "memory file of %llu bytes: %s", m->image,
+			 (unsigned long long)m->fs_bytes, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	snprintf(path, plen, "/proc/self/fd/%d", fd);
+	m->image = path;
+	return fd;
+}
+
+static errcode_t run_conf(struct extref_build_mke2fs *m,
+			  const struct extref_build_opts *o,
+			  struct extref_build_tool *t, char *why, size_t len);
+
 errcode_t extref_build_mke2fs_run(struct extref_build_mke2fs *m,
 				  const struct extref_build_opts *o,
 				  struct extref_build_tool *t,
 				  char *why, size_t len)
 {
+	const char *image = m->image;
+	char path[64];
+	errcode_t err;
+	int fd;
+
+	t->output = NULL;
+	if (!m->scratch)
+		return run_conf(m, o, t, why, len);
+	fd = scratch_image(m, path, sizeof(path), why, len);
+	if (fd < 0)
+		return errno;
+	err = run_conf(m, o, t, why, len);
+	close(fd);
+	m->image = image;
+	return err;
+}
+
+/* mke2fs run with our configuration (or the host's). */
+static errcode_t run_conf(struct extref_build_mke2fs *m,
+			  const struct extref_build_opts *o,
+			  struct extref_build_tool *t, char *why, size_t len)
+{
 	char conf[4096];
 	sigset_t old;
 	errcode_t err;
 
-	t->output = NULL;
 	extref_build_mke2fs_argv(m);
 	t->conf = NULL;
 	t->conf_fd = -1;
