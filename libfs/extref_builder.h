@@ -652,6 +652,25 @@ struct extref_build_tool {
 errcode_t extref_build_run_tool(const char *const *argv,
 				const struct extref_build_opts *o,
 				struct extref_build_tool *t);
+/*
+ * Stock e2fsck -fn on image, and stock e2undo putting image back from
+ * undo_file (which is removed once it did), run by extref_build_run_tool
+ * holding t->signals (t: the caller's env_var, signals and child; path
+ * NULL: /sbin/NAME; this sets the rest).  0 when the tool exited 0; else
+ * an errno value (it could not be run) or EXTREF_ERR_TOOL_FAILED (it ran
+ * and failed: e2fsck found the filesystem damaged, or e2undo could not
+ * put it back), why (len bytes) the line that says so ("IMAGE: cannot
+ * run e2undo: ...", "IMAGE: e2fsck failed (exit status 4)").
+ * t->output (all the tool wrote, malloc'd) is the caller's to free.
+ */
+errcode_t extref_build_e2fsck_fn(const char *image,
+				 const struct extref_build_opts *o,
+				 struct extref_build_tool *t,
+				 char *why, size_t len);
+errcode_t extref_build_e2undo(const char *undo_file, const char *image,
+			      const struct extref_build_opts *o,
+			      struct extref_build_tool *t,
+			      char *why, size_t len);
 
 /*
  * The stock mke2fs as a build runs it (with extref_build_run_tool).

@@ -2,89 +2,55 @@
  * tool_run.c --- run the stock e2fsck -fn (the clean checks of --convert
  * and --shrink) and e2undo (convert_undo.c, steps.c's -z), as
  * mke2fs_run.c runs the stock mke2fs: through the library
- * (extref_build_run_tool) with cleanup.c's signals.
- *
- * They run with the terminating signals blocked (and we wait with them
- * blocked): a Ctrl-C neither kills them half-way nor leaves them running
- * alone; the signal is taken once they have finished.  Their output is
- * kept and printed only when they fail.  MKFS_EXTREF_E2FSCK and
- * MKFS_EXTREF_E2UNDO name other programs (tests); else /sbin/NAME, else
- * NAME on PATH.
+ * (extref_build_e2fsck_fn, _e2undo: signals held while they run) with
+ * cleanup.c's signals.  Their output is printed only when they fail.
+ * MKFS_EXTREF_E2FSCK and MKFS_EXTREF_E2UNDO name other programs (tests);
+ * else /sbin/NAME, else NAME on PATH.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "extref_builder.h"
 #include "mkfs.h"
 
-/*
- * Run argv (tool name, overridable by env_var; else /sbin/NAME, else NAME
- * on PATH) to its end with the terminating signals blocked; 0 when it
- * exited 0, else -1 with its output on standard error and *why set (an
- * errno value, or 0: it ran and failed, *status saying how).
- */
-static int run_tool(const struct mkfs_opts *o, const char *env_var,
-		    const char **argv, int *status, int *why)
+/* The library's run of a stock tool with cleanup.c's signals and child;
+ * its output on standard error when it ran and failed. */
+static errcode_t run(const struct mkfs_opts *o, const char *env_var,
+		     const char *undo, char *why, size_t len)
 {
-	char path[64];
-	struct extref_build_tool t = {
-		.name = argv[0], .path = path, .env_var = env_var,
-		.conf_fd = -1, .hold_signals = 1, .child = cleanup_child,
-	};
+	struct extref_build_tool t = { .env_var = env_var,
+				       .child = cleanup_child };
 	struct extref_build_opts b;
 	sigset_t sigs;
+	errcode_t err;
 
-	snprintf(path, sizeof(path), "/sbin/%s", argv[0]);
 	cleanup_signals(&sigs);
 	t.signals = &sigs;
 	build_opts_of(o, &b);
-	*why = (int)extref_build_run_tool(argv, &b, &t);
-	*status = t.status;
-	if (!*why && (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0))
+	err = undo ? extref_build_e2undo(undo, o->image, &b, &t, why, len) :
+		     extref_build_e2fsck_fn(o->image, &b, &t, why, len);
+	if (err == EXTREF_ERR_TOOL_FAILED)
 		fputs(t.output, stderr);
 	free(t.output);
-	return *why || !WIFEXITED(*status) || WEXITSTATUS(*status) ? -1 : 0;
+	return err;
 }
 
 int run_e2fsck_fn(const struct mkfs_opts *o)
 {
-	const char *argv[] = { "e2fsck", "-fn", o->image, NULL };
-	int status, why;
+	char why[PATH_MAX + 128];
 
-	return run_tool(o, "MKFS_EXTREF_E2FSCK", argv, &status, &why);
-}
-
-static void say_failed(const struct mkfs_opts *o, const char *tool,
-		       int status, int why)
-{
-	if (why)
-		error_line("%s: cannot run %s: %s", o->image, tool,
-			   strerror(why));
-	else if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-		error_line("%s: cannot run %s: not found (install e2fsprogs)",
-			   o->image, tool);
-	else
-		error_line("%s: %s failed (%s %d)", o->image, tool,
-			   WIFEXITED(status) ? "exit status" : "signal",
-			   WIFEXITED(status) ? WEXITSTATUS(status) :
-			   WTERMSIG(status));
+	return run(o, "MKFS_EXTREF_E2FSCK", NULL, why, sizeof(why)) ? -1 : 0;
 }
 
 /* e2undo puts back what was written: 0, or -1 (the undo file kept). */
 int run_e2undo(const struct mkfs_opts *o, const char *undo)
 {
-	const char *argv[] = { "e2undo", undo, o->image, NULL };
-	int status, why;
+	char why[PATH_MAX + 128];
 
-	if (!run_tool(o, "MKFS_EXTREF_E2UNDO", argv, &status, &why)) {
-		unlink(undo);
+	if (!run(o, "MKFS_EXTREF_E2UNDO", undo, why, sizeof(why)))
 		return 0;
-	}
-	say_failed(o, "e2undo", status, why);
+	error_line("%s", why);
 	error_line("%s: the undo file %s is kept", o->image, undo);
 	return -1;
 }
