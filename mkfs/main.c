@@ -400,7 +400,7 @@ int main(int argc, char **argv)
 		return update_image(&o);
 	if (o.size_arg &&
 	    parse_size(o.size_arg, o.blocksize ? o.blocksize : 1024,
-		       &o.size_bytes))
+		       &o.plan.size_bytes))
 		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
 		      "or T suffix)", o.size_arg);
 	/* No SIZE: an existing image is used whole, as mke2fs does. */
@@ -409,7 +409,7 @@ int main(int argc, char **argv)
 	/* A build's blocks follow its data, not mke2fs's table for small
 	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says.  An
 	 * existing image used whole takes mke2fs's choice, as mke2fs. */
-	if (o.source && !o.blocksize && !o.whole) {
+	if (o.source && !o.blocksize && !o.plan.whole) {
 		o.blocksize = 4096;
 		o.bs_chosen = 1;
 	}

@@ -38,8 +38,8 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->uuid = o->uuid;
 	m->ext_opts = o->ext_opts;
 	m->features = o->features;
-	m->journal_opt = o->journal_given ? NULL : o->journal_opt;
-	m->reserved_zero = o->reserved_zero && !o->reserved_given;
+	m->journal_opt = o->journal_given ? NULL : o->plan.journal_opt;
+	m->reserved_zero = o->plan.reserved_zero && !o->reserved_given;
 	m->pass = o->pass;
 	m->npass = o->npass;
 	m->verbose = o->verbose;
@@ -49,8 +49,8 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->host_conf = o->host_conf;
 	m->scratch = o->noaction && !t->exists;	/* -n: nothing made */
 	if (o->source) {
-		m->need_for = o->archive ? o->archive : o->source;
-		m->need = o->source_need;
+		m->need_for = o->plan.archive ? o->plan.archive : o->source;
+		m->need = o->plan.source_need;
 	}
 }
 

@@ -25,11 +25,25 @@
 
 extern const char *prog;
 
-/* Everything the command line asked for, checked. */
+/*
+ * What the run settled, not what was asked: the size, what the source
+ * turned out to be, what sizing from it gives mke2fs.  Written by
+ * main.c (SIZE parsed), target_whole, source_check and plan_size only.
+ */
+struct mkfs_plan {
+	uint64_t	size_bytes;	/* SIZE parsed, or computed */
+	int		whole;		/* no SIZE: the existing image whole */
+	const char	*archive;	/* -d ARCHIVE (its first layer), as given */
+	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
+	uint64_t	source_need;	/* bytes the source needs, estimated */
+	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
+	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
+};
+
+/* Everything the command line asked for, checked; and the run's plan. */
 struct mkfs_opts {
 	const char	*image;
 	const char	*size_arg;	/* SIZE as given, or NULL */
-	uint64_t	size_bytes;	/* SIZE parsed, when size_arg */
 	unsigned int	blocksize;	/* 0 until chosen */
 	const char	*inodes;	/* -N, digits */
 	const char	*inode_ratio;	/* -i, digits */
@@ -47,11 +61,6 @@ struct mkfs_opts {
 	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
 	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
 	size_t		nsources;
-	const char	*archive;	/* -d ARCHIVE, as given */
-	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
-	uint64_t	source_need;	/* bytes the source needs, estimated */
-	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
-	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 	unsigned int	headroom;	/* --headroom, percent */
 	int		all_root;	/* --all-root */
 	int		root_owner;	/* -E root_owner= given */
@@ -72,12 +81,12 @@ struct mkfs_opts {
 	int		verbose;	/* -v: mke2fs's report printed */
 	int		bs_chosen;	/* -b given, or a build's 4096 */
 	int		size_auto;	/* --size=auto: sized from -d */
-	int		whole;		/* no SIZE: the existing image whole */
 	const char	*undo;		/* -z UNDO_FILE (steps.c) */
 	int		noaction;	/* -n: mke2fs -n's report only */
 	int		no_xattrs;	/* -E no_copy_xattrs */
 	int		keep_times;	/* no clamping to the epoch (--shrink) */
 	int		no_journal;	/* -O ^has_journal, sized so (--shrink) */
+	struct mkfs_plan plan;		/* settled by the run, not given */
 };
 
 #define OPT_CONVERT	1000

@@ -368,7 +368,7 @@ int shrink_image(const struct mkfs_opts *o)
 		fault_after("first");
 		n.source = n.sources[0] = first;
 		n.image = tmp;
-		n.image_source = NULL;
+		n.plan.image_source = NULL;
 		n.dedup = EXTREF_DEDUPE_NONE;	/* its sharing is kept */
 		n.size_arg = NULL;
 		n.inodes = NULL;

@@ -64,15 +64,15 @@ void source_check(struct mkfs_opts *o)
 	progress_end();
 	if (err)
 		fatal("%s", in.why ? in.why : error_message(err));
-	o->archive = in.src.n_layers ? in.names[0] :
+	o->plan.archive = in.src.n_layers ? in.names[0] :
 		     in.src.archive_fd >= 0 ? o->source : NULL;
-	o->image_source = in.src.image;
+	o->plan.image_source = in.src.image;
 	if (o->size_arg) {	/* for the message when it is too small */
-		o->source_need = in.need;
+		o->plan.source_need = in.need;
 		return;
 	}
 	plan_size(o, &in.size);
-	o->source_need = o->size_bytes;
+	o->plan.source_need = o->plan.size_bytes;
 }
 
 /*
@@ -90,8 +90,8 @@ static int out_of_room(errcode_t err)
 static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_populate *p)
 {
-	const char *src = o->archive ? o->archive : o->source;
-	int named = o->archive || o->image_source;	/* where is its entry */
+	const char *src = o->plan.archive ? o->plan.archive : o->source;
+	int named = o->plan.archive || o->plan.image_source;	/* where is its entry */
 	const char *where = p->where ? p->where : "";
 
 	if (p->layer < in.src.n_layers)
@@ -104,10 +104,10 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	else if (err == EXT2_ET_INODE_ALLOC_FAIL)
 		error_line("%s: out of inodes for %s (raise -N or lower -i)",
 			   o->image, src);
-	else if (out_of_room(err) && o->source_need)
+	else if (out_of_room(err) && o->plan.source_need)
 		error_line("%s: image too small for %s (%s): it needs about "
 			   "%llu KiB", o->image, src, error_message(err),
-			   (unsigned long long)(o->source_need / 1024));
+			   (unsigned long long)(o->plan.source_need / 1024));
 	else if (out_of_room(err))
 		error_line("%s: image too small for %s (%s)", o->image, src,
 			   error_message(err));
@@ -168,7 +168,7 @@ int source_finish(const struct mkfs_opts *o)
 	if (populate(o))
 		return 1;
 	/* an image's sharing is kept as it is read; --dedup finds more */
-	if (o->image_source && o->dedup && dedupe_new(o))
+	if (o->plan.image_source && o->dedup && dedupe_new(o))
 		return 1;
 	/* no e2fsck -fp afterwards: a directory is indexed as its first
 	 * block fills (xr_link), as the kernel does, not left linear */

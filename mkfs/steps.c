@@ -130,11 +130,11 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 	if (err)
 		fatal("%s: %s while sizing the image", o->image,
 		      error_message(err));
-	o->size_bytes = p.bytes;
+	o->plan.size_bytes = p.bytes;
 	o->size_arg = "computed from SOURCE";
 	snprintf(journal, sizeof(journal), "size=%u", p.journal_mib);
-	o->journal_opt = journal;
-	o->reserved_zero = 1;
+	o->plan.journal_opt = journal;
+	o->plan.reserved_zero = 1;
 	if (!o->inodes) {
 		snprintf(inodes, sizeof(inodes), "%llu",
 			 (unsigned long long)p.inodes);

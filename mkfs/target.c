@@ -94,7 +94,7 @@ static void probe_existing(struct mkfs_opts *o, struct mkfs_target *t,
 	if (!o->size_arg) {
 		t->fs_bytes = t->orig_size;
 	} else {
-		t->fs_bytes = o->size_bytes;
+		t->fs_bytes = o->plan.size_bytes;
 		if (t->is_blockdev && t->fs_bytes > t->orig_size)
 			fatal("%s: SIZE %s is larger than the device "
 			      "(%llu bytes)", o->image, o->size_arg,
@@ -111,12 +111,12 @@ static void check_geometry(struct mkfs_opts *o, struct mkfs_target *t)
 		o->blocksize = default_blocksize(t->fs_bytes);
 	blocks = t->fs_bytes / o->blocksize;
 	t->fs_bytes = blocks * o->blocksize;
-	if (blocks < MKFS_MIN_BLOCKS && o->source && o->source_need)
+	if (blocks < MKFS_MIN_BLOCKS && o->source && o->plan.source_need)
 		fatal("%s: image too small for %s (%llu blocks of %u bytes): "
 		      "it needs about %llu KiB", o->image,
-		      o->archive ? o->archive : o->source,
+		      o->plan.archive ? o->plan.archive : o->source,
 		      (unsigned long long)blocks, o->blocksize,
-		      (unsigned long long)(o->source_need / 1024));
+		      (unsigned long long)(o->plan.source_need / 1024));
 	if (blocks < MKFS_MIN_BLOCKS)
 		fatal("%s: size too small for the requested geometry "
 		      "(%llu blocks of %u bytes; at least %u needed)",
@@ -144,7 +144,7 @@ void target_probe(struct mkfs_opts *o, struct mkfs_target *t)
 	} else if (errno == ENOENT) {
 		if (!o->size_arg)
 			fatal("%s does not exist and no SIZE given", o->image);
-		t->fs_bytes = o->size_bytes;
+		t->fs_bytes = o->plan.size_bytes;
 	} else {
 		fatal("cannot open %s: %s", o->image, strerror(errno));
 	}
@@ -163,8 +163,8 @@ void target_whole(struct mkfs_opts *o)
 	bytes = existing_size(o->image, &st);
 	if (!bytes && S_ISREG(st.st_mode))
 		return;			/* an empty file: as a new one */
-	o->whole = 1;
-	o->size_bytes = bytes;
+	o->plan.whole = 1;
+	o->plan.size_bytes = bytes;
 	o->size_arg = "the whole image";
 }
 
