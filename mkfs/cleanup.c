@@ -40,6 +40,16 @@ static struct {
 	volatile pid_t	child;
 } reg;
 
+/* The image as it was: removed, or cut back to its size; 0 or -1
+ * (errno set).  Async-signal-safe. */
+static int restore_image(void)
+{
+	reg.have_image = 0;
+	if (reg.image_size < 0)
+		return unlink(reg.image);
+	return truncate(reg.image, reg.image_size);
+}
+
 static const char size_msg[] =
 	"mkfs.extref: cannot restore the size of the image\n";
 
@@ -58,13 +68,8 @@ static void run_cleanup(void)
 		reg.have_tree = 0;
 		extref_build_remove_tree(reg.tree);
 	}
-	if (reg.have_image) {
-		reg.have_image = 0;
-		if (reg.image_size < 0)
-			unlink(reg.image);
-		else if (truncate(reg.image, reg.image_size) < 0)
-			(void)!write(2, size_msg, sizeof(size_msg) - 1);
-	}
+	if (reg.have_image && restore_image() < 0 && reg.image_size >= 0)
+		(void)!write(2, size_msg, sizeof(size_msg) - 1);
 }
 
 static struct {
@@ -104,9 +109,7 @@ void cleanup_init(void)
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < N_SIGNALS; i++)
-		sigaddset(&sa.sa_mask, term_signals[i]);
+	cleanup_signals(&sa.sa_mask);
 	for (i = 0; i < N_SIGNALS; i++) {
 		/* a signal ignored on entry (nohup) stays ignored */
 		if (sigaction(term_signals[i], NULL, &old) == 0 &&
@@ -120,11 +123,8 @@ void cleanup_init(void)
 void cleanup_block(sigset_t *old)
 {
 	sigset_t set;
-	size_t i;
 
-	sigemptyset(&set);
-	for (i = 0; i < N_SIGNALS; i++)
-		sigaddset(&set, term_signals[i]);
+	cleanup_signals(&set);
 	sigprocmask(SIG_BLOCK, &set, old);
 }
 
@@ -198,12 +198,7 @@ void cleanup_keep_image(void)
 
 void cleanup_undo_image(void)
 {
-	if (!reg.have_image)
-		return;
-	reg.have_image = 0;
-	if (reg.image_size < 0)
-		unlink(reg.image);
-	else if (truncate(reg.image, reg.image_size) < 0)
+	if (reg.have_image && restore_image() < 0 && reg.image_size >= 0)
 		error_line("cannot restore the size of %s: %s", reg.image,
 			   strerror(errno));
 }

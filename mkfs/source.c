@@ -1,25 +1,10 @@
 /*
- * source.c --- mkfs.extref -d SOURCE: the -d arguments read and the
- * source opened, checked and measured by the library
- * (extref_build_input_open: a directory, an archive, an image, layers;
- * libfs/builder/source_kind.c, layer_list.c, oci_layout.c), the image
- * sized from it without SIZE (plan_size), then populated
- * (extref_build_populate: libfs/builder/populate*.c writes the
- * directory or the archive straight into the image mke2fs laid out,
- * every file type, owners, modes, nanosecond times, extended
- * attributes, hard links, sparse files; nothing unpacked on the host)
- * and optionally deduplicated; what failed said.
- *
- * -d - is the archive on standard input, as for tar.  -d given more
- * than once, -d layers:LIST (one archive a line) and -d oci:DIR[:TAG]
- * (an OCI image layout) are archives applied in order as the layers of
- * an OCI container image (extref_populate_layers): a later entry
- * replaces an earlier one, the whiteouts (.wh.NAME, .wh..wh..opq)
- * delete; unless --dedup says otherwise they are built with
- * --dedup=block.  -d IMAGE (a file or block device with an ext2/3/4
- * superblock): the image's tree is read through libext2fs, read-only,
- * and its shared extents stay shared (populate_image.c); --dedup then
- * runs on the result.
+ * source.c --- mkfs.extref -d SOURCE: the -d arguments handed to the
+ * library, which tells them apart, opens, checks and measures the source
+ * (extref_build_input_open: a directory, an archive, '-', layers, a
+ * layer list, an OCI layout, an image); the image sized from it without
+ * SIZE (plan_size); then populated (extref_build_populate) and, for an
+ * image source, deduplicated; what failed said.
  */
 #include <errno.h>
 #include <stdlib.h>

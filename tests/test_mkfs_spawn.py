@@ -1,5 +1,5 @@
-"""How mkfs.extref starts mke2fs (libfs/builder/tool.c and mke2fs.c,
-mkfs/mke2fs_run.c).
+"""How mkfs.extref starts mke2fs (libfs/builder/tool.c, mke2fs.c and
+mke2fs_run.c; mkfs/mke2fs_run.c).
 
 mke2fs is started with posix_spawn, and its configuration is a memory
 file it reads through /proc/self/fd (nothing in TMPDIR).  A wrapper
@@ -15,10 +15,14 @@ one.  Checked:
   and after; the image is made (stock e2fsck -fn) with the block size
   and inode size of our configuration (dumpe2fs), not the host's;
 - an mke2fs that cannot be started: one line naming the image and
-  "cannot run mke2fs", exit status 1, no image left.
+  "cannot run mke2fs", exit status 1, no image left;
+- without a memory file for the configuration (LD_PRELOAD), a temporary
+  file in TMPDIR while mke2fs runs with the signals held, gone after.
 """
 import os
 import re
+import shutil
+import signal
 import subprocess
 
 import pytest
@@ -111,3 +115,61 @@ def test_mke2fs_cannot_start(tmp_path):
     assert "cannot run mke2fs" in lines[0] and str(img) in lines[0], \
         describe(res)
     assert not img.exists()
+
+
+_NO_MEMFD = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+int memfd_create(const char *name, unsigned int flags)
+{
+	int (*real)(const char *, unsigned int) =
+		(int (*)(const char *, unsigned int))dlsym(RTLD_NEXT,
+							   "memfd_create");
+	if (!strcmp(name, "mkfs.extref.conf")) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(name, flags);
+}
+"""
+
+
+def test_configuration_without_a_memory_file(tmp_path):
+    """Where the configuration's memory file cannot be made (memfd_create
+    failing for it, through LD_PRELOAD), it is a temporary file in
+    TMPDIR that exists only while mke2fs runs with the terminating
+    signals held, and is gone after; the image is made from it."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the LD_PRELOAD shim")
+    src = tmp_path / "nomemfd.c"
+    src.write_text(_NO_MEMFD)
+    shim = tmp_path / "nomemfd.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(shim), str(src),
+                    "-ldl"], check=True)
+    w, rec = _wrapper(tmp_path)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = dict(os.environ, MKFS_EXTREF_MKE2FS=str(w), TMPDIR=str(tmpdir),
+               LD_PRELOAD=str(shim))
+    img = tmp_path / "a.img"
+    res = subprocess.run([binary("mkfs.extref"), "-q", str(img), "64M"],
+                         env=env, capture_output=True, text=True)
+    assert res.returncode == 0, describe(res)
+    e2fsck_fn(img)
+    got = _env(rec / "env")
+    assert got["MKE2FS_CONFIG"].startswith(str(tmpdir) +
+                                           "/mkfs.extref.conf."), got
+    conf = (rec / "conf").read_text()
+    assert conf.startswith("[defaults]") and "ext4 = {" in conf, conf
+    sig = dict(line.split(":") for line in
+               (rec / "sig").read_text().splitlines())
+    held = int(sig["SigBlk"], 16)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        assert held & (1 << (s - 1)), sig
+    assert os.listdir(tmpdir) == []
+    h = dumpe2fs_header(img)
+    assert h["Block size"] == "1024" and h["Inode size"] == "256", h
