@@ -1,12 +1,15 @@
 /*
  * mkfs.h --- shared declarations of mkfs.extref.
  *
- * main.c parses and checks the options, target.c checks and prepares the
- * image file, mke2fs_run.c runs the stock mke2fs with a fixed
- * configuration; the rest is the library's builder (extref_builder.h:
- * extref_build_* add the tree, populate, deduplicate, label, convert,
- * check a shrink, keep the undo file), called by steps.c, source.c,
- * convert.c, shrink.c and update.c, which print what it did.
+ * main.c, options.c, mke2fs_opts.c and size.c parse and check the
+ * options (struct mkfs_opts; what the run settles is its plan, struct
+ * mkfs_plan), target.c checks and prepares the image file, cleanup.c
+ * handles the signals and undoes what a failed run made, progress.c
+ * draws the bars; the rest is the library's builder (extref_builder.h:
+ * extref_build_* run mke2fs, e2fsck and e2undo, add the tree, open the
+ * source, populate, deduplicate, label, convert, check a shrink, keep
+ * the undo file), called by mke2fs_run.c, tool_run.c, steps.c,
+ * source.c, convert.c, shrink.c and update.c, which print what it did.
  */
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
