@@ -50,6 +50,16 @@ exec mke2fs "$@"
     return w, rec
 
 
+def _make_clean(tmp_path, env):
+    """A 64M image made with env, stock e2fsck -fn clean."""
+    img = tmp_path / "a.img"
+    res = subprocess.run([binary("mkfs.extref"), "-q", str(img), "64M"],
+                         env=env, capture_output=True, text=True)
+    assert res.returncode == 0, describe(res)
+    e2fsck_fn(img)
+    return img
+
+
 def _env(path):
     out = {}
     for line in path.read_text().splitlines():
@@ -73,11 +83,7 @@ def test_mke2fs_environment(tmp_path, epoch):
     env.pop("SOURCE_DATE_EPOCH", None)
     if epoch:
         env["SOURCE_DATE_EPOCH"] = epoch
-    img = tmp_path / "a.img"
-    res = subprocess.run([binary("mkfs.extref"), "-q", str(img), "64M"],
-                         env=env, capture_output=True, text=True)
-    assert res.returncode == 0, describe(res)
-    e2fsck_fn(img)
+    img = _make_clean(tmp_path, env)
 
     got = _env(rec / "env")
     for var in ("MKE2FS_SYNC", "MKE2FS_FIRST_META_BG",
@@ -155,11 +161,7 @@ def test_configuration_without_a_memory_file(tmp_path):
     tmpdir.mkdir()
     env = dict(os.environ, MKFS_EXTREF_MKE2FS=str(w), TMPDIR=str(tmpdir),
                LD_PRELOAD=str(shim))
-    img = tmp_path / "a.img"
-    res = subprocess.run([binary("mkfs.extref"), "-q", str(img), "64M"],
-                         env=env, capture_output=True, text=True)
-    assert res.returncode == 0, describe(res)
-    e2fsck_fn(img)
+    img = _make_clean(tmp_path, env)
     got = _env(rec / "env")
     assert got["MKE2FS_CONFIG"].startswith(str(tmpdir) +
                                            "/mkfs.extref.conf."), got
