@@ -725,6 +725,9 @@ struct extref_build_mke2fs {
 	char		ebuf[1024];
 };
 const char *extref_build_mke2fs_conf(void);
+/* The block size our configuration gives a filesystem of bytes, as
+ * mke2fs picks it from the size's type (1024 below 512 MiB, else 4096). */
+unsigned int extref_build_mke2fs_blocksize(__u64 bytes);
 errcode_t extref_build_mke2fs_argv(struct extref_build_mke2fs *m);
 void extref_build_mke2fs_why(const struct extref_build_mke2fs *m, char *output,
 			     int status, char *why, size_t len);

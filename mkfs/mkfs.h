@@ -222,8 +222,6 @@ int parse_size(const char *arg, uint64_t unit, uint64_t *bytes);
 /* Parse a decimal unsigned number that fits in max; -1 if it does not. */
 int parse_uint(const char *arg, unsigned long long max,
 	       unsigned long long *val);
-/* Block size mke2fs's profile would pick for a filesystem of bytes. */
-unsigned int default_blocksize(uint64_t bytes);
 
 /* mke2fs_opts.c: the mke2fs options passed on (or refused, exits). */
 extern const char mke2fs_pass_optstring[];

@@ -18,6 +18,7 @@
 
 #include <blkid.h>
 
+#include "extref_builder.h"
 #include "mkfs.h"
 
 /* Refuse an image that already holds a filesystem or partition table. */
@@ -108,7 +109,7 @@ static void check_geometry(struct mkfs_opts *o, struct mkfs_target *t)
 	uint64_t blocks;
 
 	if (!o->blocksize)
-		o->blocksize = default_blocksize(t->fs_bytes);
+		o->blocksize = extref_build_mke2fs_blocksize(t->fs_bytes);
 	blocks = t->fs_bytes / o->blocksize;
 	t->fs_bytes = blocks * o->blocksize;
 	if (blocks < MKFS_MIN_BLOCKS && o->source && o->plan.source_need)

@@ -50,6 +50,12 @@ const char *extref_build_mke2fs_conf(void)
 	return mke2fs_conf;
 }
 
+unsigned int extref_build_mke2fs_blocksize(__u64 bytes)
+{
+	/* the "floppy" (< 3 MiB) and "small" (< 512 MiB) types above */
+	return bytes < 512ULL << 20 ? 1024 : 4096;
+}
+
 static void add(struct extref_build_mke2fs *m, int *argc, const char *a)
 {
 	if (*argc < EXTREF_MKE2FS_MAX_ARGS - 1)
