@@ -31,7 +31,7 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->blocksize = o->blocksize;
 	m->give_blocksize = o->bs_chosen || !o->host_conf;
 	m->fs_type = o->fs_type;
-	m->inodes = o->inodes;
+	m->inodes = o->inodes ? o->inodes : o->plan.inodes;
 	m->inode_ratio = o->inode_ratio;
 	m->inode_size = o->inode_size;
 	m->label = o->label;

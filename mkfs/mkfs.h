@@ -39,6 +39,7 @@ struct mkfs_plan {
 	const char	*archive;	/* -d ARCHIVE (its first layer), as given */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
+	const char	*inodes;	/* mke2fs -N, when sized from -d */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
 	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 };
@@ -147,8 +148,8 @@ int format_image(const struct mkfs_opts *o);
 int summary_print(const struct mkfs_opts *o);
 /* -d IMAGE --dedup: the new image deduplicated; 0 or 1 (error said). */
 int dedupe_new(const struct mkfs_opts *o);
-/* Without SIZE, size the image from what s says it holds (sets the
- * size, the inode count unless -N, the journal, -m 0). */
+/* Without SIZE, size the image from what s says it holds (o->plan: the
+ * size, the inode count (used unless -N), the journal, -m 0). */
 void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
 
 /* source.c: -d's source (a directory, an archive, an image, layers)

@@ -135,11 +135,8 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 	snprintf(journal, sizeof(journal), "size=%u", p.journal_mib);
 	o->plan.journal_opt = journal;
 	o->plan.reserved_zero = 1;
-	if (!o->inodes) {
-		snprintf(inodes, sizeof(inodes), "%llu",
-			 (unsigned long long)p.inodes);
-		o->inodes = inodes;
-	}
+	snprintf(inodes, sizeof(inodes), "%llu", (unsigned long long)p.inodes);
+	o->plan.inodes = inodes;	/* unless -N */
 }
 
 static double mib(uint64_t bytes)
