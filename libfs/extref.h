@@ -142,6 +142,10 @@ typedef struct extref_image_lock *extref_image_lock_t;
 errcode_t extref_image_lock(const char *name, int flags,
 			    extref_image_lock_t *ret);
 void extref_image_unlock(extref_image_lock_t lock);
+/* After EXTREF_ERR_LOCKED_*: "held by PROGRAM (pid N)", or "" when the
+ * kernel does not say; kept for the calling thread until its next
+ * refused lock. */
+const char *extref_image_lock_holder(void);
 /* name is still the file lock holds (same st_dev and st_ino): 0,
  * EXTREF_ERR_IMAGE_REPLACED, or stat's errno.  A tool that reopens an
  * image by name under its lock asks after each open. */
