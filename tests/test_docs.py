@@ -70,10 +70,12 @@ def readme_commands():
 
 
 def test_readme_is_a_front_door():
-    """About 100-150 lines (issue 24, section 4), the builder's recipe
-    near the top, the rest pointed to rather than copied."""
+    """About 100-150 lines (issue 24, section 4), grown by the recipes
+    issue 30 asks of it (pipelines, growing, adopting Android images) to
+    at most 200; the builder's recipe near the top, the rest pointed to
+    rather than copied."""
     lines = README.read_text().splitlines()
-    assert len(lines) <= 160, len(lines)
+    assert len(lines) <= 200, len(lines)
     first = next(i for i, line in enumerate(lines)
                  if re.match(r" {4}mkfs\.extref .*-d ", line))
     assert first < 60, first
