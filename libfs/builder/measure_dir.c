@@ -82,8 +82,8 @@ static errcode_t file_data(struct measure *m, int fd, __u64 size)
 	if (!err)
 		err = xr_measure_file_end(&m->core, size);
 	if (m->progress)
-		m->progress("reading the source", m->s->data_blocks, 0,
-			    m->priv);
+		m->progress("reading the source",
+			    m->s->data_blocks * m->core.bs, 0, m->priv);
 	return err;
 }
 
