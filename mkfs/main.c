@@ -105,7 +105,8 @@ static void usage(FILE *f)
 "  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
 "  --verify       with --update: prove the counts against every extent,\n"
 "                 even where the tree's stamp says it was done\n"
-"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
+"With SOURCE_DATE_EPOCH set, every timestamp is clamped to it and the UUID\n"
+"and hash seed not given are derived: the same source, the same image.\n");
 }
 
 /* A bad call: the usage lines and where the rest is, as mke2fs does. */
