@@ -72,6 +72,9 @@ def make_tree(root, reverse, change=None):
             if p == change:
                 data = bytes(b ^ 1 for b in data)
             with open(full, "wb") as f:
+                if reverse and data.startswith(b"\0" * 8192):
+                    f.seek(8192)        # b's copy sparse: a hole first
+                    data = data[8192:]
                 f.write(data)
             os.chmod(full, 0o644)
         elif kind == "sym":
@@ -86,7 +89,8 @@ def make_tree(root, reverse, change=None):
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
     """Two copies of the tree: a in sorted order here, b in reverse order
-    on a tmpfs; and c, a with one file's bytes changed."""
+    on a tmpfs, its file of zeros sparse; and c, a with one file's bytes
+    changed."""
     base = tmp_path_factory.mktemp("epoch")
     shm = tempfile.mkdtemp(prefix="extref-epoch-",
                            dir="/dev/shm" if os.path.isdir("/dev/shm")
@@ -221,13 +225,15 @@ def copies(tmp_path, name, make):
 
 
 def test_directory(trees, tmp_path):
-    """-d DIR, the second tree made in reverse order elsewhere: the same
-    image, its UUID and hash seed not mke2fs's random ones (another
+    """-d DIR, the second tree made in reverse order elsewhere, one file
+    sparse: the same image, its UUID and hash seed not mke2fs's random ones (another
     build at the same epoch of a tree with one file's bytes changed
     gets others)."""
     imgs = twice(tmp_path, "dir", lambda i: ["-d", trees["ab"[i]]])
     assert os.listdir(trees["a"] + "/wide") != \
         os.listdir(trees["b"] + "/wide"), "the two trees list alike"
+    assert os.stat(trees["b"] + "/zero").st_blocks < \
+        os.stat(trees["a"] + "/zero").st_blocks, "b's copy is not sparse"
     out = helpers.debugfs(imgs[0], "htree /wide").stdout
     assert "Root node dump" in out, out[:300]
     other = tmp_path / "other.img"

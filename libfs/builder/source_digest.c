@@ -7,16 +7,17 @@
  *
  * - a directory: its entries walked in byte order of their names
  *   (strcmp, never the locale's), each as its path from the root, its
- *   type, its permission bits, and: a regular file its size and bytes,
- *   a symbolic link its target, a device its major and minor.  Owners,
- *   times and extended attributes are left out (a build on another
- *   host, by another user, of the same checkout gets the same UUID);
+ *   type, its permission bits, and: a regular file its size and bytes
+ *   (as an image's, below), a symbolic link its target, a device its
+ *   major and minor.  Owners, times and extended attributes are left
+ *   out (a build on another host, by another user, of the same checkout
+ *   gets the same UUID);
  * - an archive (a spooled pipe too): its bytes as they are (compressed
  *   or not);
  * - layers (files, a list, an OCI layout's blobs): each layer's bytes,
  *   their digests in order;
- * - an image: its size and each 4 KiB block that is not all zeros, with
- *   its offset (a sparse copy and a full one alike).
+ * - an image: its size and each 4 KiB piece that is not all zeros, with
+ *   its offset (holes skipped: a sparse copy and a full one alike).
  *
  * Every item is framed (a tag, lengths), so that no two sources feed
  * the hash the same bytes.  Descriptors are read with pread: their
@@ -38,7 +39,7 @@
 #include "input_int.h"
 
 #define DIGEST_BUF	(256 * 1024)
-#define IMAGE_CHUNK	4096
+#define CHUNK		4096	/* the pieces of a sparse file */
 
 struct digest {
 	struct sha256_ctx	c;
@@ -99,37 +100,97 @@ static int all_zero(const char *p, size_t n)
 	return !n || (!p[0] && !memcmp(p, p + 1, n - 1));
 }
 
-/* An image: its size, and its non-zero blocks with their offsets. */
+/* The non-zero CHUNK-byte pieces of fd from start to end (start a
+ * multiple of CHUNK), each with its offset. */
+static errcode_t put_chunks(struct digest *d, int fd, const char *name,
+			    __u64 start, __u64 end)
+{
+	__u64 off = start;
+
+	while (off < end) {
+		size_t want = end - off < DIGEST_BUF ? (size_t)(end - off) :
+			      DIGEST_BUF;
+		ssize_t r = pread(fd, d->buf, want, (off_t)off);
+		size_t n;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {		/* an error, or a file cut short */
+			if (!r)
+				errno = EIO;
+			return read_fail(d, name);
+		}
+		n = (size_t)r;
+		if (off + n < end)	/* whole pieces only, but the last */
+			n -= n % CHUNK;
+		for (size_t i = 0; i < n; i += CHUNK) {
+			size_t len = n - i < CHUNK ? n - i : CHUNK;
+
+			if (all_zero(d->buf + i, len))
+				continue;
+			put_u64(d, off + i);
+			put_str(d, d->buf + i, len);
+		}
+		off += n;
+	}
+	return 0;
+}
+
+/*
+ * A file or a device as its size and its non-zero CHUNK-byte pieces
+ * with their offsets: holes skipped (SEEK_DATA), and the same digest
+ * however sparse the copy is.  Each piece is read whole, once.
+ */
+static errcode_t put_sparse(struct digest *d, int fd, const char *name)
+{
+	__u64 size, off = 0, start, end;
+	off_t data, hole, sz;
+	struct stat st;
+	errcode_t err = 0;
+
+	if (fstat(fd, &st) < 0)
+		return read_fail(d, name);
+	sz = S_ISREG(st.st_mode) ? st.st_size : lseek(fd, 0, SEEK_END);
+	if (sz < 0)
+		return read_fail(d, name);
+	size = (__u64)sz;
+	put_u64(d, size);
+	while (!err && off < size) {
+		data = lseek(fd, (off_t)off, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;			/* a hole to the end */
+		if (data < 0) {			/* no SEEK_DATA: all data */
+			data = (off_t)off;
+			hole = (off_t)size;
+		} else {
+			hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0 || (__u64)hole > size)
+				hole = (off_t)size;
+		}
+		start = (__u64)data - (__u64)data % CHUNK;
+		if (start < off)
+			start = off;
+		end = ((__u64)hole + CHUNK - 1) / CHUNK * CHUNK;
+		if (end > size)
+			end = size;
+		if (end <= start)
+			break;
+		err = put_chunks(d, fd, name, start, end);
+		off = end;
+	}
+	return err;
+}
+
+/* An image: its size and its non-zero pieces. */
 static errcode_t put_image(struct digest *d, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	errcode_t err = 0;
-	__u64 off = 0;
-	ssize_t r;
+	errcode_t err;
 
 	if (fd < 0)
 		return read_fail(d, path);
 	put_str(d, "image", 5);
-	while ((r = pread(fd, d->buf, DIGEST_BUF, (off_t)off)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err = read_fail(d, path);
-			break;
-		}
-		for (size_t i = 0; i < (size_t)r; i += IMAGE_CHUNK) {
-			size_t n = (size_t)r - i < IMAGE_CHUNK ?
-				   (size_t)r - i : IMAGE_CHUNK;
-
-			if (all_zero(d->buf + i, n))
-				continue;
-			put_u64(d, off + i);
-			put_str(d, d->buf + i, n);
-		}
-		off += (__u64)r;
-	}
-	if (!err)
-		put_u64(d, off);
+	err = put_sparse(d, fd, path);
 	close(fd);
 	return err;
 }
@@ -204,7 +265,7 @@ static errcode_t put_entry(struct digest *d, int dfd, const char *name)
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			return read_fail(d, d->path);
-		err = put_stream(d, fd, d->path);
+		err = put_sparse(d, fd, d->path);
 		close(fd);
 	} else if (S_ISLNK(st.st_mode)) {
 		r = readlinkat(dfd, name, d->buf, DIGEST_BUF);
