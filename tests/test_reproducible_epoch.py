@@ -238,6 +238,7 @@ def test_directory(trees, tmp_path):
     assert "Root node dump" in out, out[:300]
     other = tmp_path / "other.img"
     mkfs(RUNS[0], "-d", trees["c"], other)
+    helpers.e2fsck_fn(other)
     u, s = ids(imgs[0])
     uc, sc = ids(other)
     assert u != uc and s != sc
@@ -298,6 +299,7 @@ def test_update(trees, tmp_path):
     copies of one image: the same image."""
     base = tmp_path / "base.img"
     mkfs(RUNS[0], "-d", trees["c"], base, "32M")
+    helpers.e2fsck_fn(base)
     lay = copies(tmp_path, "ul", lambda d: layers(d, trees["a"])[1])
     imgs = []
     for i, run in enumerate(RUNS):
@@ -320,8 +322,10 @@ def test_explicit_uuid_and_seed_win(trees, tmp_path):
     img = tmp_path / "s.img"
     mkfs(RUNS[1], "-E", f"hash_seed={seed}", "-d", trees["a"], img)
     assert ids(img)[1] == seed
+    helpers.e2fsck_fn(img)
     derived = tmp_path / "d.img"
     mkfs(RUNS[0], "-d", trees["a"], derived)
+    helpers.e2fsck_fn(derived)
     assert ids(derived)[0] == ids(img)[0], "hash_seed= changed the UUID"
 
 
@@ -339,4 +343,5 @@ def test_no_source_derivation_is_documented(tmp_path):
     for i, run in enumerate(RUNS):
         rnd.append(tmp_path / f"r{i}.img")
         mkfs(run, "-L", "data", rnd[-1], "16M", epoch=None)
+        helpers.e2fsck_fn(rnd[-1])
     assert ids(rnd[0])[0] != ids(rnd[1])[0]
