@@ -48,6 +48,9 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->is_blockdev = t->is_blockdev;
 	m->host_conf = o->host_conf;
 	m->scratch = o->noaction && !t->exists;	/* -n: nothing made */
+	m->have_epoch = o->have_epoch;	/* -U, hash_seed= derived */
+	m->epoch = o->epoch;
+	m->source_digest = o->plan.source_digest;
 	if (o->source) {
 		m->need_for = o->plan.archive ? o->plan.archive : o->source;
 		m->need = o->plan.source_need;

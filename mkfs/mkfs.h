@@ -39,6 +39,7 @@ struct mkfs_plan {
 	const char	*archive;	/* -d ARCHIVE (its first layer), as given */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
+	const unsigned char *source_digest; /* with the epoch and no -U */
 	const char	*inodes;	/* mke2fs -N, when sized from -d */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
 	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */

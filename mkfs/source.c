@@ -27,6 +27,8 @@ static void input_opts(const struct mkfs_opts *o,
 	io->args = o->sources;
 	io->n_args = o->nsources;
 	io->flags = o->size_arg ? EXTREF_SOURCE_SIZED : 0;
+	if (o->have_epoch && !o->uuid)	/* the UUID derived from it */
+		io->flags |= EXTREF_SOURCE_DIGEST;
 	io->image = o->image;
 	io->blocksize = o->blocksize;
 	io->dedupe = o->dedup;
@@ -52,6 +54,7 @@ void source_check(struct mkfs_opts *o)
 	o->plan.archive = in.src.n_layers ? in.names[0] :
 		     in.src.archive_fd >= 0 ? o->source : NULL;
 	o->plan.image_source = in.src.image;
+	o->plan.source_digest = in.has_digest ? in.digest : NULL;
 	if (o->size_arg) {	/* for the message when it is too small */
 		o->plan.source_need = in.need;
 		return;

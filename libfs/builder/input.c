@@ -110,6 +110,17 @@ int xr_open_noblock(const char *path, int flags)
 	return fd;
 }
 
+errcode_t xr_input_named(const struct extref_build_input_opts *o,
+			 struct extref_build_input *in)
+{
+	errcode_t err;
+
+	err = o->path ? xr_input_path(o, in) : xr_input_layers(o, in);
+	if (!err && (o->flags & EXTREF_SOURCE_DIGEST))
+		err = xr_input_digest(o, in);
+	return err;
+}
+
 errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
 				  struct extref_build_input *in)
 {
@@ -122,9 +133,7 @@ errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
 		return EXT2_ET_INVALID_ARGUMENT;
 	if (o->n_args)
 		return xr_input_args(o, in);
-	if (o->path)
-		return xr_input_path(o, in);
-	return xr_input_layers(o, in);
+	return xr_input_named(o, in);
 }
 
 void extref_build_input_close(struct extref_build_input *in)

@@ -83,10 +83,8 @@ errcode_t xr_input_args(const struct extref_build_input_opts *o,
 
 	memset(&a, 0, sizeof(a));
 	err = args_to_opts(o, &a, in);
-	if (!err && a.path)
-		err = xr_input_path(&a, in);
-	else if (!err)
-		err = xr_input_layers(&a, in);
+	if (!err)
+		err = xr_input_named(&a, in);
 	free((char *)a.oci_dir);
 	return err;
 }

@@ -3,7 +3,8 @@
  * the library: input.c opens what the options name and keeps why it
  * refused it; source_kind.c tells a directory, an archive and an image
  * apart and measures it; layer_list.c opens layers (files, a list) and
- * measures them; oci_layout.c reads an OCI image layout's layers.
+ * measures them; oci_layout.c reads an OCI image layout's layers;
+ * source_digest.c digests what the source holds.
  */
 #ifndef EXTREF_INPUT_INT_H
 #define EXTREF_INPUT_INT_H
@@ -49,8 +50,13 @@ errcode_t xr_input_path(const struct extref_build_input_opts *o,
 errcode_t xr_input_layers(const struct extref_build_input_opts *o,
 			  struct extref_build_input *in);
 
+/* input.c: the source o names directly (o->path, or layers), opened,
+ * measured and, with EXTREF_SOURCE_DIGEST, digested. */
+errcode_t xr_input_named(const struct extref_build_input_opts *o,
+			 struct extref_build_input *in);
+
 /* input_args.c: o->args (mkfs.extref's -d arguments) told apart, then
- * opened as xr_input_path or xr_input_layers opens them. */
+ * opened as xr_input_named opens them. */
 errcode_t xr_input_args(const struct extref_build_input_opts *o,
 			struct extref_build_input *in);
 
@@ -58,5 +64,10 @@ errcode_t xr_input_args(const struct extref_build_input_opts *o,
  * or its only one), every blob verified, added to in. */
 errcode_t xr_oci_read(struct extref_build_input *in, const char *dir,
 		      const char *tag);
+
+/* source_digest.c: in->digest, what the source opened in in holds
+ * (EXTREF_SOURCE_DIGEST). */
+errcode_t xr_input_digest(const struct extref_build_input_opts *o,
+			  struct extref_build_input *in);
 
 #endif /* EXTREF_INPUT_INT_H */

@@ -146,7 +146,11 @@ static errcode_t run_conf(struct extref_build_mke2fs *m,
 	sigset_t old;
 	errcode_t err;
 
-	extref_build_mke2fs_argv(m);
+	if (extref_build_mke2fs_argv(m)) {
+		snprintf(why, len, "%s: the options for mke2fs are too long",
+			 m->image);
+		return EXT2_ET_INVALID_ARGUMENT;
+	}
 	t->conf = NULL;
 	t->conf_fd = -1;
 	t->hold_signals = 0;
