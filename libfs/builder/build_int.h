@@ -65,4 +65,8 @@ errcode_t xr_build_look(const char *image, int *dirty, int *bad);
 errcode_t xr_build_replay(const char *image, extref_note_func note,
 			  void *priv);
 
+/* convert_left.c: whether undo is an undo file an interrupted --convert
+ * left (it holds e2fsprogs' undo header). */
+int xr_undo_left(const char *undo);
+
 #endif /* EXTREF_BUILD_INT_H */
