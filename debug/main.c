@@ -151,12 +151,10 @@ static void journal_detail(const char *who, const char *image)
  */
 static int convert_left(const char *image, const char *who)
 {
-	char note[4 * 4096 + 512];
-
-	if (!extref_build_convert_left(image, 0, note, sizeof(note)))
+	if (!extref_build_convert_left(image, 0))
 		return 0;
 	fprintf(stderr, "%s: %s: %s; not opened for writing\n", who, image,
-		note);
+		extref_build_convert_left_note(image));
 	return 1;
 }
 

@@ -16,15 +16,15 @@
 
 int convert_left(const struct fsck_opts *o)
 {
-	char note[4 * 4096 + 512];
-
-	if (!extref_build_convert_left(o->image, 0, note, sizeof(note)))
+	if (!extref_build_convert_left(o->image, 0))
 		return 0;
 	if (o->mode == EXTREF_FSCK_NO) {
-		printf("%s: warning: %s\n", o->image, note);
+		printf("%s: warning: %s\n", o->image,
+		       extref_build_convert_left_note(o->image));
 		return 0;
 	}
 	fprintf(stderr, "%s: %s: %s; nothing was changed (-n checks it as "
-		"it is)\n", prog, o->image, note);
+		"it is)\n", prog, o->image,
+		extref_build_convert_left_note(o->image));
 	return FSCK_ERROR;
 }

@@ -375,7 +375,7 @@ errcode_t extref_build_dedupe(const char *image, int mode,
  * adopted instead: its tree built from the blocks its files share, as
  * fsck.extref -y builds a missing tree (extref_fsck_adopt), when the
  * checker finds nothing else wrong (else EXTREF_ERR_ADOPT_PROBLEMS at
- * EXTREF_STEP_CHECK); note is told EXTREF_NOTE_ADOPTING first.  Every
+ * EXTREF_STEP_CHECK), and EXTREF_NOTE_CONVERTED says n 1.  Every
  * refusal of the conversion (EXTREF_ERR_ALREADY for an extref image) is
  * made at EXTREF_STEP_CHECK, before any write.
  */
@@ -388,7 +388,6 @@ errcode_t extref_build_dedupe(const char *image, int mode,
 #define EXTREF_NOTE_WRITTEN	4
 #define EXTREF_NOTE_CONVERTED	5
 #define EXTREF_NOTE_REPLAYING	6
-#define EXTREF_NOTE_ADOPTING	7
 typedef void (*extref_note_func)(int what, unsigned int n, void *priv);
 struct extref_build_convert {
 	/* in */
@@ -414,20 +413,21 @@ errcode_t extref_build_convert(const char *image,
  * (killed, a crash) leaves it; while it is there, extref_build_convert
  * refuses (EXTREF_ERR_CONVERT_LEFT, step EXTREF_STEP_CHECK, nothing
  * written, the file kept).  extref_build_convert_left returns 1 when it
- * is there (holding an undo record: a run stopped before its first write
- * leaves none) and no writer holds the image (its write lock is tried,
+ * is there, holding an undo record (a run stopped before its first write
+ * leaves none), and no writer holds the image (its write lock is tried,
  * and given back, unless flags has EXTREF_LEFT_LOCKED: the caller holds
- * it, or is the run that writes the file), with what to do in note (len
- * bytes, may be NULL; one line, no newline: put the image back with stock
- * e2undo, or delete the file and repair the image with fsck.extref -fy);
- * 0 otherwise.  A writer asks before it opens the image: the open could
- * replay its journal.
+ * it, or is the run that writes the file); else 0.  A writer asks before
+ * it opens the image: the open could replay its journal.
+ * extref_build_convert_left_note says what to do then, one line without
+ * a newline (in a buffer of the calling thread, until its next call):
+ * put the image back with stock e2undo, or delete the file and repair
+ * the image with fsck.extref -fy.
  */
 errcode_t extref_build_convert_undo_name(const char *image, char *name,
 					 size_t len);
 #define EXTREF_LEFT_LOCKED	0x0001	/* the caller holds the image */
-int extref_build_convert_left(const char *image, int flags, char *note,
-			      size_t len);
+int extref_build_convert_left(const char *image, int flags);
+const char *extref_build_convert_left_note(const char *image);
 
 /*
  * The start of --shrink (mkfs.extref): the image's write lock taken

@@ -35,16 +35,15 @@ int dedup_default(const struct mkfs_opts *o)
 /*
  * The user's image, stopped by a signal between two writes, is as a
  * crash leaves it: consistent for fsck.extref to repair, or put back
- * from the undo file left beside it (extref_build_convert_left).  Say so.
+ * from the undo file left beside an image file.  Say so.
  */
 static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 {
-	char left[4 * 4096 + 512], text[sizeof(left) + 4096 + 128];
+	char text[8 * 4096 + 128];
 
-	if (extref_build_convert_left(o->image, EXTREF_LEFT_LOCKED, left,
-				      sizeof(left)))
+	if (!extref_image_is_blockdev(o->image))
 		snprintf(text, sizeof(text), "%s: %s: interrupted; %s", prog,
-			 o->image, left);
+			 o->image, extref_build_convert_left_note(o->image));
 	else if (journaled)
 		snprintf(text, sizeof(text), "%s: %s: interrupted while "
 			 "deduplicating; its journal holds what was committed: "
@@ -89,11 +88,9 @@ static void convert_note(int what, unsigned int n, void *priv)
 	else if (what == EXTREF_NOTE_WRITTEN) {
 		progress_end();
 		cleanup_set_note(NULL);
-	} else if (what == EXTREF_NOTE_ADOPTING && !o->quiet)
-		printf("%s: shared_blocks without a tree (as e2fsdroid makes "
-		       "it): adopting it, its sharing kept\n", o->image);
-	else if (what == EXTREF_NOTE_CONVERTED && !o->quiet)
-		printf("%s: converted to an extref image\n", o->image);
+	} else if (what == EXTREF_NOTE_CONVERTED && !o->quiet)
+		printf("%s: converted to an extref image%s\n", o->image, n ?
+		       " (adopted: the blocks its files share kept shared)" : "");
 }
 
 /* Stock e2fsck -fn, before anything is written (the image open beside
@@ -114,8 +111,6 @@ static errcode_t convert_e2fsck(const char *image, void *priv)
 static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
 			  const struct extref_build_convert *c)
 {
-	char note[4 * 4096 + 512];
-
 	if (step == EXTREF_STEP_REPLAY) {
 		error_line("%s: %s while replaying its journal", o->image,
 			   error_message(err));
@@ -130,12 +125,10 @@ static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
 		      "-fn reports it): --convert runs only on a clean "
 		      "filesystem; run e2fsck -fy %s first; %s", o->image,
 		      (unsigned)c->bad_group, o->image, unchanged_note());
-	if (err == EXTREF_ERR_CONVERT_LEFT &&
-	    extref_build_convert_left(o->image, 0, note, sizeof(note)))
-		fatal("%s: %s; %s", o->image, note, unchanged_note());
 	if (step == EXTREF_STEP_CHECK)
-		fatal("%s: %s; %s", o->image, error_message(err),
-		      unchanged_note());
+		fatal("%s: %s; %s", o->image, err == EXTREF_ERR_CONVERT_LEFT ?
+		      extref_build_convert_left_note(o->image) :
+		      error_message(err), unchanged_note());
 	if (step == EXTREF_STEP_PUNCH) {
 		error_line("%s: %s while punching the freed blocks out",
 			   o->image, error_message(err));

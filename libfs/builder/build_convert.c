@@ -265,7 +265,6 @@ static errcode_t share(extref_fs_t xfs, const struct extref_build_opts *o,
 static errcode_t adopt_tree(extref_fs_t xfs, const struct extref_build_opts *o,
 			    struct extref_build_convert *c)
 {
-	say(c, EXTREF_NOTE_ADOPTING, 0);
 	say(c, EXTREF_NOTE_WRITING, extref_fs_journaled(xfs) ? 1 : 0);
 	xr_build_clock(extref_fs_ext2(xfs), o);
 	return extref_fsck_adopt(extref_fs_ext2(xfs), NULL);
@@ -306,7 +305,7 @@ static errcode_t convert_dedupe(const char *image, ext2_filsys fs,
 	say(c, EXTREF_NOTE_WRITTEN, 0);
 	if (!err) {
 		undo_done(c);
-		say(c, EXTREF_NOTE_CONVERTED, 0);
+		say(c, EXTREF_NOTE_CONVERTED, adopt);
 		*step = EXTREF_STEP_PUNCH;
 		err = xr_punch_apply(image, &pl, &c->punched);
 	}

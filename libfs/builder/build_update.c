@@ -57,7 +57,7 @@ errcode_t extref_build_update(const char *image, const char *dir,
 		st = &own;
 	memset(st, 0, sizeof(*st));
 	/* the user puts the image back from it, or drops it, first */
-	if (extref_build_convert_left(image, 0, NULL, 0))
+	if (extref_build_convert_left(image, 0))
 		return EXTREF_ERR_CONVERT_LEFT;
 	err = extref_fs_open(image, EXTREF_OPEN_RW | EXTREF_OPEN_STAMP |
 			     (verify ? EXTREF_OPEN_VERIFY : 0), &xfs, NULL);

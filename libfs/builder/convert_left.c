@@ -57,23 +57,28 @@ static int held_by_a_writer(const char *image)
 	return 0;
 }
 
-int extref_build_convert_left(const char *image, int flags, char *note,
-			      size_t len)
+int extref_build_convert_left(const char *image, int flags)
 {
 	char undo[4096];
 
-	if (extref_build_convert_undo_name(image, undo, sizeof(undo)) ||
-	    !xr_undo_left(undo) ||
-	    (!(flags & EXTREF_LEFT_LOCKED) && held_by_a_writer(image)))
-		return 0;
-	if (note && len)
-		snprintf(note, len, "%s is left from an interrupted "
-			 "mkfs.extref --convert: 'e2undo %s %s' puts the image "
-			 "back as it was (e2undo -f when e2undo says the "
-			 "superblock does not match; then e2fsck -fy %s, as "
-			 "e2undo asks, and delete the file); or delete the file "
-			 "to keep the image as it is (then fsck.extref -fy %s "
-			 "replays its journal and repairs what the interruption "
-			 "left)", undo, undo, image, image, image);
-	return 1;
+	return !extref_build_convert_undo_name(image, undo, sizeof(undo)) &&
+	       xr_undo_left(undo) &&
+	       ((flags & EXTREF_LEFT_LOCKED) || !held_by_a_writer(image));
+}
+
+const char *extref_build_convert_left_note(const char *image)
+{
+	static __thread char note[4 * 4096 + 1024];
+	char undo[4096];
+
+	if (extref_build_convert_undo_name(image, undo, sizeof(undo)))
+		snprintf(undo, sizeof(undo), "IMAGE.convert.e2undo");
+	snprintf(note, sizeof(note), "%s is left from an interrupted "
+		 "mkfs.extref --convert: 'e2undo %s %s' puts the image back as "
+		 "it was (e2undo -f when e2undo says the superblock does not "
+		 "match; then e2fsck -fy %s, as e2undo asks, and delete the "
+		 "file); or delete the file to keep the image as it is (then "
+		 "fsck.extref -fy %s replays its journal and repairs what the "
+		 "interruption left)", undo, undo, image, image, image);
+	return note;
 }
