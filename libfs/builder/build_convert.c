@@ -3,15 +3,19 @@
  * an extref image in place, its data shared with dedupe, in one walk
  * under the image's write lock.
  *
- * The walk: the lock; the image opened once, for writing, through the
- * undo io manager for a file (every block saved in the undo file before
- * its first write: a failed run is put back whole by stock e2undo, a
- * finished one drops the file); on that open, before anything is
- * written: a journal that needs recovery replayed (then the image opened
- * again), the caller's check (stock e2fsck -fn, a reader beside us), the
- * group descriptors' checksums; then converted (and shared) and closed;
- * the freed blocks punched out (punch.c reads the closed image once more
- * to punch only what is free on disk).
+ * The walk: the lock; an undo file an interrupted run left refused
+ * (convert_left.c: the user applies or drops it); the image opened once,
+ * for writing, through the undo io manager for a file (every block saved
+ * in the undo file before its first write: a failed run is put back
+ * whole by stock e2undo, a finished one drops the file); on that open,
+ * before anything is written: a journal that needs recovery replayed
+ * (then the image opened again), the caller's check (stock e2fsck -fn, a
+ * reader beside us), the group descriptors' checksums, every refusal of
+ * the conversion; then converted, or adopted (an image with shared_blocks
+ * whose tree was never built, as Android's e2fsdroid leaves it: the tree
+ * built from its sharing by the checker, extref_fsck_adopt), and shared,
+ * and closed; the freed blocks punched out (punch.c reads the closed
+ * image once more to punch only what is free on disk).
  */
 #include <unistd.h>
 
