@@ -194,7 +194,8 @@ static int replay_first(struct fsck_opts *o, extref_image_lock_t *lock)
  * replay sets it; backups that differ from the primary are rewritten by
  * e2fsck, which copies the primary's features to them.  Only an image
  * the library cannot open (a journal it cannot replay, which e2fsck will
- * then clear rather than replay) gets the bit written straight.
+ * then clear rather than replay) gets the bit written straight
+ * (extref_fsck_set_feature_image).
  */
 static int set_feature(struct fsck_opts *o, extref_image_lock_t *lock)
 {
