@@ -38,9 +38,6 @@ struct extref_dedupe_stats {
  */
 errcode_t extref_dedupe_fs(extref_fs_t fs, enum extref_dedupe_mode mode,
 			   struct extref_dedupe_stats *st);
-/* Progress of long work: what is done, units done of total. */
-typedef void (*extref_progress_func)(const char *phase, __u64 done,
-				     __u64 total, void *priv);
 /* The same, reporting progress (progress may be NULL). */
 errcode_t extref_dedupe_fs2(extref_fs_t fs, enum extref_dedupe_mode mode,
 			    extref_progress_func progress, void *priv,

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 
 #include <et/com_err.h>
 #include "input_int.h"
+#include "populate_int.h"
 
 #define SPOOL_BUF	65536
 
@@ -191,6 +193,7 @@ static errcode_t archive_open(const struct extref_build_input_opts *o,
 static errcode_t dir_open(const struct extref_build_input_opts *o,
 			  struct extref_build_input *in)
 {
+	char failed[PATH_MAX];
 	errcode_t err;
 
 	in->src.dir = o->path;
@@ -201,12 +204,12 @@ static errcode_t dir_open(const struct extref_build_input_opts *o,
 		estimate(in);
 		return 0;
 	}
-	err = extref_source_measure(o->path, o->blocksize, o->dedupe,
-				    o->progress, o->priv, &in->size);
+	err = xr_measure_dir(o->path, o->blocksize, o->dedupe, o->progress,
+			     o->priv, &in->size, failed, sizeof(failed));
 	if (err == EXT2_ET_NO_MEMORY)
 		return xr_input_measure_fail(o, in, err, o->path, NULL);
 	if (err)
-		return xr_input_fail(in, err, "cannot read %s: %s", o->path,
+		return xr_input_fail(in, err, "cannot read %s: %s", failed,
 				     error_message(err));
 	in->entries = in->size.entries;
 	in->bytes = in->size.data_blocks * o->blocksize;
