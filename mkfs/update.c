@@ -122,6 +122,7 @@ static void report_room(const struct mkfs_opts *o, errcode_t err,
 {
 	struct extref_update_need n;
 	const char *where = u->where ? u->where : o->source;
+	char more[64];
 	double bs;
 
 	if (extref_build_update_need(o->image, o->source, layer_fd, u, &n)) {
@@ -130,12 +131,14 @@ static void report_room(const struct mkfs_opts *o, errcode_t err,
 		return;
 	}
 	bs = n.blocksize / MIB;
+	snprintf(more, sizeof(more), n.blocks > n.free_blocks ? ": about %.1f "
+		 "MiB more needed" : "", (n.blocks - n.free_blocks) * bs);
 	error_line("%s: %s: %s: not enough room for %s: the update needs "
-		   "about %.1f MiB and %llu inodes, the image has %.1f MiB and "
-		   "%llu free (--grow grows the image file to fit)", o->image,
+		   "about %.1f MiB (%.1f MiB free) and %llu inodes (%llu "
+		   "free)%s; --grow grows the image file to fit", o->image,
 		   where, error_message(err), o->source, n.blocks * bs,
-		   (unsigned long long)n.inodes, n.free_blocks * bs,
-		   (unsigned long long)n.free_inodes);
+		   n.free_blocks * bs, (unsigned long long)n.inodes,
+		   (unsigned long long)n.free_inodes, more);
 }
 
 static void report(const struct mkfs_opts *o, errcode_t err,
