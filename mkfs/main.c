@@ -35,8 +35,7 @@ static void usage_lines(FILE *f)
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
-"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [--grow]\n"
-"                   [--headroom=PCT] [-q] IMAGE\n",
+"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [--grow] IMAGE\n",
 		prog, prog, prog, prog);
 }
 
