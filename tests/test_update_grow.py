@@ -12,7 +12,8 @@ resize2fs, and what it allocated is counted with stock tools only
 replaced files that stock debugfs finds freed).  With --grow the image
 file is grown (stock resize2fs, the new size from that figure) and
 updated: stock e2fsck -fn and fsck.extref -n are clean, every file reads
-back through stock debugfs as the source has it.  A block device is
+back through stock debugfs as the source has it (some through a
+read-only kernel mount too).  A block device is
 refused and left byte-identical; a resize2fs that fails (a stand-in that
 runs the real one and then fails, or fails at once) leaves the image
 file byte-identical, its length too.
@@ -203,6 +204,12 @@ def test_grow_then_update(tmp_path, grow_case):
             assert os.readlink(q) == os.readlink(p), p
         elif p.is_file():
             assert q.read_bytes() == p.read_bytes(), p
+    # and through a read-only kernel mount
+    if helpers.loop_skip_reason() is None:
+        with helpers.loop_mount(img, tmp_path / "mnt"):
+            for p in [v2 / "big", *sorted((v2 / "new").rglob("f*"))[:50]]:
+                q = tmp_path / "mnt" / p.relative_to(v2)
+                assert q.read_bytes() == p.read_bytes(), p
     # a second --grow with nothing new grows nothing
     res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
                        str(img)])

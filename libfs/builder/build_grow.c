@@ -63,6 +63,20 @@ static errcode_t run(struct grow *w, const char *name, const char *env,
 	return err;
 }
 
+/* resize2fs's note of the undo file (ours to run, and gone after), cut
+ * out of its output. */
+static void drop_undo_note(char *out)
+{
+	char *a = out ? strstr(out, "Overwriting existing filesystem") : NULL,
+	     *b = a ? strstr(a, "e2undo ") : NULL;
+
+	if (b && (b = strchr(b, '\n'))) {
+		while (*b == '\n')
+			b++;
+		memmove(a, b, strlen(b) + 1);
+	}
+}
+
 /* The undo file put back (when resize2fs wrote one), the file cut back. */
 static errcode_t put_back(struct grow *w)
 {
@@ -127,6 +141,7 @@ static errcode_t resize(struct grow *w, blk64_t target, int foreign,
 	if (w->g->note)
 		w->g->note(EXTREF_NOTE_WRITING, 0, w->g->priv);
 	err = run(w, "resize2fs", "EXTREF_RESIZE2FS", argv, &ok);
+	drop_undo_note(w->g->output);
 	if (!err && !ok)
 		err = EXTREF_ERR_GROW_FAILED;
 	if (!err)
