@@ -144,8 +144,8 @@ static errcode_t resize(struct grow *w, blk64_t target, int foreign,
 	drop_undo_note(w->g->output);
 	if (!err && !ok)
 		err = EXTREF_ERR_GROW_FAILED;
-	if (!err)
-		err = extref_image_lock_same(w->lock, w->image);
+	if (!err && (err = extref_image_lock_same(w->lock, w->image)))
+		return err;	/* the name is another file's: not touched */
 	if (!err)
 		err = prove(w, foreign, step);
 	if (w->g->note)
