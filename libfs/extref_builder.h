@@ -647,8 +647,8 @@ errcode_t extref_build_update_need(const char *image, const char *dir,
  * (EXTREF_ERR_GROW_FAILED, output: what it wrote) or the proof does,
  * the undo file is put back with the stock e2undo (EXTREF_E2UNDO: tests)
  * and the file truncated to its old length: the image as it was, byte
- * for byte (EXTREF_ERR_GROW_UNDO, undo file kept and named in output,
- * when that fails).  Nothing to grow: 0, blocks_after == blocks_before.
+ * for byte (undone set; EXTREF_ERR_GROW_UNDO, undo file kept and named
+ * in output, when that fails).  Nothing to grow: 0, blocks_after == blocks_before.
  * signals, child and priv as extref_build_tool's.  output is malloc'd:
  * free it.
  */
@@ -665,6 +665,7 @@ struct extref_build_grow {
 	__u64		blocks_before;
 	__u64		blocks_after;
 	unsigned int	blocksize;
+	int		undone;		/* a failed grow put back */
 	char		*output;
 };
 errcode_t extref_build_grow(const char *image,

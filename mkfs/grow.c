@@ -37,6 +37,10 @@ errcode_t update_grow(const struct mkfs_opts *o, int layer_fd,
 		progress_break();	/* what resize2fs said */
 		fputs(g.output, stderr);
 	}
+	if (err && g.undone && err != EXTREF_ERR_GROW_FAILED)
+		error_line("%s: the grown image failed its check: the grow "
+			   "was undone (e2undo), the image is as it was",
+			   o->image);
 	free(g.output);
 	return err;
 }

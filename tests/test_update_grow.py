@@ -235,24 +235,40 @@ def test_grow_refuses_a_block_device(tmp_path, grow_case):
     helpers.e2fsck_fn(img)
 
 
-@pytest.mark.parametrize("how", ["after", "at_once"])
+@pytest.mark.parametrize("how", ["after", "at_once", "proof"])
 def test_failed_grow_leaves_the_image_as_it_was(tmp_path, grow_case, how):
+    """resize2fs fails after growing, or at once (a stand-in), or the
+    real one grows and the proof of the grown image fails (fault
+    injection): the file as it was."""
     img, v2 = grow_case
-    fake = tmp_path / "resize2fs"
-    real = shutil.which("resize2fs") or "/sbin/resize2fs"
-    body = (f'"{real}" "$@" || exit 2\n' if how == "after" else "")
-    fake.write_text(f"#!/bin/sh\n{body}echo stand-in fails >&2\nexit 1\n")
-    fake.chmod(0o755)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    env = {"TMPDIR": tmp}
+    if how == "proof":
+        reason = helpers.fault_injection_skip_reason()
+        if reason:
+            pytest.skip(reason)
+        env["EXTREF_FAULT_GROW"] = "prove"
+    else:
+        fake = tmp_path / "resize2fs"
+        real = shutil.which("resize2fs") or "/sbin/resize2fs"
+        body = f'"{real}" "$@" || exit 2\n' if how == "after" else ""
+        fake.write_text(f"#!/bin/sh\n{body}echo stand-in fails >&2\n"
+                        "exit 1\n")
+        fake.chmod(0o755)
+        env["EXTREF_RESIZE2FS"] = fake
     size, before = img.stat().st_size, helpers.sha256(img)
     res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
-                       str(img)], check=False,
-                      env={"EXTREF_RESIZE2FS": fake, "TMPDIR": tmp})
+                       str(img)], check=False, env=env)
     assert res.returncode == 1, helpers.describe(res)
-    assert "stand-in fails" in res.stderr
-    assert "resize2fs could not grow the image; it is as it was" in \
-        res.stderr, res.stderr
+    if how == "proof":
+        assert "Resizing the filesystem" in res.stderr, res.stderr
+        assert "the grow was undone (e2undo), the image is as it was" in \
+            res.stderr, res.stderr
+    else:
+        assert "stand-in fails" in res.stderr
+        assert "resize2fs could not grow the image; it is as it was" in \
+            res.stderr, res.stderr
     assert img.stat().st_size == size
     assert helpers.sha256(img) == before
     assert not list(tmp.iterdir())      # the undo file went

@@ -104,6 +104,22 @@ static errcode_t put_back(struct grow *w)
 	return ok ? 0 : EXTREF_ERR_GROW_UNDO;
 }
 
+#ifdef EXTREF_FAULT_INJECTION
+/* Tests: EXTREF_FAULT_GROW=prove makes the proof of the grown image
+ * fail (after its open, abandoned), as a damaged tree would. */
+static int fault_prove(void)
+{
+	const char *s = getenv("EXTREF_FAULT_GROW");
+
+	return s && !strcmp(s, "prove");
+}
+#else
+static int fault_prove(void)
+{
+	return 0;
+}
+#endif
+
 /* The grown image proven, recorded as ours unless a foreign write came
  * before: 0, or the proof's error (nothing written then). */
 static errcode_t prove(struct grow *w, int foreign, int *step)
@@ -114,6 +130,10 @@ static errcode_t prove(struct grow *w, int foreign, int *step)
 	*step = EXTREF_STEP_CHECK;
 	err = xr_fs_open_held(w->image, EXTREF_OPEN_RW | EXTREF_OPEN_STAMP |
 			      EXTREF_OPEN_VERIFY, &xfs, NULL);
+	if (!err && fault_prove()) {
+		extref_fs_abort(xfs);
+		err = EXTREF_ERR_UNTRUSTED;
+	}
 	if (err)
 		return err;
 	w->g->blocks_after = ext2fs_blocks_count(extref_fs_ext2(xfs)->super);
@@ -153,6 +173,7 @@ static errcode_t resize(struct grow *w, blk64_t target, int foreign,
 	if (!err || *step == EXTREF_STEP_WRITE)
 		return err;
 	back = put_back(w);
+	w->g->undone = !back;
 	return back ? back : err;
 }
 
@@ -217,6 +238,7 @@ errcode_t extref_build_grow(const char *image,
 	if (!step)
 		step = &dummy;
 	g->output = NULL;
+	g->undone = 0;
 	g->blocks_before = g->blocks_after = 0;
 	*step = EXTREF_STEP_OPEN;
 	if (extref_image_is_blockdev(image))
