@@ -99,6 +99,12 @@ struct extref_rec {
  */
 #define EXTREF_OPEN_NO_LOCK	0x0080
 
+/* Progress of long work: what is done, units done of total; a total of
+ * 0 means the library does not know it, and done then counts bytes
+ * (of data read, copied or written), or is 0. */
+typedef void (*extref_progress_func)(const char *phase, __u64 done,
+				     __u64 total, void *priv);
+
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
  * missing shared_blocks feature, a missing or unknown tree or a header

@@ -108,7 +108,9 @@ static void usage(FILE *f)
 "  --grow         with --update: an image file without room for the\n"
 "                 update is first grown (stock resize2fs) to what it\n"
 "                 needs, --headroom more; never a block device\n"
-"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
+"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it,\n"
+"and a new image's UUID and hash seed, unless given, are derived from it,\n"
+"the label and the source: the same source gives the same image.\n");
 }
 
 /* A bad call: the usage lines and where the rest is, as mke2fs does. */

@@ -11,7 +11,8 @@
  * pipe cannot be read twice: without SIZED it is first copied, as it
  * comes, to an unnamed file in TMPDIR (O_TMPFILE: nothing to remove,
  * nothing another user can open); with SIZED it is read once, straight
- * into the image, and not measured.
+ * into the image, and not measured (unless it is to be digested,
+ * EXTREF_SOURCE_DIGEST: then spooled and counted).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -180,7 +181,7 @@ static errcode_t archive_open(const struct extref_build_input_opts *o,
 		return xr_input_unreadable(in, o->path);
 	in->src.archive_fd = fd;
 	if (lseek(fd, 0, SEEK_CUR) < 0) {	/* a pipe */
-		if (sized)
+		if (sized && !(o->flags & EXTREF_SOURCE_DIGEST))
 			return 0;	/* read once, into the image */
 		err = spool(o, in);
 		if (err)
