@@ -526,6 +526,8 @@ int main(int argc, char **argv)
 	add_error_table(&et_ext2_error_table);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_args(argc, argv, &o);
+	if ((status = convert_left(&o)))
+		return status;
 	if ((status = guard(&o, &lock)))
 		return status;
 	foreign_before(&o);	/* before anything here writes */

@@ -140,6 +140,35 @@ errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
 int extref_fsck_is_extref(ext2_filsys fs);
 
 /*
+ * Why fs is no extref image a writer can open, for a tool to say the
+ * next step: EXTREF_ERR_PLAIN_IMAGE for a plain image (as
+ * extref_fsck_is_extref), EXTREF_ERR_TREE_UNBUILT for one with
+ * extents, shared_blocks set and an inode 5 that holds nothing (Android's
+ * e2fsdroid shares identical blocks between files so, without a tree);
+ * 0 otherwise.
+ */
+errcode_t extref_fsck_unbuilt(ext2_filsys fs);
+
+/*
+ * Adopting an image of the second kind above (EXTREF_ERR_TREE_UNBUILT):
+ * its tree is built from the counted extent mappings, as extref_fsck's
+ * repair of a missing tree (0x0002) builds it, every shared block kept
+ * shared.  extref_fsck_adoptable runs the checker read-only and returns
+ * 0 when the missing tree is all it finds; EXTREF_ERR_ALREADY when inode
+ * 5 holds a tree of ours, EXTREF_ERR_INO5_BUSY when it holds anything
+ * else, EXTREF_ERR_NO_FEATURE without shared_blocks, the refusals of
+ * extref_convert (bigalloc, no extents, a journal that needs recovery),
+ * EXTREF_ERR_ADOPT_PROBLEMS when it finds anything more (*first, when not
+ * NULL, gets the first such problem's code), or an operational error;
+ * nothing is changed.  extref_fsck_adopt, on fs open read-write (through
+ * the journal's transactions when the transaction layer holds it, as
+ * extref_fsck repairs), checks so again and builds the tree (an empty one
+ * when no block is shared).
+ */
+errcode_t extref_fsck_adoptable(ext2_filsys fs, int *first);
+errcode_t extref_fsck_adopt(ext2_filsys fs, int *first);
+
+/*
  * Foreign writers (FORMAT.md section 11): EXTREF_FSCK_FOREIGN_SEEN when
  * the tree's header records the superblock as a writer of this library
  * left it and fs's now differs (another tool wrote since), or records a

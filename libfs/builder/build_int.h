@@ -75,4 +75,8 @@ void xr_build_ident(long long epoch, const char *label,
 		    const unsigned char *digest, const char *uuid_given,
 		    char uuid[37], char seed[37]);
 
+/* convert_left.c: whether undo is an undo file an interrupted --convert
+ * left (it holds e2fsprogs' undo header). */
+int xr_undo_left(const char *undo);
+
 #endif /* EXTREF_BUILD_INT_H */
