@@ -35,8 +35,9 @@ struct fsck_opts {
 
 extern const char *prog;
 
-/* journal_fix.c: a journal inode whose blocks are not its own is
- * cleared before e2fsck (*recreate: its size), made again after */
+/* journal_fix.c: a journal inode whose blocks are not its own, said
+ * and asked here, is cleared by the library before e2fsck (*recreate:
+ * its size) and made again after */
 int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate);
 int remake_journal(struct fsck_opts *o, blk64_t nblocks);
 

@@ -24,21 +24,6 @@
 #include "tree/extref_int.h"
 #include "build_int.h"
 
-/*
- * e2fsprogs 1.47.0's undo io manager frees the block map it makes at its
- * first write with the 32-bit bitmap call, which ignores a 64-bit map:
- * a leak of some 300 bytes a run, not ours.  Sanitized builds are told
- * to ignore the allocations of that first write, and nothing else.
- */
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#define undo_leak_off()		__lsan_disable()
-#define undo_leak_on()		__lsan_enable()
-#else
-#define undo_leak_off()		do { } while (0)
-#define undo_leak_on()		do { } while (0)
-#endif
-
 static void say(const struct extref_build_convert *c, int what,
 		unsigned int n)
 {
