@@ -399,36 +399,94 @@ errcode_t extref_build_convert(const char *image,
 			       struct extref_build_convert *c, int *step);
 
 /*
- * The start of --shrink (mkfs.extref): the image's write lock taken
- * first, then, nothing written but a replay: a journal that needs
- * recovery replayed (EXTREF_NOTE_REPLAYED), the caller's check (stock
- * e2fsck -fn: its error returned as it is); then one read-only open: an
- * image that is not to be copied refused: without convert, one that is
- * not an extref image (EXTREF_ERR_NO_FEATURE) or whose counts the
- * checker core finds wrong (EXTREF_ERR_UNTRUSTED, problems counted;
- * the core's own failure at EXTREF_STEP_WORK), and one with
- * stable_inodes (EXT2_ET_UNSUPP_FEATURE, stable_inodes set: the copy
- * renumbers inodes); and what the copy keeps of it read.  On success
- * lock is held: the caller builds the copy under it and drops it
- * (extref_image_unlock).
+ * An image file replaced by a fresh build of what it holds, of a
+ * build's size (mkfs.extref --shrink, and --convert --shrink), in one
+ * walk that takes the image's write lock first and holds it to the end:
+ *
+ *   1. the refusals: a symbolic link (EXTREF_ERR_SHRINK_SYMLINK: the
+ *      copy renamed over it would replace the link), a block device
+ *      (EXTREF_ERR_SHRINK_BLOCKDEV); the image opened, read-only, once
+ *      for the whole walk; a journal that needs recovery replayed first
+ *      (notes EXTREF_NOTE_REPLAYING, _REPLAYED; then opened again); the
+ *      caller's check on it (stock e2fsck -fn, say: its error returned
+ *      as it is); without EXTREF_SHRINK_CONVERT, an image that is not an
+ *      extref image (EXTREF_ERR_NO_FEATURE) or whose counts the checker
+ *      core finds wrong (EXTREF_ERR_UNTRUSTED, res->problems; the
+ *      core's own failure at EXTREF_STEP_WORK); stable_inodes
+ *      (EXT2_ET_UNSUPP_FEATURE, res->stable_inodes: the copy renumbers
+ *      inodes).  Steps EXTREF_STEP_LOCK, _REPLAY, _CHECK; nothing is
+ *      written but the replay.  After every open by name the name must
+ *      still be the locked file (same st_dev, st_ino), else
+ *      EXTREF_ERR_IMAGE_REPLACED.
+ *   2. the copy (EXTREF_STEP_COPY), in a hidden directory beside the
+ *      image, DIR/.NAME.shrink-PID (0700; hidden is told its name with
+ *      signals blocked, to remove it on a signal): a file made by the
+ *      stock mke2fs (mke2fs, else the program mke2fs_env names, else
+ *      /sbin/mke2fs, else mke2fs on PATH; our configuration) with the
+ *      image's block size, inode size, UUID, label, hash seed, journal
+ *      or none, and features, sized as extref_build_plan_size sizes a
+ *      build of what the image holds (headroom percent more), its tree
+ *      added, then populated from the open image as
+ *      extref_populate_image does (every file, its sharing kept, the
+ *      files' own times); with dedupe, deduplicated, and then copied
+ *      once more into a file sized for what it holds now.  The caller's
+ *      check on the copy (EXTREF_STEP_COPY_CHECK).
+ *   3. the copy given the image's mode and owner (as far as we may),
+ *      synced, renamed over the image (signals blocked), the directory
+ *      synced (EXTREF_STEP_REPLACE; res->replaced tells whether the
+ *      rename was done).
+ *
+ * Until the rename the image is not written (the replay aside); a
+ * failure removes the hidden directory and what it holds.  note (may be
+ * NULL) is told EXTREF_NOTE_SHRINK as each part is over, n one of
+ * EXTREF_SHRINK_*: COPYING (the checks passed), FORMATTED (a copy's
+ * empty filesystem made), FIRST (with dedupe, the first copy made),
+ * BUILT (the copy made and checked), SYNCED (the copy on disk), RENAMED
+ * (in the image's place: told with signals blocked).  mke2fs runs as
+ * extref_build_run_tool runs it (signals, child).  progress reports the
+ * copy.  On error res->step says which part failed, and for the copy
+ * and the replacement res->why is the line to print ("FILE: ...").
  */
-struct extref_build_shrink {
-	/* in */
-	int		convert;	/* an ext4 image, converted by the copy */
-	errcode_t	(*check)(const char *image, void *priv); /* or NULL */
-	extref_note_func note;		/* or NULL */
+#define EXTREF_STEP_COPY	8	/* building the copy */
+#define EXTREF_STEP_COPY_CHECK	9	/* the caller's check of the copy */
+#define EXTREF_STEP_REPLACE	10	/* the copy put in the image's place */
+#define EXTREF_NOTE_SHRINK	7
+#define EXTREF_SHRINK_COPYING	1
+#define EXTREF_SHRINK_FORMATTED	2
+#define EXTREF_SHRINK_FIRST	3
+#define EXTREF_SHRINK_BUILT	4
+#define EXTREF_SHRINK_SYNCED	5
+#define EXTREF_SHRINK_RENAMED	6
+#define EXTREF_SHRINK_CONVERT	0x0001	/* an ext4 image, converted by the
+					   copy (not an extref image yet) */
+struct extref_build_shrink_opts {
+	unsigned int	flags;		/* EXTREF_SHRINK_* */
+	int		dedupe;		/* enum extref_dedupe_mode */
+	unsigned int	headroom;	/* percent */
+	struct extref_build_opts build;	/* clock, progress */
+	const char	*mke2fs;	/* or NULL */
+	const char	*mke2fs_env;	/* or NULL */
+	const sigset_t	*signals;	/* the caller's terminating ones */
+	/* the callbacks (each may be NULL), with priv */
+	errcode_t	(*check)(const char *image, void *priv);
+	extref_note_func note;
+	int		(*hidden)(const char *dir, void *priv);	/* 0: ok */
+	void		(*child)(pid_t pid, void *priv);
 	void		*priv;
-	/* out */
-	extref_image_lock_t lock;
-	struct extref_image_info info;
-	__u32		features[3];	/* compat, incompat, ro_compat */
-	unsigned char	hash_seed[16];
+};
+struct extref_build_shrink_result {
+	int		step;		/* EXTREF_STEP_* of a failure */
 	int		problems;
 	int		stable_inodes;
+	int		replaced;	/* the copy is in the image's place */
+	__u64		blocks_before;	/* the image's */
+	__u64		blocks_after;	/* the copy's */
+	unsigned int	blocksize;
+	char		why[8192];	/* a failure of the copy, "" */
 };
-errcode_t extref_build_shrink_begin(const char *image,
-				    struct extref_build_shrink *s,
-				    int *step);
+errcode_t extref_build_shrink(const char *image,
+			      const struct extref_build_shrink_opts *o,
+			      struct extref_build_shrink_result *res);
 
 /*
  * One undo file for a whole build into an existing image (mkfs.extref

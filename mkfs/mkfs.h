@@ -254,6 +254,8 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* mke2fs_run.c */
 /* Run mke2fs; 0 on success, else prints one error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
+/* The mke2fs found at build time (MKFS_EXTREF_MKE2FS names another). */
+const char *mke2fs_path(void);
 
 /* tool_run.c: an e2fsprogs tool run through the library
  * (extref_build_run_tool), with cleanup.c's signals; 0 or an errno value,

@@ -56,6 +56,13 @@ errcode_t xr_build_sync(const char *path);
 /* The options' clock on fs (EXTREF_BUILD_EPOCH). */
 void xr_build_clock(ext2_filsys fs, const struct extref_build_opts *o);
 
+/* build_populate.c: image (new, just formatted) opened without its tree
+ * nor journal transactions, o's clock; filled by fill, its quotas
+ * recomputed, closed (aborted on error). */
+typedef errcode_t (*xr_build_fill_func)(extref_fs_t xfs, void *arg);
+errcode_t xr_build_fill(const char *image, const struct extref_build_opts *o,
+			xr_build_fill_func fill, void *arg);
+
 /* build_look.c: whether image's journal needs recovery, and the first
  * group whose descriptor's checksum is wrong (-1: none); one read-only
  * open. */
