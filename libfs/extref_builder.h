@@ -399,6 +399,50 @@ errcode_t extref_build_convert(const char *image,
 			       struct extref_build_convert *c, int *step);
 
 /*
+ * The image file a build makes its filesystem in (mkfs.extref IMAGE
+ * [SIZE]), looked at before anything is written.  The probe: an
+ * existing image must be a regular file or a block device
+ * (EXTREF_ERR_TARGET_KIND) that may be opened for writing and, unless
+ * force, holds no filesystem nor partition table libblkid finds
+ * (EXTREF_ERR_TARGET_IN_USE; EXTREF_ERR_TARGET_PROBE when it cannot
+ * look); its size (a device's by BLKGETSIZE64) is the filesystem's
+ * unless size_arg gives one (a device's not larger: EXTREF_ERR_TARGET_
+ * SIZE); a missing image needs size_arg.  Then the geometry: the block
+ * size is blocksize, else mke2fs's for that size (1024 below 512 MiB,
+ * else 4096), the size whole blocks, at least 64 of them (need_for and
+ * need, when set, name what it is too small for and the bytes it needs)
+ * and below 2^48 (EXTREF_ERR_TARGET_SIZE), an inode size no larger than
+ * a block (EXTREF_ERR_TARGET_INODE_SIZE).  On error t->why is the line
+ * to print; else t says what is there and what to make.
+ * extref_build_target_size only looks: an existing regular file's or
+ * device's size (t->exists, t->is_blockdev, t->orig_size), nothing for
+ * anything else (the probe says why); an error only when a device's
+ * size cannot be read.
+ */
+struct extref_build_target_opts {
+	const char	*image;
+	const char	*size_arg;	/* SIZE as given, or NULL */
+	__u64		size_bytes;	/* SIZE, with size_arg */
+	unsigned int	blocksize;	/* 0: mke2fs's for the size */
+	const char	*inode_size;	/* as given, or NULL */
+	int		force;		/* what is there is overwritten */
+	const char	*need_for;	/* or NULL */
+	__u64		need;
+};
+struct extref_build_target {
+	int		exists;
+	int		is_blockdev;
+	__u64		orig_size;	/* its size as it is */
+	__u64		fs_bytes;	/* the filesystem's, whole blocks */
+	unsigned int	blocksize;
+	char		why[8192];
+};
+errcode_t extref_build_target_probe(const struct extref_build_target_opts *o,
+				    struct extref_build_target *t);
+errcode_t extref_build_target_size(const char *image,
+				   struct extref_build_target *t);
+
+/*
  * An image file replaced by a fresh build of what it holds, of a
  * build's size (mkfs.extref --shrink, and --convert --shrink), in one
  * walk that takes the image's write lock first and holds it to the end:

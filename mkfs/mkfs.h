@@ -5,7 +5,7 @@
  * image file, mke2fs_run.c runs the stock mke2fs with a fixed
  * configuration; the rest is the library's builder (extref_builder.h:
  * extref_build_* add the tree, populate, deduplicate, label, convert,
- * check a shrink, keep the undo file), called by steps.c, source.c,
+ * shrink, keep the undo file), called by steps.c, source.c,
  * convert.c, shrink.c and update.c, which print what it did.
  */
 #ifndef MKFS_EXTREF_H
@@ -18,7 +18,6 @@
 
 #include <ext2fs/ext2fs.h>
 
-#define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
 #define MKFS_LABEL_MAX	16
 #define MKFS_PASS_MAX	64	/* argv words of mke2fs options passed on */
 #define MKFS_MAX_SOURCES 128	/* -d given this often at most */
@@ -212,8 +211,6 @@ int parse_size(const char *arg, uint64_t unit, uint64_t *bytes);
 /* Parse a decimal unsigned number that fits in max; -1 if it does not. */
 int parse_uint(const char *arg, unsigned long long max,
 	       unsigned long long *val);
-/* Block size mke2fs's profile would pick for a filesystem of bytes. */
-unsigned int default_blocksize(uint64_t bytes);
 
 /* mke2fs_opts.c: the mke2fs options passed on (or refused, exits). */
 extern const char mke2fs_pass_optstring[];

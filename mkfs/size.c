@@ -57,12 +57,3 @@ int parse_size(const char *arg, uint64_t unit, uint64_t *bytes)
 	*bytes = v * mult;
 	return 0;
 }
-
-unsigned int default_blocksize(uint64_t bytes)
-{
-	/* The "floppy" (< 3 MiB) and "small" (< 512 MiB) types of our
-	 * mke2fs.conf use 1 KiB blocks; everything else 4 KiB. */
-	if (bytes < 512ULL << 20)
-		return 1024;
-	return 4096;
-}

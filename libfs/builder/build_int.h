@@ -12,6 +12,9 @@
 #include "extref.h"
 #include "extref_builder.h"
 
+/* A new filesystem's fewest blocks: our floor, before mke2fs's. */
+#define XR_BUILD_MIN_BLOCKS	64
+
 /* lean.c: the tree's block without reading every bitmap. */
 struct xr_lean {
 	int		active;		/* xr_lean_begin() took the bitmap */

@@ -13,17 +13,40 @@
  * (shrink_replace.c).  Until the rename the image is not written (the
  * replay aside); a failure removes the hidden directory.
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "shrink_int.h"
 
+#ifdef EXTREF_FAULT_INJECTION
+/*
+ * Crash tests only (configure --enable-fault-injection):
+ * EXTREF_FAULT_SHRINK_STEP=STEP sends the process SIGTERM right after
+ * STEP is told: "formatted", "first", "built", "synced" or "renamed"
+ * (with the signals blocked: taken at the rename's end).
+ */
+static void fault_after(unsigned int what)
+{
+	static const char *const name[] = { NULL, NULL, "formatted", "first",
+					    "built", "synced", "renamed" };
+	const char *s = getenv("EXTREF_FAULT_SHRINK_STEP");
+
+	if (s && what < 7 && name[what] && !strcmp(s, name[what]))
+		raise(SIGTERM);
+}
+#else
+#define fault_after(what)	do { } while (0)
+#endif
+
 void xr_shrink_note(const struct xr_shrink *s, unsigned int what)
 {
 	if (s->o->note)
 		s->o->note(EXTREF_NOTE_SHRINK, what, s->o->priv);
+	fault_after(what);
 }
 
 errcode_t xr_shrink_why(struct xr_shrink *s, errcode_t err, const char *fmt,
@@ -113,10 +136,8 @@ errcode_t extref_build_shrink(const char *image,
 	}
 	if (s.src.fs)
 		xr_src_close(&s.src);
-	if (!res->replaced)
-		xr_shrink_dir_remove(&s);
-	else
-		rmdir(s.dir);	/* empty once renamed */
+	xr_shrink_dir_remove(&s);	/* what is left there, once renamed
+					   or not */
 	extref_image_unlock(s.lock);
 	return err;
 }

@@ -19,8 +19,6 @@
 #include <et/com_err.h>
 #include "shrink_int.h"
 
-#define MIN_BLOCKS	64	/* mkfs.extref's floor */
-
 /* The new file, bytes long (in the hidden directory: removed with it). */
 static errcode_t make_file(struct xr_shrink *s, const char *path,
 			   __u64 bytes)
@@ -129,7 +127,7 @@ errcode_t xr_shrink_mke2fs(struct xr_shrink *s, const char *path,
 	__u64 blocks = bytes / s->keep.blocksize;
 	errcode_t err;
 
-	if (blocks < MIN_BLOCKS)
+	if (blocks < XR_BUILD_MIN_BLOCKS)
 		return xr_shrink_why(s, EXT2_ET_TOOSMALL, "%s: image too small "
 				     "for %s (%llu blocks of %u bytes): it "
 				     "needs about %llu KiB", path, source,
