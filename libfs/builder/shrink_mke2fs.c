@@ -98,10 +98,14 @@ static errcode_t run(struct xr_shrink *s, struct extref_build_mke2fs *m)
 	char conf[PATH_MAX + 32];
 	errcode_t err;
 
+	errno = 0;
 	t.conf_fd = write_conf(s, conf, sizeof(conf));
-	if (t.conf_fd < 0 && !conf[0])
-		return xr_shrink_why(s, errno, "cannot write %s: %s", s->conf,
-				     strerror(errno));
+	if (t.conf_fd < 0 && !conf[0]) {
+		int e = errno ? errno : EIO;
+
+		return xr_shrink_why(s, e, "cannot write %s: %s", s->conf,
+				     strerror(e));
+	}
 	t.conf = conf;
 	err = extref_build_run_tool(m->argv, &o->build, &t);
 	if (t.conf_fd >= 0)
