@@ -38,14 +38,20 @@ static errcode_t refuse_kind(const struct xr_shrink *s)
 	return 0;
 }
 
+/* Read-only, by name: then the name must still be the locked file. */
 static errcode_t open_ro(const struct xr_shrink *s, ext2_filsys *fs)
 {
 	errcode_t err = ext2fs_open2(s->image, NULL, EXT2_FLAG_64BITS, 0, 0,
 				     unix_io_manager, fs);
 
-	if (err)
+	if (err) {
 		*fs = NULL;
-	return err ? err : same(s);
+		return err;
+	}
+	err = same(s);
+	if (err)
+		ext2fs_close_free(fs);
+	return err;
 }
 
 /* The one open; a journal that needs recovery replayed first. */
@@ -54,6 +60,8 @@ static errcode_t open_once(struct xr_shrink *s, ext2_filsys *fs)
 	int dirty = 0, bad;
 	errcode_t err = open_ro(s, fs);
 
+	if (err == EXTREF_ERR_IMAGE_REPLACED)
+		return err;
 	if (*fs)
 		dirty = ext2fs_has_feature_journal_needs_recovery((*fs)->super);
 	else if (xr_build_look(s->image, &dirty, &bad))
@@ -62,6 +70,9 @@ static errcode_t open_once(struct xr_shrink *s, ext2_filsys *fs)
 		return err;
 	if (*fs)
 		ext2fs_close_free(fs);
+	err = same(s);		/* the file the look saw, or the open */
+	if (err)
+		return err;
 	s->res->step = EXTREF_STEP_REPLAY;
 	err = xr_build_replay(s->image, s->o->note, s->o->priv);
 	if (!err)
@@ -123,8 +134,9 @@ errcode_t xr_shrink_check(struct xr_shrink *s)
 	if (err)
 		return err;
 	err = open_once(s, &fs);
-	if (s->res->step == EXTREF_STEP_REPLAY)
-		return err;		/* the replay failed: fs is closed */
+	if (s->res->step == EXTREF_STEP_REPLAY ||
+	    err == EXTREF_ERR_IMAGE_REPLACED)
+		return err;		/* fs is closed */
 	if (s->o->check) {
 		cerr = s->o->check(s->image, s->o->priv);
 		if (!cerr)
