@@ -132,13 +132,20 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 	return err;
 }
 
-/* The transaction or block a journal error is about, when there is one. */
-static void journal_detail(const char *who, const char *image)
+/* The transaction or block a journal error is about, or the process
+ * holding the lock, when there is one. */
+static void open_detail(const char *who, const char *image, errcode_t err)
 {
 	const char *d = extref_journal_detail();
+	const char *holder = extref_image_lock_holder();
 
-	if (*d)
+	if (err == EXTREF_ERR_LOCKED_WRITER || err == EXTREF_ERR_LOCKED_READER) {
+		if (*holder)
+			fprintf(stderr, "%s: %s: the lock is %s\n", who, image,
+				holder);
+	} else if (*d) {
 		fprintf(stderr, "%s: %s: journal: %s\n", who, image, d);
+	}
 }
 
 /* Open IMAGE as the shell's image; who names the caller in messages. */
@@ -156,7 +163,7 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	}
 	if (err) {
 		com_err(who, err, "while opening %s", image);
-		journal_detail(who, image);
+		open_detail(who, image, err);
 		return 1;
 	}
 	/* The tree may be damaged: the shell inspects the ext4 part then. */
@@ -175,7 +182,7 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 			"is on disk, unreplayed\n", who, image,
 			error_message(extref_fs_replay_error(xfs)));
 	if (extref_fs_replay_error(xfs))
-		journal_detail(who, image);
+		open_detail(who, image, err);
 	else if (!rw && sh.no_replay &&
 		 ext2fs_has_feature_journal_needs_recovery(sh.fs->super))
 		fprintf(stderr, "%s: warning: %s: the journal needs recovery; "

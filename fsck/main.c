@@ -507,6 +507,9 @@ static int guard(const struct fsck_opts *o, extref_image_lock_t *lock)
 	err = extref_image_lock(o->image, write ? EXTREF_LOCK_WRITE : 0, lock);
 	if (err) {
 		com_err(prog, err, "while opening %s", o->image);
+		if (*extref_image_lock_holder())
+			fprintf(stderr, "%s: %s: the lock is %s\n", prog,
+				o->image, extref_image_lock_holder());
 		return FSCK_ERROR;
 	}
 	return 0;

@@ -38,9 +38,6 @@ struct extref_dedupe_stats {
  */
 errcode_t extref_dedupe_fs(extref_fs_t fs, enum extref_dedupe_mode mode,
 			   struct extref_dedupe_stats *st);
-/* Progress of long work: what is done, units done of total. */
-typedef void (*extref_progress_func)(const char *phase, __u64 done,
-				     __u64 total, void *priv);
 /* The same, reporting progress (progress may be NULL). */
 errcode_t extref_dedupe_fs2(extref_fs_t fs, enum extref_dedupe_mode mode,
 			    extref_progress_func progress, void *priv,
@@ -632,6 +629,18 @@ errcode_t extref_build_populate(const char *image,
  * small.  in->entries and in->bytes (its data, in bytes) count a source
  * of one path, for a progress total and messages (0 for layers).
  *
+ * With EXTREF_SOURCE_DIGEST, in->digest is a SHA-256 of what the source
+ * holds (has_digest set), from which a build under SOURCE_DATE_EPOCH
+ * derives the image's UUID (extref_build_mke2fs_argv): of a directory,
+ * its entries in byte order of their names, each as its path from the
+ * root, its type and permission bits and a regular file's bytes, a
+ * symbolic link's target, a device's numbers (not owners, times nor
+ * extended attributes: the same checkout by another user or on another
+ * host digests alike); of an archive (a pipe is spooled first, SIZED
+ * or not), its bytes as they are; of layers, each layer's bytes in
+ * order; of an image, its non-zero 4 KiB blocks and their offsets.  It
+ * reads the whole source once more.
+ *
  * On error, in->why is what to tell the user (malloc'd; NULL when even
  * that could not be allocated): the file and what is wrong with it;
  * image (may be NULL) is named in it when the fault is not the
@@ -646,6 +655,7 @@ errcode_t extref_build_populate(const char *image,
  */
 #define EXTREF_SOURCE_SIZED	0x0001	/* the image's size is the caller's */
 #define EXTREF_SOURCE_ON_FD	0x0002	/* path's archive is on fd */
+#define EXTREF_SOURCE_DIGEST	0x0004	/* in->digest: what it holds */
 struct extref_build_input_opts {
 	/* the source: one of */
 	const char	*path;
@@ -671,6 +681,8 @@ struct extref_build_input {
 	__u64		need;		/* EXTREF_SOURCE_SIZED: bytes, about */
 	__u64		entries;	/* one path's entries */
 	__u64		bytes;		/* and data */
+	unsigned char	digest[32];	/* EXTREF_SOURCE_DIGEST: SHA-256 */
+	int		has_digest;
 	char		*why;		/* on error */
 };
 errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
@@ -753,6 +765,23 @@ errcode_t extref_build_run_tool(const char *const *argv,
  * line that says why ("IMAGE: ..."), from mke2fs's first meaningful
  * message (a size problem first; need_for and need, when set, name what
  * the image is too small for and the bytes it needs).
+ *
+ * Reproducible builds: with have_epoch (SOURCE_DATE_EPOCH, also what
+ * the run's E2FSPROGS_FAKE_TIME is), a build with no uuid gets -U and
+ * one whose ext_opts hold no hash_seed= gets -E hash_seed=, derived,
+ * not random (an explicit -U or hash_seed= wins, "-U random" too): the
+ * UUID is the name-based (version 5, SHA-1) UUID in extref's namespace
+ * dc2221d4-187f-42a9-a5a0-0cf29434ec41 of the bytes "uuid" NUL EPOCH
+ * NUL LABEL NUL DIGEST (EPOCH in decimal; LABEL the label's first 16
+ * bytes, empty without one; DIGEST source_digest's 32 bytes in
+ * lowercase hex, the source's digest (extref_build_input's with
+ * EXTREF_SOURCE_DIGEST), empty when NULL), so that two builds of
+ * different sources or labels at one epoch get two UUIDs and a rebuild
+ * of the same the same one; the hash seed is the name-based UUID of
+ * "hash_seed" NUL EPOCH in the namespace of the filesystem's UUID (the
+ * given one when it is a UUID).  Everything else mke2fs and the build
+ * write already follows from the epoch and the input; uuidbuf and
+ * seedbuf hold what was derived.
  */
 #define EXTREF_MKE2FS_MAX_ARGS	104
 struct extref_build_mke2fs {
@@ -778,8 +807,13 @@ struct extref_build_mke2fs {
 	int		is_blockdev;
 	const char	*need_for;
 	__u64		need;
+	int		have_epoch;	/* SOURCE_DATE_EPOCH: derive -U, */
+	long long	epoch;		/* -E hash_seed= when not given */
+	const unsigned char *source_digest; /* 32 bytes, or NULL */
 	/* out */
 	const char	*argv[EXTREF_MKE2FS_MAX_ARGS];
+	char		uuidbuf[37];	/* derived, or "" */
+	char		seedbuf[37];
 	char		bsbuf[16];
 	char		sizebuf[32];
 	char		ebuf[1024];

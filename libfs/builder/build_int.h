@@ -3,7 +3,8 @@
  * inside the library: lean.c gives a new filesystem its tree without
  * reading every bitmap, punch.c hands the blocks a run freed back to the
  * host, format.c's channel of a new image flushes nothing until one
- * fsync at the end.
+ * fsync at the end, build_ident.c derives a reproducible build's UUID
+ * and hash seed.
  */
 #ifndef EXTREF_BUILD_INT_H
 #define EXTREF_BUILD_INT_H
@@ -74,5 +75,14 @@ errcode_t xr_build_look(const char *image, int *dirty, int *bad);
  * note told how many transactions. */
 errcode_t xr_build_replay(const char *image, extref_note_func note,
 			  void *priv);
+
+/* build_ident.c: a build's UUID and directory hash seed (both as
+ * text, lowercase) from epoch, label (may be NULL) and the source's
+ * digest (XR_DIGEST_SIZE bytes, or NULL: no source); the seed's
+ * namespace is uuid_given when that parses as a UUID (may be NULL). */
+#define XR_DIGEST_SIZE	32
+void xr_build_ident(long long epoch, const char *label,
+		    const unsigned char *digest, const char *uuid_given,
+		    char uuid[37], char seed[37]);
 
 #endif /* EXTREF_BUILD_INT_H */

@@ -83,6 +83,9 @@ static void argv_of(const struct xr_shrink *s, struct extref_build_mke2fs *m,
 	m->has_source = 1;
 	m->created = 1;
 	m->need = bytes;
+	/* a hash seed the image lacks: derived from the epoch, as a build's */
+	m->have_epoch = !!(s->o->build.flags & EXTREF_BUILD_EPOCH);
+	m->epoch = s->o->build.epoch;
 }
 
 /* Run it; 0, or the line that says why in s->res->why. */
