@@ -367,6 +367,14 @@ errcode_t extref_build_dedupe(const char *image, int mode,
  * begins; n is 1 when through the journal: a crash leaves an image to
  * replay, 0: one to repair), EXTREF_NOTE_WRITTEN (writing ended, or was
  * abandoned), EXTREF_NOTE_CONVERTED (on disk, before the punch).
+ * An image with shared_blocks whose tree was never built (Android's
+ * e2fsdroid leaves its deduplicated images so: extref_fsck_unbuilt) is
+ * adopted instead: its tree built from the blocks its files share, as
+ * fsck.extref -y builds a missing tree (extref_fsck_adopt), when the
+ * checker finds nothing else wrong (else EXTREF_ERR_ADOPT_PROBLEMS at
+ * EXTREF_STEP_CHECK), and EXTREF_NOTE_CONVERTED says n 1.  Every
+ * refusal of the conversion (EXTREF_ERR_ALREADY for an extref image) is
+ * made at EXTREF_STEP_CHECK, before any write.
  */
 #define EXTREF_STEP_LOCK	5	/* taking the image's write lock */
 #define EXTREF_STEP_REPLAY	6	/* replaying its journal */
@@ -394,6 +402,29 @@ struct extref_build_convert {
 errcode_t extref_build_convert(const char *image,
 			       const struct extref_build_opts *o,
 			       struct extref_build_convert *c, int *step);
+
+/*
+ * The undo file of extref_build_convert beside an image file, as
+ * mkfs.extref names it: IMAGE.convert.e2undo, put in name (len bytes;
+ * EXT2_ET_INVALID_ARGUMENT when it does not fit).  An interrupted run
+ * (killed, a crash) leaves it; while it is there, extref_build_convert
+ * refuses (EXTREF_ERR_CONVERT_LEFT, step EXTREF_STEP_CHECK, nothing
+ * written, the file kept).  extref_build_convert_left returns 1 when it
+ * is there, holding an undo record (a run stopped before its first write
+ * leaves none), and no writer holds the image (its write lock is tried,
+ * and given back, unless flags has EXTREF_LEFT_LOCKED: the caller holds
+ * it, or is the run that writes the file); else 0.  A writer asks before
+ * it opens the image: the open could replay its journal.
+ * extref_build_convert_left_note says what to do then, one line without
+ * a newline (in a buffer of the calling thread, until its next call):
+ * put the image back with stock e2undo, or delete the file and repair
+ * the image with fsck.extref -fy.
+ */
+errcode_t extref_build_convert_undo_name(const char *image, char *name,
+					 size_t len);
+#define EXTREF_LEFT_LOCKED	0x0001	/* the caller holds the image */
+int extref_build_convert_left(const char *image, int flags);
+const char *extref_build_convert_left_note(const char *image);
 
 /*
  * The image file a build makes its filesystem in (mkfs.extref IMAGE

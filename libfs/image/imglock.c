@@ -176,10 +176,3 @@ errcode_t extref_image_lock_same(extref_image_lock_t l, const char *name)
 		return EXTREF_ERR_IMAGE_REPLACED;
 	return 0;
 }
-
-int extref_image_is_blockdev(const char *name)
-{
-	struct stat st;
-
-	return stat(name, &st) == 0 && S_ISBLK(st.st_mode);
-}
