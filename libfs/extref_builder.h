@@ -430,36 +430,138 @@ int extref_build_convert_left(const char *image, int flags);
 const char *extref_build_convert_left_note(const char *image);
 
 /*
- * The start of --shrink (mkfs.extref): the image's write lock taken
- * first, then, nothing written but a replay: a journal that needs
- * recovery replayed (EXTREF_NOTE_REPLAYED), the caller's check (stock
- * e2fsck -fn: its error returned as it is); then one read-only open: an
- * image that is not to be copied refused: without convert, one that is
- * not an extref image (EXTREF_ERR_NO_FEATURE) or whose counts the
- * checker core finds wrong (EXTREF_ERR_UNTRUSTED, problems counted;
- * the core's own failure at EXTREF_STEP_WORK), and one with
- * stable_inodes (EXT2_ET_UNSUPP_FEATURE, stable_inodes set: the copy
- * renumbers inodes); and what the copy keeps of it read.  On success
- * lock is held: the caller builds the copy under it and drops it
- * (extref_image_unlock).
+ * The image file a build makes its filesystem in (mkfs.extref IMAGE
+ * [SIZE]), looked at before anything is written.  The probe: an
+ * existing image must be a regular file or a block device
+ * (EXTREF_ERR_TARGET_KIND) that may be opened for writing and, unless
+ * force, holds no filesystem nor partition table libblkid finds
+ * (EXTREF_ERR_TARGET_IN_USE; EXTREF_ERR_TARGET_PROBE when it cannot
+ * look); its size (a device's by BLKGETSIZE64) is the filesystem's
+ * unless size_arg gives one (a device's not larger: EXTREF_ERR_TARGET_
+ * SIZE); a missing image needs size_arg.  Then the geometry: the block
+ * size is blocksize, else mke2fs's for that size (1024 below 512 MiB,
+ * else 4096), the size whole blocks, at least 64 of them (need_for and
+ * need, when set, name what it is too small for and the bytes it needs)
+ * and below 2^48 (EXTREF_ERR_TARGET_SIZE), an inode size no larger than
+ * a block (EXTREF_ERR_TARGET_INODE_SIZE).  On error t->why is the line
+ * to print; else t says what is there and what to make.
+ * extref_build_target_size only looks: an existing regular file's or
+ * device's size (t->exists, t->is_blockdev, t->orig_size), nothing for
+ * anything else (the probe says why); an error only when a device's
+ * size cannot be read.
  */
-struct extref_build_shrink {
-	/* in */
-	int		convert;	/* an ext4 image, converted by the copy */
-	errcode_t	(*check)(const char *image, void *priv); /* or NULL */
-	extref_note_func note;		/* or NULL */
+struct extref_build_target_opts {
+	const char	*image;
+	const char	*size_arg;	/* SIZE as given, or NULL */
+	__u64		size_bytes;	/* SIZE, with size_arg */
+	unsigned int	blocksize;	/* 0: mke2fs's for the size */
+	const char	*inode_size;	/* as given, or NULL */
+	int		force;		/* what is there is overwritten */
+	const char	*need_for;	/* or NULL */
+	__u64		need;
+};
+struct extref_build_target {
+	int		exists;
+	int		is_blockdev;
+	__u64		orig_size;	/* its size as it is */
+	__u64		fs_bytes;	/* the filesystem's, whole blocks */
+	unsigned int	blocksize;
+	char		why[8192];
+};
+errcode_t extref_build_target_probe(const struct extref_build_target_opts *o,
+				    struct extref_build_target *t);
+errcode_t extref_build_target_size(const char *image,
+				   struct extref_build_target *t);
+
+/*
+ * An image file replaced by a fresh build of what it holds, of a
+ * build's size (mkfs.extref --shrink, and --convert --shrink), in one
+ * walk that takes the image's write lock first and holds it to the end:
+ *
+ *   1. the refusals: a symbolic link (EXTREF_ERR_SHRINK_SYMLINK: the
+ *      copy renamed over it would replace the link), a block device
+ *      (EXTREF_ERR_SHRINK_BLOCKDEV); the image opened, read-only, once
+ *      for the whole walk; a journal that needs recovery replayed first
+ *      (notes EXTREF_NOTE_REPLAYING, _REPLAYED; then opened again); the
+ *      caller's check on it (stock e2fsck -fn, say: its error returned
+ *      as it is); without EXTREF_SHRINK_CONVERT, an image that is not an
+ *      extref image (EXTREF_ERR_NO_FEATURE) or whose counts the checker
+ *      core finds wrong (EXTREF_ERR_UNTRUSTED, res->problems; the
+ *      core's own failure at EXTREF_STEP_WORK); stable_inodes
+ *      (EXT2_ET_UNSUPP_FEATURE, res->stable_inodes: the copy renumbers
+ *      inodes).  Steps EXTREF_STEP_LOCK, _REPLAY, _CHECK; nothing is
+ *      written but the replay.  After every open by name the name must
+ *      still be the locked file (same st_dev, st_ino), else
+ *      EXTREF_ERR_IMAGE_REPLACED.
+ *   2. the copy (EXTREF_STEP_COPY), in a hidden directory beside the
+ *      image, DIR/.NAME.shrink-PID (0700; hidden is told its name with
+ *      signals blocked, to remove it on a signal): a file made by the
+ *      stock mke2fs (mke2fs, else the program mke2fs_env names, else
+ *      /sbin/mke2fs, else mke2fs on PATH; our configuration) with the
+ *      image's block size, inode size, UUID, label, hash seed, journal
+ *      or none, and features, sized as extref_build_plan_size sizes a
+ *      build of what the image holds (headroom percent more), its tree
+ *      added, then populated from the open image as
+ *      extref_populate_image does (every file, its sharing kept, the
+ *      files' own times); with dedupe, deduplicated, and then copied
+ *      once more into a file sized for what it holds now.  The caller's
+ *      check on the copy (EXTREF_STEP_COPY_CHECK).
+ *   3. the copy given the image's mode and owner (as far as we may),
+ *      synced, renamed over the image (signals blocked), the directory
+ *      synced (EXTREF_STEP_REPLACE; res->replaced tells whether the
+ *      rename was done).
+ *
+ * Until the rename the image is not written (the replay aside); a
+ * failure removes the hidden directory and what it holds.  note (may be
+ * NULL) is told EXTREF_NOTE_SHRINK as each part is over, n one of
+ * EXTREF_SHRINK_*: COPYING (the checks passed), FORMATTED (a copy's
+ * empty filesystem made), FIRST (with dedupe, the first copy made),
+ * BUILT (the copy made and checked), SYNCED (the copy on disk), RENAMED
+ * (in the image's place: told with signals blocked).  mke2fs runs as
+ * extref_build_run_tool runs it (signals, child).  progress reports the
+ * copy.  On error res->step says which part failed, and for the copy
+ * and the replacement res->why is the line to print ("FILE: ...").
+ */
+#define EXTREF_STEP_COPY	8	/* building the copy */
+#define EXTREF_STEP_COPY_CHECK	9	/* the caller's check of the copy */
+#define EXTREF_STEP_REPLACE	10	/* the copy put in the image's place */
+#define EXTREF_NOTE_SHRINK	7
+#define EXTREF_SHRINK_COPYING	1
+#define EXTREF_SHRINK_FORMATTED	2
+#define EXTREF_SHRINK_FIRST	3
+#define EXTREF_SHRINK_BUILT	4
+#define EXTREF_SHRINK_SYNCED	5
+#define EXTREF_SHRINK_RENAMED	6
+#define EXTREF_SHRINK_CONVERT	0x0001	/* an ext4 image, converted by the
+					   copy (not an extref image yet) */
+struct extref_build_shrink_opts {
+	unsigned int	flags;		/* EXTREF_SHRINK_* */
+	int		dedupe;		/* enum extref_dedupe_mode */
+	unsigned int	headroom;	/* percent */
+	struct extref_build_opts build;	/* clock, progress */
+	const char	*mke2fs;	/* or NULL */
+	const char	*mke2fs_env;	/* or NULL */
+	const sigset_t	*signals;	/* the caller's terminating ones */
+	/* the callbacks (each may be NULL), with priv */
+	errcode_t	(*check)(const char *image, void *priv);
+	extref_note_func note;
+	int		(*hidden)(const char *dir, void *priv);	/* 0: ok */
+	void		(*child)(pid_t pid, void *priv);
 	void		*priv;
-	/* out */
-	extref_image_lock_t lock;
-	struct extref_image_info info;
-	__u32		features[3];	/* compat, incompat, ro_compat */
-	unsigned char	hash_seed[16];
+};
+struct extref_build_shrink_result {
+	int		step;		/* EXTREF_STEP_* of a failure */
 	int		problems;
 	int		stable_inodes;
+	int		replaced;	/* the copy is in the image's place */
+	__u64		blocks_before;	/* the image's */
+	__u64		blocks_after;	/* the copy's */
+	unsigned int	blocksize;
+	char		why[8192];	/* a failure of the copy, "" */
 };
-errcode_t extref_build_shrink_begin(const char *image,
-				    struct extref_build_shrink *s,
-				    int *step);
+errcode_t extref_build_shrink(const char *image,
+			      const struct extref_build_shrink_opts *o,
+			      struct extref_build_shrink_result *res);
 
 /*
  * One undo file for a whole build into an existing image (mkfs.extref
@@ -694,7 +796,7 @@ errcode_t extref_build_update_need(const char *image, const char *dir,
  * headroom percent of that; inodes come in whole groups).  A block
  * device is never grown (EXTREF_ERR_GROW_DEVICE, nothing opened).
  * Under the image's write lock: a journal that needs recovery is
- * replayed first (note told, as extref_build_shrink_begin tells it);
+ * replayed first (note told, as extref_build_shrink tells it);
  * the stock resize2fs grows the filesystem and the file (EXTREF_RESIZE2FS
  * names another program: tests; else /sbin/resize2fs, else PATH), with
  * an undo file of its own in $TMPDIR (else /var/tmp); then the grown

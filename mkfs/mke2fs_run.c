@@ -57,6 +57,11 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	}
 }
 
+const char *mke2fs_path(void)
+{
+	return MKE2FS_PATH;
+}
+
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 {
 	struct extref_build_tool tool = {

@@ -7,7 +7,7 @@
  * handles the signals and undoes what a failed run made, progress.c
  * draws the bars; the rest is the library's builder (extref_builder.h:
  * extref_build_* run mke2fs, e2fsck and e2undo, add the tree, open the
- * source, populate, deduplicate, label, convert, check a shrink, keep
+ * source, populate, deduplicate, label, convert, shrink, keep
  * the undo file), called by mke2fs_run.c, tool_run.c, steps.c,
  * source.c, convert.c, shrink.c and update.c, which print what it did.
  */
@@ -21,7 +21,6 @@
 
 #include <ext2fs/ext2fs.h>
 
-#define MKFS_MIN_BLOCKS	64	/* our own floor, before mke2fs's */
 #define MKFS_LABEL_MAX	16
 #define MKFS_PASS_MAX	64	/* argv words of mke2fs options passed on */
 #define MKFS_MAX_SOURCES 128	/* -d given this often at most */
@@ -270,5 +269,7 @@ void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
 /* Run mke2fs (-n: alone, as a dry run); 0 on success, else prints one
  * error line and returns -1. */
 int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
+/* The mke2fs found at build time (MKFS_EXTREF_MKE2FS names another). */
+const char *mke2fs_path(void);
 
 #endif /* MKFS_EXTREF_H */

@@ -13,6 +13,9 @@
 #include "extref.h"
 #include "extref_builder.h"
 
+/* A new filesystem's fewest blocks: our floor, before mke2fs's. */
+#define XR_BUILD_MIN_BLOCKS	64
+
 /* lean.c: the tree's block without reading every bitmap. */
 struct xr_lean {
 	int		active;		/* xr_lean_begin() took the bitmap */
@@ -56,6 +59,13 @@ void xr_punch_free(struct xr_punch_list *l);
 errcode_t xr_build_sync(const char *path);
 /* The options' clock on fs (EXTREF_BUILD_EPOCH). */
 void xr_build_clock(ext2_filsys fs, const struct extref_build_opts *o);
+
+/* build_populate.c: image (new, just formatted) opened without its tree
+ * nor journal transactions, o's clock; filled by fill, its quotas
+ * recomputed, closed (aborted on error). */
+typedef errcode_t (*xr_build_fill_func)(extref_fs_t xfs, void *arg);
+errcode_t xr_build_fill(const char *image, const struct extref_build_opts *o,
+			xr_build_fill_func fill, void *arg);
 
 /* build_look.c: whether image's journal needs recovery, and the first
  * group whose descriptor's checksum is wrong (-1: none); one read-only

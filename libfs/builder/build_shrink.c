@@ -1,138 +1,143 @@
 /*
- * build_shrink.c --- extref_build_shrink_begin: the start of --shrink,
- * under the image's write lock, taken first and handed to the caller.
+ * build_shrink.c --- extref_build_shrink: an image file replaced by a
+ * fresh build of what it holds, in one walk under the image's write
+ * lock, taken first and held to the end.
  *
- * The walk: the lock; one read-only look (is a replay needed); the
- * replay when it is; the caller's check (stock e2fsck -fn); then one
- * read-only open for the rest: an extref image's counts checked by the
- * checker core (--shrink alone: a copy must not pass for a repair nobody
- * asked for), stable_inodes refused, and what the copy keeps of the
- * image (block and inode size, UUID, label, hash seed, features) read.
- * After each open by name, the name must still be the locked file
- * (extref_image_lock_same: same st_dev and st_ino), else
- * EXTREF_ERR_IMAGE_REPLACED.
+ * The walk: the lock; the checks on the one read-only open of the image
+ * (shrink_check.c: a symbolic link, a block device refused; a journal
+ * replayed; the caller's check; the counts, stable_inodes); the hidden
+ * directory beside the image (shrink_replace.c); the copy built from
+ * that open (shrink_copy.c), and with dedupe deduplicated and copied
+ * once more, from the first copy, into a file sized for what it holds
+ * then; the caller's check of the copy; the copy renamed over the image
+ * (shrink_replace.c).  Until the rename the image is not written (the
+ * replay aside); a failure removes the hidden directory.
  */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "extref_fsck.h"
-#include "build_int.h"
+#include "shrink_int.h"
 
-/* --shrink alone: an extref image whose counts the checker core finds
- * right. */
-static errcode_t counts_right(ext2_filsys fs, struct extref_build_shrink *s,
-			      int *step)
+#ifdef EXTREF_FAULT_INJECTION
+/*
+ * Crash tests only (configure --enable-fault-injection):
+ * EXTREF_FAULT_SHRINK_STEP=STEP sends the process SIGTERM right after
+ * STEP is told: "formatted", "first", "built", "synced" or "renamed"
+ * (with the signals blocked: taken at the rename's end).
+ */
+static void fault_after(unsigned int what)
 {
-	struct extref_fsck_opts fo;
-	struct extref_fsck_result res;
-	errcode_t err;
+	static const char *const name[] = { NULL, NULL, "formatted", "first",
+					    "built", "synced", "renamed" };
+	const char *s = getenv("EXTREF_FAULT_SHRINK_STEP");
 
-	if (!ext2fs_has_feature_shared_blocks(fs->super))
-		return EXTREF_ERR_NO_FEATURE;
-	memset(&fo, 0, sizeof(fo));
-	memset(&res, 0, sizeof(res));
-	fo.mode = EXTREF_FSCK_NO;
-	*step = EXTREF_STEP_WORK;	/* the core's own failure */
-	err = extref_fsck(fs, &fo, &res);
-	if (err)
-		return err;
-	*step = EXTREF_STEP_CHECK;
-	s->problems = res.problems;
-	return res.problems ? EXTREF_ERR_UNTRUSTED : 0;
+	if (s && what < 7 && name[what] && !strcmp(s, name[what]))
+		raise(SIGTERM);
+}
+#else
+#define fault_after(what)	do { } while (0)
+#endif
+
+void xr_shrink_note(const struct xr_shrink *s, unsigned int what)
+{
+	if (s->o->note)
+		s->o->note(EXTREF_NOTE_SHRINK, what, s->o->priv);
+	fault_after(what);
 }
 
-/* What the copy keeps of the image. */
-static void keep_of(ext2_filsys fs, struct extref_build_shrink *s)
+errcode_t xr_shrink_why(struct xr_shrink *s, errcode_t err, const char *fmt,
+			...)
 {
-	struct ext2_super_block *sb = fs->super;
-	struct extref_image_info *i = &s->info;
+	va_list ap;
 
-	i->blocks = ext2fs_blocks_count(sb);
-	i->blocksize = fs->blocksize;
-	i->inodes = sb->s_inodes_count;
-	i->inode_size = EXT2_INODE_SIZE(sb);
-	i->journal = ext2fs_has_feature_journal(sb);
-	memcpy(i->uuid, sb->s_uuid, sizeof(i->uuid));
-	memset(i->label, 0, sizeof(i->label));
-	memcpy(i->label, sb->s_volume_name, EXT2_LABEL_LEN);
-	s->features[0] = sb->s_feature_compat;
-	s->features[1] = sb->s_feature_incompat;
-	s->features[2] = sb->s_feature_ro_compat;
-	memcpy(s->hash_seed, sb->s_hash_seed, sizeof(s->hash_seed));
-}
-
-/* The one read-only open after the check. */
-static errcode_t inspect(const char *image, struct extref_build_shrink *s,
-			 int *step)
-{
-	ext2_filsys fs;
-	errcode_t err;
-
-	err = ext2fs_open2(image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &fs);
-	if (err)
-		return err;
-	if (!s->convert)
-		err = counts_right(fs, s, step);
-	if (!err && ext2fs_has_feature_stable_inodes(fs->super)) {
-		s->stable_inodes = 1;
-		err = EXT2_ET_UNSUPP_FEATURE;
-	}
-	if (!err)
-		keep_of(fs, s);
-	ext2fs_close_free(&fs);
+	va_start(ap, fmt);
+	vsnprintf(s->res->why, sizeof(s->res->why), fmt, ap);
+	va_end(ap);
 	return err;
 }
 
-/* Nothing written but the replay: the look, the replay, the check. */
-static errcode_t checks(const char *image, struct extref_build_shrink *s,
-			int *step)
+/* With dedupe: the first copy deduplicated, then copied once more (its
+ * sharing kept) into a file sized for what it holds now. */
+static errcode_t second_copy(struct xr_shrink *s)
 {
-	int dirty = 0, bad;
+	struct xr_src src;
+	__u64 blocks;
 	errcode_t err;
 
-	*step = EXTREF_STEP_CHECK;
-	/* an image libext2fs cannot open: the check and inspect say why */
-	if (!xr_build_look(image, &dirty, &bad) && dirty) {
-		*step = EXTREF_STEP_REPLAY;
-		err = xr_build_replay(image, s->note, s->priv);
-		if (!err)
-			err = extref_image_lock_same(s->lock, image);
-		if (err)
-			return err;
-		*step = EXTREF_STEP_CHECK;
-	}
-	if (s->check) {
-		err = s->check(image, s->priv);
-		if (!err)
-			err = extref_image_lock_same(s->lock, image);
-		if (err)
-			return err;
-	}
-	err = inspect(image, s, step);
+	xr_shrink_note(s, EXTREF_SHRINK_FIRST);
+	err = xr_src_open(s->first, &src);
 	if (!err)
-		err = extref_image_lock_same(s->lock, image);
+		err = xr_src_scan(&src);
+	if (err && src.fs)
+		xr_src_close(&src);
+	if (err)
+		return xr_shrink_why(s, err, "%s: cannot read the image: %s",
+				     s->first, error_message(err));
+	err = xr_shrink_copy(s, &src, s->first, s->copy, EXTREF_DEDUPE_NONE,
+			     &blocks);
+	xr_src_close(&src);
+	unlink(s->first);
+	if (!err)
+		s->res->blocks_after = blocks;
 	return err;
 }
 
-errcode_t extref_build_shrink_begin(const char *image,
-				    struct extref_build_shrink *s, int *step)
+/* Steps 2 and 3: the copy made, checked, put in the image's place. */
+static errcode_t copy_and_replace(struct xr_shrink *s)
 {
-	int dummy;
+	const struct extref_build_shrink_opts *o = s->o;
+	int dedupe = o->dedupe != EXTREF_DEDUPE_NONE;
 	errcode_t err;
 
-	if (!step)
-		step = &dummy;
-	s->lock = NULL;
-	s->problems = 0;
-	s->stable_inodes = 0;
-	*step = EXTREF_STEP_LOCK;
-	err = extref_image_lock(image, EXTREF_LOCK_WRITE, &s->lock);
+	s->res->step = EXTREF_STEP_COPY;
+	err = xr_shrink_dir(s);
+	if (!err)
+		err = xr_shrink_copy(s, &s->src, s->image,
+				     dedupe ? s->first : s->copy, o->dedupe,
+				     &s->res->blocks_after);
+	xr_src_close(&s->src);	/* the image: read to the end */
+	if (!err && dedupe)
+		err = second_copy(s);
 	if (err)
 		return err;
-	err = checks(image, s, step);
-	if (err) {
-		extref_image_unlock(s->lock);
-		s->lock = NULL;
+	s->res->step = EXTREF_STEP_COPY_CHECK;
+	err = o->check ? o->check(s->copy, o->priv) : 0;
+	if (err)
+		return err;
+	xr_shrink_note(s, EXTREF_SHRINK_BUILT);
+	s->res->step = EXTREF_STEP_REPLACE;
+	return xr_shrink_replace(s);
+}
+
+errcode_t extref_build_shrink(const char *image,
+			      const struct extref_build_shrink_opts *o,
+			      struct extref_build_shrink_result *res)
+{
+	struct xr_shrink s;
+	errcode_t err;
+
+	memset(res, 0, sizeof(*res));
+	memset(&s, 0, sizeof(s));
+	s.image = image;
+	s.o = o;
+	s.res = res;
+	res->step = EXTREF_STEP_LOCK;
+	err = extref_image_lock(image, EXTREF_LOCK_WRITE, &s.lock);
+	if (err)
+		return err;
+	err = xr_shrink_check(&s);
+	if (!err) {
+		xr_shrink_note(&s, EXTREF_SHRINK_COPYING);
+		err = copy_and_replace(&s);
 	}
+	if (s.src.fs)
+		xr_src_close(&s.src);
+	xr_shrink_dir_remove(&s);	/* what is left there, once renamed
+					   or not */
+	extref_image_unlock(s.lock);
 	return err;
 }

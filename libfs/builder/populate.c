@@ -106,8 +106,8 @@ errcode_t extref_populate_layers(extref_fs_t xfs, const int *fds, size_t n,
 	return pop_finish(&p, err);
 }
 
-errcode_t extref_populate_image(extref_fs_t xfs, const char *image,
-				struct extref_populate *req)
+static errcode_t from_image(extref_fs_t xfs, const char *image,
+			    struct xr_src *src, struct extref_populate *req)
 {
 	struct xr_pop p;
 	int mode = req->dedupe;
@@ -117,9 +117,21 @@ errcode_t extref_populate_image(extref_fs_t xfs, const char *image,
 	err = pop_init(xfs, req, &p);
 	req->dedupe = mode;
 	if (!err)
-		err = xr_pop_read_image(&p, image);
+		err = xr_pop_read_image(&p, image, src);
 	pop_done(&p);
 	return err;
+}
+
+errcode_t extref_populate_image(extref_fs_t xfs, const char *image,
+				struct extref_populate *req)
+{
+	return from_image(xfs, image, NULL, req);
+}
+
+errcode_t xr_populate_src(extref_fs_t xfs, struct xr_src *src,
+			  struct extref_populate *req)
+{
+	return from_image(xfs, NULL, src, req);
 }
 
 void extref_populate_free(struct extref_populate *req)

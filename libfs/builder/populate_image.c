@@ -38,7 +38,8 @@ struct share_slot {
 
 struct img {
 	struct xr_pop		*p;
-	struct xr_src		src;
+	struct xr_src		*src;		/* own, or the caller's */
+	struct xr_src		own;
 	struct xr_pop_table	links;		/* source inode -> new */
 	ext2fs_inode_bitmap	dirs_seen;
 	struct xr_src_runs	runs;
@@ -83,7 +84,7 @@ static errcode_t table_grow(struct img *g)
 /* The source's bytes at addr, one new block of them, into g->p->blk. */
 static errcode_t read_src(struct img *g, __u64 addr)
 {
-	ext2_filsys sfs = g->src.fs;
+	ext2_filsys sfs = g->src->fs;
 	unsigned int sbs = sfs->blocksize, bs = g->p->fs->blocksize;
 	errcode_t err;
 
@@ -141,7 +142,7 @@ static errcode_t share_block(struct img *g, struct xr_pop_data *d,
 static errcode_t put_bytes(struct img *g, struct xr_pop_data *d, __u64 off,
 			   __u64 end, __u64 addr)
 {
-	unsigned int sbs = g->src.fs->blocksize;
+	unsigned int sbs = g->src->fs->blocksize;
 	errcode_t err = 0;
 
 	while (!err && off < end) {
@@ -153,7 +154,7 @@ static errcode_t put_bytes(struct img *g, struct xr_pop_data *d, __u64 off,
 			n = 1;
 		if ((__u64)n * sbs - skip > end - off)
 			n = (size_t)((end - off + skip + sbs - 1) / sbs);
-		err = io_channel_read_blk64(g->src.fs->io, first, (int)n,
+		err = io_channel_read_blk64(g->src->fs->io, first, (int)n,
 					    g->buf);
 		len = n * sbs - skip;
 		if (len > end - off)
@@ -176,12 +177,12 @@ static errcode_t put_bytes(struct img *g, struct xr_pop_data *d, __u64 off,
 static errcode_t copy_run(struct img *g, struct xr_pop_data *d, __u64 off,
 			  __u64 rend, __u64 size, __u64 addr)
 {
-	unsigned int bs = g->p->fs->blocksize, sbs = g->src.fs->blocksize;
+	unsigned int bs = g->p->fs->blocksize, sbs = g->src->fs->blocksize;
 	__u64 lim = rend < size ? rend : size, pos = off;
 	errcode_t err = 0;
 
 #define SHARED(b) ((b) + bs <= rend && (b) < size && \
-		   xr_src_is_shared(&g->src, (addr + ((b) - off)) / sbs))
+		   xr_src_is_shared(g->src, (addr + ((b) - off)) / sbs))
 	while (!err && pos < lim) {
 		__u64 b = (pos + bs - 1) / bs * bs;	/* next new block */
 
@@ -217,7 +218,7 @@ static errcode_t read_file(struct img *g, ext2_ino_t ino, char *buf,
 
 	if (size > cap)
 		return EXTREF_ERR_SOURCE_KIND;
-	err = ext2fs_file_open2(g->src.fs, ino, (struct ext2_inode *)g->sin,
+	err = ext2fs_file_open2(g->src->fs, ino, (struct ext2_inode *)g->sin,
 				0, &f);
 	if (err)
 		return err;
@@ -230,7 +231,7 @@ static errcode_t read_file(struct img *g, ext2_ino_t ino, char *buf,
 static errcode_t copy_data(struct img *g, ext2_ino_t ino,
 			   struct xr_pop_data *d)
 {
-	unsigned int sbs = g->src.fs->blocksize;
+	unsigned int sbs = g->src->fs->blocksize;
 	__u64 size = EXT2_I_SIZE(g->sin);
 	errcode_t err = xr_pop_size_check(g->p, size);
 	size_t k, len;
@@ -242,7 +243,7 @@ static errcode_t copy_data(struct img *g, ext2_ino_t ino,
 		if (!err)
 			err = xr_pop_data_put(d, 0, g->buf, len);
 	} else {
-		err = xr_src_runs(&g->src, ino, g->sin, &g->runs);
+		err = xr_src_runs(g->src, ino, g->sin, &g->runs);
 		for (k = 0; !err && k < g->runs.n; k++) {
 			struct xr_src_run *r = &g->runs.v[k];
 			__u64 off = r->lblk * sbs, end = off + r->len * sbs;
@@ -273,7 +274,7 @@ static struct timespec ts(__u32 sec, __u32 extra, int has_extra)
 /* Does the source inode hold the field at off, size bytes? */
 static int has(const struct img *g, size_t off, size_t size)
 {
-	int isz = EXT2_INODE_SIZE(g->src.fs->super);
+	int isz = EXT2_INODE_SIZE(g->src->fs->super);
 
 	return isz > EXT2_GOOD_OLD_INODE_SIZE &&
 	       (size_t)EXT2_GOOD_OLD_INODE_SIZE + g->sin->i_extra_isize >= off + size &&
@@ -296,7 +297,7 @@ static void meta_of(const struct img *g, struct xr_pop_meta *m)
 	m->ctime = ts(in->i_ctime, in->i_ctime_extra, HAS(g, i_ctime_extra));
 	m->generation = in->i_generation;
 	m->has_projid = HAS(g, i_projid) &&
-			ext2fs_has_feature_project(g->src.fs->super);
+			ext2fs_has_feature_project(g->src->fs->super);
 	if (m->has_projid)
 		m->projid = in->i_projid;
 	m->has_crtime = HAS(g, i_crtime);
@@ -359,10 +360,10 @@ static errcode_t copy_xattrs(struct img *g, ext2_ino_t sino, ext2_ino_t ino)
 	struct xa_copy c = { &x, NULL, 0 };
 	errcode_t err;
 
-	if (!ext2fs_has_feature_xattr(g->src.fs->super) &&
-	    !ext2fs_has_feature_inline_data(g->src.fs->super))
+	if (!ext2fs_has_feature_xattr(g->src->fs->super) &&
+	    !ext2fs_has_feature_inline_data(g->src->fs->super))
 		return 0;
-	err = ext2fs_xattrs_open(g->src.fs, sino, &c.h);
+	err = ext2fs_xattrs_open(g->src->fs, sino, &c.h);
 	if (!err)
 		err = ext2fs_xattrs_read_inode(c.h, g->sin);
 	if (!err)
@@ -450,14 +451,14 @@ static errcode_t copy_entry(struct img *g, ext2_ino_t sino, ext2_ino_t dir,
 			    const char *name, size_t plen)
 {
 	struct xr_pop *p = g->p;
-	int isz = EXT2_INODE_SIZE(g->src.fs->super);
+	int isz = EXT2_INODE_SIZE(g->src->fs->super);
 	struct xr_pop_meta m;
 	ext2_ino_t ino = 0;
 	errcode_t err;
 	__u32 flags;
 	int multi;
 
-	err = ext2fs_read_inode_full(g->src.fs, sino,
+	err = ext2fs_read_inode_full(g->src->fs, sino,
 				     (struct ext2_inode *)g->sin, isz);
 	if (err)
 		return err;
@@ -499,7 +500,7 @@ static errcode_t copy_entry(struct img *g, ext2_ino_t sino, ext2_ino_t dir,
 		err = xr_pop_table_put(&g->links, &sino, sizeof(sino), ino, 0);
 	/* the source inode again: the walk below reads others into sin */
 	if (!err)
-		err = ext2fs_read_inode_full(g->src.fs, sino,
+		err = ext2fs_read_inode_full(g->src->fs, sino,
 					     (struct ext2_inode *)g->sin, isz);
 	if (!err)
 		err = copy_xattrs(g, sino, ino);
@@ -566,7 +567,7 @@ static errcode_t walk(struct img *g, ext2_ino_t sdir, ext2_ino_t dir,
 	size_t *order = NULL, k, len;
 	errcode_t err;
 
-	err = ext2fs_dir_iterate2(g->src.fs, sdir,
+	err = ext2fs_dir_iterate2(g->src->fs, sdir,
 				  0, NULL,
 				  on_dirent, &nl);
 	if (!err)
@@ -604,11 +605,11 @@ static errcode_t walk(struct img *g, ext2_ino_t sdir, ext2_ino_t dir,
 /* The source's root: the new root's owner, mode, times, attributes. */
 static errcode_t root(struct img *g)
 {
-	int isz = EXT2_INODE_SIZE(g->src.fs->super);
+	int isz = EXT2_INODE_SIZE(g->src->fs->super);
 	struct xr_pop_meta m;
 	errcode_t err;
 
-	err = ext2fs_read_inode_full(g->src.fs, EXT2_ROOT_INO,
+	err = ext2fs_read_inode_full(g->src->fs, EXT2_ROOT_INO,
 				     (struct ext2_inode *)g->sin, isz);
 	if (!err && !LINUX_S_ISDIR(g->sin->i_mode))
 		err = EXT2_ET_NO_DIRECTORY;
@@ -657,32 +658,37 @@ static errcode_t load_counts(struct img *g)
 	return err;
 }
 
-static errcode_t img_init(struct img *g, struct xr_pop *p, const char *image)
+/* The source: image opened and scanned here, or src, the caller's,
+ * opened and scanned already. */
+static errcode_t img_init(struct img *g, struct xr_pop *p, const char *image,
+			  struct xr_src *src)
 {
-	errcode_t err;
+	errcode_t err = 0;
 	size_t n;
 
 	g->p = p;
-	err = xr_src_open(image, &g->src);
+	g->src = src ? src : &g->own;
+	if (!src)
+		err = xr_src_open(image, &g->own);
 	if (err) {
 		xr_pop_fail(p, "", NULL);
 		return err;
 	}
-	n = g->src.fs->blocksize > XR_POP_STAGE_BYTES ?
-	    g->src.fs->blocksize : XR_POP_STAGE_BYTES;
+	n = g->src->fs->blocksize > XR_POP_STAGE_BYTES ?
+	    g->src->fs->blocksize : XR_POP_STAGE_BYTES;
 	err = xr_pop_tree_is_empty(p->fs);
 	if (!err)
-		err = ext2fs_get_memzero(EXT2_INODE_SIZE(g->src.fs->super),
+		err = ext2fs_get_memzero(EXT2_INODE_SIZE(g->src->fs->super),
 					 &g->sin);
 	if (!err)
 		err = ext2fs_get_mem(n, &g->buf);
 	if (!err)
-		err = ext2fs_get_mem(g->src.fs->blocksize, &g->one);
+		err = ext2fs_get_mem(g->src->fs->blocksize, &g->one);
 	if (!err)
-		err = ext2fs_allocate_inode_bitmap(g->src.fs, "directories met",
+		err = ext2fs_allocate_inode_bitmap(g->src->fs, "directories met",
 						   &g->dirs_seen);
-	if (!err)
-		err = xr_src_scan(&g->src);
+	if (!err && !src)
+		err = xr_src_scan(&g->own);
 	if (err)
 		xr_pop_fail(p, "", NULL);
 	return err;
@@ -698,17 +704,19 @@ static void img_done(struct img *g)
 	ext2fs_free_mem(&g->sin);
 	ext2fs_free_mem(&g->buf);
 	ext2fs_free_mem(&g->one);
-	xr_src_close(&g->src);
+	if (g->src == &g->own)
+		xr_src_close(&g->own);
 }
 
-errcode_t xr_pop_read_image(struct xr_pop *p, const char *image)
+errcode_t xr_pop_read_image(struct xr_pop *p, const char *image,
+			    struct xr_src *src)
 {
 	struct img *g;
 	errcode_t err = ext2fs_get_memzero(sizeof(*g), &g);
 
 	if (err)
 		return err;
-	err = img_init(g, p, image);
+	err = img_init(g, p, image, src);
 	if (!err) {
 		err = root(g);
 		if (err)

@@ -283,8 +283,14 @@ errcode_t xr_pop_read_archive(struct xr_pop *p, int fd);
 errcode_t xr_pop_read_layer(struct xr_pop *p, int fd, unsigned int layer,
 			    int oci);
 /* populate_image.c: an ext4 or extref image's tree (source_img.c opens
- * it and finds which of its blocks are shared). */
-errcode_t xr_pop_read_image(struct xr_pop *p, const char *image);
+ * it and finds which of its blocks are shared); src (or NULL): the
+ * source opened and scanned already, image not used. */
+struct xr_src;
+errcode_t xr_pop_read_image(struct xr_pop *p, const char *image,
+			    struct xr_src *src);
+/* populate.c: extref_populate_image from src, opened and scanned. */
+errcode_t xr_populate_src(extref_fs_t xfs, struct xr_src *src,
+			  struct extref_populate *req);
 
 /* Record where the error is (and why); keeps the first. */
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why);

@@ -17,8 +17,25 @@
 #include "base/extref_vec.h"
 #include "txn/xr_zone.h"
 
+errcode_t xr_src_attach(ext2_filsys fs, struct xr_src *s)
+{
+	errcode_t err = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->fs = fs;
+	if (ext2fs_has_feature_journal_needs_recovery(fs->super))
+		err = EXTREF_ERR_SOURCE_RECOVERY;
+	/* its system zone: no file's data is copied from its metadata */
+	if (!err)
+		err = xr_zone_attach(fs, NULL, XR_ZONE_JOURNAL);
+	if (err)
+		xr_src_close(s);
+	return err;
+}
+
 errcode_t xr_src_open(const char *image, struct xr_src *s)
 {
+	ext2_filsys fs;
 	errcode_t err;
 	int mf = 0;
 
@@ -28,19 +45,8 @@ errcode_t xr_src_open(const char *image, struct xr_src *s)
 	    !(mf & EXT2_MF_READONLY))
 		return EXTREF_ERR_SOURCE_MOUNTED;
 	err = ext2fs_open2(image, NULL, EXT2_FLAG_64BITS, 0, 0,
-			   unix_io_manager, &s->fs);
-	if (err) {
-		s->fs = NULL;
-		return err;
-	}
-	if (ext2fs_has_feature_journal_needs_recovery(s->fs->super))
-		err = EXTREF_ERR_SOURCE_RECOVERY;
-	/* its system zone: no file's data is copied from its metadata */
-	if (!err)
-		err = xr_zone_attach(s->fs, NULL, XR_ZONE_JOURNAL);
-	if (err)
-		xr_src_close(s);
-	return err;
+			   unix_io_manager, &fs);
+	return err ? err : xr_src_attach(fs, s);
 }
 
 void xr_src_close(struct xr_src *s)
@@ -285,11 +291,26 @@ errcode_t xr_src_scan(struct xr_src *s)
 	return err;
 }
 
+void xr_src_measure(const struct xr_src *s, unsigned int bs,
+		    struct extref_source_size *out)
+{
+	unsigned int sbs = s->fs->blocksize;
+
+	out->entries = s->inodes;
+	/* each file's last block may grow to a whole new block */
+	out->data_blocks = (s->distinct * sbs + bs - 1) / bs +
+			   (sbs < bs ? s->files : 0) + s->inline_files;
+	out->distinct_blocks = out->data_blocks;
+	/* directories (and a block each for growth), symlinks and attribute
+	 * blocks, extent tree blocks */
+	out->meta_blocks = (s->dir_bytes + bs - 1) / bs + s->inodes / 16 +
+			   s->meta + s->inline_dirs + s->runs / (bs / 12) + 1;
+}
+
 errcode_t extref_image_measure(const char *image, unsigned int bs,
 			       struct extref_source_size *out)
 {
 	struct xr_src s;
-	unsigned int sbs;
 	errcode_t err;
 
 	memset(out, 0, sizeof(*out));
@@ -299,19 +320,8 @@ errcode_t extref_image_measure(const char *image, unsigned int bs,
 	if (err)
 		return err;
 	err = xr_src_scan(&s);
-	sbs = s.fs->blocksize;
-	if (!err) {
-		out->entries = s.inodes;
-		/* each file's last block may grow to a whole new block */
-		out->data_blocks = (s.distinct * sbs + bs - 1) / bs +
-				   (sbs < bs ? s.files : 0) + s.inline_files;
-		out->distinct_blocks = out->data_blocks;
-		/* directories (and a block each for growth), symlinks and
-		 * attribute blocks, extent tree blocks */
-		out->meta_blocks = (s.dir_bytes + bs - 1) / bs +
-				   s.inodes / 16 + s.meta + s.inline_dirs +
-				   s.runs / (bs / 12) + 1;
-	}
+	if (!err)
+		xr_src_measure(&s, bs, out);
 	xr_src_close(&s);
 	return err;
 }

@@ -37,11 +37,18 @@ struct xr_src {
 };
 
 /* Open image read-only (no journal replay: one needing recovery is
- * refused, EXTREF_ERR_SOURCE_RECOVERY). */
+ * refused, EXTREF_ERR_SOURCE_RECOVERY; nor one mounted read-write). */
 errcode_t xr_src_open(const char *image, struct xr_src *s);
+/* The same with fs, opened read-only by the caller: s owns it from here
+ * (closed by xr_src_close, on error too). */
+errcode_t xr_src_attach(ext2_filsys fs, struct xr_src *s);
 /* Scan every inode: the shared ranges and the sizing counts. */
 errcode_t xr_src_scan(struct xr_src *s);
 void xr_src_close(struct xr_src *s);
+/* What the scanned source takes in an image of bs-byte blocks
+ * (extref_image_measure). */
+void xr_src_measure(const struct xr_src *s, unsigned int bs,
+		    struct extref_source_size *out);
 /* The written runs of regular file ino, in file order, within its size;
  * a run outside the filesystem's data or out of order is
  * EXTREF_ERR_SOURCE_MAP.  Unwritten extents read as holes. */
