@@ -39,9 +39,11 @@ def fuzzer(tmp_path_factory):
 def names(fz, csum):
     """Symbolic block numbers of the base image: bbG/ibG/itG (block and
     inode bitmaps, inode table of group G), tree0 (the tree's first
-    block), etb0 (an extent-tree node), jnl0 (the journal's first)."""
+    block), etb0 and etb1 (extent-tree nodes: /g's, /g2's), jnl0 (the
+    journal's first)."""
     g = fz.geo[csum]
     n = {"tree0": min(g["tree"]), "etb0": min(g["etb"]),
+         "etb1": max(g["etb"]),
          "jnl0": min(g["journal"]),
          "rgdt0": min(g["rgdt"]) + 87,     # seed 92's: its 88th
          "itfree0": min(g["itable"]) + 121,   # seed 305's: no inode used
@@ -102,10 +104,6 @@ def test_the_oracle_sees_damage(fuzzer):
 
 
 # The fuzzer's findings, minimised (class, trial with symbolic blocks).
-NODES = ("not fixed: a block another file maps (an extent-tree node), "
-         "marked free in the bitmap, can still be allocated by the default "
-         "open (the changed file's own blocks, the system zone and inode "
-         "5's blocks are checked; other files' are not)")
 OPS = ("a refused operation has written data into free blocks before it "
        "met the damage (ops/builder: not fixed yet)")
 
@@ -139,7 +137,12 @@ REGRESSIONS = [
           ["shell", "pwrite -S 225 /b 27866 1"]), None),
     ("extent-tree/tree blocks marked free (extent-tree node)",
      case(True, [["debugfs", "freeb {etb0} 1"]], ["write", 50000, 1, "/new"]),
-     NODES),
+     None),
+    # seed 308: /g2's own node freed, then a pwrite of /g2 (refused,
+    # after its copy-on-write had written over the node)
+    ("extent-tree/tree blocks marked free (the written file's node)",
+     case(True, [["debugfs", "freeb {etb1} 1"]],
+          ["shell", "pwrite -S 44 /g2 1024 3000"]), None),
     # seed 68
     ("allocation of system-zone blocks (bitmap partly zeroed)",
      case(False, [["dd", "{bb0}", 0, 544, None]],
