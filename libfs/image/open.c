@@ -119,10 +119,15 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
  */
 static errcode_t zone_attach(extref_fs_t xfs)
 {
+	errcode_t err;
+
 	if (!(xfs->fs->flags & EXT2_FLAG_RW))
 		return 0;
-	return xr_zone_attach(xfs->fs, xfs->tree,
-			      XR_ZONE_JOURNAL | XR_ZONE_ALLOC);
+	err = xr_zone_attach(xfs->fs, xfs->tree,
+			     XR_ZONE_JOURNAL | XR_ZONE_ALLOC);
+	if (!err)	/* a block a record covers is never allocated */
+		xr_zone_records(xfs->fs, &xfs->tree);
+	return err;
 }
 
 /*

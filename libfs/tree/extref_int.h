@@ -80,7 +80,17 @@ struct extref_tree {
 	__u64		generation;
 	__u32		stamp;		/* h_stamp of the next header write */
 	char		*buf;		/* one block of scratch */
+	/* pmap.c: inside libext2fs's allocation of a block for inode 5,
+	 * whose hooks (txn/zone.c) must not search this tree then: a
+	 * commit holds t->buf and half-placed nodes */
+	int		growing;
 };
+
+/* The tree may be searched now (not from inside its own allocation). */
+static inline int xr_tree_searchable(const struct extref_tree *t)
+{
+	return t && !t->growing && !t->broken;
+}
 
 /* vec.c: extref_vec.h */
 
