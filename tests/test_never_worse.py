@@ -179,11 +179,21 @@ REGRESSIONS = [
      case(False, [["debugfs", "sif /d/e block[4] 1251"]],
           ["update", 801748185]),
      None),
-    # the stamp holds (no metadata_csum: a dd changes no descriptor), and
-    # the bitmap calls /a's blocks free: shared, so the allocator passes
-    # over them (a block a record covers is in use)
+    # no metadata_csum: a dd of the bitmap changes no descriptor, so the
+    # stamp held and the bitmap called /a's shared blocks free.  Now the
+    # stamp binds the bitmaps' contents (the open proves in full: 0x0103),
+    # and the allocator passes over any block a record covers (a stamp a
+    # hostile image forged)
     ("a file's data block marked free, then allocated (bitmap by dd)",
      case(False, [["dd", "{bb0}", "{abyte0}", 4, None]],
+          ["write", 50000, 1, "/new"]),
+     None),
+    # the same with random bytes over /a's bits and past them: unshared
+    # blocks and directories called free too; the stamp binds the
+    # bitmaps' contents where no descriptor holds their checksums, so the
+    # open proves in full and refuses
+    ("allocation of system-zone blocks (bitmap by dd, no metadata_csum)",
+     case(False, [["dd", "{bb0}", "{abyte0}", 30, 1]],
           ["write", 50000, 1, "/new"]),
      None),
     # seed 86: the update writes new data into free blocks, then meets

@@ -184,6 +184,8 @@ errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
 
 /* stamp.c: the header's h_stamp (FORMAT.md, "What a writer trusts"). */
 __u32 xr_tree_stamp(extref_tree_t t);
+/* The bitmaps xr_state_stamp binds (no metadata_csum), read if needed. */
+errcode_t xr_stamp_bitmaps(ext2_filsys fs);
 __u64 xr_tree_generation(extref_tree_t t);
 void xr_tree_stamp_clear(extref_tree_t t);
 errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp);
