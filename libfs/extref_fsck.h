@@ -35,6 +35,7 @@ extern "C" {
 #define PR_X_EXTENT_CORRUPT	0x0101	/* an inode's extent tree unreadable */
 #define PR_X_DATA_IS_METADATA	0x0102	/* a data block is also metadata */
 #define PR_X_MAPPED_BLOCK_FREE	0x0103	/* mapped block free in the bitmap */
+#define PR_X_META_BLOCK_FREE	0x0104	/* extent or xattr block free */
 #define PR_X_TREE_NODE		0x0201	/* a node fails validation */
 #define PR_X_TREE_FREE_LIST	0x0202	/* free list damaged */
 #define PR_X_TREE_LOST_BLOCK	0x0203	/* block of inode 5 unaccounted */

@@ -177,6 +177,8 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	if (!err && at)		/* a new target has nothing in the way */
 		err = xr_upd_check(up, dir, at);
 	if (!err)
+		err = xr_upd_verify(up);	/* update_verify.c */
+	if (!err)
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
 	if (!err)
 		err = extref_tx_end(xfs, own_op(up, dir, at));
@@ -204,6 +206,8 @@ errcode_t extref_update_layer(extref_fs_t xfs, int fd,
 	up->layer = 1;
 	up->layer_fd = fd;
 	err = up_init(xfs, u, up);
+	if (!err)
+		err = xr_upd_verify(up);	/* update_verify.c */
 	if (!err)
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
 	if (!err)

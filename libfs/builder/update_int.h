@@ -110,6 +110,10 @@ errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
  * refuse midway (EXTREF_ERR_UPDATE_DIR). */
 errcode_t xr_upd_check(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 
+/* update_verify.c: every in-use inode's extent tree checked before any
+ * change, unless the open's full proof read them all. */
+errcode_t xr_upd_verify(struct xr_upd *up);
+
 /* update_delete.c: EXTREF_UPDATE_DELETE.  Remove name (ino) from dir,
  * a directory with everything below it; remove every name of dir that
  * names (n, sorted by strcmp) lacks. */

@@ -245,6 +245,13 @@ errcode_t xr_fsck_sweep(struct xr_fsck *c, xr_rec_sink sink, void *priv);
 void xr_fsck_check_metadata(struct xr_fsck *c);
 errcode_t xr_fsck_check_bitmap(struct xr_fsck *c);
 errcode_t xr_fsck_read_bitmaps(struct xr_fsck *c, int block_only);
+/* fsck_bitmap_fix.c: [f, f + n) marked in use, the free counts of its
+ * groups and of the superblock counted again from the bitmap (0x0103,
+ * 0x0104's repair) */
+void xr_fsck_mark_in_use(struct xr_fsck *c, blk64_t f, blk64_t n);
+/* fsck_metafree.c (pass 1: files' extent-tree and xattr blocks free in
+ * the block bitmap) */
+errcode_t xr_fsck_check_meta_bitmap(struct xr_fsck *c);
 /* fsck_treeblocks.c (pass 1: inode 5's blocks against other owners) */
 errcode_t xr_fsck_check_tree_blocks(struct xr_fsck *c);
 /* fsck_compare.c (passes 2, 3) */

@@ -88,6 +88,8 @@ static errcode_t run_passes(struct xr_fsck *c)
 		err = xr_fsck_check_tree_blocks(c);
 	if (!err)
 		err = xr_fsck_check_bitmap(c);
+	if (!err)
+		err = xr_fsck_check_meta_bitmap(c);
 	if (err || c->probe_dirty)
 		return err;
 	progress(c, 1);

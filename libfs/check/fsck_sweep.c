@@ -293,10 +293,8 @@ errcode_t xr_fsck_check_bitmap(struct xr_fsck *c)
 				       "%s, mapped by inode %s",
 				       xr_fsck_range(f, n, what, sizeof(what)),
 				       xr_fsck_ino_name(c, xr_map_ino(c, i),
-							who, sizeof(who)))) {
-				ext2fs_block_alloc_stats_range(fs, f, n - f, +1);
-				c->res->changed = 1;
-			}
+							who, sizeof(who))))
+				xr_fsck_mark_in_use(c, f, n - f);
 			s = n;
 		}
 	}

@@ -38,6 +38,10 @@ static const struct xr_problem table[] = {
 	P(PR_X_MAPPED_BLOCK_FREE, MAPPED_BLOCK_FREE,
 	  "mapped blocks are marked free in the block bitmap",
 	  "mark them in use", 1),
+	P(PR_X_META_BLOCK_FREE, META_BLOCK_FREE,
+	  "extent-tree or extended-attribute blocks are marked free in the "
+	  "block bitmap",
+	  "mark them in use", 1),
 	P(PR_X_TREE_NODE, TREE_NODE,
 	  "reference-count tree node is damaged",
 	  "rebuild the tree", 1),

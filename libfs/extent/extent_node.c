@@ -55,22 +55,47 @@ errcode_t xr_extent_block_read(ext2_filsys fs, ext2_ino_t ino, blk64_t pblk,
 	return err;
 }
 
-/* A leaf's extents against the system zone (txn/zone.c). */
+/*
+ * A leaf's extents as the kernel's ext4_valid_extent_entries() takes
+ * them: none empty, each after the one before (logical blocks in order,
+ * none overlapping), none past the last logical block; and each against
+ * the system zone (txn/zone.c, z when the image is open for writing).
+ * libext2fs's own walk of a leaf out of order fails half-way
+ * ("Extent not found"), after an operation may have written.
+ */
 static errcode_t check_leaf(const struct xr_zone *z,
 			    const struct ext3_extent_header *eh)
 {
 	const struct ext3_extent *ex = EXT_FIRST_EXTENT(eh);
 	int i, n = ext2fs_le16_to_cpu(eh->eh_entries);
+	__u64 next = 0, lblk;
 	errcode_t err = 0;
 
-	for (i = 0; !err && z && i < n; i++) {
+	for (i = 0; !err && i < n; i++) {
 		unsigned int len = xr_extent_len(&ex[i], NULL);
 
-		if (len)
+		lblk = ext2fs_le32_to_cpu(ex[i].ee_block);
+		if (!len || lblk < next || lblk + len > (1ULL << 32))
+			return EXT2_ET_EXTENT_LEAF_BAD;
+		next = lblk + len;
+		if (z)
 			err = xr_zone_check_mapped(z, xr_extent_start(&ex[i]),
 						   len);
 	}
 	return err;
+}
+
+/* An index node's entries: logical blocks strictly in order. */
+static errcode_t check_index(const struct ext3_extent_header *eh)
+{
+	const struct ext3_extent_idx *ix = EXT_FIRST_INDEX(eh);
+	int i, n = ext2fs_le16_to_cpu(eh->eh_entries);
+
+	for (i = 1; i < n; i++)
+		if (ext2fs_le32_to_cpu(ix[i].ei_block) <=
+		    ext2fs_le32_to_cpu(ix[i - 1].ei_block))
+			return EXT2_ET_EXTENT_INDEX_BAD;
+	return 0;
 }
 
 /*
@@ -91,6 +116,7 @@ static errcode_t check_subtree(ext2_filsys fs, ext2_ino_t ino,
 
 	if (depth == 0)
 		return check_leaf(z, eh);
+	err = check_index(eh);
 	for (i = 0; !err && i < n; i++) {
 		blk64_t p = xr_extent_idx_child(&ix[i]);
 
@@ -119,7 +145,8 @@ static int all_zero(const struct ext2_inode *inode)
 
 /*
  * Every node of an extent-mapped inode's tree, checked with its
- * checksum, and every block it maps checked against the system zone:
+ * checksum and its entries in order, and every block it maps checked
+ * against the system zone:
  * done before an operation's first write, so that a tree the operation
  * would stop in the middle of, or whose data is metadata, is refused up
  * front.  *nodes

@@ -72,6 +72,7 @@ static int stamp_holds(extref_fs_t xfs)
 	       !(xfs->flags & EXTREF_OPEN_VERIFY) &&
 	       ext2fs_has_feature_journal(xfs->fs->super) &&
 	       !(xfs->flags & EXTREF_OPEN_NO_JOURNAL) &&
+	       !xr_stamp_bitmaps(xfs->fs) &&	/* bound without csums */
 	       s == xr_state_stamp(xfs->tree);
 }
 
@@ -107,6 +108,8 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
 	if (err || !proven)	/* a raw edit cleared the stamp (handle.c) */
 		return err;
 	err = ext2fs_write_bitmaps(xfs->fs);
+	if (!err)
+		err = xr_stamp_bitmaps(xfs->fs);
 	return err ? err : xr_tree_write_stamp(t, xr_state_stamp(t));
 }
 
@@ -119,10 +122,15 @@ static errcode_t leave_stamp(extref_fs_t xfs, int proven)
  */
 static errcode_t zone_attach(extref_fs_t xfs)
 {
+	errcode_t err;
+
 	if (!(xfs->fs->flags & EXT2_FLAG_RW))
 		return 0;
-	return xr_zone_attach(xfs->fs, xfs->tree,
-			      XR_ZONE_JOURNAL | XR_ZONE_ALLOC);
+	err = xr_zone_attach(xfs->fs, xfs->tree,
+			     XR_ZONE_JOURNAL | XR_ZONE_ALLOC);
+	if (!err)	/* a block a record covers is never allocated */
+		xr_zone_records(xfs->fs, &xfs->tree);
+	return err;
 }
 
 /*

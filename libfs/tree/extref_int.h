@@ -80,7 +80,17 @@ struct extref_tree {
 	__u64		generation;
 	__u32		stamp;		/* h_stamp of the next header write */
 	char		*buf;		/* one block of scratch */
+	/* pmap.c: inside libext2fs's allocation of a block for inode 5,
+	 * whose hooks (txn/zone.c) must not search this tree then: a
+	 * commit holds t->buf and half-placed nodes */
+	int		growing;
 };
+
+/* The tree may be searched now (not from inside its own allocation). */
+static inline int xr_tree_searchable(const struct extref_tree *t)
+{
+	return t && !t->growing && !t->broken;
+}
 
 /* vec.c: extref_vec.h */
 
@@ -174,6 +184,8 @@ errcode_t xr_lblk_alloc(struct extref_tree *t, __u32 *ret);
 
 /* stamp.c: the header's h_stamp (FORMAT.md, "What a writer trusts"). */
 __u32 xr_tree_stamp(extref_tree_t t);
+/* The bitmaps xr_state_stamp binds (no metadata_csum), read if needed. */
+errcode_t xr_stamp_bitmaps(ext2_filsys fs);
 __u64 xr_tree_generation(extref_tree_t t);
 void xr_tree_stamp_clear(extref_tree_t t);
 errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp);

@@ -106,8 +106,10 @@ errcode_t xr_pmap_grow(struct extref_tree *t, __u32 lblk)
 	if (t->pmap[lblk] == 0 && pblk) {
 		t->pmap[lblk] = pblk;
 	} else if (t->pmap[lblk] == 0) {
+		t->growing++;
 		err = ext2fs_bmap2(t->fs, EXTREF_INO, &inode, NULL, BMAP_ALLOC,
 				   lblk, NULL, &pblk);
+		t->growing--;
 		if (err)
 			return err;
 		t->pmap[lblk] = pblk;

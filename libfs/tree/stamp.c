@@ -3,6 +3,7 @@
  * proved, bound to the filesystem's state.  The session (image/open.c)
  * computes the state's stamp and decides; the tree only keeps the field.
  */
+#include <string.h>
 #include "extref_int.h"
 #include "base/xr_crc32c.h"
 
@@ -42,11 +43,58 @@ errcode_t xr_tree_write_stamp(extref_tree_t t, __u32 stamp)
 }
 
 /*
+ * The bitmaps' contents, group by group, into c: without metadata_csum
+ * no descriptor holds their checksums, and a dd over one (another file's
+ * blocks or inodes made free) would leave the stamp matching.  Bitmaps
+ * not loaded (the session reads them first: xr_stamp_bitmaps) make a
+ * stamp no open matches.
+ */
+static __u32 bitmaps_crc(ext2_filsys fs, __u32 c)
+{
+	__u32 per = EXT2_BLOCKS_PER_GROUP(fs->super);
+	__u32 ipg = EXT2_INODES_PER_GROUP(fs->super);
+	blk64_t first, n, total = ext2fs_blocks_count(fs->super);
+	char *buf = NULL;
+	dgrp_t g;
+
+	if (!fs->block_map || !fs->inode_map ||
+	    ext2fs_get_mem(fs->blocksize, &buf))
+		return c ^ 0x5a5a5a5a;
+	for (g = 0; g < fs->group_desc_count; g++) {
+		first = ext2fs_group_first_block2(fs, g);
+		n = total - first < per ? total - first : per;
+		memset(buf, 0, fs->blocksize);
+		if (!ext2fs_get_block_bitmap_range2(fs->block_map, first, n,
+						    buf))
+			c = xr_crc32c(c, buf, (n + 7) / 8);
+		memset(buf, 0, fs->blocksize);
+		if (!ext2fs_get_inode_bitmap_range2(fs->inode_map,
+						    (__u64)g * ipg + 1, ipg,
+						    buf))
+			c = xr_crc32c(c, buf, (ipg + 7) / 8);
+	}
+	ext2fs_free_mem(&buf);
+	return c;
+}
+
+/* Read the bitmaps the stamp binds, if it binds them and they are not
+ * in memory yet. */
+errcode_t xr_stamp_bitmaps(ext2_filsys fs)
+{
+	if (ext2fs_has_feature_metadata_csum(fs->super) ||
+	    (fs->block_map && fs->inode_map))
+		return 0;
+	return ext2fs_read_bitmaps(fs);
+}
+
+/*
  * The stamp of fs's allocation state and the tree's generation: crc32c
- * (seeded with the tree's seed) of every group descriptor, the free and
- * total block and inode counts and the generation; never 0.  A stock
- * tool that allocates or frees (debugfs write, rm, freeb, setb; e2fsck
- * repairs) changes a descriptor and a free count.
+ * (seeded with the tree's seed) of every group descriptor (with
+ * metadata_csum, the bitmaps' checksums; without it, the bitmaps
+ * themselves follow: bitmaps_crc), the free and total block and inode
+ * counts and the generation; never 0.  A stock tool that allocates or
+ * frees (debugfs write, rm, freeb, setb; e2fsck repairs) changes a
+ * descriptor and a free count.
  */
 __u32 xr_state_stamp(extref_tree_t t)
 {
@@ -59,6 +107,8 @@ __u32 xr_state_stamp(extref_tree_t t)
 	for (g = 0; g < fs->group_desc_count; g++)
 		c = xr_crc32c(c, ext2fs_group_desc(fs, fs->group_desc, g),
 			      EXT2_DESC_SIZE(sb));
+	if (!ext2fs_has_feature_metadata_csum(sb))
+		c = bitmaps_crc(fs, c);
 	v[0] = ext2fs_cpu_to_le64(ext2fs_free_blocks_count(sb));
 	v[1] = ext2fs_cpu_to_le64(ext2fs_blocks_count(sb));
 	v[2] = ext2fs_cpu_to_le64(sb->s_free_inodes_count);

@@ -36,6 +36,13 @@ struct xr_zone;
 #define XR_ZONE_JOURNAL	0x1
 #define XR_ZONE_ALLOC	0x2
 errcode_t xr_zone_attach(ext2_filsys fs, extref_tree_t tree, int flags);
+/*
+ * The allocation hooks also pass over every block a record of *slot
+ * covers (the session's tree, read through the slot at each search, so
+ * that a tree loaded again after a rollback is the one searched; NULL
+ * in it: none): a shared block the bitmap calls free is in use.
+ */
+void xr_zone_records(ext2_filsys fs, extref_tree_t *slot);
 /* The zone of fs goes (its allocation hooks too); none: nothing. */
 void xr_zone_detach(ext2_filsys fs);
 

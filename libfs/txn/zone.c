@@ -11,6 +11,7 @@
 #include "extref_err.h"
 #include "base/extref_vec.h"
 #include "base/xr_search.h"
+#include "tree/extref_int.h"
 #include "txn/xr_zone.h"
 
 struct zrange {
@@ -29,6 +30,9 @@ struct xr_zone {
 	int		tree_free;	/* a block of inode 5 the bitmap
 					   calls free (add_tree) */
 	int		repair;		/* xr_zone_repair: mappings unchecked */
+	/* the session's tree (xr_zone_records): a block a record covers
+	 * is in use, whatever the bitmap says */
+	extref_tree_t	*records;
 	errcode_t	(*old_alloc)(ext2_filsys, blk64_t, blk64_t *);
 	errcode_t	(*old_range)(ext2_filsys, int, blk64_t, blk64_t,
 				     blk64_t *, blk64_t *);
@@ -341,22 +345,72 @@ static errcode_t add_journal(struct xr_zone *z, extref_tree_t tree)
 	return err;
 }
 
+struct first_rec {
+	blk64_t		start, end;
+	int		found;
+};
+
+static errcode_t take_first(const struct extref_rec *r, void *priv)
+{
+	struct first_rec *f = priv;
+
+	f->start = r->start;
+	f->end = r->start + r->len;
+	f->found = 1;
+	return EXTREF_ITER_STOP;
+}
+
+/*
+ * Does a record of the session's tree cover a block of [blk, blk + len)?
+ * Then *at is the first such block and *past the end of its record.  A
+ * record says at least two files map its blocks: one the bitmap calls
+ * free is in use all the same (a bitmap damaged, or another tool's
+ * freeb), and is never handed out.  One search of the tree in memory
+ * (xr_op_begin read every node before the first write); not from inside
+ * the tree's own allocation, nor on a tree that failed (its operations
+ * say so).
+ */
+static int recorded(const struct xr_zone *z, blk64_t blk, blk64_t len,
+		    blk64_t *at, blk64_t *past)
+{
+	extref_tree_t t = z->records ? *z->records : NULL;
+	struct first_rec f = { 0 };
+
+	if (!xr_tree_searchable(t) ||
+	    extref_tree_iterate(t, blk, len, 0, take_first, &f) || !f.found)
+		return 0;
+	*at = f.start > blk ? f.start : blk;
+	*past = f.end;
+	return 1;
+}
+
 /*
  * The allocator's candidate: past every range of the zone it is in.  A
  * block of the zone that the bitmap calls free means the bitmap is
  * damaged (a sound one always marks the metadata: libext2fs marks it
- * for the groups it does not read, BLOCK_UNINIT): refused.
+ * for the groups it does not read, BLOCK_UNINIT): refused.  A block a
+ * record of the tree covers is passed over (recorded).
  */
 static errcode_t search_from(struct xr_zone *z, blk64_t from,
 			     blk64_t last, blk64_t *ret)
 {
-	errcode_t err = ext2fs_find_first_zero_block_bitmap2(z->fs->block_map,
-							      from, last, ret);
+	blk64_t at, past;
+	errcode_t err;
 
-	if (err)
-		return err;
-	return hits(z, *ret, 1) ? EXTREF_ERR_ZONE_BITMAP :
-	       tree_still_owns(z, *ret, 1);
+	for (;;) {
+		err = ext2fs_find_first_zero_block_bitmap2(z->fs->block_map,
+							   from, last, ret);
+		if (err)
+			return err;
+		if (hits(z, *ret, 1))
+			return EXTREF_ERR_ZONE_BITMAP;
+		err = tree_still_owns(z, *ret, 1);
+		if (err || !recorded(z, *ret, 1, &at, &past))
+			return err;
+		if (past > last)
+			return ENOENT;
+		from = past;
+	}
 }
 
 /* The first free block at or after goal, wrapping round, as libext2fs's
@@ -406,7 +460,7 @@ static errcode_t range_in(struct xr_zone *z, int flags, blk64_t from,
 			  blk64_t last, blk64_t len, blk64_t *pblk,
 			  blk64_t *plen)
 {
-	blk64_t start, end, cap, goal = from;
+	blk64_t start, end, cap, goal = from, at, past;
 	errcode_t err;
 
 	while (!(err = search_from(z, from, last, &start))) {
@@ -427,6 +481,9 @@ static errcode_t range_in(struct xr_zone *z, int flags, blk64_t from,
 		err = tree_still_owns(z, start, end - start);
 		if (err)
 			return err;
+		/* start is no record's (search_from): the run ends at one */
+		if (recorded(z, start, end - start, &at, &past))
+			end = at;
 		if (!(flags & EXT2_NEWRANGE_MIN_LENGTH) || end - start >= len) {
 			*pblk = start;
 			*plen = end - start;
@@ -713,6 +770,14 @@ errcode_t xr_zone_check_mapped(const struct xr_zone *z, blk64_t blk,
 	return ext2fs_find_first_zero_block_bitmap2(z->fs->block_map, blk,
 						    blk + len - 1, &b) ? 0 :
 	       EXTREF_ERR_ZONE_UNMARKED;
+}
+
+void xr_zone_records(ext2_filsys fs, extref_tree_t *slot)
+{
+	struct xr_zone *z = xr_zone_of(fs);
+
+	if (z)
+		z->records = slot;
 }
 
 void xr_zone_repair(ext2_filsys fs, int on)

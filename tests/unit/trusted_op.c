@@ -8,6 +8,10 @@
  *        trusted_op IMAGE reflink SRC DIR NAME
  *        trusted_op IMAGE reflink_r SRC DIR NAME
  *        trusted_op IMAGE rm DIR NAME
+ *        trusted_op IMAGE mkdir DIR NAME
+ *        trusted_op IMAGE write DIR NAME LEN   (a new file, LEN bytes 'n',
+ *                                               one transaction)
+ *        trusted_op IMAGE pwrite PATH OFF LEN  (LEN bytes 'p' at OFF)
  *
  * Paths are absolute in the image.  Exit 0 on success; 1 with
  * "trusted_op: MESSAGE" on stderr when the operation fails; 2 on usage.
@@ -22,6 +26,35 @@ static errcode_t ino_of(extref_fs_t xfs, const char *path, ext2_ino_t *ino)
 	ext2_filsys fs = extref_fs_ext2(xfs);
 
 	return ext2fs_namei(fs, EXT2_ROOT_INO, EXT2_ROOT_INO, path, ino);
+}
+
+/* write: a new file DIR/NAME of LEN bytes; pwrite: LEN bytes at OFF. */
+static errcode_t write_op(extref_fs_t xfs, char **argv)
+{
+	int make = !strcmp(argv[2], "write");
+	__u64 off = make ? 0 : strtoull(argv[4], 0, 0);
+	__u64 len = strtoull(argv[5], 0, 0);
+	ext2_ino_t ino;
+	errcode_t err;
+	char *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return EXT2_ET_NO_MEMORY;
+	memset(buf, make ? 'n' : 'p', len);
+	err = ino_of(xfs, argv[3], &ino);
+	if (!err)	/* one transaction, as the debug shell's write */
+		err = extref_tx_begin(xfs);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	if (make)
+		err = extref_create_file(xfs, ino, argv[4], LINUX_S_IFREG | 0644,
+					 NULL, &ino);
+	if (!err)
+		err = extref_pwrite(xfs, ino, off, buf, len);
+	free(buf);
+	return extref_tx_end(xfs, err);
 }
 
 static errcode_t run(extref_fs_t xfs, int argc, char **argv)
@@ -58,9 +91,18 @@ static errcode_t run(extref_fs_t xfs, int argc, char **argv)
 			err = extref_unlink(xfs, a, argv[4], 0);
 		return err;
 	}
+	if (argc == 5 && !strcmp(argv[2], "mkdir")) {
+		err = ino_of(xfs, argv[3], &a);
+		return err ? err : extref_mkdir(xfs, a, argv[4], &ino);
+	}
+	if (argc == 6 && (!strcmp(argv[2], "write") ||
+			  !strcmp(argv[2], "pwrite")))
+		return write_op(xfs, argv);
 	fprintf(stderr, "usage: trusted_op IMAGE clone SRC SOFF DST DOFF LEN\n"
 		"       trusted_op IMAGE reflink|reflink_r SRC DIR NAME\n"
-		"       trusted_op IMAGE rm DIR NAME\n");
+		"       trusted_op IMAGE rm|mkdir DIR NAME\n"
+		"       trusted_op IMAGE write DIR NAME LEN\n"
+		"       trusted_op IMAGE pwrite PATH OFF LEN\n");
 	exit(2);
 }
 
