@@ -158,6 +158,10 @@ errcode_t xr_fresh_on(ext2_filsys fs, struct xr_fresh **f);
 int xr_fresh_active(const struct xr_fresh *f);
 void xr_fresh_note(struct xr_fresh *f, blk64_t blk, blk64_t num);
 void xr_fresh_forget(struct xr_fresh *f, blk64_t blk);
+/* An inode allocated: its table block is new too when nothing committed
+ * reads it (gd: the descriptors as committed). */
+void xr_fresh_note_inode(struct xr_fresh *f, ext2_ino_t ino,
+			 const void *gd);
 void xr_fresh_reset(struct xr_fresh *f, int off);
 void xr_fresh_free(struct xr_fresh **f);
 errcode_t xr_fresh_spill(struct xr_fresh *f, struct xr_txio *io);
