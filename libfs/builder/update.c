@@ -2,11 +2,18 @@
  * update.c --- extref_update_dir: a host directory into an existing
  * image, sharing the data the image already holds (update_int.h).
  *
- * The whole update is one transaction of the image's journal opened
- * with EXTREF_TX_SPLIT: it is committed whole at the end, or, when it
- * holds more than half the journal, also between two entries of the
- * source (update_walk.c), where the image is consistent; an error rolls
- * back what was not committed yet.  Inside it the update is the
+ * The whole update is one atomic transaction of the image's journal,
+ * whatever its size: the blocks it allocates (new directories' and
+ * files' metadata blocks, the tree's new nodes) are written in place
+ * early, at the split points between two entries of the source
+ * (update_walk.c) once half a journal's worth is held, and at the
+ * commit (xr_tx_spill_on, txn/txn_split.c); only the blocks that were
+ * in use before go through the journal, in the one commit at the end.
+ * A crash before that commit block leaves the image as it was (new
+ * bytes in free blocks only), after it the whole update: never a
+ * committed part (docs/TRANSACTIONS.md).  An update whose in-use blocks
+ * outgrow the journal fails with EXTREF_ERR_TXN_TOO_BIG, rolled back,
+ * as soon as a split point finds it so.  Inside it the update is the
  * library's own operation (xr_tx_begin): its writes keep the open's
  * verification standing (xr_fs_verified).  Quota usage, where the image
  * keeps quotas, is counted again at the end, inside the transaction.
@@ -146,13 +153,27 @@ static errcode_t update_op(struct xr_upd *up, const char *dir,
 	return err;
 }
 
-/* Inside the split transaction, the library's own operation: its
- * writes (the populate makers') are not an outsider's raw edits. */
+/* Inside the atomic transaction, the library's own operation: its
+ * writes (the populate makers') are not an outsider's raw edits; the
+ * blocks it allocates go in place early (one commit at the end). */
 static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
 {
 	errcode_t err = xr_tx_begin(up->xfs);
 
-	return err ? err : xr_tx_end(up->xfs, update_op(up, dir, at));
+	if (err)
+		return err;
+	err = xr_tx_spill_on(up->xfs);
+	return xr_tx_end(up->xfs, err ? err : update_op(up, dir, at));
+}
+
+/* The update: one atomic transaction (no part committed before its
+ * end) on an image with a journal; without one, as it comes. */
+static errcode_t one_commit(struct xr_upd *up, const char *dir,
+			    ext2_ino_t at)
+{
+	errcode_t err = extref_tx_begin2(up->xfs, 0);
+
+	return err ? err : extref_tx_end(up->xfs, own_op(up, dir, at));
 }
 
 errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
@@ -177,9 +198,7 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	if (!err && at)		/* a new target has nothing in the way */
 		err = xr_upd_check(up, dir, at);
 	if (!err)
-		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
-	if (!err)
-		err = extref_tx_end(xfs, own_op(up, dir, at));
+		err = one_commit(up, dir, at);
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
@@ -205,9 +224,7 @@ errcode_t extref_update_layer(extref_fs_t xfs, int fd,
 	up->layer_fd = fd;
 	err = up_init(xfs, u, up);
 	if (!err)
-		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
-	if (!err)
-		err = extref_tx_end(xfs, own_op(up, NULL, EXT2_ROOT_INO));
+		err = one_commit(up, NULL, EXT2_ROOT_INO);
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
