@@ -4,14 +4,15 @@
  *
  * The whole update is one atomic transaction of the image's journal,
  * whatever its size: the blocks it allocates (new directories' and
- * files' metadata blocks, the tree's new nodes) are written in place
- * early, at the split points between two entries of the source
- * (update_walk.c) once half a journal's worth is held, and at the
- * commit (xr_tx_spill_on, txn/txn_split.c); only the blocks that were
- * in use before go through the journal, in the one commit at the end.
- * A crash before that commit block leaves the image as it was (new
- * bytes in free blocks only), after it the whole update: never a
- * committed part (docs/TRANSACTIONS.md).  An update whose in-use blocks
+ * files' metadata blocks, the tree's new nodes, the inode table blocks
+ * of new inodes past the used part of their group's table) are written
+ * in place early, at the split points between two entries of the source
+ * (update_walk.c) once half a journal's worth is held, and at the commit
+ * (xr_tx_spill_inodes_on, txn/txn_split.c); only the blocks that were in
+ * use before go through the journal, in the one commit at the end.  A
+ * crash before that commit block leaves the image as it was (new bytes
+ * in free blocks and unused inode slots only), after it the whole
+ * update: never a committed part (docs/TRANSACTIONS.md).  An update whose in-use blocks
  * outgrow the journal fails with EXTREF_ERR_TXN_TOO_BIG, rolled back,
  * as soon as a split point finds it so.  Inside it the update is the
  * library's own operation (xr_tx_begin): its writes keep the open's
@@ -162,7 +163,7 @@ static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
 
 	if (err)
 		return err;
-	err = xr_tx_spill_on(up->xfs);
+	err = xr_tx_spill_inodes_on(up->xfs);
 	return xr_tx_end(up->xfs, err ? err : update_op(up, dir, at));
 }
 

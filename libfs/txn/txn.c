@@ -816,6 +816,16 @@ errcode_t xr_tx_spill_on(extref_fs_t xfs)
 	return err;
 }
 
+errcode_t xr_tx_spill_inodes_on(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err = xr_tx_spill_on(xfs);
+
+	if (!err && tx && tx->depth)
+		xr_fresh_inodes_on(tx->fresh);
+	return err;
+}
+
 errcode_t xr_tx_spill_now(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);

@@ -11,8 +11,10 @@
  * (xr_tx_spill_on: a recursive reflink, a reflink or clone whose new
  * extent tree may be large; the image builder's update), the new
  * directory, extent, symlink and extended attribute blocks (and the
- * tree's appended nodes, and the inode table blocks of new inodes past
- * the part of the table the committed descriptors call used) are written
+ * tree's appended nodes; with xr_tx_spill_inodes_on, the update's, also
+ * the inode table blocks of new inodes past the part of the table the
+ * committed descriptors call used, which stock e2fsck and the kernel
+ * never read) are written
  * in place as data is (ordered mode): when the transaction holds half the
  * journal at a split point, and again at its commit, before the journal's
  * first flush.  Only the blocks that were in use before (inode tables,
@@ -33,6 +35,7 @@ struct xr_fresh {
 	ext2_filsys		fs;
 	ext2fs_block_bitmap	map;	/* allocated since the last commit */
 	int			on;	/* spilling asked for */
+	int			inodes;	/* new inodes' table blocks too */
 	int			any;	/* map not empty */
 	size_t			mark;	/* blocks held after the last spill */
 };
@@ -110,7 +113,8 @@ void xr_fresh_note_inode(struct xr_fresh *f, ext2_ino_t ino,
 	dgrp_t g;
 	blk64_t blk;
 
-	if (!f || !f->on || !ino || !ext2fs_has_group_desc_csum(f->fs))
+	if (!f || !f->on || !f->inodes || !ino ||
+	    !ext2fs_has_group_desc_csum(f->fs))
 		return;
 	fs = f->fs;
 	ipg = fs->super->s_inodes_per_group;
@@ -135,6 +139,14 @@ void xr_fresh_note_inode(struct xr_fresh *f, ext2_ino_t ino,
 	f->any = 1;
 }
 
+/* New inodes' table blocks count as new blocks (xr_fresh_note_inode) for
+ * as long as spilling lasts. */
+void xr_fresh_inodes_on(struct xr_fresh *f)
+{
+	if (f && f->on)
+		f->inodes = 1;
+}
+
 /* A block the committed state maps after all (freed and taken again in
  * the same transaction). */
 void xr_fresh_forget(struct xr_fresh *f, blk64_t blk)
@@ -153,7 +165,7 @@ void xr_fresh_reset(struct xr_fresh *f, int off)
 	f->any = 0;
 	f->mark = 0;
 	if (off)
-		f->on = 0;
+		f->on = f->inodes = 0;
 }
 
 void xr_fresh_free(struct xr_fresh **f)
