@@ -9,6 +9,7 @@
 #              CHANGE percent (default 20) of its regular files rewritten
 #              (a byte changed in each) and as many new small files
 #   JOURNAL=MB the image's journal (default: mkfs.extref's own)
+#   SIZE=SIZE  the image's size (default: twice the source and 256 MiB)
 #
 # Each run: a fresh copy of an image made with mkfs.extref -d v1, then
 # mkfs.extref --update -d v2 on it, timed; the two builds interleaved, REPS
@@ -69,7 +70,9 @@ EOF
 
 jopt=()
 [ -z "${JOURNAL:-}" ] || jopt=(-J "size=$JOURNAL")
-"$new" -q "${jopt[@]}" -d "$work/v1" "$work/base.img"
+# room for v2 beside v1: twice the source, and 256 MiB
+size=${SIZE:-$(( $(du -sm "$work/v1" | cut -f1) * 2 + 256 ))M}
+"$new" -q "${jopt[@]}" -d "$work/v1" "$work/base.img" "$size"
 dumpe2fs -h "$work/base.img" 2>/dev/null | grep -E "^(Block size|Total journal size|Inode size)" | sed 's/^/  /'
 used() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Block count/ {b=$2} /^Free blocks/ {f=$2} END {print b - f}'; }
 before=$(used "$work/base.img")
