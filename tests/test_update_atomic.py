@@ -318,3 +318,36 @@ def test_update_too_big_for_the_journal_is_refused_whole(trees, tmp_path):
     assert unused_inode_blocks(img) == skip
     assert crashlib.checkers_clean(img) == []
     assert tree_of(img, tmp_path) == trees["old"]
+
+
+def test_real_signals(trees, tmp_path):
+    """The large update killed with SIGKILL at a few moments of its run
+    (not at a chosen write: wherever it is then): after the replay by
+    fsck.extref -p both checkers are clean and the tree is old or new.
+    Stopped by SIGTERM instead, it says that the image is as before it
+    unless the journal needs recovery, and the image is so."""
+    import signal
+    import subprocess
+    import time
+    src = trees["big"]
+    new = _model(src / "t")
+    argv = [helpers.binary("mkfs.extref"), "--update", "--delete", "-d",
+            str(src)]
+    img = tmp_path / "k.img"
+    killed = []
+    for n, delay in enumerate((0.05, 0.2, 0.4, 0.8)):
+        crashlib.sparse_copy(trees["base"], img)
+        proc = subprocess.Popen([*argv, str(img)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                preexec_fn=helpers.default_signals)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL if n < 3 else signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        killed.append(proc.returncode < 0)
+        if proc.returncode == -signal.SIGTERM:
+            assert "exactly as before the update" in err.decode(), err
+            assert "fsck.extref -p" in err.decode(), err
+        probs = _replay(img, 0) + crashlib.checkers_clean(img, tail=600)
+        assert not probs, (delay, probs)
+        assert tree_of(img, tmp_path) in (trees["old"], new), delay
+    assert killed[0], "the update ended before the first signal"
