@@ -322,7 +322,9 @@ int impl_reflink(struct cmd_args *a)
 	if (resolve_parent(a, dst, &dir, &name) ||
 	    check_absent(a, dir, name, dst) || modifiable(a, dir, dst))
 		goto out;
+	ro.progress = shell_progress_on();
 	err = extref_reflink2(sh.xfs, sino, dir, name, &ro, &nino);
+	shell_progress_end();
 	if (err) {
 		reflink_err(a, err, src, dst);
 		goto out;

@@ -33,6 +33,10 @@ struct shell {
 };
 extern struct shell sh;
 
+/* progress.c: a long command's progress line on a terminal's stderr. */
+extref_progress_func shell_progress_on(void);
+void shell_progress_end(void);
+
 static inline extref_tree_t sh_tree(void)
 {
 	return sh.xfs ? extref_fs_tree(sh.xfs) : NULL;

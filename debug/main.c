@@ -9,6 +9,8 @@
 #include <ss/ss.h>
 #include <et/com_err.h>
 #include "debugfs.h"
+#include "extref_builder.h"
+#include "extref_fsck.h"
 
 #ifndef EXTREF_VERSION_STRING
 #define EXTREF_VERSION_STRING EXTREF_LIB_VERSION
@@ -132,21 +134,45 @@ static errcode_t open_ext4(const char *image, int rw, int *nocsum,
 	return err;
 }
 
-/* The transaction or block a journal error is about, when there is one. */
-static void journal_detail(const char *who, const char *image)
+/* The transaction or block a journal error is about, or the process
+ * holding the lock, when there is one. */
+static void open_detail(const char *who, const char *image, errcode_t err)
 {
 	const char *d = extref_journal_detail();
+	const char *holder = extref_image_lock_holder();
 
-	if (*d)
+	if (err == EXTREF_ERR_LOCKED_WRITER || err == EXTREF_ERR_LOCKED_READER) {
+		if (*holder)
+			fprintf(stderr, "%s: %s: the lock is %s\n", who, image,
+				holder);
+	} else if (*d) {
 		fprintf(stderr, "%s: %s: journal: %s\n", who, image, d);
+	}
+}
+
+/*
+ * A writer does not open an image an interrupted mkfs.extref --convert
+ * left its undo file beside: the user puts the image back with it or
+ * deletes it first (extref_build_convert_left says how).  Asked before
+ * the open, which could replay the journal.
+ */
+static int convert_left(const char *image, const char *who)
+{
+	if (!extref_build_convert_left(image, 0))
+		return 0;
+	fprintf(stderr, "%s: %s: %s; not opened for writing\n", who, image,
+		extref_build_convert_left_note(image));
+	return 1;
 }
 
 /* Open IMAGE as the shell's image; who names the caller in messages. */
 int shell_open(const char *image, int rw, int nocsum, const char *who)
 {
-	errcode_t err, tree_err;
+	errcode_t err, tree_err, kind;
 	extref_fs_t xfs;
 
+	if (rw && convert_left(image, who))
+		return 1;	/* before the open, which could replay */
 	err = open_ext4(image, rw, &nocsum, who, &xfs);
 	if (err && rw && csum_error(err)) {
 		fprintf(stderr, "%s: %s: %s: not opened for writing (writes "
@@ -156,11 +182,15 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 	}
 	if (err) {
 		com_err(who, err, "while opening %s", image);
-		journal_detail(who, image);
+		open_detail(who, image, err);
 		return 1;
 	}
-	/* The tree may be damaged: the shell inspects the ext4 part then. */
+	/* The tree may be damaged: the shell inspects the ext4 part then;
+	 * an image whose tree is not made yet says the next step. */
 	tree_err = extref_fs_load_tree(xfs);
+	kind = tree_err ? extref_fsck_unbuilt(extref_fs_ext2(xfs)) : 0;
+	if (kind)
+		tree_err = kind;
 	sh.xfs = xfs;
 	sh.fs = extref_fs_ext2(xfs);
 	sh.image = strdup(image);
@@ -175,7 +205,7 @@ int shell_open(const char *image, int rw, int nocsum, const char *who)
 			"is on disk, unreplayed\n", who, image,
 			error_message(extref_fs_replay_error(xfs)));
 	if (extref_fs_replay_error(xfs))
-		journal_detail(who, image);
+		open_detail(who, image, err);
 	else if (!rw && sh.no_replay &&
 		 ext2fs_has_feature_journal_needs_recovery(sh.fs->super))
 		fprintf(stderr, "%s: warning: %s: the journal needs recovery; "

@@ -35,8 +35,9 @@ struct fsck_opts {
 
 extern const char *prog;
 
-/* journal_fix.c: a journal inode whose blocks are not its own is
- * cleared before e2fsck (*recreate: its size), made again after */
+/* journal_fix.c: a journal inode whose blocks are not its own, said
+ * and asked here, is cleared by the library before e2fsck (*recreate:
+ * its size) and made again after */
 int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate);
 int remake_journal(struct fsck_opts *o, blk64_t nblocks);
 
@@ -44,6 +45,10 @@ int remake_journal(struct fsck_opts *o, blk64_t nblocks);
 void foreign_before(struct fsck_opts *o);
 void foreign_after(const struct fsck_opts *o, extref_fs_t xfs,
 		   const struct extref_fsck_result *res);
+
+/* convert_left.c: an interrupted --convert's undo file beside the image:
+ * said (-n), or the repair refused (FSCK_ERROR) */
+int convert_left(const struct fsck_opts *o);
 
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);

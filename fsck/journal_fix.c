@@ -1,48 +1,20 @@
 /*
  * journal_fix.c --- a journal inode whose blocks are not its own (also
- * group metadata, mapped by another inode, or twice in its own map).
- * Its next commit would write the log over those blocks and its replay
- * would read back what it wrote, so the library refuses it for writing
- * (EXTREF_ERR_JNL_OVERLAP).  Repaired before e2fsck runs, as e2fsck
- * treats a journal inode it finds invalid: the inode is cleared, with
- * has_journal and needs_recovery (a log it holds is lost, as e2fsck loses
- * it); e2fsck then frees the blocks that were the journal's alone; after
- * it, a new journal of the same size is made elsewhere ("Creating
- * journal ... journal has been regenerated", e2fsck's words).  The other
- * owners keep their bytes.  With shared_blocks set, e2fsck itself does
- * not see the overlap (shared blocks are not multiply-claimed to it).
+ * group metadata, mapped by another inode, or twice in its own map):
+ * said, asked and counted here; the library finds it, clears it before
+ * e2fsck runs and makes a new journal of the same size after it
+ * (extref_fsck_journal_clear, extref_fsck_journal_remake: "Creating
+ * journal ... journal has been regenerated", e2fsck's words).
  */
 #include <stdio.h>
-#include <string.h>
 #include <et/com_err.h>
 #include "fsck.h"
 
-static errcode_t clear_journal(ext2_filsys fs, blk64_t *nblocks)
+/* The problem found: said, and under ASK asked; non-zero to clear. */
+static int report(void *priv)
 {
-	struct ext2_inode inode;
-	ext2_ino_t ino = fs->super->s_journal_inum;
-	errcode_t err;
-
-	err = ext2fs_read_inode(fs, ino, &inode);
-	if (err)
-		return err;
-	*nblocks = EXT2_I_SIZE(&inode) / fs->blocksize;
-	memset(&inode, 0, sizeof(inode));
-	err = ext2fs_write_inode(fs, ino, &inode);
-	if (err)
-		return err;
-	fs->super->s_journal_inum = 0;
-	memset(fs->super->s_jnl_blocks, 0, sizeof(fs->super->s_jnl_blocks));
-	fs->super->s_jnl_backup_type = 0;
-	ext2fs_clear_feature_journal(fs->super);
-	ext2fs_clear_feature_journal_needs_recovery(fs->super);
-	ext2fs_mark_super_dirty(fs);
-	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;		/* backups too */
-	return 0;
-}
-
-static int report(struct fsck_opts *o, int fix)
-{
+	struct fsck_opts *o = priv;
+	int fix = o->mode != EXTREF_FSCK_NO;
 	const char *fix_text = "clear the journal; a new one is made after "
 			       "e2fsck";
 
@@ -56,74 +28,50 @@ static int report(struct fsck_opts *o, int fix)
 
 int fix_journal_blocks(struct fsck_opts *o, blk64_t *recreate)
 {
-	int rw = o->mode != EXTREF_FSCK_NO;
-	ext2_filsys fs;
-	errcode_t err;
+	struct extref_fsck_journal_fix jf = {
+		.write = o->mode != EXTREF_FSCK_NO,
+		.confirm = report,
+		.priv = o,
+	};
+	errcode_t err = extref_fsck_journal_clear(o->image, &jf);
 
-	*recreate = 0;
-	if (ext2fs_open2(o->image, NULL, EXT2_FLAG_64BITS |
-			 (rw ? EXT2_FLAG_RW : 0), 0, 0, unix_io_manager, &fs))
-		return 0;		/* e2fsck's to repair */
-	/* a plain image is stock e2fsck's alone (fsck.extref(8)) */
-	err = extref_fsck_is_extref(fs) ? extref_journal_check_blocks(fs) : 0;
-	if (err != EXTREF_ERR_JNL_OVERLAP) {
-		ext2fs_close_free(&fs);
-		if (!err)
-			return 0;
-		com_err(prog, err, "while checking the journal of %s",
-			o->image);
-		return FSCK_ERROR;
-	}
-	if (!report(o, rw)) {
-		ext2fs_close_free(&fs);
-		return FSCK_UNCORRECTED;
-	}
-	err = clear_journal(fs, recreate);
-	if (!err)
-		err = ext2fs_close_free(&fs);
-	else
-		ext2fs_free(fs);
+	*recreate = jf.nblocks;
 	if (err) {
-		com_err(prog, err, "while clearing the journal of %s",
-			o->image);
+		com_err(prog, err, "while %s the journal of %s",
+			jf.found ? "clearing" : "checking", o->image);
 		return FSCK_ERROR;
 	}
+	if (!jf.found)
+		return 0;
+	if (!jf.cleared)
+		return FSCK_UNCORRECTED;
 	printf("*** journal has been deleted ***\n\n");
 	return FSCK_NONDESTRUCT;
+}
+
+/* What the library does, said as e2fsck says it. */
+static void say(int what, unsigned int blocks, void *priv)
+{
+	(void)priv;
+	if (what == EXTREF_FSCK_JOURNAL_CREATING) {
+		printf("Creating journal (%u blocks): ", blocks);
+		fflush(stdout);
+	} else {
+		printf("%s\n", what == EXTREF_FSCK_JOURNAL_MADE ? "Done." :
+		       "failed");
+	}
 }
 
 /* After e2fsck: a journal of the cleared one's size, as e2fsck makes. */
 int remake_journal(struct fsck_opts *o, blk64_t nblocks)
 {
-	struct ext2fs_journal_params jp;
-	ext2_filsys fs;
-	errcode_t err;
+	errcode_t err = extref_fsck_journal_remake(o->image, nblocks, say,
+						   NULL);
 
-	err = ext2fs_open2(o->image, NULL, EXT2_FLAG_RW | EXT2_FLAG_64BITS,
-			   0, 0, unix_io_manager, &fs);
-	if (err)
-		goto fail;
-	err = ext2fs_read_bitmaps(fs);
-	if (!err)
-		err = ext2fs_get_journal_params(&jp, fs);
 	if (!err) {
-		if (nblocks >= 1024 && nblocks < jp.num_journal_blocks)
-			jp.num_journal_blocks = nblocks;
-		printf("Creating journal (%u blocks): ", jp.num_journal_blocks);
-		fflush(stdout);
-		err = ext2fs_add_journal_inode3(fs, &jp, ~0ULL, 0);
-		printf("%s\n", err ? "failed" : "Done.");
+		printf("\n*** journal has been regenerated ***\n");
+		return 0;
 	}
-	if (!err) {
-		err = ext2fs_close_free(&fs);
-		if (!err) {
-			printf("\n*** journal has been regenerated ***\n");
-			return 0;
-		}
-	} else {
-		ext2fs_free(fs);
-	}
-fail:
 	com_err(prog, err, "while making a new journal for %s", o->image);
 	return FSCK_UNCORRECTED;
 }

@@ -183,39 +183,6 @@ static int replay_first(struct fsck_opts *o, extref_image_lock_t *lock)
 	return 0;
 }
 
-static errcode_t set_feature_tx(extref_fs_t xfs)
-{
-	ext2_filsys fs = extref_fs_ext2(xfs);
-	errcode_t err = extref_tx_begin(xfs);
-
-	if (err)
-		return err;
-	ext2fs_set_feature_shared_blocks(fs->super);
-	ext2fs_mark_super_dirty(fs);
-	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too, at close */
-	return extref_tx_end(xfs, 0);
-}
-
-/* The feature written straight to the superblocks (backups first, the
- * primary last: ext2fs_flush), when the library cannot open the image. */
-static errcode_t set_feature_raw(const struct fsck_opts *o)
-{
-	int flags = EXT2_FLAG_RW | EXT2_FLAG_64BITS;
-	ext2_filsys fs;
-	errcode_t err;
-
-	/* a block device: nobody else may open it O_EXCL meanwhile */
-	if (extref_image_is_blockdev(o->image))
-		flags |= EXT2_FLAG_EXCLUSIVE;
-	err = ext2fs_open2(o->image, NULL, flags, 0, 0, unix_io_manager, &fs);
-	if (err)
-		return err;
-	ext2fs_set_feature_shared_blocks(fs->super);
-	ext2fs_mark_super_dirty(fs);
-	fs->flags &= ~EXT2_FLAG_MASTER_SB_ONLY;	/* backups too */
-	return ext2fs_close_free(&fs);
-}
-
 /*
  * Set shared_blocks before e2fsck runs, on the replayed image and, with
  * a journal, as one transaction of it (the primary superblock is
@@ -227,15 +194,16 @@ static errcode_t set_feature_raw(const struct fsck_opts *o)
  * replay sets it; backups that differ from the primary are rewritten by
  * e2fsck, which copies the primary's features to them.  Only an image
  * the library cannot open (a journal it cannot replay, which e2fsck will
- * then clear rather than replay) gets the bit written straight.
+ * then clear rather than replay) gets the bit written straight
+ * (extref_fsck_set_feature_image).
  */
 static int set_feature(struct fsck_opts *o, extref_image_lock_t *lock)
 {
 	int opened;
-	errcode_t err = with_library(o, lock, set_feature_tx, &opened);
+	errcode_t err = with_library(o, lock, extref_fsck_set_feature, &opened);
 
 	if (err && !opened)
-		err = set_feature_raw(o);
+		err = extref_fsck_set_feature_image(o->image);
 	if (err) {
 		com_err(prog, err, "while setting shared_blocks on %s",
 			o->image);
@@ -507,6 +475,9 @@ static int guard(const struct fsck_opts *o, extref_image_lock_t *lock)
 	err = extref_image_lock(o->image, write ? EXTREF_LOCK_WRITE : 0, lock);
 	if (err) {
 		com_err(prog, err, "while opening %s", o->image);
+		if (*extref_image_lock_holder())
+			fprintf(stderr, "%s: %s: the lock is %s\n", prog,
+				o->image, extref_image_lock_holder());
 		return FSCK_ERROR;
 	}
 	return 0;
@@ -523,6 +494,8 @@ int main(int argc, char **argv)
 	add_error_table(&et_ext2_error_table);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_args(argc, argv, &o);
+	if ((status = convert_left(&o)))
+		return status;
 	if ((status = guard(&o, &lock)))
 		return status;
 	foreign_before(&o);	/* before anything here writes */

@@ -99,6 +99,12 @@ struct extref_rec {
  */
 #define EXTREF_OPEN_NO_LOCK	0x0080
 
+/* Progress of long work: what is done, units done of total; a total of
+ * 0 means the library does not know it, and done then counts bytes
+ * (of data read, copied or written), or is 0. */
+typedef void (*extref_progress_func)(const char *phase, __u64 done,
+				     __u64 total, void *priv);
+
 /*
  * Open an image.  Without EXTREF_OPEN_NO_TREE the tree is loaded too, and a
  * missing shared_blocks feature, a missing or unknown tree or a header
@@ -142,6 +148,10 @@ typedef struct extref_image_lock *extref_image_lock_t;
 errcode_t extref_image_lock(const char *name, int flags,
 			    extref_image_lock_t *ret);
 void extref_image_unlock(extref_image_lock_t lock);
+/* After EXTREF_ERR_LOCKED_*: "held by PROGRAM (pid N)", or "" when the
+ * kernel does not say; kept for the calling thread until its next
+ * refused lock. */
+const char *extref_image_lock_holder(void);
 /* name is still the file lock holds (same st_dev and st_ino): 0,
  * EXTREF_ERR_IMAGE_REPLACED, or stat's errno.  A tool that reopens an
  * image by name under its lock asks after each open. */

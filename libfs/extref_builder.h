@@ -38,9 +38,6 @@ struct extref_dedupe_stats {
  */
 errcode_t extref_dedupe_fs(extref_fs_t fs, enum extref_dedupe_mode mode,
 			   struct extref_dedupe_stats *st);
-/* Progress of long work: what is done, units done of total. */
-typedef void (*extref_progress_func)(const char *phase, __u64 done,
-				     __u64 total, void *priv);
 /* The same, reporting progress (progress may be NULL). */
 errcode_t extref_dedupe_fs2(extref_fs_t fs, enum extref_dedupe_mode mode,
 			    extref_progress_func progress, void *priv,
@@ -370,6 +367,14 @@ errcode_t extref_build_dedupe(const char *image, int mode,
  * begins; n is 1 when through the journal: a crash leaves an image to
  * replay, 0: one to repair), EXTREF_NOTE_WRITTEN (writing ended, or was
  * abandoned), EXTREF_NOTE_CONVERTED (on disk, before the punch).
+ * An image with shared_blocks whose tree was never built (Android's
+ * e2fsdroid leaves its deduplicated images so: extref_fsck_unbuilt) is
+ * adopted instead: its tree built from the blocks its files share, as
+ * fsck.extref -y builds a missing tree (extref_fsck_adopt), when the
+ * checker finds nothing else wrong (else EXTREF_ERR_ADOPT_PROBLEMS at
+ * EXTREF_STEP_CHECK), and EXTREF_NOTE_CONVERTED says n 1.  Every
+ * refusal of the conversion (EXTREF_ERR_ALREADY for an extref image) is
+ * made at EXTREF_STEP_CHECK, before any write.
  */
 #define EXTREF_STEP_LOCK	5	/* taking the image's write lock */
 #define EXTREF_STEP_REPLAY	6	/* replaying its journal */
@@ -397,6 +402,29 @@ struct extref_build_convert {
 errcode_t extref_build_convert(const char *image,
 			       const struct extref_build_opts *o,
 			       struct extref_build_convert *c, int *step);
+
+/*
+ * The undo file of extref_build_convert beside an image file, as
+ * mkfs.extref names it: IMAGE.convert.e2undo, put in name (len bytes;
+ * EXT2_ET_INVALID_ARGUMENT when it does not fit).  An interrupted run
+ * (killed, a crash) leaves it; while it is there, extref_build_convert
+ * refuses (EXTREF_ERR_CONVERT_LEFT, step EXTREF_STEP_CHECK, nothing
+ * written, the file kept).  extref_build_convert_left returns 1 when it
+ * is there, holding an undo record (a run stopped before its first write
+ * leaves none), and no writer holds the image (its write lock is tried,
+ * and given back, unless flags has EXTREF_LEFT_LOCKED: the caller holds
+ * it, or is the run that writes the file); else 0.  A writer asks before
+ * it opens the image: the open could replay its journal.
+ * extref_build_convert_left_note says what to do then, one line without
+ * a newline (in a buffer of the calling thread, until its next call):
+ * put the image back with stock e2undo, or delete the file and repair
+ * the image with fsck.extref -fy.
+ */
+errcode_t extref_build_convert_undo_name(const char *image, char *name,
+					 size_t len);
+#define EXTREF_LEFT_LOCKED	0x0001	/* the caller holds the image */
+int extref_build_convert_left(const char *image, int flags);
+const char *extref_build_convert_left_note(const char *image);
 
 /*
  * The start of --shrink (mkfs.extref): the image's write lock taken
@@ -530,6 +558,18 @@ errcode_t extref_build_populate(const char *image,
  * small.  in->entries and in->bytes (its data, in bytes) count a source
  * of one path, for a progress total and messages (0 for layers).
  *
+ * With EXTREF_SOURCE_DIGEST, in->digest is a SHA-256 of what the source
+ * holds (has_digest set), from which a build under SOURCE_DATE_EPOCH
+ * derives the image's UUID (extref_build_mke2fs_argv): of a directory,
+ * its entries in byte order of their names, each as its path from the
+ * root, its type and permission bits and a regular file's bytes, a
+ * symbolic link's target, a device's numbers (not owners, times nor
+ * extended attributes: the same checkout by another user or on another
+ * host digests alike); of an archive (a pipe is spooled first, SIZED
+ * or not), its bytes as they are; of layers, each layer's bytes in
+ * order; of an image, its non-zero 4 KiB blocks and their offsets.  It
+ * reads the whole source once more.
+ *
  * On error, in->why is what to tell the user (malloc'd; NULL when even
  * that could not be allocated): the file and what is wrong with it;
  * image (may be NULL) is named in it when the fault is not the
@@ -544,6 +584,7 @@ errcode_t extref_build_populate(const char *image,
  */
 #define EXTREF_SOURCE_SIZED	0x0001	/* the image's size is the caller's */
 #define EXTREF_SOURCE_ON_FD	0x0002	/* path's archive is on fd */
+#define EXTREF_SOURCE_DIGEST	0x0004	/* in->digest: what it holds */
 struct extref_build_input_opts {
 	/* the source: one of */
 	const char	*path;
@@ -569,6 +610,8 @@ struct extref_build_input {
 	__u64		need;		/* EXTREF_SOURCE_SIZED: bytes, about */
 	__u64		entries;	/* one path's entries */
 	__u64		bytes;		/* and data */
+	unsigned char	digest[32];	/* EXTREF_SOURCE_DIGEST: SHA-256 */
+	int		has_digest;
 	char		*why;		/* on error */
 };
 errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
@@ -651,6 +694,23 @@ errcode_t extref_build_run_tool(const char *const *argv,
  * line that says why ("IMAGE: ..."), from mke2fs's first meaningful
  * message (a size problem first; need_for and need, when set, name what
  * the image is too small for and the bytes it needs).
+ *
+ * Reproducible builds: with have_epoch (SOURCE_DATE_EPOCH, also what
+ * the run's E2FSPROGS_FAKE_TIME is), a build with no uuid gets -U and
+ * one whose ext_opts hold no hash_seed= gets -E hash_seed=, derived,
+ * not random (an explicit -U or hash_seed= wins, "-U random" too): the
+ * UUID is the name-based (version 5, SHA-1) UUID in extref's namespace
+ * dc2221d4-187f-42a9-a5a0-0cf29434ec41 of the bytes "uuid" NUL EPOCH
+ * NUL LABEL NUL DIGEST (EPOCH in decimal; LABEL the label's first 16
+ * bytes, empty without one; DIGEST source_digest's 32 bytes in
+ * lowercase hex, the source's digest (extref_build_input's with
+ * EXTREF_SOURCE_DIGEST), empty when NULL), so that two builds of
+ * different sources or labels at one epoch get two UUIDs and a rebuild
+ * of the same the same one; the hash seed is the name-based UUID of
+ * "hash_seed" NUL EPOCH in the namespace of the filesystem's UUID (the
+ * given one when it is a UUID).  Everything else mke2fs and the build
+ * write already follows from the epoch and the input; uuidbuf and
+ * seedbuf hold what was derived.
  */
 #define EXTREF_MKE2FS_MAX_ARGS	104
 struct extref_build_mke2fs {
@@ -676,8 +736,13 @@ struct extref_build_mke2fs {
 	int		is_blockdev;
 	const char	*need_for;
 	__u64		need;
+	int		have_epoch;	/* SOURCE_DATE_EPOCH: derive -U, */
+	long long	epoch;		/* -E hash_seed= when not given */
+	const unsigned char *source_digest; /* 32 bytes, or NULL */
 	/* out */
 	const char	*argv[EXTREF_MKE2FS_MAX_ARGS];
+	char		uuidbuf[37];	/* derived, or "" */
+	char		seedbuf[37];
 	char		bsbuf[16];
 	char		sizebuf[32];
 	char		ebuf[1024];

@@ -140,6 +140,35 @@ errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first);
 int extref_fsck_is_extref(ext2_filsys fs);
 
 /*
+ * Why fs is no extref image a writer can open, for a tool to say the
+ * next step: EXTREF_ERR_PLAIN_IMAGE for a plain image (as
+ * extref_fsck_is_extref), EXTREF_ERR_TREE_UNBUILT for one with
+ * extents, shared_blocks set and an inode 5 that holds nothing (Android's
+ * e2fsdroid shares identical blocks between files so, without a tree);
+ * 0 otherwise.
+ */
+errcode_t extref_fsck_unbuilt(ext2_filsys fs);
+
+/*
+ * Adopting an image of the second kind above (EXTREF_ERR_TREE_UNBUILT):
+ * its tree is built from the counted extent mappings, as extref_fsck's
+ * repair of a missing tree (0x0002) builds it, every shared block kept
+ * shared.  extref_fsck_adoptable runs the checker read-only and returns
+ * 0 when the missing tree is all it finds; EXTREF_ERR_ALREADY when inode
+ * 5 holds a tree of ours, EXTREF_ERR_INO5_BUSY when it holds anything
+ * else, EXTREF_ERR_NO_FEATURE without shared_blocks, the refusals of
+ * extref_convert (bigalloc, no extents, a journal that needs recovery),
+ * EXTREF_ERR_ADOPT_PROBLEMS when it finds anything more (*first, when not
+ * NULL, gets the first such problem's code), or an operational error;
+ * nothing is changed.  extref_fsck_adopt, on fs open read-write (through
+ * the journal's transactions when the transaction layer holds it, as
+ * extref_fsck repairs), checks so again and builds the tree (an empty one
+ * when no block is shared).
+ */
+errcode_t extref_fsck_adoptable(ext2_filsys fs, int *first);
+errcode_t extref_fsck_adopt(ext2_filsys fs, int *first);
+
+/*
  * Foreign writers (FORMAT.md section 11): EXTREF_FSCK_FOREIGN_SEEN when
  * the tree's header records the superblock as a writer of this library
  * left it and fs's now differs (another tool wrote since), or records a
@@ -157,6 +186,60 @@ int extref_fsck_foreign(ext2_filsys fs);
 #define EXTREF_E2FSCK_QUIET	0x0001
 errcode_t extref_run_e2fsck(const char *image, const char *const *args,
 			    int flags, int *status);
+
+/*
+ * Repairs fsck.extref makes around the stock e2fsck it runs, each on the
+ * image by name (the caller holds the image's lock, extref_image_lock).
+ *
+ * shared_blocks lost on an extref image (PR_X_FEATURE_MISSING), set
+ * before e2fsck, which would otherwise take every shared block for a
+ * cross-link: extref_fsck_set_feature on an image opened read-write by
+ * extref_fs_open (one transaction of its journal, the backups written at
+ * the close), extref_fsck_set_feature_image straight to the superblocks
+ * (backups first, the primary last; O_EXCL on a block device) when the
+ * library cannot open the image (a journal it cannot replay).  A plain
+ * image is refused (EXTREF_ERR_NO_TREE, EXTREF_ERR_NO_EXTENTS): blocks it
+ * maps twice are cross-links.
+ */
+errcode_t extref_fsck_set_feature(extref_fs_t fs);
+errcode_t extref_fsck_set_feature_image(const char *image);
+
+/*
+ * A journal inode whose blocks are not its own (PR_X_JOURNAL_OVERLAP,
+ * extref_journal_check_blocks) is cleared before e2fsck, as e2fsck
+ * treats a journal inode it finds invalid (the log it holds is lost):
+ * extref_fsck_journal_clear opens image (read-write with write set), and
+ * on an extref image whose journal overlaps sets found and calls
+ * confirm(priv) (also without write, to report it); when that returns
+ * non-zero and write is set, the journal inode is zeroed, has_journal and
+ * needs_recovery cleared, and cleared and nblocks (the old journal's
+ * size) set.  0 also when the image does not open (e2fsck's to repair);
+ * an error with found 0 is the check's, with found 1 the clear's (the
+ * image then as it was but for what the write reached).  After e2fsck,
+ * extref_fsck_journal_remake makes a new journal of e2fsck's size for
+ * the filesystem, or of nblocks when smaller (and at least 1024),
+ * telling note (may be NULL) EXTREF_FSCK_JOURNAL_CREATING (blocks: its
+ * size) just before it is written, then _MADE or _FAILED (the image's
+ * close, which writes the superblocks, follows _MADE).
+ */
+struct extref_fsck_journal_fix {
+	int		write;		/* in: open read-write, clear if asked */
+	int		(*confirm)(void *priv);	/* in: non-zero: clear */
+	void		*priv;		/* in */
+	int		found;		/* out: the journal overlaps */
+	int		cleared;	/* out: its inode was cleared */
+	blk64_t		nblocks;	/* out: its size, in blocks */
+};
+#define EXTREF_FSCK_JOURNAL_CREATING	0
+#define EXTREF_FSCK_JOURNAL_MADE	1
+#define EXTREF_FSCK_JOURNAL_FAILED	2
+typedef void (*extref_fsck_journal_func)(int what, unsigned int blocks,
+					 void *priv);
+errcode_t extref_fsck_journal_clear(const char *image,
+				    struct extref_fsck_journal_fix *jf);
+errcode_t extref_fsck_journal_remake(const char *image, blk64_t nblocks,
+				     extref_fsck_journal_func note,
+				     void *priv);
 
 /* The problem table, for tests and documentation. */
 struct extref_problem_info {

@@ -154,7 +154,11 @@ struct extref_reflink_opts {
 	int				flags;		/* EXTREF_REFLINK_* */
 	const struct extref_cred	*cred;		/* NULL: this process */
 	const char			*label;		/* NULL: none */
-	void				*reserved[5];	/* zero */
+	/* a recursive copy's progress ("reflinking", entries copied of
+	 * the source's), or NULL */
+	extref_progress_func		progress;
+	void				*progress_priv;
+	void				*reserved[3];	/* zero */
 };
 errcode_t extref_reflink2(extref_fs_t fs, ext2_ino_t src, ext2_ino_t dir,
 			  const char *name,

@@ -34,13 +34,17 @@ int dedup_default(const struct mkfs_opts *o)
 
 /*
  * The user's image, stopped by a signal between two writes, is as a
- * crash leaves it: consistent for fsck.extref to repair.  Say so.
+ * crash leaves it: consistent for fsck.extref to repair, or put back
+ * from the undo file left beside an image file.  Say so.
  */
 static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 {
-	char text[2 * 4096 + 128];
+	char text[8 * 4096 + 128];
 
-	if (journaled)
+	if (!extref_image_is_blockdev(o->image))
+		snprintf(text, sizeof(text), "%s: %s: interrupted; %s", prog,
+			 o->image, extref_build_convert_left_note(o->image));
+	else if (journaled)
 		snprintf(text, sizeof(text), "%s: %s: interrupted while "
 			 "deduplicating; its journal holds what was committed: "
 			 "run fsck.extref -fy %s (or e2fsck -p) to replay it",
@@ -85,7 +89,8 @@ static void convert_note(int what, unsigned int n, void *priv)
 		progress_end();
 		cleanup_set_note(NULL);
 	} else if (what == EXTREF_NOTE_CONVERTED && !o->quiet)
-		printf("%s: converted to an extref image\n", o->image);
+		printf("%s: converted to an extref image%s\n", o->image, n ?
+		       " (adopted: the blocks its files share kept shared)" : "");
 }
 
 /* Stock e2fsck -fn, before anything is written (the image open beside
@@ -121,8 +126,9 @@ static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
 		      "filesystem; run e2fsck -fy %s first; %s", o->image,
 		      (unsigned)c->bad_group, o->image, unchanged_note());
 	if (step == EXTREF_STEP_CHECK)
-		fatal("%s: %s; %s", o->image, error_message(err),
-		      unchanged_note());
+		fatal("%s: %s; %s", o->image, err == EXTREF_ERR_CONVERT_LEFT ?
+		      extref_build_convert_left_note(o->image) :
+		      error_message(err), unchanged_note());
 	if (step == EXTREF_STEP_PUNCH) {
 		error_line("%s: %s while punching the freed blocks out",
 			   o->image, error_message(err));

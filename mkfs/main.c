@@ -105,7 +105,9 @@ static void usage(FILE *f)
 "  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
 "  --verify       with --update: prove the counts against every extent,\n"
 "                 even where the tree's stamp says it was done\n"
-"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it.\n");
+"With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it,\n"
+"and a new image's UUID and hash seed, unless given, are derived from it,\n"
+"the label and the source: the same source gives the same image.\n");
 }
 
 /* A bad call: the usage lines and where the rest is, as mke2fs does. */

@@ -116,6 +116,9 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->has_source = o->source != NULL;
 	m->created = t->created;
 	m->is_blockdev = t->is_blockdev;
+	m->have_epoch = o->have_epoch;	/* -U, hash_seed= derived */
+	m->epoch = o->epoch;
+	m->source_digest = o->source_digest;
 	if (o->source) {
 		m->need_for = o->archive ? o->archive : o->source;
 		m->need = o->source_need;
@@ -129,7 +132,10 @@ int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
 	int status = 0, conf_fd, err;
 
 	mke2fs_of(o, t, &m);
-	extref_build_mke2fs_argv(&m);
+	if (extref_build_mke2fs_argv(&m)) {
+		error_line("%s: the options for mke2fs are too long", o->image);
+		return -1;
+	}
 	if (o->host_conf) {
 		/* -t or -T: the types of mke2fs's own configuration
 		 * ($MKE2FS_CONFIG, else /etc/mke2fs.conf), as mke2fs */

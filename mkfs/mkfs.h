@@ -50,6 +50,7 @@ struct mkfs_opts {
 	const char	*archive;	/* -d ARCHIVE, as given */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
 	uint64_t	source_need;	/* bytes the source needs, estimated */
+	const unsigned char *source_digest; /* with the epoch and no -U */
 	const char	*journal_opt;	/* mke2fs -J, when sized from -d */
 	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 	unsigned int	headroom;	/* --headroom, percent */

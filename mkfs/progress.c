@@ -25,6 +25,7 @@ static struct {
 	int		active;		/* a bar is on the current line */
 	char		phase[64];
 	int		shown;		/* percent drawn; -1 none yet */
+	uint64_t	bytes;		/* done, of a phase without a total */
 	struct timespec	last;		/* time of the last redraw */
 } pg;
 
@@ -43,7 +44,8 @@ static long long ms_since(const struct timespec *t)
 	       (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
-/* pct < 0: a phase whose size is not known; its name only. */
+/* pct < 0: a phase whose size is not known; its name, and the bytes
+ * done so far when there are any. */
 static void draw(int pct)
 {
 	char bar[BAR_WIDTH + 1];
@@ -52,7 +54,10 @@ static void draw(int pct)
 	memset(bar, '#', (size_t)fill);
 	memset(bar + fill, '-', (size_t)(BAR_WIDTH - fill));
 	bar[BAR_WIDTH] = 0;
-	if (pct < 0)
+	if (pct < 0 && pg.bytes)
+		printf("\r%-*s ... %.1f MiB", PHASE_WIDTH, pg.phase,
+		       (double)pg.bytes / (1 << 20));
+	else if (pct < 0)
 		printf("\r%-*s ...", PHASE_WIDTH, pg.phase);
 	else
 		printf("\r%-*s [%s] %3d%%", PHASE_WIDTH, pg.phase, bar, pct);
@@ -92,12 +97,18 @@ void progress_update(const char *phase, uint64_t done, uint64_t total)
 		snprintf(pg.phase, sizeof(pg.phase), "%s", phase);
 		pg.active = 1;
 		pg.shown = -1;
+		pg.bytes = total ? 0 : done;
 		draw(total ? (int)(done >= total ? 100 : done * 100 / total)
 			   : -1);
 		return;
 	}
-	if (!total)
+	if (!total) {		/* a count of bytes, redrawn as the bar is */
+		if (done > pg.bytes && ms_since(&pg.last) >= 1000 / PROGRESS_HZ) {
+			pg.bytes = done;
+			draw(-1);
+		}
 		return;
+	}
 	pct = done >= total ? 100 : (int)(done * 100 / total);
 	if (pct <= pg.shown || ms_since(&pg.last) < 1000 / PROGRESS_HZ)
 		return;

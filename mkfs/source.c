@@ -68,6 +68,8 @@ static char *input_opts(const struct mkfs_opts *o,
 
 	memset(io, 0, sizeof(*io));
 	io->flags = o->size_arg ? EXTREF_SOURCE_SIZED : 0;
+	if (o->have_epoch && !o->uuid)	/* the UUID derived from it */
+		io->flags |= EXTREF_SOURCE_DIGEST;
 	io->image = o->image;
 	io->blocksize = o->blocksize;
 	io->dedupe = o->dedup;
@@ -117,6 +119,7 @@ void source_check(struct mkfs_opts *o)
 	o->archive = in.src.n_layers ? in.names[0] :
 		     in.src.archive_fd >= 0 ? o->source : NULL;
 	o->image_source = in.src.image;
+	o->source_digest = in.has_digest ? in.digest : NULL;
 	if (o->size_arg) {	/* for the message when it is too small */
 		o->source_need = in.need;
 		return;

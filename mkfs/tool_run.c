@@ -112,8 +112,7 @@ const char *convert_undo_file(const struct mkfs_opts *o)
 {
 	static char path[PATH_MAX];
 
-	if (snprintf(path, sizeof(path), "%s.convert.e2undo", o->image) >=
-	    (int)sizeof(path))
+	if (extref_build_convert_undo_name(o->image, path, sizeof(path)))
 		fatal("%s: name too long", o->image);
 	return path;
 }

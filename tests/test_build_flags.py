@@ -2,13 +2,16 @@
 
 Objects depend on the flags they were made with: configuring again with
 another option and running make compiles again, with the new flags; the
-same configuration twice compiles nothing.  The sources are copied once
+same configuration twice compiles nothing; making one object that has
+flags of its own leaves BUILD-FLAGS as the configuration wrote it (its
+flags are private, not inherited by BUILD-FLAGS).  The sources are copied once
 (helpers.copy_sources) and each test configures a build directory of its
 own beside them (an out-of-tree build, as scripts/test's), so the build
 under test is not touched.
 """
 
 import hashlib
+import re
 import subprocess
 
 import pytest
@@ -88,3 +91,42 @@ def test_fault_injection_reaches_every_library_object(configure, tmp_path):
         hit = [c for s, c in cmds.items() if s.endswith(o[:-2] + ".c")]
         assert hit, f"{o} is not rebuilt"
         assert "-DEXTREF_FAULT_INJECTION=1" in hit[0] and "-Werror" in hit[0]
+
+
+# A target-specific variable: TARGETS: [private] VAR op VALUE.
+TARGET_VAR = re.compile(r"^([^\t#:=][^:=]*?):\s*(private\s+)?"
+                        r"(?:override\s+)?([A-Za-z_]\w*)\s*(?:\+=|:=|\?=|=)")
+
+
+def target_vars(text):
+    """[(targets, private, variable)] of a makefile's text, each line
+    with its continuations joined."""
+    text = re.sub(r"\\\n\s*", " ", text)
+    return [(m.group(1).strip(), bool(m.group(2)), m.group(3))
+            for m in map(TARGET_VAR.match, text.splitlines()) if m]
+
+
+def test_per_object_flags_are_private():
+    """Every object depends on BUILD-FLAGS, so a flag given to some
+    objects only must be private: else BUILD-FLAGS, made for one of
+    them, takes it, and the next make rebuilds everything."""
+    assert target_vars("a.o b.o: \\\n\tprivate X += 1\nc.o: Y = 2\n"
+                       "D := 3\nd.o: d.c\n\te.o: Z = 4\n") == \
+        [("a.o b.o", True, "X"), ("c.o", False, "Y")]
+    found = target_vars((helpers.REPO_ROOT / "Makefile.in").read_text())
+    assert any("mke2fs_run.o" in t for t, _, _ in found), found
+    bad = [f"{t}: {v}" for t, private, v in found if not private]
+    assert not bad, ("target-specific flags without private "
+                     "(Makefile.in):\n" + "\n".join(bad))
+
+
+@pytest.mark.parametrize("obj", ["mkfs/mke2fs_run.o", "debug/main.o",
+                                 "libfs/builder/oci_layout.o"])
+def test_one_object_leaves_build_flags(configure, tmp_path, obj):
+    configure()
+    make(tmp_path, "BUILD-FLAGS")
+    before = (tmp_path / "BUILD-FLAGS").read_text()
+    out = make(tmp_path, "-n", obj)     # BUILD-FLAGS' recipe runs (+)
+    said = "BUILD-FLAGS: the configuration changed: rebuilding"
+    assert said not in out.splitlines(), out
+    assert (tmp_path / "BUILD-FLAGS").read_text() == before

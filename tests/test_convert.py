@@ -147,6 +147,9 @@ def test_refusals_leave_the_image_alone(tmp_path):
         assert res.returncode == 1, helpers.describe(res)
         assert msg in res.stderr and str(img) in res.stderr, \
             helpers.describe(res)
+        # refused before any write: nothing to put back, none claimed
+        assert "nothing was changed" in res.stderr and \
+            "put back" not in res.stderr, helpers.describe(res)
         assert helpers.sha256(img) == before, img
 
 

@@ -7,9 +7,11 @@ in the same mode, both with the same E2FSCK_TIME so that e2fsck's own
 writes (the last check time) agree.  The two images must then be equal
 and the exits too: fsck.extref never sets shared_blocks on a plain image,
 so cross-links (data, group metadata or an extent index block claimed
-twice) are e2fsck's to clone, and no tree is written.
+twice) are e2fsck's to clone, and no tree is written.  The library calls
+it writes with (tests/unit/fsck_repairs) refuse a plain image too.
 """
 import os
+import re
 import shutil
 import subprocess
 
@@ -339,3 +341,74 @@ def test_extref_image_data_on_a_directory_or_journal(tmp_path, victim):
     assert helpers.run(["debugfs", "-R", "cat b", str(img)],
                        text=False).stdout == b_now
     assert "b" in helpers.run(["debugfs", "-R", "ls /", str(img)]).stdout
+
+
+def _features(img):
+    return helpers.dumpe2fs_header(img).get("Filesystem features", "")
+
+
+def _repairs(call, img):
+    return helpers.run([helpers.binary("tests/unit/fsck_repairs"), call,
+                        str(img)], check=False)
+
+
+@pytest.mark.parametrize("call", ["feature", "feature_image"])
+def test_library_sets_the_feature_on_extref_images_only(tmp_path, call):
+    """The library calls fsck.extref sets shared_blocks with
+    (extref_fsck_set_feature, _image; tests/unit/fsck_repairs) refuse a
+    plain ext4 or ext2 image, which stays byte for byte as it was, and set
+    the feature again on an extref image that lost it (stock dumpe2fs,
+    e2fsck -fn clean)."""
+    for fstype, why in (("ext4", "No reference-count tree in inode 5"),
+                        ("ext2", "lacks the extent feature")):
+        img = tmp_path / f"{fstype}.img"
+        helpers.run(["truncate", "-s", "32M", str(img)])
+        helpers.run(["mke2fs", "-qF", "-t", fstype, str(img)])
+        before = img.read_bytes()
+        res = _repairs(call, img)
+        assert res.returncode == 1 and why in res.stdout, \
+            helpers.describe(res)
+        assert img.read_bytes() == before, f"{fstype}: the image changed"
+    img = tmp_path / "extref.img"
+    helpers.mkfs(img, "32M")
+    helpers.run(["debugfs", "-w", "-R", "feature -shared_blocks", str(img)])
+    assert "shared_blocks" not in _features(img)
+    res = _repairs(call, img)
+    assert res.returncode == 0 and "ok" in res.stdout, helpers.describe(res)
+    assert "shared_blocks" in _features(img)
+    helpers.e2fsck_fn(img)
+
+
+def test_library_journal_clear_only_an_overlapping_journal(tmp_path):
+    """extref_fsck_journal_clear (asked to write, answering yes) finds
+    nothing on a plain image nor on an extref image whose journal is its
+    own, and writes nothing to either; on the journal of
+    tests/fsck/f_0005_journal_overlap it clears the journal (stock
+    dumpe2fs: no has_journal) and the file that shared its blocks keeps
+    its bytes (stock debugfs)."""
+    plain = tmp_path / "plain.img"
+    helpers.run(["truncate", "-s", "32M", str(plain)])
+    helpers.run(["mke2fs", "-qF", "-t", "ext4", str(plain)])
+    ours = tmp_path / "extref.img"
+    helpers.mkfs(ours, "32M")
+    for img in (plain, ours):
+        assert "has_journal" in _features(img)
+        before = img.read_bytes()
+        res = _repairs("journal_clear", img)
+        assert res.returncode == 0, helpers.describe(res)
+        assert "found 0 cleared 0 nblocks 0" in res.stdout, res.stdout
+        assert img.read_bytes() == before
+    env = dict(os.environ, MKFS=helpers.binary("mkfs.extref"),
+               DEBUGFS=helpers.binary("debugfs.extref"), TMP=str(tmp_path),
+               IMG=str(ours))
+    cases = helpers.REPO_ROOT / "tests/fsck"
+    helpers.run(["sh", str(cases / "build.default")], env=env)
+    helpers.run(["sh", str(cases / "f_0005_journal_overlap/corrupt")],
+                env=env)
+    g = helpers.debugfs_cat(ours, "/g")
+    res = _repairs("journal_clear", ours)
+    assert res.returncode == 0, helpers.describe(res)
+    assert re.search(r"found 1 cleared 1 nblocks [1-9]", res.stdout), \
+        res.stdout
+    assert "has_journal" not in _features(ours)
+    assert helpers.debugfs_cat(ours, "/g") == g

@@ -1,4 +1,4 @@
-"""The library's layers point down (docs/HACKING).
+"""The library's layers point down (docs/HACKING), and the tools above it write through it only.
 
 Every quoted #include of a file under libfs/ names a header of its own
 layer, of a layer below it, or a public header no higher than its layer
@@ -6,6 +6,13 @@ layer, of a layer below it, or a public header no higher than its layer
 belongs to extent/, extref_ops.h to ops/, extref_fsck.h to check/,
 extref_builder.h to builder/).  A header of a higher layer,
 or of an unknown folder, fails the test with the edge it found.
+
+mkfs.extref and fsck.extref say, ask and call; only the library writes
+an image (issue 32, "the library is the product").  Their sources
+(mkfs/, fsck/) may use of libext2fs only the calls READ_ONLY names, each
+of which writes nothing, never open for writing (EXT2_FLAG_RW), write
+through a channel or assign a superblock field.  debug/ is exempt: its
+expert commands edit raw structures by design.
 """
 
 import re
@@ -106,3 +113,87 @@ def test_calls_point_down():
            if s in defined and o.parent.name in LAYERS
            and LAYERS.index(defined[s]) > LAYERS.index(o.parent.name)]
     assert not bad, "calls that point up:\n" + "\n".join(bad)
+
+
+# The tools' sources, and the libext2fs calls they may make: each writes
+# nothing (why, for each).  A writing call belongs in the library, behind
+# a public call of the layer it is about (libfs/libextref.map).
+TOOLS = ["mkfs", "fsck"]
+READ_ONLY = {
+    # opens read-only: EXT2_FLAG_RW is refused in the same sources
+    "ext2fs_open2",
+    # closes such a handle: only a read-write one marked dirty is flushed
+    "ext2fs_close_free",
+    # reads /proc/mounts (and the loop devices' backing files)
+    "ext2fs_check_if_mounted",
+    # returns libext2fs's version strings
+    "ext2fs_get_library_version",
+}
+# tests a feature bit of an in-memory superblock
+READ_ONLY_PREFIXES = ("ext2fs_has_feature_",)
+# what writes whatever call opened the handle
+FORBIDDEN = [
+    (re.compile(r"\bEXT2_FLAG_RW\b"), "opens for writing"),
+    (re.compile(r"\bio_channel_write\w*"), "writes through a channel"),
+    (re.compile(r"->\s*super\s*->\s*\w+(?:\[[^]]*\])?\s*"
+                r"(?:[-+*/%&|^]|<<|>>)?=(?!=)"), "sets a superblock field"),
+]
+NAME = re.compile(r"(?<!struct )\b(ext2fs_\w+)")
+SKIP = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'
+                  r"'(?:\\.|[^'\\\n])*'", re.S)
+
+
+def tool_writes(root):
+    """[(file, line, what)] of every write or unlisted libext2fs name in
+    root's tool sources, comments and strings left out (lines kept)."""
+    out = []
+    for d in TOOLS:
+        for src in sorted((root / d).glob("*.[ch]")):
+            text = SKIP.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                            src.read_text())
+            rel = src.relative_to(root)
+            for m in NAME.finditer(text):
+                name = m.group(1)
+                if name in READ_ONLY or name.startswith(READ_ONLY_PREFIXES):
+                    continue
+                line = text.count("\n", 0, m.start()) + 1
+                out.append((str(rel), line, f"{name} (not known read-only)"))
+            for pat, what in FORBIDDEN:
+                for m in pat.finditer(text):
+                    line = text.count("\n", 0, m.start()) + 1
+                    out.append((str(rel), line, f"{what}: {m.group(0)}"))
+    return out
+
+
+def test_tools_write_only_through_the_library():
+    srcs = [p for d in TOOLS for p in (helpers.REPO_ROOT / d).glob("*.c")]
+    assert len(srcs) > 10, f"no tool sources under {helpers.REPO_ROOT}"
+    bad = tool_writes(helpers.REPO_ROOT)
+    assert not bad, (
+        "mkfs/ and fsck/ write an image themselves (move the write into "
+        "the library, behind a public call; a call that writes nothing "
+        "goes into READ_ONLY, saying why):\n"
+        + "\n".join(f"{f}:{n}: {w}" for f, n, w in bad))
+
+
+def test_the_rule_catches_a_tool_write(tmp_path):
+    """The checker itself: each kind of write is found, in its file and
+    line; the listed read-only calls, comments and strings are not."""
+    for d in TOOLS:
+        (tmp_path / d).mkdir()
+    (tmp_path / "fsck" / "a.c").write_text(
+        "/* ext2fs_write_inode(fs) in a comment */\n"
+        "err = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS, 0, 0, m, &fs);\n"
+        "if (ext2fs_has_feature_journal(fs->super)) puts(\"ext2fs_flush\");\n"
+        "ext2fs_mark_super_dirty(fs);\n"
+        "fs->super->s_jnl_blocks[3] = 0;\n"
+        "if (fs->super->s_state == 1) ext2fs_close_free(&fs);\n")
+    (tmp_path / "mkfs" / "b.c").write_text(
+        "int f = EXT2_FLAG_RW;\nstruct ext2fs_journal_params jp;\n"
+        "io_channel_write_blk64(io, 1, 1, buf);\n"
+        "fs->super->s_feature_ro_compat |= 1;\n")
+    bad = tool_writes(tmp_path)
+    got = {(f, n) for f, n, _ in bad}
+    assert got == {("fsck/a.c", 4), ("fsck/a.c", 5), ("mkfs/b.c", 1),
+                   ("mkfs/b.c", 3), ("mkfs/b.c", 4)}, bad
+    assert any("ext2fs_mark_super_dirty" in w for _, _, w in bad)

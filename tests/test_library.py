@@ -228,3 +228,31 @@ def test_the_map_names_every_public_call():
     assert len(listed) == len(set(listed)), "a call is listed twice"
     assert "*" not in text.split("local:")[0], "a wildcard in global:"
     assert sorted(set(listed) ^ declared) == []
+
+
+def map_calls():
+    text = (helpers.REPO_ROOT / "libfs/libextref.map").read_text()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.findall(r"^\s*(extref_\w+);", text, flags=re.M)
+
+
+def unnamed(calls, page):
+    """The calls the man page's text never names (a whole word: not
+    extref_dedupe_fs for extref_dedupe_fs2)."""
+    return sorted(c for c in calls
+                  if not re.search(rf"(?<!\w){c}(?!\w)", page))
+
+
+def test_the_man_page_names_every_call_of_the_map():
+    """libextref(3) names every call of libfs/libextref.map: a call
+    added to the library's API is documented with it."""
+    calls = map_calls()
+    page = (helpers.REPO_ROOT / "docs/libextref.3").read_text()
+    assert unnamed(["extref_dedupe_fs", "extref_x"],
+                   ".B extref_dedupe_fs2\n.BR extref_x ,\n") == \
+        ["extref_dedupe_fs"]
+    missing = unnamed(calls, page)
+    assert len(calls) > 100 and not missing, (
+        "calls of libfs/libextref.map that docs/libextref.3 does not "
+        "name (say what each does, in its section):\n"
+        + "\n".join(missing))

@@ -348,3 +348,33 @@ def test_archive_from_a_pipe_same_image(tmp_path, size):
     helpers.e2fsck_fn(imgs[1])
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["a.pax.gz", "file.img", "pipe.img", "src"])
+
+
+@pytest.mark.parametrize("unreadable", ["d/sub", "d/secret"])
+def test_unreadable_entry_named(unreadable, request):
+    """Sizing a source reads every entry: one the user cannot read (a
+    directory, a file) is named in the refusal, not the source's top."""
+    work = pathlib.Path(tempfile.mkdtemp(prefix="extref-unreadable-"))
+    request.addfinalizer(lambda: shutil.rmtree(work, ignore_errors=True))
+    os.chmod(work, 0o755)
+    src = work / "src"
+    (src / "d" / "sub").mkdir(parents=True)
+    (src / "d" / "sub" / "f").write_bytes(b"f\n")
+    (src / "d" / "secret").write_bytes(b"s\n")
+    (src / "d" / "ok").write_bytes(b"ok\n")
+    for d in (src, src / "d"):
+        os.chmod(d, 0o755)
+    os.chmod(src / unreadable, 0)
+    out = work / "out"
+    out.mkdir()
+    os.chown(out, NOBODY, NOBODY)
+    img = out / "t.img"
+    res = subprocess.run(["setpriv", f"--reuid={NOBODY}",
+                          f"--regid={NOBODY}", "--clear-groups",
+                          helpers.binary("mkfs.extref"), "-q", "-d",
+                          str(src), str(img)],
+                         capture_output=True, text=True)
+    assert res.returncode != 0
+    assert f"cannot read {src / unreadable}: Permission denied" in \
+        res.stderr, res.stderr
+    assert not img.exists() or img.stat().st_size == 0, res.stderr

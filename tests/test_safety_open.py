@@ -239,6 +239,9 @@ def test_writer_excludes_everyone(shared3, tmp_path):
         assert res.returncode != 0 and \
             "in use by another extref writer" in out(res), \
             helpers.describe(res)
+        # the message names the process holding the lock (/proc/locks)
+        holder = f"the lock is held by debugfs.extref (pid {h.p.pid})"
+        assert holder in res.stderr, helpers.describe(res)
         # a reader is not shut out (as stock debugfs): it reads, warned
         res = dbx(img, "-R", "ls", check=False)
         assert res.returncode == 0, helpers.describe(res)
@@ -253,6 +256,7 @@ def test_writer_excludes_everyone(shared3, tmp_path):
             res = fsck_x(img, mode)
             assert res.returncode & 8 and "extref writer" in out(res), \
                 helpers.describe(res)
+            assert holder in res.stderr, helpers.describe(res)
     finally:
         h.close()
     assert helpers.debugfs_cat(img, "/g") == before

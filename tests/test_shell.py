@@ -542,3 +542,26 @@ def test_clone_range_and_dedupe(img, tmp_path):
     assert res.stdout.strip() == "dedupe: contents differ"
     ok(img, "check")
     H.e2fsck_fn(img)
+
+
+def test_reflink_r_progress_on_a_terminal_only(tmp_path):
+    """reflink -r of a tree reports its progress on a terminal's stderr
+    (entries copied of the source's, ending at all of them); piped, the
+    output is the result line alone."""
+    from test_mkfs_frontend import run_pty
+    src = tmp_path / "src" / "t"
+    for i in range(40):
+        (src / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+        (src / f"d{i % 4}" / f"f{i}").write_bytes(b"x" * 5000)
+    img = tmp_path / "a.img"
+    H.run([H.binary("mkfs.extref"), "-q", "-d", str(tmp_path / "src"),
+           str(img), "16M"])
+    dbx = H.binary("debugfs.extref")
+    status, out, _ = run_pty([dbx, "-w", "-R", "reflink -r /t /c",
+                              str(img)])
+    assert status == 0, out
+    # 40 files, 4 directories and /t itself
+    assert "reflinking 45 of 45 entries (100%)" in out, out
+    res = H.run([dbx, "-w", "-R", "reflink -r /t /c2", str(img)])
+    assert "reflinking" not in res.stdout + res.stderr, H.describe(res)
+    H.e2fsck_fn(img)

@@ -3,35 +3,26 @@
  * an extref image in place, its data shared with dedupe, in one walk
  * under the image's write lock.
  *
- * The walk: the lock; the image opened once, for writing, through the
- * undo io manager for a file (every block saved in the undo file before
- * its first write: a failed run is put back whole by stock e2undo, a
- * finished one drops the file); on that open, before anything is
- * written: a journal that needs recovery replayed (then the image opened
- * again), the caller's check (stock e2fsck -fn, a reader beside us), the
- * group descriptors' checksums; then converted (and shared) and closed;
- * the freed blocks punched out (punch.c reads the closed image once more
- * to punch only what is free on disk).
+ * The walk: the lock; an undo file an interrupted run left refused
+ * (convert_left.c: the user applies or drops it); the image opened once,
+ * for writing, through the undo io manager for a file (every block saved
+ * in the undo file before its first write: a failed run is put back
+ * whole by stock e2undo, a finished one drops the file); on that open,
+ * before anything is written: a journal that needs recovery replayed
+ * (then the image opened again), the caller's check (stock e2fsck -fn, a
+ * reader beside us), the group descriptors' checksums, every refusal of
+ * the conversion; then converted, or adopted (an image with shared_blocks
+ * whose tree was never built, as Android's e2fsdroid leaves it: the tree
+ * built from its sharing by the checker, extref_fsck_adopt), and shared,
+ * and closed; the freed blocks punched out (punch.c reads the closed
+ * image once more to punch only what is free on disk).
  */
 #include <unistd.h>
 
+#include "extref_fsck.h"
 #include "image/xr_image.h"
+#include "tree/extref_int.h"
 #include "build_int.h"
-
-/*
- * e2fsprogs 1.47.0's undo io manager frees the block map it makes at its
- * first write with the 32-bit bitmap call, which ignores a 64-bit map:
- * a leak of some 300 bytes a run, not ours.  Sanitized builds are told
- * to ignore the allocations of that first write, and nothing else.
- */
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#define undo_leak_off()		__lsan_disable()
-#define undo_leak_on()		__lsan_enable()
-#else
-#define undo_leak_off()		do { } while (0)
-#define undo_leak_on()		do { } while (0)
-#endif
 
 static void say(const struct extref_build_convert *c, int what,
 		unsigned int n)
@@ -112,15 +103,29 @@ static int bad_desc(ext2_filsys fs)
 }
 
 /*
+ * What the conversion would refuse, found before its first write: an
+ * image without shared_blocks is converted (extref_convert's refusals);
+ * one with it is adopted when its tree was never built and the checker
+ * finds nothing else wrong (extref_fsck_adoptable: EXTREF_ERR_ALREADY
+ * for an extref image).
+ */
+static errcode_t refusal(ext2_filsys fs, int *adopt)
+{
+	*adopt = ext2fs_has_feature_shared_blocks(fs->super);
+	return *adopt ? extref_fsck_adoptable(fs, NULL) : xr_convert_check(fs);
+}
+
+/*
  * The one open, checked before anything is written: a journal that
  * needs recovery is replayed first (and the image opened again), the
- * caller's check runs, the descriptors' checksums are verified.  An
- * image libext2fs cannot open is looked at read-only for a descriptor
- * whose checksum fails, after the caller's check has said its word.
+ * caller's check runs, the descriptors' checksums are verified, the
+ * conversion's refusals are made.  An image libext2fs cannot open is
+ * looked at read-only for a descriptor whose checksum fails, after the
+ * caller's check has said its word.
  */
 static errcode_t open_checked(const char *image,
 			      struct extref_build_convert *c,
-			      ext2_filsys *fs, int *step)
+			      ext2_filsys *fs, int *step, int *adopt)
 {
 	int dirty, bad = -1;
 	errcode_t err, cerr;
@@ -144,6 +149,8 @@ static errcode_t open_checked(const char *image,
 	if (!err && !cerr && bad >= 0)
 		err = EXTREF_ERR_DESC_CSUM;
 	c->bad_group = bad;
+	if (!err && !cerr)
+		cerr = refusal(*fs, adopt);
 	if (cerr || err) {
 		close_raw(c, err ? NULL : *fs);
 		*fs = NULL;
@@ -192,18 +199,20 @@ static errcode_t convert_only(ext2_filsys fs,
 }
 
 /*
- * Converted, the tree loaded (verified: no block may be shared yet), and
- * the sharing, all inside the caller's transaction.
+ * Converted (adopted: already done), the tree loaded (verified: no block
+ * may be shared yet but an adopted image's), and the sharing, all inside
+ * the caller's transaction.
  */
 static errcode_t convert_share(extref_fs_t xfs,
-			       const struct extref_build_opts *o, int mode)
+			       const struct extref_build_opts *o, int mode,
+			       int adopt)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
 	struct extref_dedupe_stats st;
 	errcode_t err;
 
 	xr_build_clock(fs, o);
-	err = extref_convert(fs);
+	err = adopt ? 0 : extref_convert(fs);
 	if (err)
 		return err;
 	if (o && o->progress)
@@ -218,7 +227,7 @@ static errcode_t convert_share(extref_fs_t xfs,
  * the conversion (split where the sharing outgrows it). */
 static errcode_t share(extref_fs_t xfs, const struct extref_build_opts *o,
 		       struct extref_build_convert *c,
-		       struct xr_punch_list *pl)
+		       struct xr_punch_list *pl, int adopt)
 {
 	ext2fs_block_bitmap before = NULL;
 	errcode_t err;
@@ -229,7 +238,8 @@ static errcode_t share(extref_fs_t xfs, const struct extref_build_opts *o,
 	if (!err)
 		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
 	if (!err)
-		err = extref_tx_end(xfs, convert_share(xfs, o, c->dedupe));
+		err = extref_tx_end(xfs, convert_share(xfs, o, c->dedupe,
+							adopt));
 	if (!err)
 		return xr_punch_plan(extref_fs_ext2(xfs), before, pl);
 	if (before)
@@ -237,9 +247,24 @@ static errcode_t share(extref_fs_t xfs, const struct extref_build_opts *o,
 	return err;
 }
 
+/*
+ * Adopted: the tree built from the sharing the image holds (the
+ * checker's repair of a missing tree, in its own transactions).
+ */
+static errcode_t adopt_tree(extref_fs_t xfs, const struct extref_build_opts *o,
+			    struct extref_build_convert *c)
+{
+	say(c, EXTREF_NOTE_WRITING, extref_fs_journaled(xfs) ? 1 : 0);
+	xr_build_clock(extref_fs_ext2(xfs), o);
+	return extref_fsck_adopt(extref_fs_ext2(xfs), NULL);
+}
+
+/* Adopted or converted, and shared (dedupe), through the transaction
+ * layer; the freed blocks punched out. */
 static errcode_t convert_dedupe(const char *image, ext2_filsys fs,
 				const struct extref_build_opts *o,
-				struct extref_build_convert *c, int *step)
+				struct extref_build_convert *c, int *step,
+				int adopt)
 {
 	struct xr_punch_list pl = { NULL, 0, 0, 0 };
 	extref_fs_t xfs = NULL;
@@ -253,9 +278,11 @@ static errcode_t convert_dedupe(const char *image, ext2_filsys fs,
 		undo_done(c);
 		return err;
 	}
-	if (!extref_fs_journaled(xfs))
+	if (!extref_fs_journaled(xfs) && c->dedupe != EXTREF_DEDUPE_NONE)
 		say(c, EXTREF_NOTE_NO_JOURNAL, 0);
-	err = share(xfs, o, c, &pl);
+	err = adopt ? adopt_tree(xfs, o, c) : 0;
+	if (!err && c->dedupe != EXTREF_DEDUPE_NONE)
+		err = share(xfs, o, c, &pl, adopt);
 	if (err) {
 		say(c, EXTREF_NOTE_WRITTEN, 0);
 		extref_fs_abort(xfs);
@@ -267,7 +294,7 @@ static errcode_t convert_dedupe(const char *image, ext2_filsys fs,
 	say(c, EXTREF_NOTE_WRITTEN, 0);
 	if (!err) {
 		undo_done(c);
-		say(c, EXTREF_NOTE_CONVERTED, 0);
+		say(c, EXTREF_NOTE_CONVERTED, adopt);
 		*step = EXTREF_STEP_PUNCH;
 		err = xr_punch_apply(image, &pl, &c->punched);
 	}
@@ -281,7 +308,7 @@ errcode_t extref_build_convert(const char *image,
 {
 	extref_image_lock_t lock;
 	ext2_filsys fs;
-	int dummy;
+	int dummy, adopt = 0;
 	errcode_t err;
 
 	if (!step)
@@ -293,9 +320,14 @@ errcode_t extref_build_convert(const char *image,
 	err = extref_image_lock(image, EXTREF_LOCK_WRITE, &lock);
 	if (err)
 		return err;
-	err = open_checked(image, c, &fs, step);
-	if (!err && c->dedupe != EXTREF_DEDUPE_NONE)
-		err = convert_dedupe(image, fs, o, c, step);
+	/* a leftover of an interrupted run is the user's to apply or drop */
+	*step = EXTREF_STEP_CHECK;
+	err = c->undo_file && xr_undo_left(c->undo_file) ?
+	      EXTREF_ERR_CONVERT_LEFT : 0;
+	if (!err)
+		err = open_checked(image, c, &fs, step, &adopt);
+	if (!err && (adopt || c->dedupe != EXTREF_DEDUPE_NONE))
+		err = convert_dedupe(image, fs, o, c, step, adopt);
 	else if (!err)
 		err = convert_only(fs, o, c, step);
 	extref_image_unlock(lock);

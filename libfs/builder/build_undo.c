@@ -26,15 +26,6 @@
 
 #include "build_int.h"
 
-#ifdef __SANITIZE_ADDRESS__	/* see build_convert.c */
-#include <sanitizer/lsan_interface.h>
-#define undo_leak_off()		__lsan_disable()
-#define undo_leak_on()		__lsan_enable()
-#else
-#define undo_leak_off()		do { } while (0)
-#define undo_leak_on()		do { } while (0)
-#endif
-
 #define UNDO_BS	4096
 #define CHUNK	64		/* blocks a read and write */
 

@@ -115,14 +115,16 @@ errcode_t extref_build_input_open(const struct extref_build_input_opts *o,
 {
 	int kinds = !!o->path + !!o->n_layers + !!o->layer_list +
 		    !!o->oci_dir;
+	errcode_t err;
 
 	memset(in, 0, sizeof(*in));
 	in->src.archive_fd = -1;
 	if (kinds != 1 || ((o->flags & EXTREF_SOURCE_ON_FD) && !o->path))
 		return EXT2_ET_INVALID_ARGUMENT;
-	if (o->path)
-		return xr_input_path(o, in);
-	return xr_input_layers(o, in);
+	err = o->path ? xr_input_path(o, in) : xr_input_layers(o, in);
+	if (!err && (o->flags & EXTREF_SOURCE_DIGEST))
+		err = xr_input_digest(o, in);
+	return err;
 }
 
 void extref_build_input_close(struct extref_build_input *in)

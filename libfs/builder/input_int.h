@@ -3,7 +3,8 @@
  * the library: input.c opens what the options name and keeps why it
  * refused it; source_kind.c tells a directory, an archive and an image
  * apart and measures it; layer_list.c opens layers (files, a list) and
- * measures them; oci_layout.c reads an OCI image layout's layers.
+ * measures them; oci_layout.c reads an OCI image layout's layers;
+ * source_digest.c digests what the source holds.
  */
 #ifndef EXTREF_INPUT_INT_H
 #define EXTREF_INPUT_INT_H
@@ -53,5 +54,10 @@ errcode_t xr_input_layers(const struct extref_build_input_opts *o,
  * or its only one), every blob verified, added to in. */
 errcode_t xr_oci_read(struct extref_build_input *in, const char *dir,
 		      const char *tag);
+
+/* source_digest.c: in->digest, what the source opened in in holds
+ * (EXTREF_SOURCE_DIGEST). */
+errcode_t xr_input_digest(const struct extref_build_input_opts *o,
+			  struct extref_build_input *in);
 
 #endif /* EXTREF_INPUT_INT_H */

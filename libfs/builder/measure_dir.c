@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,8 +82,8 @@ static errcode_t file_data(struct measure *m, int fd, __u64 size)
 	if (!err)
 		err = xr_measure_file_end(&m->core, size);
 	if (m->progress)
-		m->progress("reading the source", m->s->data_blocks, 0,
-			    m->priv);
+		m->progress("reading the source",
+			    m->s->data_blocks * m->core.bs, 0, m->priv);
 	return err;
 }
 
@@ -146,12 +147,12 @@ static errcode_t entry(struct measure *m, int dfd, const char *name,
 	errcode_t err = 0;
 	int sub;
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno_code();
 	if (plen + nl + 2 > sizeof(m->path))
 		return ENAMETOOLONG;
 	m->path[plen] = '/';
 	memcpy(m->path + plen + 1, name, nl + 1);
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno_code();
 	m->s->entries++;
 	*bytes += (8 + nl + 3) & ~3UL;
 	xattrs(m);
@@ -167,7 +168,8 @@ static errcode_t entry(struct measure *m, int dfd, const char *name,
 		err = walk(m, sub);
 		close(sub);
 	}
-	m->path[plen] = 0;
+	if (!err)		/* else m->path names what failed */
+		m->path[plen] = 0;
 	return err;
 }
 
@@ -200,6 +202,15 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 				int mode, extref_progress_func progress,
 				void *priv, struct extref_source_size *s)
 {
+	return xr_measure_dir(dir, blocksize, mode, progress, priv, s, NULL,
+			      0);
+}
+
+errcode_t xr_measure_dir(const char *dir, unsigned int blocksize, int mode,
+			 extref_progress_func progress, void *priv,
+			 struct extref_source_size *s, char *failed,
+			 size_t failed_len)
+{
 	struct measure m = { .s = s, .progress = progress, .priv = priv };
 	errcode_t err;
 	int fd = -1;
@@ -221,6 +232,8 @@ errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 	}
 	if (fd >= 0)
 		close(fd);
+	if (err && failed)
+		snprintf(failed, failed_len, "%s", *m.path ? m.path : dir);
 	xr_measure_end(&m.core);
 	xr_pop_table_free(&m.links);
 	ext2fs_free_mem(&m.buf);

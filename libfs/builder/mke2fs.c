@@ -1,8 +1,10 @@
 /*
  * mke2fs.c --- what a build asks of the stock mke2fs: its configuration
  * (ours, so the result does not depend on the host's /etc/mke2fs.conf),
- * its argv (extref_build_mke2fs_argv) and the one line that says why it
- * failed, made from its output (extref_build_mke2fs_why).  The run
+ * its argv (extref_build_mke2fs_argv: under SOURCE_DATE_EPOCH the UUID
+ * and the hash seed not given derived, build_ident.c) and the one line
+ * that says why it failed, made from its output
+ * (extref_build_mke2fs_why).  The run
  * itself is extref_build_run_tool's (tool.c).
  */
 #define _GNU_SOURCE
@@ -57,32 +59,69 @@ static void add(struct extref_build_mke2fs *m, int *argc, const char *a)
 	m->argv[*argc] = NULL;
 }
 
+/* e (mke2fs -E's text, checked) sets the hash seed. */
+static int sets_hash_seed(const char *e)
+{
+	return e && (!strncmp(e, "hash_seed=", 10) ||
+		     strstr(e, ",hash_seed="));
+}
+
+/*
+ * SOURCE_DATE_EPOCH: the UUID and the hash seed not given derived from
+ * the epoch, the label and the source's digest (build_ident.c).
+ */
+static void derive(struct extref_build_mke2fs *m)
+{
+	char uuid[37], seed[37];
+
+	m->uuidbuf[0] = m->seedbuf[0] = '\0';
+	if (!m->have_epoch)
+		return;
+	xr_build_ident(m->epoch, m->label, m->source_digest, m->uuid, uuid,
+		       seed);
+	if (!m->uuid)
+		memcpy(m->uuidbuf, uuid, sizeof(uuid));
+	if (!sets_hash_seed(m->ext_opts))
+		memcpy(m->seedbuf, seed, sizeof(seed));
+}
+
 /*
  * A build into a regular file that reads back as zeros (made by us, or
  * discarded by mke2fs, which punches a file's blocks) need not have
  * its journal written with zeros: lazy_journal_init leaves it a hole,
  * the same bytes, 4 MiB less on the host.  -E is one option for
- * mke2fs (the last one wins): the user's extended options and this go
- * together.
+ * mke2fs (the last one wins): the user's extended options, a derived
+ * hash seed and this go together.  NULL when they do not fit.
  */
 static const char *ext_opts(struct extref_build_mke2fs *m)
 {
 	const char *e = m->ext_opts;
 	int zeros = m->created || !(e && strstr(e, "nodiscard"));
+	int lazy = m->has_source && !m->is_blockdev && zeros &&
+		   !(e && strstr(e, "lazy_journal_init"));
+	int n;
 
-	if (!m->has_source || m->is_blockdev || !zeros ||
-	    (e && strstr(e, "lazy_journal_init")) ||
-	    (e && strlen(e) + 32 > sizeof(m->ebuf)))
+	if (!lazy && !m->seedbuf[0])
 		return e;
-	snprintf(m->ebuf, sizeof(m->ebuf), "%s%slazy_journal_init=1",
-		 e ? e : "", e ? "," : "");
+	n = snprintf(m->ebuf, sizeof(m->ebuf), "%s%s%s%s%s%s",
+		     e ? e : "", e && m->seedbuf[0] ? "," : "",
+		     m->seedbuf[0] ? "hash_seed=" : "", m->seedbuf,
+		     lazy && (e || m->seedbuf[0]) ? "," : "",
+		     lazy ? "lazy_journal_init=1" : "");
+	if (n < 0 || (size_t)n >= sizeof(m->ebuf))
+		return m->seedbuf[0] ? NULL : e;	/* lazy: only room */
 	return m->ebuf;
 }
 
 errcode_t extref_build_mke2fs_argv(struct extref_build_mke2fs *m)
 {
+	const char *e;
 	int n = 0;
 
+	derive(m);
+	e = ext_opts(m);
+	if (!e && m->seedbuf[0])
+		return EXT2_ET_INVALID_ARGUMENT;
 	add(m, &n, "mke2fs");
 	if (!m->verbose)
 		add(m, &n, "-q");
@@ -101,8 +140,8 @@ errcode_t extref_build_mke2fs_argv(struct extref_build_mke2fs *m)
 	OPT("-i", m->inode_ratio);
 	OPT("-I", m->inode_size);
 	OPT("-L", m->label);
-	OPT("-U", m->uuid);
-	OPT("-E", ext_opts(m));
+	OPT("-U", m->uuid ? m->uuid : m->uuidbuf[0] ? m->uuidbuf : NULL);
+	OPT("-E", e);
 	OPT("-O", m->features);
 	OPT("-J", m->journal_opt);
 	if (m->reserved_zero) {

@@ -742,8 +742,8 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 			    !archive_entry_hardlink(e))
 				err = measure_data(a, e, &m, &ended);
 			if (progress)
-				progress("reading the source", s->data_blocks,
-					 0, priv);
+				progress("reading the source",
+					 s->data_blocks * blocksize, 0, priv);
 		}
 	/* the same when the data went unread (no dedupe): the measure
 	 * takes what it read, the build decides */

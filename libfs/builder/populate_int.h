@@ -229,6 +229,12 @@ struct xr_measure {
 	blk64_t		part_lblk;	/* the block in blk */
 	int		part;
 };
+/* extref_source_measure; on error failed (failed_len bytes) names the
+ * entry that could not be read (dir itself if it failed there). */
+errcode_t xr_measure_dir(const char *dir, unsigned int blocksize, int mode,
+			 extref_progress_func progress, void *priv,
+			 struct extref_source_size *s, char *failed,
+			 size_t failed_len);
 errcode_t xr_measure_begin(struct xr_measure *m, struct extref_source_size *s,
 			   unsigned int bs, int mode);
 void xr_measure_file_begin(struct xr_measure *m);

@@ -11,12 +11,14 @@
  * pipe cannot be read twice: without SIZED it is first copied, as it
  * comes, to an unnamed file in TMPDIR (O_TMPFILE: nothing to remove,
  * nothing another user can open); with SIZED it is read once, straight
- * into the image, and not measured.
+ * into the image, and not measured (unless it is to be digested,
+ * EXTREF_SOURCE_DIGEST: then spooled and counted).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 
 #include <et/com_err.h>
 #include "input_int.h"
+#include "populate_int.h"
 
 #define SPOOL_BUF	65536
 
@@ -178,7 +181,7 @@ static errcode_t archive_open(const struct extref_build_input_opts *o,
 		return xr_input_unreadable(in, o->path);
 	in->src.archive_fd = fd;
 	if (lseek(fd, 0, SEEK_CUR) < 0) {	/* a pipe */
-		if (sized)
+		if (sized && !(o->flags & EXTREF_SOURCE_DIGEST))
 			return 0;	/* read once, into the image */
 		err = spool(o, in);
 		if (err)
@@ -191,6 +194,7 @@ static errcode_t archive_open(const struct extref_build_input_opts *o,
 static errcode_t dir_open(const struct extref_build_input_opts *o,
 			  struct extref_build_input *in)
 {
+	char failed[PATH_MAX];
 	errcode_t err;
 
 	in->src.dir = o->path;
@@ -201,12 +205,12 @@ static errcode_t dir_open(const struct extref_build_input_opts *o,
 		estimate(in);
 		return 0;
 	}
-	err = extref_source_measure(o->path, o->blocksize, o->dedupe,
-				    o->progress, o->priv, &in->size);
+	err = xr_measure_dir(o->path, o->blocksize, o->dedupe, o->progress,
+			     o->priv, &in->size, failed, sizeof(failed));
 	if (err == EXT2_ET_NO_MEMORY)
 		return xr_input_measure_fail(o, in, err, o->path, NULL);
 	if (err)
-		return xr_input_fail(in, err, "cannot read %s: %s", o->path,
+		return xr_input_fail(in, err, "cannot read %s: %s", failed,
 				     error_message(err));
 	in->entries = in->size.entries;
 	in->bytes = in->size.data_blocks * o->blocksize;

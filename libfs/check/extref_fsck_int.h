@@ -278,5 +278,8 @@ errcode_t xr_fsck_tx_end(struct xr_fsck *c, errcode_t err);
 errcode_t xr_fsck_tx_split(struct xr_fsck *c);
 errcode_t xr_fsck_tx_before_rebuild(struct xr_fsck *c);
 errcode_t xr_fsck_tx_rebuild_point(struct xr_fsck *c);
+/* fsck_trust.c: a read-only run, fs's bitmaps left as they came */
+errcode_t xr_fsck_look(ext2_filsys fs, const struct extref_fsck_opts *o,
+		       struct extref_fsck_result *res);
 
 #endif /* EXTREF_FSCK_INT_H */

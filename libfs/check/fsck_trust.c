@@ -3,7 +3,7 @@
  * passes, with each problem sorted into "only leaks space" and "a write
  * could free or overwrite a block another inode still maps".
  */
-#include "extref_fsck.h"
+#include "extref_fsck_int.h"
 
 struct trust {
 	int	first;		/* first unsafe problem, 0 when none */
@@ -32,6 +32,30 @@ static void on_problem(const struct extref_problem_report *r, void *priv)
 		t->first = r->code;
 }
 
+/*
+ * A read-only run of the checker on fs, which goes back as it came: the
+ * passes read the block bitmap (as a tree of extents, and not the inode
+ * bitmap); a writer reads both its own way when it needs them.
+ */
+errcode_t xr_fsck_look(ext2_filsys fs, const struct extref_fsck_opts *o,
+		       struct extref_fsck_result *res)
+{
+	int had_block = fs->block_map != NULL;
+	int had_inode = fs->inode_map != NULL;
+	errcode_t err;
+
+	err = extref_fsck(fs, o, res);
+	if (!had_block && fs->block_map) {
+		ext2fs_free_block_bitmap(fs->block_map);
+		fs->block_map = NULL;
+	}
+	if (!had_inode && fs->inode_map) {
+		ext2fs_free_inode_bitmap(fs->inode_map);
+		fs->inode_map = NULL;
+	}
+	return err;
+}
+
 errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first)
 {
 	struct extref_fsck_opts o = { .mode = EXTREF_FSCK_NO,
@@ -41,25 +65,10 @@ errcode_t extref_fsck_verify_write(ext2_filsys fs, int *first)
 				      .foreign = EXTREF_FSCK_FOREIGN_NONE };
 	struct extref_fsck_result res;
 	struct trust t = { 0 };
-	int had_block = fs->block_map != NULL;
-	int had_inode = fs->inode_map != NULL;
 	errcode_t err;
 
 	o.priv = &t;
-	err = extref_fsck(fs, &o, &res);
-	/*
-	 * The passes read the block bitmap (as a tree of extents, and not
-	 * the inode bitmap); a writer reads both its own way when it needs
-	 * them, so the fs goes back as it came.  Nothing was changed.
-	 */
-	if (!had_block && fs->block_map) {
-		ext2fs_free_block_bitmap(fs->block_map);
-		fs->block_map = NULL;
-	}
-	if (!had_inode && fs->inode_map) {
-		ext2fs_free_inode_bitmap(fs->inode_map);
-		fs->inode_map = NULL;
-	}
+	err = xr_fsck_look(fs, &o, &res);
 	if (first)
 		*first = t.first;
 	if (err)

@@ -14,8 +14,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include "tree/extref_int.h"
 
@@ -41,9 +44,84 @@ errcode_t extref_image_check_mount(const char *name)
 	return 0;
 }
 
+/*
+ * Who holds the lock an open was refused: the flock entries of
+ * /proc/locks on the image's inode (device major:minor:inode, as the
+ * kernel prints them), the first process other than this one, named by
+ * /proc/PID/comm.  The words are kept for the thread, as
+ * extref_journal_detail() keeps a journal error's (an error code cannot
+ * carry a process); empty when the kernel does not say (no /proc, a
+ * holder in another pid namespace).
+ */
+static __thread char holder[128];
+
+static int comm_of(long pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = 0;
+	return ok && *buf;
+}
+
+/* The pid of a FLOCK line on (maj, min, ino), not ours; 0 if none. */
+static long flock_pid(const char *line, unsigned int maj, unsigned int min,
+		      unsigned long ino)
+{
+	char kind[16], type[16];
+	unsigned int lmaj, lmin;
+	unsigned long lino;
+	long pid;
+
+	if (strstr(line, "->"))			/* a waiter, not a holder */
+		return 0;
+	if (sscanf(line, "%*d: %15s %*s %15s %ld %x:%x:%lu", kind, type,
+		   &pid, &lmaj, &lmin, &lino) != 6)
+		return 0;
+	if (strcmp(kind, "FLOCK") || lmaj != maj || lmin != min ||
+	    lino != ino || pid == (long)getpid())
+		return 0;
+	return pid;
+}
+
+static void find_holder(int fd)
+{
+	char line[256], comm[64];
+	struct stat st;
+	long pid = 0;
+	FILE *f;
+
+	holder[0] = 0;
+	if (fstat(fd, &st) < 0 || !(f = fopen("/proc/locks", "re")))
+		return;
+	while (!pid && fgets(line, sizeof(line), f))
+		pid = flock_pid(line, major(st.st_dev), minor(st.st_dev),
+				(unsigned long)st.st_ino);
+	fclose(f);
+	if (pid && comm_of(pid, comm, sizeof(comm)))
+		snprintf(holder, sizeof(holder), "held by %s (pid %ld)", comm,
+			 pid);
+	else if (pid)
+		snprintf(holder, sizeof(holder), "held by pid %ld", pid);
+}
+
+const char *extref_image_lock_holder(void)
+{
+	return holder;
+}
+
 /* LOCK_EX refused: by readers only (a shared lock still fits) or a writer. */
 static errcode_t busy_reason(int fd, int write)
 {
+	find_holder(fd);
 	if (!write)
 		return EXTREF_ERR_LOCKED_WRITER;
 	if (flock(fd, LOCK_SH | LOCK_NB) == 0)
@@ -97,11 +175,4 @@ errcode_t extref_image_lock_same(extref_image_lock_t l, const char *name)
 	if (held.st_dev != now.st_dev || held.st_ino != now.st_ino)
 		return EXTREF_ERR_IMAGE_REPLACED;
 	return 0;
-}
-
-int extref_image_is_blockdev(const char *name)
-{
-	struct stat st;
-
-	return stat(name, &st) == 0 && S_ISBLK(st.st_mode);
 }

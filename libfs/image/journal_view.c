@@ -30,20 +30,3 @@ errcode_t extref_journal_walk(extref_fs_t xfs, struct extref_jinfo *info,
 	xr_journal_close(j);
 	return err;
 }
-
-errcode_t extref_journal_check_blocks(ext2_filsys fs)
-{
-	struct xr_journal *j = NULL;
-	errcode_t err;
-
-	/* bigalloc: no extref image has it (mkfs.extref refuses it), and
-	 * its maps name clusters: e2fsck's to judge */
-	if (!ext2fs_has_feature_journal(fs->super) ||
-	    ext2fs_has_feature_bigalloc(fs->super) ||
-	    !fs->super->s_journal_inum || xr_journal_open(fs, fs->io, &j))
-		return 0;
-	err = xr_journal_check_blocks(j);
-	xr_journal_close(j);
-	/* an inode that cannot be read (a bad checksum) is e2fsck's */
-	return err == EXTREF_ERR_JNL_OVERLAP ? err : 0;
-}

@@ -193,3 +193,21 @@ errcode_t xr_journal_check_blocks(struct xr_journal *j)
 	ext2fs_free_block_bitmap(c.jmap);
 	return err;
 }
+
+/* extref.h: the check through fs's own channel. */
+errcode_t extref_journal_check_blocks(ext2_filsys fs)
+{
+	struct xr_journal *j = NULL;
+	errcode_t err;
+
+	/* bigalloc: no extref image has it (mkfs.extref refuses it), and
+	 * its maps name clusters: e2fsck's to judge */
+	if (!ext2fs_has_feature_journal(fs->super) ||
+	    ext2fs_has_feature_bigalloc(fs->super) ||
+	    !fs->super->s_journal_inum || xr_journal_open(fs, fs->io, &j))
+		return 0;
+	err = xr_journal_check_blocks(j);
+	xr_journal_close(j);
+	/* an inode that cannot be read (a bad checksum) is e2fsck's */
+	return err == EXTREF_ERR_JNL_OVERLAP ? err : 0;
+}

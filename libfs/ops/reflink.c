@@ -36,6 +36,9 @@ struct rl {
 	ext2_ino_t		*hl_src, *hl_dst;
 	size_t			hl_n, hl_cap;
 	unsigned		depth;		/* reflink_dir calls active */
+	extref_progress_func	progress;	/* or NULL */
+	void			*progress_priv;
+	__u64			done, total;	/* entries copied, to copy */
 };
 
 static int preserve(const struct rl *r)
@@ -485,6 +488,9 @@ static errcode_t reflink_any(struct rl *r, ext2_ino_t src, ext2_ino_t dir,
 
 	if (err)
 		xr_note_damage(r->xfs, src, err);
+	else if (r->progress)
+		r->progress("reflinking", ++r->done, r->total,
+			    r->progress_priv);
 	return err;
 }
 
@@ -636,6 +642,7 @@ static errcode_t tree_room(struct rl *r, ext2_ino_t src)
 	/* its one commit must fit the journal (reflink_publish.c) */
 	if (!err)
 		err = xr_publish_check(r->xfs, nd.inodes);
+	r->total = nd.inodes;
 	return err;
 }
 
@@ -720,6 +727,10 @@ static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	err = check_opts(opts);
 	if (err)
 		return err;
+	if (flags & EXTREF_REFLINK_RECURSIVE) {
+		r.progress = opts->progress;
+		r.progress_priv = opts->progress_priv;
+	}
 	if (opts->cred)
 		r.cred = *opts->cred;
 	else

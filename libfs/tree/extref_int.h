@@ -203,4 +203,9 @@ errcode_t xr_tree_init(ext2_filsys fs, int flags, struct extref_tree **ret);
 errcode_t xr_tree_open_header(ext2_filsys fs, struct extref_tree **ret);
 __u64 xr_ino5_max_blocks(ext2_filsys fs, struct ext2_inode *inode);
 
+/* format.c: 0 when nothing lives in inode 5, else EXTREF_ERR_INO5_BUSY */
+errcode_t xr_ino5_is_empty(ext2_filsys fs);
+/* convert.c: extref_convert's refusals alone (nothing written) */
+errcode_t xr_convert_check(ext2_filsys fs);
+
 #endif /* EXTREF_INT_H */

@@ -6,7 +6,7 @@
 #include "extref_int.h"
 
 /* Inode 5 may be taken only if nothing lives there. */
-static errcode_t ino5_is_empty(ext2_filsys fs)
+errcode_t xr_ino5_is_empty(ext2_filsys fs)
 {
 	struct ext2_inode inode;
 	errcode_t err;
@@ -71,7 +71,7 @@ errcode_t extref_format(ext2_filsys fs)
 
 	if (!(fs->flags & EXT2_FLAG_RW))
 		return EXT2_ET_RO_FILSYS;
-	err = ino5_is_empty(fs);
+	err = xr_ino5_is_empty(fs);
 	if (!err && !fs->block_map)
 		err = ext2fs_read_bitmaps(fs);
 	if (err)

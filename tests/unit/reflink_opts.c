@@ -39,7 +39,7 @@ static void refused(extref_fs_t xfs, ext2_ino_t a)
 	expect("unknown flag", extref_reflink2(xfs, a, EXT2_ROOT_INO, "x", &o,
 					       &ino), EXT2_ET_INVALID_ARGUMENT);
 	memset(&o, 0, sizeof(o));
-	o.reserved[4] = &dummy;
+	o.reserved[2] = &dummy;
 	expect("reserved set", extref_reflink2(xfs, a, EXT2_ROOT_INO, "x", &o,
 					       &ino), EXT2_ET_INVALID_ARGUMENT);
 	memset(&o, 0, sizeof(o));
