@@ -642,6 +642,92 @@ errcode_t extref_build_update(const char *image, const char *dir,
 			      struct extref_build_update_stats *st);
 
 /*
+ * What an update of image (extref_build_update's dir or layer_fd, u's
+ * flags and at) will take of its free blocks and inodes, found by a
+ * dry run on the image opened read-only: the image's data indexed as
+ * the update indexes it, the source walked and every file counted as
+ * the update would put it (kept, a reflink, or block by block: only
+ * the blocks the image does not hold are written; equality by hash),
+ * with the extent-tree nodes, directory blocks, slow symlinks and tree
+ * records that come with them.  The blocks of files the update
+ * replaces are not subtracted (it keeps them until it commits): blocks
+ * is what the update needs free, about.  A layer is measured instead
+ * (extref_archive_measure2: every block counted, an upper bound; fd
+ * back where it was).  free_blocks and free_inodes are the image's.
+ */
+struct extref_update_need {
+	__u64		blocks;
+	__u64		inodes;
+	__u64		free_blocks;
+	__u64		free_inodes;
+	unsigned int	blocksize;
+};
+errcode_t extref_build_update_need(const char *image, const char *dir,
+				   int layer_fd,
+				   const struct extref_update *u,
+				   struct extref_update_need *n);
+
+/*
+ * Grow the image file image (mkfs.extref --update --grow) until it has
+ * need_blocks free blocks and need_inodes free inodes, with headroom
+ * percent more of the whole, as extref_build_plan_size adds it (the
+ * blocks in use plus what is needed, the new groups' metadata, then
+ * headroom percent of that; inodes come in whole groups).  A block
+ * device is never grown (EXTREF_ERR_GROW_DEVICE, nothing opened).
+ * Under the image's write lock: a journal that needs recovery is
+ * replayed first (note told, as extref_build_shrink_begin tells it);
+ * the stock resize2fs grows the filesystem and the file (EXTREF_RESIZE2FS
+ * names another program: tests; else /sbin/resize2fs, else PATH), with
+ * an undo file of its own in $TMPDIR (else /var/tmp); then the grown
+ * image is proven as a writer's open proves it (every count against
+ * every mapping: EXTREF_ERR_UNTRUSTED) and recorded as this library's
+ * write (a foreign write met before is kept for fsck.extref).  A
+ * growth that would need more group descriptor blocks than the image
+ * reserved (resize2fs would move blocks) is refused
+ * (EXTREF_ERR_GROW_TOO_BIG).  When resize2fs fails
+ * (EXTREF_ERR_GROW_FAILED, output: what it wrote) or the proof does,
+ * the undo file is put back with the stock e2undo (EXTREF_E2UNDO: tests)
+ * and the file truncated to its old length: the image as it was, byte
+ * for byte (undone set; EXTREF_ERR_GROW_UNDO, undo file kept and named
+ * in output, when that fails).  Nothing to grow: 0, blocks_after == blocks_before.
+ * signals, child and priv as extref_build_tool's.  output is malloc'd:
+ * free it.
+ */
+struct extref_build_grow {
+	/* in */
+	__u64		need_blocks;
+	__u64		need_inodes;
+	unsigned int	headroom;	/* percent */
+	const sigset_t	*signals;
+	void		(*child)(pid_t pid, void *priv);
+	extref_note_func note;		/* or NULL */
+	void		*priv;
+	/* out */
+	__u64		blocks_before;
+	__u64		blocks_after;
+	unsigned int	blocksize;
+	int		undone;		/* a failed grow put back */
+	char		*output;
+};
+errcode_t extref_build_grow(const char *image,
+			    const struct extref_build_opts *o,
+			    struct extref_build_grow *g, int *step);
+/*
+ * extref_build_update with g: the need measured first
+ * (extref_build_update_need); an image without that room free grown
+ * (extref_build_grow, *step set as it sets it; then st->blocksize is
+ * 0), then updated; an update that still runs out of room (the
+ * estimate short) is measured, grown and run once more.  u, st as for
+ * extref_build_update; g->need_* are set here.
+ */
+errcode_t extref_build_update_grow(const char *image, const char *dir,
+				   int layer_fd,
+				   const struct extref_build_opts *o,
+				   struct extref_update *u,
+				   struct extref_build_update_stats *st,
+				   struct extref_build_grow *g, int *step);
+
+/*
  * A stock e2fsprogs tool a build runs (mke2fs, e2fsck -fn, e2undo), run
  * to its end: argv[0] is name; the program is the one env_var (may be
  * NULL) names, else path (may be NULL), else name on PATH.  The child

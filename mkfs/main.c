@@ -35,7 +35,7 @@ static void usage_lines(FILE *f)
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
-"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [-q] IMAGE\n",
+"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [--grow] IMAGE\n",
 		prog, prog, prog, prog);
 }
 
@@ -105,6 +105,9 @@ static void usage(FILE *f)
 "  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
 "  --verify       with --update: prove the counts against every extent,\n"
 "                 even where the tree's stamp says it was done\n"
+"  --grow         with --update: an image file without room for the\n"
+"                 update is first grown (stock resize2fs) to what it\n"
+"                 needs, --headroom more; never a block device\n"
 "With SOURCE_DATE_EPOCH set, -d and --update clamp every timestamp to it,\n"
 "and a new image's UUID and hash seed, unless given, are derived from it,\n"
 "the label and the source: the same source gives the same image.\n");
@@ -224,6 +227,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "delete", no_argument, NULL, OPT_DELETE },
 		{ "shrink", no_argument, NULL, OPT_SHRINK },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
+		{ "grow", no_argument, NULL, OPT_GROW },
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -317,6 +321,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_DELETE:
 			o->delete = 1;
 			break;
+		case OPT_GROW:
+			o->grow = 1;
+			break;
 		case OPT_SHRINK:
 			o->shrink = 1;
 			break;
@@ -357,8 +364,8 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--at needs --update");
 	if (o->delete && !o->update)
 		fatal("--delete needs --update");
-	if (o->verify && !o->update)
-		fatal("--verify needs --update");
+	if ((o->verify || o->grow) && !o->update)
+		fatal("--%s needs --update", o->grow ? "grow" : "verify");
 	if (o->shrink && !o->convert && (o->source || o->size_arg))
 		fatal("--shrink cuts an existing image: no -d, no SIZE");
 	if (o->noaction && (o->convert || o->shrink || o->update))

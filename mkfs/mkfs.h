@@ -62,6 +62,7 @@ struct mkfs_opts {
 	int		delete;		/* --delete */
 	int		shrink;		/* --shrink (with --convert) */
 	int		verify;		/* --verify (with --update) */
+	int		grow;		/* --grow (with --update) */
 	/* mke2fs options passed on as given (mke2fs_opts.c) */
 	const char	*pass[MKFS_PASS_MAX];
 	int		npass;
@@ -91,6 +92,7 @@ struct mkfs_opts {
 #define OPT_DELETE	1007
 #define OPT_SHRINK	1008
 #define OPT_VERIFY	1009
+#define OPT_GROW	1011
 #define OPT_SIZE	1010
 
 /* steps.c: --file-contexts */
@@ -185,6 +187,12 @@ int run_e2fsck_fn(const struct mkfs_opts *o);
 /* update.c: --update, checked (exits on a bad call), then run. */
 void update_check(const struct mkfs_opts *o);
 int update_image(const struct mkfs_opts *o);
+struct extref_update;
+struct extref_build_update_stats;
+/* grow.c: --update --grow (extref_build_update_grow), its grow said. */
+errcode_t update_grow(const struct mkfs_opts *o, int layer_fd,
+		      const struct extref_build_opts *b, struct extref_update *u,
+		      struct extref_build_update_stats *st);
 
 /* What target.c found out about the image and did to it. */
 struct mkfs_target {

@@ -113,46 +113,37 @@ static void print_summary(const struct mkfs_opts *o,
 static int no_room(errcode_t err)
 {
 	return err == EXT2_ET_BLOCK_ALLOC_FAIL || err == ENOSPC ||
-	       err == EXT2_ET_DIR_NO_SPACE_FOR_CSUM;
+	       err == EXT2_ET_DIR_NO_SPACE_FOR_CSUM ||
+	       err == EXT2_ET_INODE_ALLOC_FAIL;
 }
 
 /*
- * The image ran out of blocks: how much more it needs, from the source's
- * measured size (data, directories, extent trees) against what the image
- * had free before the update (rolled back: the same as now).  An upper
- * bound where the source's data equals the image's (that is shared).
+ * The image ran out of room: what the update needs (its dry run,
+ * extref_build_update_need) against what the image has free (rolled
+ * back: as before the update).
  */
 static void report_room(const struct mkfs_opts *o, errcode_t err,
-			const struct extref_update *u, unsigned int bs,
-			uint64_t free_blocks)
+			const struct extref_update *u, int layer_fd)
 {
-	struct extref_source_size s;
+	struct extref_update_need n;
 	const char *where = u->where ? u->where : o->source;
-	uint64_t need;
+	char more[64];
+	double bs;
 
-	if (extref_source_measure(o->source, bs, EXTREF_DEDUPE_NONE, NULL,
-				  NULL, &s)) {
-		error_line("%s: %s: %s: not enough room for %s (%.1f MiB "
-			   "free)", o->image, where, error_message(err),
-			   o->source, free_blocks * (double)bs / MIB);
+	if (extref_build_update_need(o->image, o->source, layer_fd, u, &n)) {
+		error_line("%s: %s: %s: not enough room for %s", o->image,
+			   where, error_message(err), o->source);
 		return;
 	}
-	need = s.data_blocks + s.meta_blocks;
-	if (need > free_blocks)
-		error_line("%s: %s: %s: not enough room for %s: it holds "
-			   "about %.1f MiB, the image has %.1f MiB free: "
-			   "about %.1f MiB more needed (less what equals the "
-			   "image's data)", o->image, where, error_message(err),
-			   o->source, need * (double)bs / MIB,
-			   free_blocks * (double)bs / MIB,
-			   (need - free_blocks) * (double)bs / MIB);
-	else
-		error_line("%s: %s: %s: not enough room for %s (%.1f MiB "
-			   "free, the source about %.1f MiB, and the update "
-			   "keeps the replaced files' blocks until it commits)",
-			   o->image, where, error_message(err), o->source,
-			   free_blocks * (double)bs / MIB,
-			   need * (double)bs / MIB);
+	bs = n.blocksize / MIB;
+	snprintf(more, sizeof(more), n.blocks > n.free_blocks ? ": about %.1f "
+		 "MiB more needed" : "", (n.blocks - n.free_blocks) * bs);
+	error_line("%s: %s: %s: not enough room for %s: the update needs "
+		   "about %.1f MiB (%.1f MiB free) and %llu inodes (%llu "
+		   "free)%s; --grow grows the image file to fit", o->image,
+		   where, error_message(err), o->source, n.blocks * bs,
+		   n.free_blocks * bs, (unsigned long long)n.inodes,
+		   (unsigned long long)n.free_inodes, more);
 }
 
 static void report(const struct mkfs_opts *o, errcode_t err,
@@ -207,13 +198,14 @@ int update_image(const struct mkfs_opts *o)
 	if (o->verify)
 		b.flags |= EXTREF_BUILD_VERIFY;
 	set_note(o);		/* what a signal prints from here */
-	err = extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
+	err = o->grow ? update_grow(o, layer_fd, &b, &u, &bs) :
+		extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
 	progress_end();
 	cleanup_set_note(NULL);
-	if (err && !bs.blocksize)	/* the open failed */
+	if (err && !bs.blocksize)	/* the open (or the grow) failed */
 		error_line("%s: %s", o->image, error_message(err));
 	else if (err && no_room(err))
-		report_room(o, err, &u, bs.blocksize, bs.free_before);
+		report_room(o, err, &u, layer_fd);
 	else if (err)
 		report(o, err, &u);
 	else if (!o->quiet)

@@ -1,0 +1,276 @@
+"""mkfs.extref --update --grow, and the "needs about" figure of an update
+that does not fit (issue 30, section 2: images that grow).
+
+An image made with -d and no size (5% headroom) cannot take an update
+bigger than its headroom.  Without --grow the update fails and says what
+it needs: the test holds that figure within 1.15x of what the update then
+allocates, on two real trees copied from this machine (parts of
+/usr/share and of /usr/lib/python3): version 2 adds a directory and
+changes 200-300 files; the update is then run on a copy grown by stock
+resize2fs, and what it allocated is counted with stock tools only
+(dumpe2fs's free blocks before and after, plus the blocks of the
+replaced files that stock debugfs finds freed).  With --grow the image
+file is grown (stock resize2fs, the new size from that figure) and
+updated: stock e2fsck -fn and fsck.extref -n are clean, every file reads
+back through stock debugfs as the source has it (some through a
+read-only kernel mount too).  A block device is
+refused and left byte-identical; a resize2fs that fails (a stand-in that
+runs the real one and then fails, or fails at once) leaves the image
+file byte-identical, its length too.
+"""
+
+import os
+import random
+import re
+import shutil
+import stat
+
+import pytest
+
+import helpers
+
+BS = 4096
+MIB = 1 << 20
+# (v1, added directories) for each tree; the first that exists is used
+TREES = {
+    "share": [("/usr/share/perl", ["/usr/share/cmake-3.25/Modules"]),
+              ("/usr/share/vim", ["/usr/share/i18n/locales"])],
+    "python": [("/usr/lib/python3/dist-packages",
+                ["/usr/lib/python3.11/asyncio", "/usr/lib/python3.11/email",
+                 "/usr/lib/python3.11/encodings"])],
+}
+KEEP = {"share": None,
+        "python": ("pip", "pygments", "setuptools", "_pytest")}
+
+
+def mkfs_bin():
+    return helpers.binary("mkfs.extref")
+
+
+def fsck_n(img):
+    res = helpers.run([helpers.BUILD_DIR / "fsck/fsck.extref", "-n",
+                       str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert "another tool" not in res.stdout + res.stderr, res.stdout
+    return res
+
+
+def pick(name):
+    for v1, added in TREES[name]:
+        if os.path.isdir(v1) and all(os.path.isdir(a) for a in added):
+            return v1, added
+    pytest.skip(f"none of the {name} trees is on this machine")
+
+
+def copy_v1(src, dst, keep):
+    if keep is None:
+        shutil.copytree(src, dst, symlinks=True)
+        return
+    dst.mkdir()
+    for k in keep:
+        if os.path.isdir(os.path.join(src, k)):
+            shutil.copytree(os.path.join(src, k), dst / k, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def make_v2(v1, v2, added, nrep):
+    """v1, with added directories and nrep files changed (every other one
+    appended to, the rest rewritten at the head); the changed paths."""
+    shutil.copytree(v1, v2, symlinks=True)
+    for k, a in enumerate(added):
+        shutil.copytree(a, v2 / f"added{k}", symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    files = sorted(p for p in v2.rglob("*")
+                   if not p.relative_to(v2).parts[0].startswith("added")
+                   and p.is_file() and not p.is_symlink()
+                   and p.stat().st_size > 0)
+    step = max(1, len(files) // nrep)
+    changed = files[::step][:nrep]
+    for i, p in enumerate(changed):
+        os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
+        with open(p, "r+b") as f:
+            if i % 2:
+                f.write(b"changed at the head %d\n" % i)
+            else:
+                f.seek(0, 2)
+                f.write(b"appended %d\n" % i)
+    return ["/" + str(p.relative_to(v2)) for p in changed]
+
+
+def free_blocks(img):
+    return int(helpers.dumpe2fs_header(img)["Free blocks"])
+
+
+def blocks_of(img, paths):
+    """The blocks stock debugfs lists for paths."""
+    req = "".join(f'blocks "{p}"\n' for p in paths)
+    res = helpers.run(["debugfs", "-f", "-", str(img)], input=req)
+    return {int(w) for line in res.stdout.splitlines()
+            if not line.startswith("debugfs")
+            for w in line.split() if w.isdigit()}
+
+
+def now_free(img, blocks):
+    """How many of blocks stock debugfs finds free."""
+    req = "".join(f"testb {b}\n" for b in sorted(blocks))
+    res = helpers.run(["debugfs", "-f", "-", str(img)], input=req)
+    return sum("not in use" in line for line in res.stdout.splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["share", "python"])
+def test_needs_about_is_what_the_update_uses(tmp_path, name):
+    src, added = pick(name)
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    copy_v1(src, v1, KEEP[name])
+    changed = make_v2(v1, v2, added, 300 if name == "python" else 200)
+    img = tmp_path / "img"
+    helpers.run([mkfs_bin(), "-q", "-d", str(v1), str(img)])
+    res = helpers.run([mkfs_bin(), "--update", "-q", "-d", str(v2),
+                       str(img)], check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    m = re.search(r"the update needs about ([0-9.]+) MiB \(([0-9.]+) MiB "
+                  r"free\)", res.stderr)
+    assert m, res.stderr
+    need = float(m.group(1))
+    assert need > float(m.group(2)), res.stderr
+    helpers.e2fsck_fn(img)
+    # the same update on a copy grown by stock resize2fs, counted by
+    # stock tools: what it allocated (net growth, plus the blocks of the
+    # replaced files it freed)
+    big = tmp_path / "big"
+    shutil.copy(img, big)
+    helpers.run(["resize2fs", str(big),
+                 "%dM" % max(640, 3 * img.stat().st_size // MIB)])
+    old = blocks_of(big, changed)
+    before = free_blocks(big)
+    helpers.run([mkfs_bin(), "--update", "-q", "-d", str(v2), str(big)])
+    used = (before - free_blocks(big) + now_free(big, old)) * BS / MIB
+    assert used > 1, used
+    assert 1 / 1.15 <= need / used <= 1.15, (need, used, res.stderr)
+    helpers.e2fsck_fn(big)
+
+
+def small_tree(root, seed, n, size):
+    rnd = random.Random(seed)
+    root.mkdir(parents=True)
+    for i in range(n):
+        d = root / f"d{i % 7}"
+        d.mkdir(exist_ok=True)
+        (d / f"f{i}").write_bytes(rnd.randbytes(rnd.randrange(1, size)))
+    os.symlink("d0/f0", root / "link")
+    os.symlink("y" * 100, root / "slow_link")
+    return root
+
+
+@pytest.fixture
+def grow_case(tmp_path):
+    """An auto-sized image of v1, and v2 (v1 with 3000 small files and
+    4 MiB more, 20 files changed): more inodes and blocks than it has
+    free."""
+    v1 = small_tree(tmp_path / "v1", 1, 400, 20000)
+    v2 = tmp_path / "v2"
+    shutil.copytree(v1, v2, symlinks=True)
+    small_tree(v2 / "new", 2, 3000, 3000)
+    (v2 / "big").write_bytes(random.Random(3).randbytes(4 * MIB))
+    for i in range(0, 400, 20):
+        with open(v2 / f"d{i % 7}" / f"f{i}", "ab") as f:
+            f.write(b"v2")
+    img = tmp_path / "img"
+    helpers.run([mkfs_bin(), "-q", "-d", str(v1), str(img)])
+    return img, v2
+
+
+@pytest.mark.slow
+def test_grow_then_update(tmp_path, grow_case):
+    img, v2 = grow_case
+    size0 = img.stat().st_size
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
+                       str(img)])
+    assert re.search(r"grown from [0-9.]+ MiB to [0-9.]+ MiB", res.stdout), \
+        res.stdout
+    assert img.stat().st_size > size0
+    assert "shared_blocks" in helpers.dumpe2fs_features(img)
+    helpers.e2fsck_fn(img)
+    out = fsck_n(img).stdout
+    assert " 0 problems" in out, out
+    # every file as the source has it, read by stock debugfs
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    helpers.run(["debugfs", "-R", f"rdump / {dump}", str(img)])
+    for p in v2.rglob("*"):
+        q = dump / p.relative_to(v2)
+        if p.is_symlink():
+            assert os.readlink(q) == os.readlink(p), p
+        elif p.is_file():
+            assert q.read_bytes() == p.read_bytes(), p
+    # and through a read-only kernel mount
+    if helpers.loop_skip_reason() is None:
+        with helpers.loop_mount(img, tmp_path / "mnt"):
+            for p in [v2 / "big", *sorted((v2 / "new").rglob("f*"))[:50]]:
+                q = tmp_path / "mnt" / p.relative_to(v2)
+                assert q.read_bytes() == p.read_bytes(), p
+    # a second --grow with nothing new grows nothing
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
+                       str(img)])
+    assert "grown" not in res.stdout, res.stdout
+    helpers.e2fsck_fn(img)
+    fsck_n(img)
+
+
+def test_grow_refuses_a_block_device(tmp_path, grow_case):
+    helpers.require_loop()
+    img, v2 = grow_case
+    dev = helpers.run(["losetup", "-f", "--show", str(img)]).stdout.strip()
+    try:
+        before = helpers.sha256(dev)
+        res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
+                           dev], check=False)
+        assert res.returncode == 1, helpers.describe(res)
+        assert f"{dev}: A block device is never grown" in res.stderr, \
+            res.stderr
+        assert helpers.sha256(dev) == before
+    finally:
+        helpers.run(["losetup", "-d", dev], check=False)
+    helpers.e2fsck_fn(img)
+
+
+@pytest.mark.parametrize("how", ["after", "at_once", "proof"])
+def test_failed_grow_leaves_the_image_as_it_was(tmp_path, grow_case, how):
+    """resize2fs fails after growing, or at once (a stand-in), or the
+    real one grows and the proof of the grown image fails (fault
+    injection): the file as it was."""
+    img, v2 = grow_case
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {"TMPDIR": tmp}
+    if how == "proof":
+        reason = helpers.fault_injection_skip_reason()
+        if reason:
+            pytest.skip(reason)
+        env["EXTREF_FAULT_GROW"] = "prove"
+    else:
+        fake = tmp_path / "resize2fs"
+        real = shutil.which("resize2fs") or "/sbin/resize2fs"
+        body = f'"{real}" "$@" || exit 2\n' if how == "after" else ""
+        fake.write_text(f"#!/bin/sh\n{body}echo stand-in fails >&2\n"
+                        "exit 1\n")
+        fake.chmod(0o755)
+        env["EXTREF_RESIZE2FS"] = fake
+    size, before = img.stat().st_size, helpers.sha256(img)
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
+                       str(img)], check=False, env=env)
+    assert res.returncode == 1, helpers.describe(res)
+    if how == "proof":
+        assert "Resizing the filesystem" in res.stderr, res.stderr
+        assert "the grow was undone (e2undo), the image is as it was" in \
+            res.stderr, res.stderr
+    else:
+        assert "stand-in fails" in res.stderr
+        assert "resize2fs could not grow the image; it is as it was" in \
+            res.stderr, res.stderr
+    assert img.stat().st_size == size
+    assert helpers.sha256(img) == before
+    assert not list(tmp.iterdir())      # the undo file went
+    helpers.e2fsck_fn(img)
+    fsck_n(img)
