@@ -193,6 +193,9 @@ errcode_t extref_image_measure(const char *image, unsigned int blocksize,
  * where the source has another kind is removed and replaced.
  */
 #define EXTREF_UPDATE_DELETE	0x0100
+/* An update too big for one commit of the journal is done again in
+ * parts (u->in_parts) instead of refused with EXTREF_ERR_TXN_TOO_BIG. */
+#define EXTREF_UPDATE_PARTS	0x0200
 struct extref_update {
 	unsigned int	flags;		/* EXTREF_POP_ALL_ROOT, _EPOCH,
 					   EXTREF_UPDATE_DELETE */
@@ -207,6 +210,7 @@ struct extref_update {
 	__u64		blocks_shared;	/* blocks shared with the image */
 	__u64		blocks_written;	/* new blocks written */
 	__u64		removed;	/* names removed (EXTREF_UPDATE_DELETE) */
+	int		in_parts;	/* committed in parts (EXTREF_UPDATE_PARTS) */
 	char		*where;
 	char		*why;
 };

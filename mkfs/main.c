@@ -35,7 +35,8 @@ static void usage_lines(FILE *f)
 "                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
 "                   IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
-"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [--grow] IMAGE\n",
+"       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [--grow]\n"
+"                   [--atomic] IMAGE\n",
 		prog, prog, prog, prog);
 }
 
@@ -105,6 +106,9 @@ static void usage(FILE *f)
 "  --delete       with --update: remove what SOURCE lacks, as rsync does\n"
 "  --verify       with --update: prove the counts against every extent,\n"
 "                 even where the tree's stamp says it was done\n"
+"  --atomic       with --update: refuse an update too big for one\n"
+"                 transaction of the journal (by default it is then\n"
+"                 committed in parts, between whole entries)\n"
 "  --grow         with --update: an image file without room for the\n"
 "                 update is first grown (stock resize2fs) to what it\n"
 "                 needs, --headroom more; never a block device\n"
@@ -228,6 +232,7 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		{ "shrink", no_argument, NULL, OPT_SHRINK },
 		{ "verify", no_argument, NULL, OPT_VERIFY },
 		{ "grow", no_argument, NULL, OPT_GROW },
+		{ "atomic", no_argument, NULL, OPT_ATOMIC },
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -330,6 +335,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		case OPT_VERIFY:
 			o->verify = 1;
 			break;
+		case OPT_ATOMIC:
+			o->atomic = 1;
+			break;
 		case OPT_SIZE:
 			size_opt(o, optarg);
 			break;
@@ -364,8 +372,9 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("--at needs --update");
 	if (o->delete && !o->update)
 		fatal("--delete needs --update");
-	if ((o->verify || o->grow) && !o->update)
-		fatal("--%s needs --update", o->grow ? "grow" : "verify");
+	if ((o->verify || o->grow || o->atomic) && !o->update)
+		fatal("--%s needs --update", o->grow ? "grow" :
+		      o->atomic ? "atomic" : "verify");
 	if (o->shrink && !o->convert && (o->source || o->size_arg))
 		fatal("--shrink cuts an existing image: no -d, no SIZE");
 	if (o->noaction && (o->convert || o->shrink || o->update))

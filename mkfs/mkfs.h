@@ -74,6 +74,7 @@ struct mkfs_opts {
 	int		delete;		/* --delete */
 	int		shrink;		/* --shrink (with --convert) */
 	int		verify;		/* --verify (with --update) */
+	int		atomic;		/* --atomic (with --update) */
 	int		grow;		/* --grow (with --update) */
 	/* mke2fs options passed on as given (mke2fs_opts.c) */
 	const char	*pass[MKFS_PASS_MAX];
@@ -105,6 +106,7 @@ struct mkfs_opts {
 #define OPT_SHRINK	1008
 #define OPT_VERIFY	1009
 #define OPT_GROW	1011
+#define OPT_ATOMIC	1012
 #define OPT_SIZE	1010
 
 /* steps.c: --file-contexts */

@@ -6,9 +6,9 @@
  * (extref_update_layer: entries replace, whiteouts delete).
  *
  * The open replays a journal that needs recovery and verifies the tree
- * before anything changes; the update is the journal's transactions
- * (split between two entries when it outgrows half the journal); a
- * failure rolls back what was not committed.  The summary says what was
+ * before anything changes; the update is one transaction of the journal
+ * whatever its size (its new blocks written in place early); a failure
+ * or a crash before its commit leaves the image as it was.  The summary says what was
  * written, what was shared, and how many blocks the image uses now.
  */
 #define _GNU_SOURCE
@@ -76,8 +76,14 @@ static void set_note(const struct mkfs_opts *o)
 	char text[2 * 4096 + 128];
 
 	snprintf(text, sizeof(text), "%s: %s: interrupted while updating; "
-		 "its journal holds what was committed: run fsck.extref -fy "
-		 "%s (or e2fsck -p) to replay it", prog, o->image, o->image);
+		 "the update is one transaction, never part of it: if the "
+		 "journal needs no recovery the image is exactly as before "
+		 "the update (free blocks may hold new bytes); if it needs "
+		 "recovery the commit was written, and fsck.extref -p %s (or "
+		 "e2fsck -p) replays the whole update (an update too big for "
+		 "the journal, committed in parts as it said, leaves its "
+		 "committed parts; without a journal, part of it may be done: "
+		 "run fsck.extref -fy %s)", prog, o->image, o->image, o->image);
 	cleanup_set_note(text);
 }
 
@@ -144,7 +150,16 @@ static void report_room(const struct mkfs_opts *o, errcode_t err,
 static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_update *u)
 {
-	if (u->where)	/* the source's entry, or the image's --at */
+	if (err == EXTREF_ERR_TXN_TOO_BIG)	/* rolled back, whole */
+		error_line("%s: %s: the update is one transaction and the "
+			   "blocks it changes in place outgrow the journal; "
+			   "the image is as it was (--atomic): give it a "
+			   "bigger journal (tune2fs -O ^has_journal %s; "
+			   "tune2fs -J size=MB %s), update a part of the tree "
+			   "at a time (--at), or, without --atomic, let it be "
+			   "committed in parts",
+			   o->image, error_message(err), o->image, o->image);
+	else if (u->where)	/* the source's entry, or the image's --at */
 		error_line("%s: %s: %s%s%s", o->image, u->where,
 			   error_message(err), u->why ? ": " : "",
 			   u->why ? u->why : "");
@@ -178,6 +193,8 @@ int update_image(const struct mkfs_opts *o)
 		u.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->delete)
 		u.flags |= EXTREF_UPDATE_DELETE;
+	if (!o->atomic)
+		u.flags |= EXTREF_UPDATE_PARTS;
 	if (o->have_epoch) {
 		u.flags |= EXTREF_POP_EPOCH;
 		u.epoch = o->epoch;
@@ -199,6 +216,15 @@ int update_image(const struct mkfs_opts *o)
 	else if (!o->quiet)
 		print_summary(o, &u, bs.blocksize, bs.used_before,
 			      bs.used_after);
+	if (!err && u.in_parts)
+		error_line("%s: warning: the update was too big for one "
+			   "transaction of the journal and was committed in "
+			   "parts, between whole entries (a crash during it "
+			   "could have left some entries new, the rest old); "
+			   "with a bigger journal (tune2fs -O ^has_journal, "
+			   "then tune2fs -J size=MB) an update of this size "
+			   "is one transaction, and --atomic refuses rather "
+			   "than split", o->image);
 	extref_update_free(&u);
 	if (layer_fd >= 0)
 		close(layer_fd);

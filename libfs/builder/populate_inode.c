@@ -13,6 +13,7 @@
 #include <string.h>
 #include "populate_int.h"
 #include "base/extref_vec.h"
+#include "txn/xr_txio.h"
 
 static void set_time(const struct xr_pop *p, __u32 *sec, __u32 *extra,
 		     int large, const struct timespec *ts)
@@ -36,8 +37,10 @@ static void set_times(const struct xr_pop *p, struct ext2_inode_large *in,
 		    in->i_extra_isize >= 24;
 	struct timespec now = { xr_now(p->fs), 0 };
 
-	set_time(p, &in->i_atime, &in->i_atime_extra, large, &m->atime);
 	set_time(p, &in->i_mtime, &in->i_mtime_extra, large, &m->mtime);
+	if (p->keep_acr)
+		return;
+	set_time(p, &in->i_atime, &in->i_atime_extra, large, &m->atime);
 	set_time(p, &in->i_ctime, &in->i_ctime_extra, large, &m->ctime);
 	if (large)
 		set_time(p, &in->i_crtime, &in->i_crtime_extra, 1,
@@ -99,6 +102,7 @@ static errcode_t new_inode(struct xr_pop *p, ext2_ino_t dir, ext2_ino_t *ino)
 	if (!err) {
 		ext2fs_inode_alloc_stats2(p->fs, *ino, +1,
 					  LINUX_S_ISDIR(p->in->i_mode));
+		xr_tx_note_inode(p->fs, *ino);	/* its table block: new? */
 		p->req->inodes++;
 	}
 	return err;
@@ -108,20 +112,25 @@ errcode_t xr_pop_set_meta(struct xr_pop *p, ext2_ino_t ino,
 			  const struct xr_pop_meta *m, int set_owner_too,
 			  int set_mode)
 {
-	struct ext2_inode_large *in = p->in;
+	struct ext2_inode_large *in = p->in, was;
+	size_t cmp = (size_t)p->isz < sizeof(was) ? (size_t)p->isz :
+		     sizeof(was);
 	errcode_t err;
 
 	err = ext2fs_read_inode_full(p->fs, ino, (struct ext2_inode *)in,
 				     p->isz);
 	if (err)
 		return err;
+	memcpy(&was, in, cmp);
 	if (set_mode)
 		in->i_mode = (in->i_mode & LINUX_S_IFMT) | (m->mode & 07777);
 	if (set_owner_too || (p->req->flags & EXTREF_POP_ALL_ROOT))
 		set_owner(p, in, m);
 	set_times(p, in, m);
 	set_projid(p, in, m);
-	return write_full(p, ino);
+	/* an update's unchanged entry: its inode table block not written
+	 * (nor journaled) for nothing */
+	return memcmp(&was, in, cmp) ? write_full(p, ino) : 0;
 }
 
 /*

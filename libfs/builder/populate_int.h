@@ -55,6 +55,9 @@ struct xr_pop {
 	char			*zero;		/* one block of zeros */
 	struct xr_pop_dd	*dd;		/* NULL: every block written */
 	struct xr_pop_fdd	*fdd;		/* file dedupe, or NULL */
+	int			keep_acr;	/* xr_pop_set_meta leaves the
+						 * access, change and creation
+						 * times (an update's entry) */
 };
 
 /* A regular file's data on its way into the image. */

@@ -2,11 +2,19 @@
  * update.c --- extref_update_dir: a host directory into an existing
  * image, sharing the data the image already holds (update_int.h).
  *
- * The whole update is one transaction of the image's journal opened
- * with EXTREF_TX_SPLIT: it is committed whole at the end, or, when it
- * holds more than half the journal, also between two entries of the
- * source (update_walk.c), where the image is consistent; an error rolls
- * back what was not committed yet.  Inside it the update is the
+ * The whole update is one atomic transaction of the image's journal,
+ * whatever its size: the blocks it allocates (new directories' and
+ * files' metadata blocks, the tree's new nodes, the inode table blocks
+ * of new inodes past the used part of their group's table) are written
+ * in place early, at the split points between two entries of the source
+ * (update_walk.c) once half a journal's worth is held, and at the commit
+ * (xr_tx_spill_inodes_on, txn/txn_split.c); only the blocks that were in
+ * use before go through the journal, in the one commit at the end.  A
+ * crash before that commit block leaves the image as it was (new bytes
+ * in free blocks and unused inode slots only), after it the whole
+ * update: never a committed part (docs/TRANSACTIONS.md).  An update whose in-use blocks
+ * outgrow the journal fails with EXTREF_ERR_TXN_TOO_BIG, rolled back,
+ * as soon as a split point finds it so.  Inside it the update is the
  * library's own operation (xr_tx_begin): its writes keep the open's
  * verification standing (xr_fs_verified).  Quota usage, where the image
  * keeps quotas, is counted again at the end, inside the transaction.
@@ -17,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "update_int.h"
 #include "txn/xr_txio.h"
 
@@ -146,17 +155,36 @@ static errcode_t update_op(struct xr_upd *up, const char *dir,
 	return err;
 }
 
-/* Inside the split transaction, the library's own operation: its
- * writes (the populate makers') are not an outsider's raw edits. */
-static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
+/* Inside the atomic transaction, the library's own operation: its
+ * writes (the populate makers') are not an outsider's raw edits; the
+ * blocks it allocates go in place early (one commit at the end). */
+static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at,
+			int parts)
 {
 	errcode_t err = xr_tx_begin(up->xfs);
 
-	return err ? err : xr_tx_end(up->xfs, update_op(up, dir, at));
+	if (err)
+		return err;
+	if (!parts)
+		err = xr_tx_spill_inodes_on(up->xfs);
+	return xr_tx_end(up->xfs, err ? err : update_op(up, dir, at));
 }
 
-errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
-			    struct extref_update *u)
+/* The update: one atomic transaction (no part committed before its
+ * end) on an image with a journal, without one as it comes; or, parts,
+ * the fallback of an update too big for one (update_parts below):
+ * committed whenever it holds half the journal, between two entries. */
+static errcode_t commit(struct xr_upd *up, const char *dir, ext2_ino_t at,
+			int parts)
+{
+	errcode_t err = extref_tx_begin2(up->xfs, parts ? EXTREF_TX_SPLIT
+							: 0);
+
+	return err ? err : extref_tx_end(up->xfs, own_op(up, dir, at, parts));
+}
+
+static errcode_t update_dir(extref_fs_t xfs, const char *dir,
+			    struct extref_update *u, int parts)
 {
 	struct xr_upd *up;
 	ext2_ino_t at = 0;
@@ -179,9 +207,7 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	if (!err)
 		err = xr_upd_verify(up);	/* update_verify.c */
 	if (!err)
-		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
-	if (!err)
-		err = extref_tx_end(xfs, own_op(up, dir, at));
+		err = commit(up, dir, at, parts);
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
@@ -189,8 +215,8 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	return err;
 }
 
-errcode_t extref_update_layer(extref_fs_t xfs, int fd,
-			      struct extref_update *u)
+static errcode_t update_layer(extref_fs_t xfs, int fd,
+			     struct extref_update *u, int parts)
 {
 	struct xr_upd *up;
 	errcode_t err;
@@ -209,14 +235,55 @@ errcode_t extref_update_layer(extref_fs_t xfs, int fd,
 	if (!err)
 		err = xr_upd_verify(up);	/* update_verify.c */
 	if (!err)
-		err = extref_tx_begin2(xfs, EXTREF_TX_SPLIT);
-	if (!err)
-		err = extref_tx_end(xfs, own_op(up, NULL, EXT2_ROOT_INO));
+		err = commit(up, NULL, EXT2_ROOT_INO, parts);
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
 	ext2fs_free_mem(&up);
 	return err;
+}
+
+/*
+ * An update whose in-use blocks outgrow the journal is rolled back
+ * (EXTREF_ERR_TXN_TOO_BIG, the image as it was); with
+ * EXTREF_UPDATE_PARTS it is then done again from the start, committed
+ * in parts (u->in_parts), as every update was before it was made one
+ * commit: a crash can then leave some entries new and the rest old.  A
+ * layer is read again only from a descriptor that can seek.
+ */
+static int again_in_parts(struct extref_update *u, errcode_t err)
+{
+	if (err != EXTREF_ERR_TXN_TOO_BIG || !(u->flags & EXTREF_UPDATE_PARTS))
+		return 0;
+	extref_update_free(u);
+	u->in_parts = 1;
+	return 1;
+}
+
+errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
+			    struct extref_update *u)
+{
+	errcode_t err;
+
+	u->in_parts = 0;
+	err = update_dir(xfs, dir, u, 0);
+	return again_in_parts(u, err) ? update_dir(xfs, dir, u, 1) : err;
+}
+
+errcode_t extref_update_layer(extref_fs_t xfs, int fd,
+			      struct extref_update *u)
+{
+	errcode_t err;
+
+	u->in_parts = 0;
+	err = update_layer(xfs, fd, u, 0);
+	if (!again_in_parts(u, err))
+		return err;
+	if (lseek(fd, 0, SEEK_SET) != 0) {	/* a pipe: read once only */
+		u->in_parts = 0;
+		return err;
+	}
+	return update_layer(xfs, fd, u, 1);
 }
 
 void extref_update_free(struct extref_update *u)

@@ -155,9 +155,16 @@ static errcode_t do_special(struct xr_upd *up, struct ent *e,
 }
 
 /*
- * Owner, mode, times and exactly the attributes of the source entry;
- * the target directory (not owner_mode) keeps its owner, mode and the
- * attributes the source's root lacks (its label, say).
+ * Owner, mode, modification time and exactly the attributes of the
+ * source entry; the access, change and creation times stay the image's
+ * (an inode made anew got the source's from its maker): reading the
+ * source (this update hashes every file) moves its access times, a copy
+ * of a tree has new change and creation times, and an entry whose owner,
+ * mode, modification time and attributes are the source's is then not
+ * rewritten (xr_pop_set_meta writes nothing): its inode table block stays
+ * out of the update's one commit.  The target directory (not owner_mode)
+ * keeps its owner, mode and the attributes the source's root lacks (its
+ * label, say).
  */
 static errcode_t set_meta(struct xr_upd *up, ext2_ino_t ino,
 			  const struct xr_pop_meta *m, int owner_mode)
@@ -166,8 +173,11 @@ static errcode_t set_meta(struct xr_upd *up, ext2_ino_t ino,
 
 	if (!err)
 		err = xr_upd_sync_xattrs(up, ino, &up->xa, owner_mode);
-	if (!err)
+	if (!err) {
+		up->p.keep_acr = 1;
 		err = xr_pop_set_meta(&up->p, ino, m, owner_mode, owner_mode);
+		up->p.keep_acr = 0;
+	}
 	return err;
 }
 

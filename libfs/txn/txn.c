@@ -318,8 +318,12 @@ void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino)
 {
 	struct xr_tx *tx = tx_of(fs);
 
-	if (tx && ino && ino <= fs->super->s_inodes_count)
-		mark_group(tx, ext2fs_group_of_ino(fs, ino), DIRTY_INODES);
+	if (!tx || !ino || ino > fs->super->s_inodes_count)
+		return;
+	mark_group(tx, ext2fs_group_of_ino(fs, ino), DIRTY_INODES);
+	if (tx->depth && xr_fresh_active(tx->fresh) && fs->inode_map &&
+	    ext2fs_test_inode_bitmap2(fs->inode_map, ino))
+		xr_fresh_note_inode(tx->fresh, ino, tx->gd);
 }
 
 /* Remember libext2fs's view as committed, for a rollback. */
@@ -748,12 +752,42 @@ static blk64_t commit_blocks(struct xr_tx *tx)
 	return n;
 }
 
+/*
+ * The least the commit will journal: the blocks held that were in use
+ * before (after a spill, all of those held), the bitmaps of the groups
+ * changed, the superblock.
+ */
+static blk64_t least_journaled(struct xr_tx *tx)
+{
+	return xr_txio_nheld(tx->io) + 1 + 2 * (blk64_t)tx->ndirty;
+}
+
+/*
+ * A split point of a transaction that commits once at its end: its new
+ * blocks go in place once half the journal's worth was held; once the
+ * blocks that were in use before outgrow the journal, the commit could
+ * never be written, and the run ends now (EXTREF_ERR_TXN_TOO_BIG) rather
+ * than at its end.
+ */
+static errcode_t fresh_split_point(struct xr_tx *tx)
+{
+	errcode_t err = xr_fresh_split_point(tx->fresh, tx->io,
+					     tx->max_blocks);
+
+	if (err || least_journaled(tx) <= tx->max_blocks)
+		return err;
+	err = xr_fresh_spill(tx->fresh, tx->io);
+	if (!err && least_journaled(tx) > tx->max_blocks)
+		err = EXTREF_ERR_TXN_TOO_BIG;
+	return err;
+}
+
 errcode_t xr_tx_split_point(extref_fs_t xfs)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
 	if (tx && xr_fresh_active(tx->fresh))	/* one commit, at the end */
-		return xr_fresh_split_point(tx->fresh, tx->io, tx->max_blocks);
+		return fresh_split_point(tx);
 	if (!tx || tx->atomic_depth || commit_blocks(tx) < tx->max_blocks / 2)
 		return 0;
 	return commit(tx);
@@ -779,6 +813,16 @@ errcode_t xr_tx_spill_on(extref_fs_t xfs)
 	err = xr_fresh_on(tx->fs, &tx->fresh);
 	if (!err && !tx->spill_depth)
 		tx->spill_depth = tx->depth;
+	return err;
+}
+
+errcode_t xr_tx_spill_inodes_on(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err = xr_tx_spill_on(xfs);
+
+	if (!err && tx && tx->depth)
+		xr_fresh_inodes_on(tx->fresh);
 	return err;
 }
 

@@ -9,8 +9,12 @@
  * the commit that links it is junk in free space: stock e2fsck, the kernel
  * and fsck.extref ignore it.  So, in a transaction that asks for it
  * (xr_tx_spill_on: a recursive reflink, a reflink or clone whose new
- * extent tree may be large), the new directory, extent, symlink and
- * extended attribute blocks (and the tree's appended nodes) are written
+ * extent tree may be large; the image builder's update), the new
+ * directory, extent, symlink and extended attribute blocks (and the
+ * tree's appended nodes; with xr_tx_spill_inodes_on, the update's, also
+ * the inode table blocks of new inodes past the part of the table the
+ * committed descriptors call used, which stock e2fsck and the kernel
+ * never read) are written
  * in place as data is (ordered mode): when the transaction holds half the
  * journal at a split point, and again at its commit, before the journal's
  * first flush.  Only the blocks that were in use before (inode tables,
@@ -31,6 +35,7 @@ struct xr_fresh {
 	ext2_filsys		fs;
 	ext2fs_block_bitmap	map;	/* allocated since the last commit */
 	int			on;	/* spilling asked for */
+	int			inodes;	/* new inodes' table blocks too */
 	int			any;	/* map not empty */
 	size_t			mark;	/* blocks held after the last spill */
 };
@@ -77,6 +82,71 @@ void xr_fresh_note(struct xr_fresh *f, blk64_t blk, blk64_t num)
 	f->any = 1;
 }
 
+/* The committed descriptor's count of inodes in use at the table's
+ * start (e2fsck and the kernel read no inode past it). */
+static __u32 used_inodes(ext2_filsys fs, const void *gd, dgrp_t g)
+{
+	struct ext4_group_desc *d = (struct ext4_group_desc *)
+		ext2fs_group_desc(fs, (struct opaque_ext2_group_desc *)gd, g);
+	__u32 ipg = fs->super->s_inodes_per_group, unused;
+
+	if (d->bg_flags & EXT2_BG_INODE_UNINIT)
+		return 0;
+	unused = d->bg_itable_unused;
+	if (EXT2_DESC_SIZE(fs->super) >= EXT2_MIN_DESC_SIZE_64BIT)
+		unused |= (__u32)d->bg_itable_unused_hi << 16;
+	return unused < ipg ? ipg - unused : 0;
+}
+
+/*
+ * Inode ino was allocated: its inode table block is a new block too when
+ * every inode it holds lies past the committed descriptor's used part of
+ * the table (a filesystem with group descriptor checksums: stock e2fsck
+ * and the kernel read no inode there, and the next allocation's commit
+ * moves the mark) and no other inode of it is in use now.
+ */
+void xr_fresh_note_inode(struct xr_fresh *f, ext2_ino_t ino,
+			 const void *gd)
+{
+	ext2_filsys fs;
+	__u32 ipg, per, idx, first, i;
+	dgrp_t g;
+	blk64_t blk;
+
+	if (!f || !f->on || !f->inodes || !ino ||
+	    !ext2fs_has_group_desc_csum(f->fs))
+		return;
+	fs = f->fs;
+	ipg = fs->super->s_inodes_per_group;
+	per = fs->blocksize / EXT2_INODE_SIZE(fs->super);
+	if (!ipg || !per || ino > fs->super->s_inodes_count)
+		return;
+	g = (ino - 1) / ipg;
+	idx = (ino - 1) % ipg;
+	first = idx - idx % per;
+	if (first < used_inodes(fs, gd, g) || !ext2fs_inode_table_loc(fs, g))
+		return;
+	blk = ext2fs_inode_table_loc(fs, g) + first / per;
+	if (blk >= ext2fs_blocks_count(fs->super) ||
+	    ext2fs_test_block_bitmap2(f->map, blk))
+		return;
+	for (i = 0; i < per && first + i < ipg; i++)
+		if (g * ipg + first + i + 1 != ino &&
+		    ext2fs_test_inode_bitmap2(fs->inode_map,
+					      g * ipg + first + i + 1))
+			return;
+	ext2fs_mark_block_bitmap2(f->map, blk);
+	f->any = 1;
+}
+
+/* New inodes' table blocks count as new blocks (xr_fresh_note_inode) for
+ * as long as spilling lasts. */
+void xr_fresh_inodes_on(struct xr_fresh *f)
+{
+	if (f && f->on)
+		f->inodes = 1;
+}
+
 /* A block the committed state maps after all (freed and taken again in
  * the same transaction). */
 void xr_fresh_forget(struct xr_fresh *f, blk64_t blk)
@@ -95,7 +165,7 @@ void xr_fresh_reset(struct xr_fresh *f, int off)
 	f->any = 0;
 	f->mark = 0;
 	if (off)
-		f->on = 0;
+		f->on = f->inodes = 0;
 }
 
 void xr_fresh_free(struct xr_fresh **f)

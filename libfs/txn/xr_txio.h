@@ -145,6 +145,14 @@ errcode_t xr_tx_split_now(extref_fs_t xfs);
  * new blocks go in place and the split points after it commit again.
  */
 errcode_t xr_tx_spill_on(extref_fs_t xfs);
+/*
+ * xr_tx_spill_on, and the inode table blocks of the new inodes that lie
+ * past the part of their group's table the committed descriptors call
+ * used are new blocks too (txn_split.c): written early, not journaled.
+ * A rollback then leaves bytes in unused inode slots, which nothing
+ * reads (the image builder's update, whose commit must stay small).
+ */
+errcode_t xr_tx_spill_inodes_on(extref_fs_t xfs);
 /* In a transaction that spills (xr_tx_spill_on): write the blocks it
  * allocated in place now, whatever it holds (the checker's rebuild
  * paces itself so); 0 and nothing done otherwise. */
@@ -158,6 +166,12 @@ errcode_t xr_fresh_on(ext2_filsys fs, struct xr_fresh **f);
 int xr_fresh_active(const struct xr_fresh *f);
 void xr_fresh_note(struct xr_fresh *f, blk64_t blk, blk64_t num);
 void xr_fresh_forget(struct xr_fresh *f, blk64_t blk);
+/* An inode allocated: its table block is new too, after
+ * xr_fresh_inodes_on, when nothing committed reads it (gd: the
+ * descriptors as committed). */
+void xr_fresh_inodes_on(struct xr_fresh *f);
+void xr_fresh_note_inode(struct xr_fresh *f, ext2_ino_t ino,
+			 const void *gd);
 void xr_fresh_reset(struct xr_fresh *f, int off);
 void xr_fresh_free(struct xr_fresh **f);
 errcode_t xr_fresh_spill(struct xr_fresh *f, struct xr_txio *io);

@@ -1,0 +1,370 @@
+"""mkfs.extref --update is before-or-after, whatever its size (issue 30,
+section 1): the update is one transaction of the image's journal, its new
+blocks written in place early and only the blocks that were in use before
+journaled, in the one commit at its end (docs/TRANSACTIONS.md).
+
+The images have 1 KiB blocks, 1 KiB inodes (an inode table block each)
+and the smallest journal (-J size=1: 1024 blocks).  The large update
+replaces 600 files: the inode table blocks of their old inodes alone
+are more than half the journal, where the update used to commit in parts
+(a crash then left the image half-upgraded, clean for both checkers).
+Killed at a sample of its writes (EXTREF_FAULT crash and power cut: a
+SIGKILL and a lost cache at that write), the crashed image, before any
+repair, shows the old tree to a kernel read-only mount and to stock
+debugfs when its journal needs no recovery, and fsck.extref -n finds
+nothing left of the update (nothing is committed before the end: no
+hidden directory, no record); replayed by fsck.extref -p, by the next
+extref writer or by stock e2fsck -fy, both checkers are clean and the
+tree, as stock debugfs rdump writes it (names, kinds, bytes, symlink
+targets, modes, modification times), is exactly the old one or exactly
+the new one, both read from the host's source trees.  An update whose
+in-use blocks cannot fit the journal is refused, rolled back: every
+block in use as before.
+"""
+
+import hashlib
+import os
+import random
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import crashlib
+import helpers
+
+_NO_FAULTS = helpers.fault_injection_skip_reason()
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(_NO_FAULTS is not None,
+                                 reason=_NO_FAULTS or "")]
+
+DIRS = 4
+FILES = 300           # a directory: 1200 files, an inode table block each
+
+
+def _model(top):
+    """{relative path: (kind, payload, mode, mtime)} of the tree at top
+    (a host directory: the source, an rdump or a mount), or None."""
+    top = Path(top)
+    if not top.is_dir():
+        return None
+    tree = {}
+    for root, dirs, files in os.walk(top):
+        for name in dirs + files:
+            p = Path(root) / name
+            rel = os.path.relpath(p, top)
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                tree[rel] = ("l", os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                tree[rel] = ("d", None, stat.S_IMODE(st.st_mode),
+                             int(st.st_mtime))
+            else:
+                tree[rel] = ("f", hashlib.sha256(p.read_bytes()).digest(),
+                             stat.S_IMODE(st.st_mode), int(st.st_mtime))
+    return tree
+
+
+def tree_of(img, workdir):
+    """The model of /t as stock debugfs rdump writes it."""
+    shm = Path("/dev/shm")
+    out = Path(tempfile.mkdtemp(prefix="extref-ua-",
+                                dir=shm if shm.is_dir() else workdir))
+    try:
+        crashlib._run(["debugfs", "-n", "-R", f"rdump /t {out}", str(img)])
+        return _model(out / "t")
+    finally:
+        shutil.rmtree(out)
+
+
+def _write(p, data, mtime):
+    p.write_bytes(data)
+    os.utime(p, (mtime, mtime))
+
+
+def _fix_dir_times(top, when):
+    """Every directory's times fixed (below any SOURCE_DATE_EPOCH)."""
+    for root, dirs, _ in os.walk(top, topdown=False):
+        for d in dirs:
+            os.utime(Path(root) / d, (when, when))
+    os.utime(top, (when, when))
+
+
+def make_v1(root):
+    rng = random.Random(30)
+    top = root / "t"
+    for d in range(DIRS):
+        sub = top / f"d{d}"
+        sub.mkdir(parents=True)
+        for i in range(FILES):
+            _write(sub / f"f{i:03d}", rng.randbytes(200 + i % 300),
+                   1_600_000_000 + i)
+        os.symlink(f"f{d:03d}", sub / "link")
+        os.utime(sub, (1_600_000_000, 1_600_000_000))
+    (top / "keep").mkdir()
+    _write(top / "keep" / "same", b"unchanged\n", 1_600_000_000)
+    _fix_dir_times(top, 1_600_000_000)
+    return top.parent
+
+
+def make_v2(v1, root, replace_dirs):
+    """v1 with every file of the first replace_dirs directories new,
+    a new directory, a removed directory, a symlink's target and a
+    mode changed."""
+    shutil.copytree(v1, root, symlinks=True)
+    top = root / "t"
+    rng = random.Random(31)
+    for d in range(replace_dirs):
+        sub = top / f"d{d}"
+        for i in range(FILES):
+            _write(sub / f"f{i:03d}", rng.randbytes(150 + i % 200),
+                   1_500_000_000 + i)
+    (top / "new").mkdir()
+    for i in range(40):
+        _write(top / "new" / f"n{i}", b"%d\n" % i, 1_500_000_000)
+    shutil.rmtree(top / f"d{DIRS - 1}")
+    os.unlink(top / "d1" / "link")
+    os.symlink("elsewhere", top / "d1" / "link")
+    os.chmod(top / "keep" / "same", 0o600)
+    _fix_dir_times(top, 1_500_000_000)
+    return root
+
+
+def update_op(src, *opts):
+    return crashlib.tool_op([helpers.binary("mkfs.extref"), "--update",
+                             "-q", "--delete", *opts, "-d", str(src)])
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ua")
+    v1 = make_v1(root / "v1")
+    base = root / "base.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-b", "1024", "-I",
+                 "1024", "-N", "4096", "-J", "size=1", "-d", str(v1),
+                 str(base), "24M"])
+    assert helpers.dumpe2fs_header(base)["Total journal blocks"] == "1024"
+    big = make_v2(v1, root / "big", 2)      # 600 files replaced
+    small = make_v2(v1, root / "small", 0)  # a few entries
+    old = _model(v1 / "t")
+    assert tree_of(base, root) == old
+    yield {"base": base, "old": old, "big": big, "small": small,
+           "root": root}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _replay(img, n):
+    """Replay by fsck.extref -p, the next extref writer or stock
+    e2fsck -fy, in turn; problems (empty: none)."""
+    how = ("fsck", "extref", "e2fsck")[n % 3]
+    if how == "fsck":
+        res = crashlib._run([crashlib.fsck_path(), "-p", str(img)])
+        probs = [] if res.returncode in (0, 1) else \
+            [f"fsck.extref -p: {helpers.describe(res)}"]
+    else:
+        probs = crashlib.replay(img, how)
+    if crashlib.needs_recovery(img):
+        probs.append(f"still needs recovery after {how}")
+    return probs
+
+
+def old_or_new(old, new, workdir, seen, mount_at=None):
+    """The oracle: before a repair, an image whose journal needs no
+    recovery (what a kernel read-only mount accepts) is clean for both
+    checkers and holds the old or the new tree; after the replay both
+    checkers are clean and the tree is old or new."""
+    runs = [0]
+
+    def oracle(img, how):
+        probs = []
+        if not crashlib.needs_recovery(img):
+            # nothing committed yet, or the commit written home and the
+            # journal emptied (the run's last writes)
+            got = tree_of(img, workdir)
+            if got not in (old, new):
+                probs.append("no recovery needed, but the tree is "
+                             "neither old nor new")
+            probs += crashlib.checkers_clean(img, tail=600)
+        probs += _replay(img, runs[0])
+        runs[0] += 1
+        probs += crashlib.checkers_clean(img, tail=600)
+        got = tree_of(img, workdir)
+        if got == old:
+            seen.add("old")
+        elif got == new:
+            seen.add("new")
+        else:
+            diff = sorted(k for k in set(old) | set(new) | set(got or {})
+                          if (got or {}).get(k) not in (old.get(k),
+                                                         new.get(k)))
+            probs.append(f"neither old nor new: {diff[:6]} "
+                         f"({len(diff)} paths)")
+        return probs
+    return oracle
+
+
+def _done(trees, src, tmp_path):
+    img = tmp_path / "done.img"
+    crashlib.sparse_copy(trees["base"], img)
+    res = update_op(src)(img)
+    assert res.returncode == 0, helpers.describe(res)
+    crashlib.checkers_clean(img)
+    return img
+
+
+@pytest.mark.parametrize("which,points", [("big", 12), ("small", 8)])
+def test_crash_leaves_old_or_new(trees, tmp_path, which, points):
+    src = trees[which]
+    new = _model(src / "t")
+    done = _done(trees, src, tmp_path)
+    assert tree_of(done, tmp_path) == new
+    seen = set()
+    swept = crashlib.sweep(trees["base"], update_op(src),
+                           old_or_new(trees["old"], new, tmp_path, seen),
+                           tmp_path, points,
+                           faults=crashlib.crash_and_powercut(4, 1),
+                           replayers=(None,))
+    swept.assert_clean(which)
+    if which == "big":
+        # more than the journal's blocks were written: it could not have
+        # been one journal transaction of all of them
+        assert swept.writes > 1024
+    assert seen == {"old", "new"}, seen
+
+
+def test_kernel_mount_of_a_crash_shows_the_old_tree(trees, tmp_path):
+    """Crashed a quarter of the way through the large update (its new
+    blocks being written early), the image needs no recovery (nothing was
+    committed) and a kernel read-only loop mount shows exactly the old
+    tree; fsck.extref -n finds nothing to report."""
+    src = trees["big"]
+    probe = tmp_path / "probe.img"
+    crashlib.sparse_copy(trees["base"], probe)
+    total, _ = crashlib.count(update_op(src), probe, tmp_path)
+    img = tmp_path / "crash.img"
+    crashlib.sparse_copy(trees["base"], img)
+    # the first writes are the new blocks, early; the commit comes last
+    for n in (total // 4, total // 6, total // 10):
+        crashlib.sparse_copy(trees["base"], img)
+        update_op(src)(img, {"EXTREF_FAULT": f"crash={n}"})
+        if not crashlib.needs_recovery(img):
+            break
+    assert not crashlib.needs_recovery(img)
+    assert helpers.sha256(img) != helpers.sha256(trees["base"])
+    res = crashlib.fsck_run(img, "-fn")
+    assert res.returncode == 0, helpers.describe(res)
+    helpers.require_loop()
+    with helpers.loop_mount(img, tmp_path / "mnt"):
+        assert _model(tmp_path / "mnt" / "t") == trees["old"]
+    # the finished update mounts as the new tree
+    done = _done(trees, src, tmp_path)
+    with helpers.loop_mount(done, tmp_path / "mnt2"):
+        assert _model(tmp_path / "mnt2" / "t") == _model(src / "t")
+
+
+def unused_inode_blocks(img):
+    """The inode table blocks past each group's used part (its unused
+    inodes, by stock dumpe2fs): nothing reads them, and a rolled-back
+    update may have written new inodes there early."""
+    out = helpers.run(["dumpe2fs", str(img)], check=False).stdout
+    ipg = int(re.search(r"Inodes per group:\s+(\d+)", out).group(1))
+    isz = int(re.search(r"Inode size:\s+(\d+)", out).group(1))
+    bs = int(re.search(r"Block size:\s+(\d+)", out).group(1))
+    per = bs // isz
+    skip = set()
+    for m in re.finditer(r"Inode table at (\d+)-(\d+).*?\n.*?"
+                         r"(\d+) unused inodes", out):
+        first, last, unused = (int(x) for x in m.groups())
+        used_blocks = -(-(ipg - unused) // per)
+        skip.update(range(first + used_blocks, last + 1))
+    return skip
+
+
+def used_digest(img, skip):
+    """A digest of every block in use but those of skip."""
+    from test_txn_rollback import free_blocks
+    bs = int(helpers.dumpe2fs_header(img)["Block size"])
+    free = free_blocks(img) | skip
+    h = hashlib.sha256()
+    with open(img, "rb") as f:
+        blk = 0
+        while b := f.read(bs):
+            if blk not in free:
+                h.update(blk.to_bytes(8, "little") + b)
+            blk += 1
+    return h.hexdigest(), free_blocks(img)
+
+
+def test_update_too_big_for_the_journal_is_refused_whole(trees, tmp_path):
+    """Every file replaced: the old inodes' table blocks alone (1200)
+    outgrow the 1024-block journal.  With --atomic the update fails,
+    saying so and what to do; every block in use is as before (but the
+    unused part of the inode tables, where new inodes went early), the
+    free blocks are the same, both checkers are clean and the tree is
+    the old one."""
+    src = make_v2(trees["root"] / "v1", tmp_path / "all", DIRS)
+    img = tmp_path / "big.img"
+    crashlib.sparse_copy(trees["base"], img)
+    skip = unused_inode_blocks(img)
+    assert skip
+    before = used_digest(img, skip)
+    res = update_op(src, "--atomic")(img)
+    assert res.returncode != 0, helpers.describe(res)
+    assert "outgrow the journal" in res.stderr, res.stderr
+    assert "tune2fs" in res.stderr, res.stderr
+    assert used_digest(img, skip) == before
+    assert unused_inode_blocks(img) == skip
+    assert crashlib.checkers_clean(img) == []
+    assert tree_of(img, tmp_path) == trees["old"]
+
+
+def test_update_too_big_for_the_journal_falls_back_to_parts(trees,
+                                                            tmp_path):
+    """The same update without --atomic: rolled back, then done again
+    committed in parts, with a warning saying so; the tree is the new
+    one and both checkers are clean."""
+    src = make_v2(trees["root"] / "v1", tmp_path / "all", DIRS)
+    img = tmp_path / "big.img"
+    crashlib.sparse_copy(trees["base"], img)
+    res = update_op(src)(img)
+    assert res.returncode == 0, helpers.describe(res)
+    assert "committed in parts" in res.stderr and "--atomic" in \
+        res.stderr, res.stderr
+    assert crashlib.checkers_clean(img) == []
+    assert tree_of(img, tmp_path) == _model(src / "t")
+
+
+def test_real_signals(trees, tmp_path):
+    """The large update killed with SIGKILL at a few moments of its run
+    (not at a chosen write: wherever it is then): after the replay by
+    fsck.extref -p both checkers are clean and the tree is old or new.
+    Stopped by SIGTERM instead, it says that the image is as before it
+    unless the journal needs recovery, and the image is so."""
+    import signal
+    import subprocess
+    import time
+    src = trees["big"]
+    new = _model(src / "t")
+    argv = [helpers.binary("mkfs.extref"), "--update", "--delete", "-d",
+            str(src)]
+    img = tmp_path / "k.img"
+    killed = []
+    for n, delay in enumerate((0.05, 0.2, 0.4, 0.8)):
+        crashlib.sparse_copy(trees["base"], img)
+        proc = subprocess.Popen([*argv, str(img)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                preexec_fn=helpers.default_signals)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL if n < 3 else signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        killed.append(proc.returncode < 0)
+        if proc.returncode == -signal.SIGTERM:
+            assert "exactly as before the update" in err.decode(), err
+            assert "fsck.extref -p" in err.decode(), err
+        probs = _replay(img, 0) + crashlib.checkers_clean(img, tail=600)
+        assert not probs, (delay, probs)
+        assert tree_of(img, tmp_path) in (trees["old"], new), delay
+    assert killed[0], "the update ended before the first signal"
