@@ -98,7 +98,7 @@ def _pwrites(cmd, tmp_path):
     """How many pwrite64 calls cmd makes (strace)."""
     out = tmp_path / "count.strace"
     helpers.run(["strace", "-f", "-qq", "-o", str(out), "-e",
-                 "trace=pwrite64", *cmd])
+                 "trace=pwrite64", *cmd], env=helpers.no_leak_check_env())
     return sum(1 for line in out.read_text().splitlines()
                if "pwrite64(" in line)
 
@@ -120,7 +120,8 @@ def killed(tmp_path):
     res = helpers.run(["strace", "-f", "-qq", "-o", "/dev/null", "-e",
                        "trace=pwrite64", "-e",
                        f"inject=pwrite64:signal=KILL:when={n // 2}",
-                       *cmd, str(img)], check=False)
+                       *cmd, str(img)], check=False,
+                      env=helpers.no_leak_check_env())
     assert res.returncode != 0, helpers.describe(res)
     undo = img.with_name(img.name + ".convert.e2undo")
     assert undo.exists() and undo.read_bytes()[:8] == b"E2UNDO02"
