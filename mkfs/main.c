@@ -32,11 +32,10 @@ static void usage_lines(FILE *f)
 	fprintf(f,
 "Usage: %s [options] IMAGE [SIZE]\n"
 "       %s -d SOURCE|ARCHIVE [--dedup=none|file|block] [--all-root]\n"
-"                   [--headroom=PCT] [--file-contexts=FILE] [options]\n"
-"                   IMAGE [SIZE]\n"
+"           [--headroom=PCT] [--file-contexts=FILE] [options] IMAGE [SIZE]\n"
 "       %s --convert [--dedup=none|file|block] [--shrink] [-q] IMAGE\n"
 "       %s --update -d SOURCE [--at PATH] [--delete] [--verify] [--grow]\n"
-"                   [--atomic] IMAGE\n",
+"           [--atomic] IMAGE\n",
 		prog, prog, prog, prog);
 }
 
