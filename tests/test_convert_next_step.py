@@ -17,6 +17,7 @@ import shutil
 import pytest
 
 import helpers
+from test_convert_adopt import same_files
 
 
 def _source(root, n=24):
@@ -41,11 +42,6 @@ def plain_image(tmp_path, journal=True):
 def convert(img, *opts, check=False):
     return helpers.run([helpers.binary("mkfs.extref"), "--convert", *opts,
                         str(img)], check=check)
-
-
-def same_files(img, files):
-    for name, data in files.items():
-        assert helpers.debugfs_cat(img, f"/{name}") == data, name
 
 
 def test_plain_image_says_convert(tmp_path):
