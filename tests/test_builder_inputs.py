@@ -28,13 +28,13 @@ KIB = 1024
 LIMIT_1K = (2**32 - 1) * KIB         # ext4's largest file, 1 KiB blocks
 
 
-def write_tar(path, entries):
+def write_tar(path, entries, mtime=1700000000):
     """entries: (name, bytes) for a file, (name, None) for a directory;
     made by Python's tarfile (PAX: names of any length)."""
     with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
         for name, data in entries:
             ti = tarfile.TarInfo(name)
-            ti.mtime = 1700000000
+            ti.mtime = mtime
             if data is None:
                 ti.type, ti.mode = tarfile.DIRTYPE, 0o755
                 t.addfile(ti)

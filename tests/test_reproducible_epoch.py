@@ -33,6 +33,7 @@ import uuid
 import pytest
 
 import helpers
+from test_builder_inputs import write_tar
 
 EPOCH = "1500000000"
 TIME = 1400000000                       # every source mtime, below EPOCH
@@ -147,16 +148,7 @@ def tar_of(root, path, compress=False):
 
 def tar_entries(path, items):
     """A layer: items are (name, bytes or None for a directory)."""
-    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
-        for name, data in items:
-            ti = tarfile.TarInfo(name)
-            ti.mtime = TIME
-            if data is None:
-                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
-                t.addfile(ti)
-            else:
-                ti.size, ti.mode = len(data), 0o644
-                t.addfile(ti, io.BytesIO(data))
+    write_tar(path, items, mtime=TIME)
 
 
 def layers(dst, root):
