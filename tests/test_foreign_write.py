@@ -260,8 +260,30 @@ def test_stock_write_in_the_recorded_second_is_named(tmp_path):
     assert ctime(img, "/c") == (sec, 0)     # that second, whole
     assert cat(img, "/b") == new.read_bytes()
     helpers.e2fsck_fn(img)
-    assert_named(img, "/c")
+    out = assert_named(img, "/c")
+    assert out.count("0x0305 ") == 1, out      # not /b, extref's reflink
     accept(img)
+
+
+def test_clock_stamps_in_the_recorded_second_are_not_named(tmp_path):
+    """extref's own writes under its real clock (a reflink, a pwrite) in
+    the second it recorded: a stock write in that second that touches no
+    shared block names none of them."""
+    img = make_image(tmp_path, env=clock_env())
+    for i in range(5):      # a close that crossed into the next second
+        helpers.run([helpers.binary("debug/debugfs.extref"), "-w", "-R",
+                     f"reflink /a /e{i}", str(img)], env=clock_env())
+        _, sec, _ = record(img)
+        if ctime(img, f"/e{i}")[0] == sec:
+            break
+    else:
+        pytest.fail("no reflink stamped in the second of its close")
+    new = tmp_path / "new"
+    new.write_bytes(os.urandom(20 * 4096))
+    stock_at(img, sec, f"write {new} /c")
+    out, st = fsck(img, "-n")
+    assert st == 0 and "0x0305" not in out, out
+    assert "written by another tool" in out, out
 
 
 def test_epoch_stamps_in_the_recorded_second_are_not_named(tmp_path):
