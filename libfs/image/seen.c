@@ -176,14 +176,16 @@ static void record_time(extref_fs_t xfs, struct xr_seen *s)
  * clock (SOURCE_DATE_EPOCH stamps whole seconds), and no file holds a
  * whole second there that the session vouches for without having stamped
  * it (an image it made, adopted or accepted, a first record, a build's
- * copied times: every file is looked at) or that an earlier session of
+ * copied times, a writer of ours that died after a commit, whose clock
+ * is unknown: every file is looked at) or that an earlier session of
  * ours left (the previous record's second, unless that said NSEC).
  */
 static int nsec_record(extref_fs_t xfs, const struct xr_seen *s)
 {
 	if (xfs->fs->now)
 		return 0;
-	if (!xfs->seen_recorded || xfs->seen_accept || xfs->seen_copied)
+	if (!xfs->seen_recorded || xfs->seen_accept || xfs->seen_copied ||
+	    (xfs->seen_flags & EXTREF_SEEN_WRITING))
 		return !xr_seen_whole(xfs->fs, s->sec);
 	return (xfs->seen_flags & EXTREF_SEEN_NSEC) || xfs->seen_sec < s->sec;
 }
