@@ -74,6 +74,10 @@
  *		EXTREF_SEEN_WRITING: a writer of ours has committed since
  *		and not closed (crashed): its writes are not told from
  *		others' by the write record, only a mount is.
+ *		EXTREF_SEEN_NSEC: every ctime the library left in
+ *		h_seen_time's second has nanoseconds, so a ctime of whole
+ *		seconds there (libext2fs writers stamp those) is another
+ *		tool's; without it, nothing is concluded from one.
  *		Readers that do not know these fields ignore them.
  * h_checksum	crc32c (seeded as described in FORMAT.md) of the first
  *		EXTREF_HDR_CSUM_OFFSET bytes of the block.
@@ -93,6 +97,9 @@
 #define EXTREF_SEEN_RECORDED	0x0001	/* the h_seen_* fields hold a record */
 #define EXTREF_SEEN_FOREIGN	0x0002	/* another tool wrote; not examined */
 #define EXTREF_SEEN_WRITING	0x0004	/* a writer of ours committed since */
+#define EXTREF_SEEN_NSEC	0x0008	/* no file has a ctime of whole
+					 * seconds in h_seen_time's second
+					 * but another tool's */
 
 struct extref_disk_header {
 /*00*/	__le32	h_magic;

@@ -13,8 +13,11 @@ kernel's loop mount and Debian's fuse2fs as the foreign writers.
 """
 
 import os
+import re
 import shutil
+import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -201,6 +204,131 @@ def test_images_without_a_record_stay_quiet(image, tmp_path):
     stock(image, f"write {new} /c")
     out, st = fsck(image, "-n")
     assert st == 0 and "another tool" not in out, out
+
+
+# ----- within the second of extref's last write -----
+
+def record(img):
+    """The tree header's record (FORMAT.md section 4): flags, seconds,
+    nanoseconds."""
+    blk = int(helpers.run(["debugfs", "-R", "bmap <5> 0",
+                           str(img)]).stdout.strip())
+    with open(img, "rb") as f:
+        f.seek(blk * 4096)
+        hdr = f.read(128)
+    return (struct.unpack_from("<I", hdr, 0x4c)[0],
+            struct.unpack_from("<Q", hdr, 0x58)[0],
+            struct.unpack_from("<I", hdr, 0x54)[0])
+
+
+def clock_env():
+    """The library's real clock: no SOURCE_DATE_EPOCH."""
+    return {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
+
+
+def stock_at(img, sec, *requests):
+    """Stock debugfs -w with its clock set to sec (set_current_time): the
+    files it writes are stamped sec, whole seconds."""
+    script = "".join(f"{r}\n" for r in (f"set_current_time @{sec}",
+                                          *requests))
+    res = subprocess.run(["debugfs", "-w", "-f", "-", str(img)],
+                         input=script, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "Setting current time" in res.stdout, res.stdout
+
+
+def ctime(img, path):
+    """(seconds, the ctime_extra word) as stock debugfs reads them."""
+    out = helpers.debugfs(img, f"stat {path}").stdout
+    m = re.search(r"ctime: 0x([0-9a-f]+):([0-9a-f]+)", out)
+    assert m, out
+    return int(m.group(1), 16), int(m.group(2), 16)
+
+
+def test_stock_write_in_the_recorded_second_is_named(tmp_path):
+    """Stock debugfs stamps whole seconds; extref's clock (no
+    SOURCE_DATE_EPOCH) stamps nanoseconds and its record says so, so a
+    stock write in the very second extref recorded (later than it, but
+    not by the seconds' count) is named."""
+    img = make_image(tmp_path, env=clock_env())
+    _, sec, nsec = record(img)
+    assert nsec > 0                 # a clock, not a whole second
+    new = tmp_path / "new"
+    new.write_bytes(os.urandom(13 * 4096))
+    stock_at(img, sec, "rm /a", f"write {new} /c")
+    assert ctime(img, "/c") == (sec, 0)     # that second, whole
+    assert cat(img, "/b") == new.read_bytes()
+    helpers.e2fsck_fn(img)
+    out = assert_named(img, "/c")
+    assert out.count("0x0305 ") == 1, out      # not /b, extref's reflink
+    accept(img)
+
+
+def test_clock_stamps_in_the_recorded_second_are_not_named(tmp_path):
+    """extref's own writes under its real clock (a reflink, a pwrite) in
+    the second it recorded: a stock write in that second that touches no
+    shared block names none of them."""
+    img = make_image(tmp_path, env=clock_env())
+    for i in range(5):      # a close that crossed into the next second
+        helpers.run([helpers.binary("debug/debugfs.extref"), "-w", "-R",
+                     f"reflink /a /e{i}", str(img)], env=clock_env())
+        _, sec, _ = record(img)
+        if ctime(img, f"/e{i}")[0] == sec:
+            break
+    else:
+        pytest.fail("no reflink stamped in the second of its close")
+    new = tmp_path / "new"
+    new.write_bytes(os.urandom(20 * 4096))
+    stock_at(img, sec, f"write {new} /c")
+    out, st = fsck(img, "-n")
+    assert st == 0 and "0x0305" not in out, out
+    assert "written by another tool" in out, out
+    helpers.e2fsck_fn(img)
+
+
+def test_epoch_stamps_in_the_recorded_second_are_not_named(tmp_path):
+    """SOURCE_DATE_EPOCH stamps whole seconds that are extref's own: a
+    build under an epoch not yet reached, a reflink under it, then a
+    write of extref's own clock (whose record stays in the epoch's
+    second: never back).  A foreign write that touches no shared block
+    then names nothing, though /b's ctime is that second, whole."""
+    epoch = int(time.time()) + 100
+    img = make_image(tmp_path, env=dict(os.environ,
+                                        SOURCE_DATE_EPOCH=str(epoch)))
+    helpers.run([helpers.binary("debug/debugfs.extref"), "-w", "-R",
+                 "mkdir /d", str(img)], env=clock_env())
+    assert ctime(img, "/b") == (epoch, 0)
+    assert record(img)[1] == epoch
+    new = tmp_path / "new"
+    new.write_bytes(os.urandom(20 * 4096))
+    stock_at(img, epoch, f"write {new} /c")
+    out, st = fsck(img, "-n")
+    assert st == 0 and "0x0305" not in out, out
+    assert "written by another tool" in out, out
+    helpers.e2fsck_fn(img)
+
+
+def test_accepted_files_of_the_recorded_second_are_not_named_again(tmp_path):
+    """fsck.extref -y accepts what another tool wrote and records the
+    image in the second the stock files carry (the epoch's, never back):
+    a later foreign write that touches no shared block names none of the
+    files it accepted."""
+    epoch = int(time.time()) + 100
+    img = make_image(tmp_path, env=dict(os.environ,
+                                        SOURCE_DATE_EPOCH=str(epoch)))
+    new = tmp_path / "new"
+    new.write_bytes(os.urandom(13 * 4096))
+    stock_at(img, epoch, "rm /a", f"write {new} /c")
+    assert ctime(img, "/c") == (epoch, 0)
+    out, st = fsck(img, "-y")
+    assert st in (0, 1), out
+    assert record(img)[1] == epoch
+    stock_at(img, epoch, f"write {new} /e")
+    out, st = fsck(img, "-n")
+    assert st == 0 and "0x0305" not in out, out
+    assert "written by another tool" in out, out
+    helpers.e2fsck_fn(img)
 
 
 # ----- foreign writers that need root: fuse2fs, the kernel -----

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "populate_int.h"
+#include "image/xr_seen.h"
 
 void xr_pop_fail(struct xr_pop *p, const char *where, const char *why)
 {
@@ -30,6 +31,7 @@ static errcode_t pop_init(extref_fs_t xfs, struct extref_populate *req,
 	req->where = req->why = NULL;
 	if (!(fs->flags & EXT2_FLAG_RW))
 		return EXT2_ET_RO_FILSYS;
+	xr_seen_copied(xfs);	/* the source's times, not the clock's */
 	err = ext2fs_read_bitmaps(fs);
 	if (!err)
 		err = ext2fs_get_memzero(p->isz, &p->in);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include "update_int.h"
 #include "txn/xr_txio.h"
+#include "image/xr_seen.h"
 
 static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
 			 struct xr_upd *up)
@@ -39,6 +40,7 @@ static errcode_t up_init(extref_fs_t xfs, struct extref_update *u,
 	up->xfs = xfs;
 	up->fs = fs;
 	up->u = u;
+	xr_seen_copied(xfs);	/* the source's times, not the clock's */
 	up->preq.flags = u->flags & (EXTREF_POP_ALL_ROOT | EXTREF_POP_EPOCH);
 	up->preq.epoch = u->epoch;
 	p->fs = fs;

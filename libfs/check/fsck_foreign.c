@@ -50,7 +50,12 @@ int extref_fsck_foreign(ext2_filsys fs)
 	return foreign_of(fs, ext2fs_has_feature_shared_blocks(fs->super), &s);
 }
 
-/* The inode's ctime is later than the record's time. */
+/*
+ * The inode's ctime is later than the record's time, or is a whole
+ * second in the record's second where the record says none of ours is
+ * (EXTREF_SEEN_NSEC: libext2fs writers stamp whole seconds, the library
+ * nanoseconds).
+ */
 static int changed_after(const struct ext2_inode_large *in, int large,
 			 const struct xr_seen *s)
 {
@@ -61,7 +66,10 @@ static int changed_after(const struct ext2_inode_large *in, int large,
 		sec += (__s64)(in->i_ctime_extra & EXT4_EPOCH_MASK) << 32;
 		nsec = in->i_ctime_extra >> EXT4_EPOCH_BITS;
 	}
-	return sec > (__s64)s->sec || (sec == (__s64)s->sec && nsec > s->nsec);
+	if (sec != (__s64)s->sec)
+		return sec > (__s64)s->sec;
+	return nsec > s->nsec ||
+	       (large && !nsec && (s->flags & EXTREF_SEEN_NSEC));
 }
 
 /* The shared blocks a file maps: how many, and the first range. */

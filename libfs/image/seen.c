@@ -7,6 +7,7 @@
  */
 #include <time.h>
 #include "tree/extref_int.h"
+#include "base/xr_clock.h"
 #include "xr_seen.h"
 
 /* The tree whose header holds the record: the session's, or one opened
@@ -52,6 +53,7 @@ int xr_seen_open(extref_fs_t xfs)
 			    xr_seen_csum(t, xfs->fs->super) != s.csum;
 	xfs->seen_sec = s.sec;
 	xfs->seen_nsec = s.nsec;
+	xfs->seen_flags = s.flags;
 	/* the session's commits say a writer of ours is at work (the close's
 	 * record clears it; a session that writes nothing writes no header) */
 	if (!own && (s.flags & EXTREF_SEEN_RECORDED) &&
@@ -73,6 +75,11 @@ int extref_fs_foreign(extref_fs_t xfs)
 void extref_fs_accept(extref_fs_t xfs)
 {
 	xfs->seen_accept = 1;
+}
+
+void xr_seen_copied(extref_fs_t xfs)
+{
+	xfs->seen_copied = 1;
 }
 
 /* Whether anything reached the image through the session's channel. */
@@ -149,10 +156,7 @@ static void record_time(extref_fs_t xfs, struct xr_seen *s)
 	s->sec = fs->now ? (__u64)fs->now : 0;
 	s->nsec = 0;
 	if (!epoch) {
-		if (clock_gettime(CLOCK_REALTIME, &ts)) {
-			ts.tv_sec = time(NULL);
-			ts.tv_nsec = 0;
-		}
+		xr_now_ts(NULL, &ts);	/* the clock: never a whole second */
 		if ((__u64)ts.tv_sec >= s->sec) {
 			s->sec = (__u64)ts.tv_sec;
 			s->nsec = (__u32)ts.tv_nsec;
@@ -164,6 +168,26 @@ static void record_time(extref_fs_t xfs, struct xr_seen *s)
 		s->sec = xfs->seen_sec;
 		s->nsec = xfs->seen_nsec;
 	}
+}
+
+/*
+ * Whether the record of time s says EXTREF_SEEN_NSEC (a whole-second
+ * ctime in its second is another tool's): the session stamped with the
+ * clock (SOURCE_DATE_EPOCH stamps whole seconds), and no file holds a
+ * whole second there that the session vouches for without having stamped
+ * it (an image it made, adopted or accepted, a first record, a build's
+ * copied times, a writer of ours that died after a commit, whose clock
+ * is unknown: every file is looked at) or that an earlier session of
+ * ours left (the previous record's second, unless that said NSEC).
+ */
+static int nsec_record(extref_fs_t xfs, const struct xr_seen *s)
+{
+	if (xfs->fs->now)
+		return 0;
+	if (!xfs->seen_recorded || xfs->seen_accept || xfs->seen_copied ||
+	    (xfs->seen_flags & EXTREF_SEEN_WRITING))
+		return !xr_seen_whole(xfs->fs, s->sec);
+	return (xfs->seen_flags & EXTREF_SEEN_NSEC) || xfs->seen_sec < s->sec;
 }
 
 /*
@@ -209,7 +233,9 @@ errcode_t xr_seen_close(extref_fs_t xfs, int proven)
 	if (!t || !(t->flags & EXTREF_TREE_RW))
 		goto out;
 	record_time(xfs, &s);
-	s.flags = EXTREF_SEEN_RECORDED | (carry ? EXTREF_SEEN_FOREIGN : 0);
+	s.flags = EXTREF_SEEN_RECORDED | (carry ? EXTREF_SEEN_FOREIGN |
+		  (xfs->seen_flags & EXTREF_SEEN_NSEC) :
+		  nsec_record(xfs, &s) ? EXTREF_SEEN_NSEC : 0);
 	settle_super(xfs, fs->now ? fs->now : (time_t)s.sec);
 	if (carry) {
 		s.sec = xfs->seen_sec;

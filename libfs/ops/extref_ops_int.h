@@ -70,10 +70,12 @@ int xr_file_type(__u16 mode);
 /* timestamps.c: an inode written with its times set to now. */
 #define XR_TIME_CTIME	0	/* the change time only */
 #define XR_TIME_MTIME	1	/* and the modification time */
+#define XR_TIME_ATIME	2	/* and the access time */
 errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
 
-/* inode_alloc.c: a new inode near DIR, in use, not linked yet. */
+/* inode_alloc.c: a new inode near DIR, in use, not linked yet, its
+ * access, change and modification times now. */
 errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 		       struct ext2_inode *inode, int extents, ext2_ino_t *ret);
 

@@ -9,7 +9,8 @@
 
 /*
  * Allocate an inode near DIR and write it from inode (whose i_block gets
- * an empty extent tree when extents is set).  The inode is counted in
+ * an empty extent tree when extents is set), its access, change and
+ * modification times now (to the nanosecond).  The inode is counted in
  * use; it is not linked anywhere yet.
  */
 errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
@@ -31,6 +32,9 @@ errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
 		ext2fs_extent_free(h);
 	}
 	err = ext2fs_write_new_inode(fs, ino, inode);
+	if (!err)
+		err = xr_write_inode_times(fs, ino, inode,
+					   XR_TIME_MTIME | XR_TIME_ATIME);
 	if (!err)
 		err = xr_inherit_project(fs, dir, ino);
 	if (err)

@@ -58,6 +58,8 @@ struct extref_fs {
 	int		seen_accept;	/* extref_fs_accept: record it clean */
 	__u64		seen_sec;	/* the record's time, kept if foreign */
 	__u32		seen_nsec;
+	__u32		seen_flags;	/* the record's EXTREF_SEEN_* */
+	int		seen_copied;	/* xr_seen_copied: times not ours */
 };
 
 /* handle.c */
