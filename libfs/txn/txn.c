@@ -347,16 +347,19 @@ static void snapshot(struct xr_tx *tx)
  * A commit of n blocks and nrev revokes is too big for the journal:
  * remember the journal length it needs and the blocks the transaction
  * took (allocated since the last commit: the free count's drop and the
- * blocks freed, which stay in use until a commit), for a caller that
- * grows the journal and runs the operation again (journal_grow.c).
+ * blocks freed, which stay in use until the commit: its peak), for a
+ * caller that grows the journal and runs the operation again
+ * (journal_grow.c).
  */
 static void note_need(struct xr_tx *tx, blk64_t n, size_t nrev)
 {
 	blk64_t before = ext2fs_free_blocks_count(&tx->super);
 	blk64_t now = ext2fs_free_blocks_count(tx->fs->super);
 
+	/* now = before - allocated + freed (counted free at once) */
 	tx->need_len = xr_journal_len_for(tx->j, n, nrev);
-	tx->need_alloc = (before > now ? before - now : 0) + tx->freed_total;
+	tx->need_alloc = before + tx->freed_total > now ?
+			 before + tx->freed_total - now : 0;
 }
 
 /* Groups whose descriptor changed although no hook named them. */
