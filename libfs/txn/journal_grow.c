@@ -111,6 +111,20 @@ static errcode_t extend(ext2_filsys fs, blk64_t old, blk64_t len)
 	return err;
 }
 
+/*
+ * The blocks inode 8 maps: s_maxlen or more (a growth that crashed
+ * before step 3 left them mapped and zeroed: they are used as they are).
+ */
+static errcode_t inode_len(ext2_filsys fs, blk64_t *len)
+{
+	struct ext2_inode_large in;
+	errcode_t err = read_jinode(fs, &in);
+
+	if (!err)
+		*len = EXT2_I_SIZE(&in) / fs->blocksize;
+	return err;
+}
+
 static errcode_t grow_tx(extref_fs_t xfs, blk64_t old, blk64_t len)
 {
 	errcode_t err = xr_tx_begin(xfs);
@@ -123,19 +137,22 @@ static errcode_t grow_tx(extref_fs_t xfs, blk64_t old, blk64_t len)
 errcode_t extref_journal_grow(extref_fs_t xfs, blk64_t blocks)
 {
 	struct xr_journal *j = xr_tx_journal(xfs);
-	blk64_t old;
+	blk64_t have = 0;
 	errcode_t err;
 
 	if (!j)
 		return EXTREF_ERR_JNL_NONE;
-	old = xr_journal_len(j);
-	if (blocks <= old)
+	if (blocks <= xr_journal_len(j))
 		return 0;
 	if (blocks > JGROW_MAX)
 		return EXTREF_ERR_JNL_GROW;
 	err = xr_tx_journal_empty(xfs);			/* 1 */
 	if (!err)
-		err = grow_tx(xfs, old, blocks);		/* 2 */
+		err = inode_len(extref_fs_ext2(xfs), &have);
+	if (!err && have > blocks && have <= JGROW_MAX)
+		blocks = have;		/* all that the inode maps already */
+	if (!err && have < blocks)
+		err = grow_tx(xfs, have, blocks);		/* 2 */
 	if (!err)
 		err = xr_tx_journal_empty(xfs);
 	if (!err)
