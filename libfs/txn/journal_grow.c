@@ -191,6 +191,12 @@ errcode_t extref_journal_fit(extref_fs_t xfs)
 	xr_tx_need(xfs, &need, &alloc);
 	if (!j || !need)
 		return EXTREF_ERR_TXN_TOO_BIG;
+	/* inside a caller's transaction the journal cannot change */
+	err = xr_tx_journal_empty(xfs);
+	if (err == EXT2_ET_INVALID_ARGUMENT)
+		return EXTREF_ERR_TXN_TOO_BIG;
+	if (err)
+		return err;
 	len = need + need / 8 + 16;
 	if (len <= xr_journal_len(j))	/* grown already: twice as long */
 		len = 2 * xr_journal_len(j);
