@@ -39,6 +39,7 @@ import random
 import re
 import shutil
 import stat
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -386,6 +387,31 @@ def test_update_too_big_for_the_journal_grows_it(trees, tmp_path):
     assert tree_of(img, tmp_path) == new
     with helpers.loop_mount(img, tmp_path / "mnt"):
         assert _model(tmp_path / "mnt" / "t") == new
+
+
+def test_layer_too_big_for_the_journal_grows_it(trees, tmp_path):
+    """The same change as an OCI layer (an archive file: read again from
+    its start after the journal grew; d3 removed by a whiteout): one
+    transaction after the growth, both checkers clean, the new tree."""
+    src = tmp_path / "layer"
+    shutil.copytree(trees["all"], src, symlinks=True)
+    (src / "t" / ".wh.d3").write_bytes(b"")
+    os.utime(src / "t", (1_500_000_000, 1_500_000_000))
+    tar = tmp_path / "layer.tar"
+    with tarfile.open(tar, "w") as tf:
+        tf.add(src / "t", arcname="t")
+    img = tmp_path / "layer.img"
+    crashlib.sparse_copy(trees["base"], img)
+    seq = int(helpers.dumpe2fs_header(img)["Journal sequence"], 16)
+    res = helpers.run([helpers.binary("mkfs.extref"), "--update", "-q",
+                       "-d", str(tar), str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert res.stderr == "", res.stderr
+    hdr = helpers.dumpe2fs_header(img)
+    assert jblocks(img) > 1024, hdr
+    assert int(hdr["Journal sequence"], 16) == seq + 2, hdr
+    assert crashlib.checkers_clean(img) == []
+    assert tree_of(img, tmp_path) == _model(trees["all"] / "t")
 
 
 def _first_crash(base, op, img, pred, lo, hi):
