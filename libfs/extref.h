@@ -525,6 +525,32 @@ errcode_t extref_journal_walk(extref_fs_t fs, struct extref_jinfo *info,
  * one that cannot be opened (e2fsck's to judge first).
  */
 errcode_t extref_journal_check_blocks(ext2_filsys fs);
+/*
+ * The image's journal made blocks long (s_maxlen), crash-safely, between
+ * operations of an image opened read-write with an internal journal: the
+ * log is emptied; one transaction of the journal as it is allocates free
+ * blocks (after the journal's last block where free), maps them at the
+ * end of the journal inode, raises its size and zeroes them, and sets
+ * the superblock's backup of the inode's map (s_jnl_blocks); then the
+ * journal superblock is written with the new length.  A crash leaves
+ * the old journal or an inode longer than s_maxlen, which the kernel,
+ * e2fsck and this library take at s_maxlen.  0 and nothing done when the
+ * journal is that long already; EXTREF_ERR_JNL_NONE without
+ * transactions; EXTREF_ERR_JNL_GROW for a journal that is not
+ * extent-mapped or a length past 10,240,000 blocks (mke2fs's largest);
+ * EXT2_ET_BLOCK_ALLOC_FAIL without room (rolled back).  The journal stays
+ * that long.
+ */
+errcode_t extref_journal_grow(extref_fs_t fs, blk64_t blocks);
+/*
+ * After an operation or an extref_tx_begin ... extref_tx_end failed with
+ * EXTREF_ERR_TXN_TOO_BIG: the journal grown (extref_journal_grow) to
+ * hold that transaction's commit and an eighth more, when the free
+ * space allows it besides the blocks the transaction had taken (and an
+ * eighth more); then run the operation again.  EXTREF_ERR_TXN_TOO_BIG,
+ * nothing changed, when it cannot.
+ */
+errcode_t extref_journal_fit(extref_fs_t fs);
 
 #pragma GCC visibility pop
 

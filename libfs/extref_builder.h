@@ -184,21 +184,25 @@ errcode_t extref_image_measure(const char *image, unsigned int blocksize,
  * unchanged regular file, symlink or device keeps its inode (its
  * metadata is set again).  Metadata as extref_populate_dir gives it
  * (flags EXTREF_POP_ALL_ROOT, EXTREF_POP_EPOCH).  The image is opened
- * read-write with its tree; the whole is one transaction unless it
- * outgrows the journal, then several, committed between two entries
- * (FORMAT.md section 8).  On error, where names the entry.  With
+ * read-write with its tree; the whole is one transaction whatever its
+ * size: when its in-use blocks outgrow the journal it is rolled back,
+ * the journal grown to hold it (extref_journal_fit: it stays so; unless
+ * EXTREF_UPDATE_KEEP_JOURNAL) and the update run again from the start;
+ * without the room to grow the journal, EXTREF_ERR_TXN_TOO_BIG, the
+ * image as it was (docs/TRANSACTIONS.md).  On error, where names the
+ * entry.  With
  * EXTREF_UPDATE_DELETE, as rsync --delete, the names the source lacks
  * in a directory it has leave the image (directories with all below
  * them; the root's lost+found stays), and a directory in the image
  * where the source has another kind is removed and replaced.
  */
 #define EXTREF_UPDATE_DELETE	0x0100
-/* An update too big for one commit of the journal is done again in
- * parts (u->in_parts) instead of refused with EXTREF_ERR_TXN_TOO_BIG. */
-#define EXTREF_UPDATE_PARTS	0x0200
+/* An update too big for one commit of the journal is refused
+ * (EXTREF_ERR_TXN_TOO_BIG, rolled back) rather than the journal grown. */
+#define EXTREF_UPDATE_KEEP_JOURNAL	0x0400
 struct extref_update {
 	unsigned int	flags;		/* EXTREF_POP_ALL_ROOT, _EPOCH,
-					   EXTREF_UPDATE_DELETE */
+					   EXTREF_UPDATE_DELETE, _KEEP_JOURNAL */
 	long long	epoch;		/* with EXTREF_POP_EPOCH */
 	const char	*at;		/* a directory of the image, or NULL */
 	extref_progress_func progress;	/* or NULL */
@@ -210,7 +214,8 @@ struct extref_update {
 	__u64		blocks_shared;	/* blocks shared with the image */
 	__u64		blocks_written;	/* new blocks written */
 	__u64		removed;	/* names removed (EXTREF_UPDATE_DELETE) */
-	int		in_parts;	/* committed in parts (EXTREF_UPDATE_PARTS) */
+	__u64		journal_grown;	/* blocks the journal grew by to
+					   hold the update (it stays so) */
 	char		*where;
 	char		*why;
 };

@@ -80,9 +80,8 @@ static void set_note(const struct mkfs_opts *o)
 		 "journal needs no recovery the image is exactly as before "
 		 "the update (free blocks may hold new bytes); if it needs "
 		 "recovery the commit was written, and fsck.extref -p %s (or "
-		 "e2fsck -p) replays the whole update (an update too big for "
-		 "the journal, committed in parts as it said, leaves its "
-		 "committed parts; without a journal, part of it may be done: "
+		 "e2fsck -p) replays the whole update (the journal may have "
+		 "grown to hold it; without a journal, part of it may be done: "
 		 "run fsck.extref -fy %s)", prog, o->image, o->image, o->image);
 	cleanup_set_note(text);
 }
@@ -150,15 +149,22 @@ static void report_room(const struct mkfs_opts *o, errcode_t err,
 static void report(const struct mkfs_opts *o, errcode_t err,
 		   const struct extref_update *u)
 {
-	if (err == EXTREF_ERR_TXN_TOO_BIG)	/* rolled back, whole */
+	if (err == EXTREF_ERR_TXN_TOO_BIG && o->atomic)	/* rolled back */
 		error_line("%s: %s: the update is one transaction and the "
-			   "blocks it changes in place outgrow the journal; "
-			   "the image is as it was (--atomic): give it a "
-			   "bigger journal (tune2fs -O ^has_journal %s; "
-			   "tune2fs -J size=MB %s), update a part of the tree "
-			   "at a time (--at), or, without --atomic, let it be "
-			   "committed in parts",
+			   "blocks it changes in place outgrow the journal, "
+			   "which --atomic keeps as it is; the image is as it "
+			   "was: without --atomic the journal grows to fit, or "
+			   "give it a bigger journal (tune2fs -O ^has_journal "
+			   "%s; tune2fs -J size=MB %s), or update a part of "
+			   "the tree at a time (--at)",
 			   o->image, error_message(err), o->image, o->image);
+	else if (err == EXTREF_ERR_TXN_TOO_BIG)
+		error_line("%s: %s: the update is one transaction and the "
+			   "blocks it changes in place outgrow the journal, "
+			   "which has no room to grow enough; the image is as "
+			   "it was: --grow grows the image file (and so the "
+			   "room), or update a part of the tree at a time "
+			   "(--at)", o->image, error_message(err));
 	else if (u->where)	/* the source's entry, or the image's --at */
 		error_line("%s: %s: %s%s%s", o->image, u->where,
 			   error_message(err), u->why ? ": " : "",
@@ -193,8 +199,8 @@ int update_image(const struct mkfs_opts *o)
 		u.flags |= EXTREF_POP_ALL_ROOT;
 	if (o->delete)
 		u.flags |= EXTREF_UPDATE_DELETE;
-	if (!o->atomic)
-		u.flags |= EXTREF_UPDATE_PARTS;
+	if (o->atomic)
+		u.flags |= EXTREF_UPDATE_KEEP_JOURNAL;
 	if (o->have_epoch) {
 		u.flags |= EXTREF_POP_EPOCH;
 		u.epoch = o->epoch;
@@ -216,15 +222,10 @@ int update_image(const struct mkfs_opts *o)
 	else if (!o->quiet)
 		print_summary(o, &u, bs.blocksize, bs.used_before,
 			      bs.used_after);
-	if (!err && u.in_parts)
-		error_line("%s: warning: the update was too big for one "
-			   "transaction of the journal and was committed in "
-			   "parts, between whole entries (a crash during it "
-			   "could have left some entries new, the rest old); "
-			   "with a bigger journal (tune2fs -O ^has_journal, "
-			   "then tune2fs -J size=MB) an update of this size "
-			   "is one transaction, and --atomic refuses rather "
-			   "than split", o->image);
+	if (!err && u.journal_grown && !o->quiet)
+		printf("  journal grew by    %10.1f MiB to hold the update as "
+		       "one transaction\n", u.journal_grown * (double)bs.blocksize
+		       / MIB);
 	extref_update_free(&u);
 	if (layer_fd >= 0)
 		close(layer_fd);

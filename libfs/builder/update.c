@@ -13,8 +13,12 @@
  * crash before that commit block leaves the image as it was (new bytes
  * in free blocks and unused inode slots only), after it the whole
  * update: never a committed part (docs/TRANSACTIONS.md).  An update whose in-use blocks
- * outgrow the journal fails with EXTREF_ERR_TXN_TOO_BIG, rolled back,
- * as soon as a split point finds it so.  Inside it the update is the
+ * outgrow the journal is rolled back (EXTREF_ERR_TXN_TOO_BIG), the
+ * journal grown to hold it (extref_journal_fit, txn/journal_grow.c) and
+ * the update run again from the start, one transaction still; unless
+ * EXTREF_UPDATE_KEEP_JOURNAL or no room, when it stays refused (a split
+ * point ends it as soon as its in-use blocks outgrow the journal it may
+ * have).  Inside it the update is the
  * library's own operation (xr_tx_begin): its writes keep the open's
  * verification standing (xr_fs_verified).  Quota usage, where the image
  * keeps quotas, is counted again at the end, inside the transaction.
@@ -27,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "update_int.h"
+#include "journal/xr_journal.h"
 #include "txn/xr_txio.h"
 #include "image/xr_seen.h"
 
@@ -159,34 +164,32 @@ static errcode_t update_op(struct xr_upd *up, const char *dir,
 
 /* Inside the atomic transaction, the library's own operation: its
  * writes (the populate makers') are not an outsider's raw edits; the
- * blocks it allocates go in place early (one commit at the end). */
-static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at,
-			int parts)
+ * blocks it allocates go in place early (one commit at the end).  One
+ * that may grow the journal runs on past the journal it has, up to the
+ * one the free space allows, so that its refusal says what it needs. */
+static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
 {
 	errcode_t err = xr_tx_begin(up->xfs);
 
 	if (err)
 		return err;
-	if (!parts)
-		err = xr_tx_spill_inodes_on(up->xfs);
+	err = xr_tx_spill_inodes_on(up->xfs);
+	if (!(up->u->flags & EXTREF_UPDATE_KEEP_JOURNAL))
+		xr_tx_set_ceiling(up->xfs, xr_journal_grow_limit(up->xfs));
 	return xr_tx_end(up->xfs, err ? err : update_op(up, dir, at));
 }
 
 /* The update: one atomic transaction (no part committed before its
- * end) on an image with a journal, without one as it comes; or, parts,
- * the fallback of an update too big for one (update_parts below):
- * committed whenever it holds half the journal, between two entries. */
-static errcode_t commit(struct xr_upd *up, const char *dir, ext2_ino_t at,
-			int parts)
+ * end) on an image with a journal, without one as it comes. */
+static errcode_t commit(struct xr_upd *up, const char *dir, ext2_ino_t at)
 {
-	errcode_t err = extref_tx_begin2(up->xfs, parts ? EXTREF_TX_SPLIT
-							: 0);
+	errcode_t err = extref_tx_begin2(up->xfs, 0);
 
-	return err ? err : extref_tx_end(up->xfs, own_op(up, dir, at, parts));
+	return err ? err : extref_tx_end(up->xfs, own_op(up, dir, at));
 }
 
 static errcode_t update_dir(extref_fs_t xfs, const char *dir,
-			    struct extref_update *u, int parts)
+			    struct extref_update *u)
 {
 	struct xr_upd *up;
 	ext2_ino_t at = 0;
@@ -209,7 +212,7 @@ static errcode_t update_dir(extref_fs_t xfs, const char *dir,
 	if (!err)
 		err = xr_upd_verify(up);	/* update_verify.c */
 	if (!err)
-		err = commit(up, dir, at, parts);
+		err = commit(up, dir, at);
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
@@ -218,7 +221,7 @@ static errcode_t update_dir(extref_fs_t xfs, const char *dir,
 }
 
 static errcode_t update_layer(extref_fs_t xfs, int fd,
-			     struct extref_update *u, int parts)
+			     struct extref_update *u)
 {
 	struct xr_upd *up;
 	errcode_t err;
@@ -237,7 +240,7 @@ static errcode_t update_layer(extref_fs_t xfs, int fd,
 	if (!err)
 		err = xr_upd_verify(up);	/* update_verify.c */
 	if (!err)
-		err = commit(up, NULL, EXT2_ROOT_INO, parts);
+		err = commit(up, NULL, EXT2_ROOT_INO);
 	u->where = up->preq.where;
 	u->why = up->preq.why;
 	up_done(up);
@@ -246,19 +249,33 @@ static errcode_t update_layer(extref_fs_t xfs, int fd,
 }
 
 /*
- * An update whose in-use blocks outgrow the journal is rolled back
- * (EXTREF_ERR_TXN_TOO_BIG, the image as it was); with
- * EXTREF_UPDATE_PARTS it is then done again from the start, committed
- * in parts (u->in_parts), as every update was before it was made one
- * commit: a crash can then leave some entries new and the rest old.  A
- * layer is read again only from a descriptor that can seek.
+ * An update whose in-use blocks outgrow the journal was rolled back
+ * (EXTREF_ERR_TXN_TOO_BIG, the image as it was): the journal grows to
+ * hold it (extref_journal_fit: refused, nothing changed, without room)
+ * and the update runs again from the start, as one transaction still; a
+ * few times, should the new run touch more than the measure said.  The
+ * journal's growth is counted in u->journal_grown.
  */
-static int again_in_parts(struct extref_update *u, errcode_t err)
+#define FIT_TRIES	3
+
+static int grow_again(extref_fs_t xfs, struct extref_update *u,
+		      errcode_t *err, int *tries)
 {
-	if (err != EXTREF_ERR_TXN_TOO_BIG || !(u->flags & EXTREF_UPDATE_PARTS))
+	blk64_t before;
+	errcode_t e;
+
+	if (*err != EXTREF_ERR_TXN_TOO_BIG || *tries >= FIT_TRIES ||
+	    (u->flags & EXTREF_UPDATE_KEEP_JOURNAL) || !xr_tx_journal(xfs))
 		return 0;
+	(*tries)++;
+	before = xr_journal_len(xr_tx_journal(xfs));
+	e = extref_journal_fit(xfs);
+	if (e) {
+		*err = e;
+		return 0;
+	}
+	u->journal_grown += xr_journal_len(xr_tx_journal(xfs)) - before;
 	extref_update_free(u);
-	u->in_parts = 1;
 	return 1;
 }
 
@@ -266,26 +283,33 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 			    struct extref_update *u)
 {
 	errcode_t err;
+	int tries = 0;
 
-	u->in_parts = 0;
-	err = update_dir(xfs, dir, u, 0);
-	return again_in_parts(u, err) ? update_dir(xfs, dir, u, 1) : err;
+	u->journal_grown = 0;
+	do
+		err = update_dir(xfs, dir, u);
+	while (grow_again(xfs, u, &err, &tries));
+	return err;
 }
 
 errcode_t extref_update_layer(extref_fs_t xfs, int fd,
 			      struct extref_update *u)
 {
 	errcode_t err;
+	int tries = 0;
 
-	u->in_parts = 0;
-	err = update_layer(xfs, fd, u, 0);
-	if (!again_in_parts(u, err))
-		return err;
-	if (lseek(fd, 0, SEEK_SET) != 0) {	/* a pipe: read once only */
-		u->in_parts = 0;
-		return err;
+	u->journal_grown = 0;
+	for (;;) {
+		err = update_layer(xfs, fd, u);
+		/* a pipe is read once only: refused, the journal as it was */
+		if (err == EXTREF_ERR_TXN_TOO_BIG &&
+		    lseek(fd, 0, SEEK_CUR) < 0)
+			return err;
+		if (!grow_again(xfs, u, &err, &tries))
+			return err;
+		if (lseek(fd, 0, SEEK_SET) != 0)
+			return errno ? (errcode_t)errno : EXT2_ET_SHORT_READ;
 	}
-	return update_layer(xfs, fd, u, 1);
 }
 
 void extref_update_free(struct extref_update *u)

@@ -70,6 +70,13 @@ blk64_t xr_journal_capacity(struct xr_journal *j, size_t nrevoke)
 	return n;
 }
 
+blk64_t xr_journal_len_for(struct xr_journal *j, blk64_t n, size_t nrevoke)
+{
+	/* an empty log: s_first, the transaction, one block left free */
+	return j->sb.first + blocks_needed(j->bs, write_features(j), n,
+					   nrevoke) + 1;
+}
+
 static int cmp_blk(const void *a, const void *b)
 {
 	blk64_t x = *(const blk64_t *)a, y = *(const blk64_t *)b;

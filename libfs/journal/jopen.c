@@ -161,6 +161,11 @@ void xr_journal_close(struct xr_journal *j)
 	ext2fs_free_mem(&j);
 }
 
+blk64_t xr_journal_len(struct xr_journal *j)
+{
+	return j->sb.maxlen;
+}
+
 int xr_journal_dirty(struct xr_journal *j)
 {
 	return j->sb.start != 0;

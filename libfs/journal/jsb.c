@@ -30,6 +30,7 @@ void xr_jsb_decode(const void *raw, struct xr_jsb *sb)
  * is recomputed when the journal has checksum v2/v3. */
 void xr_jsb_encode(const struct xr_jsb *sb, void *raw)
 {
+	xr_put_be32(W(s_maxlen), sb->maxlen);
 	xr_put_be32(W(s_sequence), sb->sequence);
 	xr_put_be32(W(s_start), sb->start);
 	xr_put_be32(W(s_feature_compat), sb->compat);
@@ -73,4 +74,22 @@ errcode_t xr_jsb_write(struct xr_journal *j)
 {
 	xr_jsb_encode(&j->sb, j->raw);
 	return xr_jwrite(j, 0, j->raw);
+}
+
+/*
+ * A new length for an empty journal whose inode holds at least maxlen
+ * blocks (jgrow's step 3): one block written, then flushed.  The map
+ * read at the open stops at the old length: close and open again.
+ */
+errcode_t xr_journal_set_maxlen(struct xr_journal *j, __u32 maxlen)
+{
+	errcode_t err;
+
+	if (j->sb.start)
+		return EXTREF_ERR_JNL_REPLAY_FIRST;
+	if (maxlen <= j->sb.first || maxlen - j->sb.first < 4)
+		return EXT2_ET_INVALID_ARGUMENT;
+	j->sb.maxlen = maxlen;
+	err = xr_jsb_write(j);
+	return err ? err : io_channel_flush(j->io);
 }

@@ -36,6 +36,22 @@ void	  xr_journal_close(struct xr_journal *j);
  * now (descriptor, revoke and commit blocks accounted for). */
 blk64_t   xr_journal_capacity(struct xr_journal *j, size_t nrevoke);
 
+/* The journal length (s_maxlen) whose empty log takes one transaction
+ * of n blocks and nrevoke revoke records. */
+blk64_t   xr_journal_len_for(struct xr_journal *j, blk64_t n,
+			     size_t nrevoke);
+/* The journal's length now (s_maxlen, in blocks). */
+blk64_t   xr_journal_len(struct xr_journal *j);
+/*
+ * Write the journal superblock of an empty journal (s_start 0) with
+ * s_maxlen = maxlen and flush: one block, so a crash leaves the old
+ * length or the new.  The inode must map maxlen blocks already (the
+ * kernel and e2fsck take an inode longer than s_maxlen at s_maxlen).
+ * EXTREF_ERR_JNL_REPLAY_FIRST if the log holds data.  The handle's map
+ * ends at the old length: close it and open the journal again.
+ */
+errcode_t xr_journal_set_maxlen(struct xr_journal *j, __u32 maxlen);
+
 /* Does the journal hold transactions to replay (s_start != 0)? */
 int	  xr_journal_dirty(struct xr_journal *j);
 

@@ -58,6 +58,10 @@ struct xr_tx {
 	struct xr_fresh	*fresh;		/* blocks written early (txn_split.c) */
 	int		spill_depth;	/* depth of the begin that asked */
 	int		in_range;	/* in xr_block_alloc_stats_range */
+	blk64_t		freed_total;	/* blocks freed since the commit */
+	blk64_t		ceiling;	/* xr_tx_set_ceiling; 0: max_blocks */
+	blk64_t		need_len;	/* the last commit too big: the */
+	blk64_t		need_alloc;	/* journal it needed, its blocks */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -120,6 +124,7 @@ static void push_freed(struct xr_tx *tx, blk64_t blk, blk64_t num)
 	}
 	tx->freed[tx->nfreed].blk = blk;
 	tx->freed[tx->nfreed++].num = num;
+	tx->freed_total += num;
 }
 
 /* The pending set: a tree of ranges, small whatever the image's size. */
@@ -334,7 +339,27 @@ static void snapshot(struct xr_tx *tx)
 	tx->fsflags = tx->fs->flags;
 	memset(tx->dirty, 0, tx->fs->group_desc_count);
 	tx->ndirty = 0;
+	tx->freed_total = 0;
 	xr_fresh_reset(tx->fresh, 0);	/* committed: reachable now */
+}
+
+/*
+ * A commit of n blocks and nrev revokes is too big for the journal:
+ * remember the journal length it needs and the blocks the transaction
+ * took (allocated since the last commit: the free count's drop and the
+ * blocks freed, which stay in use until the commit: its peak), for a
+ * caller that grows the journal and runs the operation again
+ * (journal_grow.c).
+ */
+static void note_need(struct xr_tx *tx, blk64_t n, size_t nrev)
+{
+	blk64_t before = ext2fs_free_blocks_count(&tx->super);
+	blk64_t now = ext2fs_free_blocks_count(tx->fs->super);
+
+	/* now = before - allocated + freed (counted free at once) */
+	tx->need_len = xr_journal_len_for(tx->j, n, nrev);
+	tx->need_alloc = before + tx->freed_total > now ?
+			 before + tx->freed_total - now : 0;
 }
 
 /* Groups whose descriptor changed although no hook named them. */
@@ -532,6 +557,7 @@ static errcode_t to_journal(struct xr_tx *tx)
 			goto out;
 	}
 	if (n > xr_journal_capacity(tx->j, nrev)) {
+		note_need(tx, n, nrev);
 		err = EXTREF_ERR_TXN_TOO_BIG;
 		goto out;
 	}
@@ -667,6 +693,7 @@ errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 				return err;
 		}
 		snapshot(tx);
+		tx->need_len = tx->need_alloc = 0;
 		xr_txio_hold(tx->io, 1);
 	}
 	tx->depth++;
@@ -731,6 +758,7 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 	err2 = err ? rollback(tx) : 0;
 	xr_fresh_reset(tx->fresh, 1);
 	tx->spill_depth = 0;
+	tx->ceiling = 0;
 	xr_txio_hold(tx->io, 0);	/* between operations: written as is */
 	/* a rollback that fails leaves a view that cannot be trusted */
 	return err2 ? err2 : err;
@@ -771,14 +799,18 @@ static blk64_t least_journaled(struct xr_tx *tx)
  */
 static errcode_t fresh_split_point(struct xr_tx *tx)
 {
+	blk64_t limit = tx->ceiling > tx->max_blocks ? tx->ceiling
+						     : tx->max_blocks;
 	errcode_t err = xr_fresh_split_point(tx->fresh, tx->io,
 					     tx->max_blocks);
 
-	if (err || least_journaled(tx) <= tx->max_blocks)
+	if (err || least_journaled(tx) <= limit)
 		return err;
 	err = xr_fresh_spill(tx->fresh, tx->io);
-	if (!err && least_journaled(tx) > tx->max_blocks)
+	if (!err && least_journaled(tx) > limit) {
+		note_need(tx, least_journaled(tx), 0);
 		err = EXTREF_ERR_TXN_TOO_BIG;
+	}
 	return err;
 }
 
@@ -833,6 +865,68 @@ errcode_t xr_tx_spill_now(extref_fs_t xfs)
 	if (!tx || !tx->depth || !xr_fresh_active(tx->fresh))
 		return 0;
 	return xr_fresh_spill(tx->fresh, tx->io);
+}
+
+void xr_tx_set_ceiling(extref_fs_t xfs, blk64_t blocks)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (tx && tx->depth)
+		tx->ceiling = blocks;
+}
+
+void xr_tx_need(extref_fs_t xfs, blk64_t *len, blk64_t *alloc)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	*len = tx ? tx->need_len : 0;
+	*alloc = tx ? tx->need_alloc : 0;
+}
+
+struct xr_journal *xr_tx_journal(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	return tx ? tx->j : NULL;
+}
+
+errcode_t xr_tx_journal_empty(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+
+	if (!tx)
+		return EXTREF_ERR_JNL_NONE;
+	if (tx->depth)
+		return EXT2_ET_INVALID_ARGUMENT;
+	return xr_journal_dirty(tx->j) ? checkpoint(tx, 0) : 0;
+}
+
+/*
+ * The journal read again after its length changed (journal_grow.c): its
+ * map and superblock, the transactions' size limit, and the system zone
+ * (the journal's blocks are in it) built again as the open built it.
+ * The blocks it gained were allocated by a transaction of this session,
+ * so the proof that they are the journal's own stands.
+ */
+errcode_t xr_tx_journal_reload(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	struct xr_journal *j;
+	errcode_t err;
+
+	if (!tx || tx->depth)
+		return EXT2_ET_INVALID_ARGUMENT;
+	err = xr_journal_open(tx->fs, xr_txio_lower(tx->io), &j);
+	if (err)
+		return err;
+	xr_journal_close(tx->j);
+	tx->j = j;
+	tx->max_blocks = xr_journal_capacity(j, 0);
+	err = xr_zone_attach(tx->fs, xfs->tree, XR_ZONE_JOURNAL |
+			     XR_ZONE_ALLOC);
+	if (!err)
+		xr_zone_records(tx->fs, &xfs->tree);
+	return err;
 }
 
 errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks)

@@ -157,6 +157,25 @@ errcode_t xr_tx_spill_inodes_on(extref_fs_t xfs);
  * allocated in place now, whatever it holds (the checker's rebuild
  * paces itself so); 0 and nothing done otherwise. */
 errcode_t xr_tx_spill_now(extref_fs_t xfs);
+/*
+ * In the running transaction, a split point ends the run with
+ * EXTREF_ERR_TXN_TOO_BIG only once its in-use blocks outgrow blocks (a
+ * journal as big as the free space lets it grow: journal_grow.c), not
+ * the journal as it is; the commit still fails when it does not fit, and
+ * says what it needed (xr_tx_need).  Until the outermost end.
+ */
+void xr_tx_set_ceiling(extref_fs_t xfs, blk64_t blocks);
+/* What the last transaction refused EXTREF_ERR_TXN_TOO_BIG needed: the
+ * journal length (s_maxlen) whose empty log holds its commit, and the
+ * blocks it had allocated (0, 0: none since the last begin). */
+void xr_tx_need(extref_fs_t xfs, blk64_t *len, blk64_t *alloc);
+/* The journal of xfs's transactions, or NULL. */
+struct xr_journal *xr_tx_journal(extref_fs_t xfs);
+/* Between operations: what is committed checkpointed, the log empty. */
+errcode_t xr_tx_journal_empty(extref_fs_t xfs);
+/* Between operations: the journal opened again after its length
+ * changed, the size limit and the system zone with it. */
+errcode_t xr_tx_journal_reload(extref_fs_t xfs);
 /* EXTREF_ERR_TXN_TOO_BIG if a transaction of blocks blocks cannot fit in
  * the journal (0 without one). */
 errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks);
@@ -195,6 +214,10 @@ void xr_block_alloc_stats_range(ext2_filsys fs, blk64_t blk, blk_t num,
 				int inuse);
 /* An inode allocated or freed (its group's bitmap goes in the commit). */
 void xr_tx_note_inode(ext2_filsys fs, ext2_ino_t ino);
+
+/* journal_grow.c: the longest journal (s_maxlen) a grow could reach
+ * with the free space now; 0 without transactions. */
+blk64_t xr_journal_grow_limit(extref_fs_t xfs);
 
 /* handle.c: the transaction state slot of xfs. */
 struct xr_tx **xr_fs_txp(extref_fs_t xfs);
