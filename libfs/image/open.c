@@ -261,8 +261,9 @@ static errcode_t replay(const char *name, int eflags, io_manager iom,
 
 /*
  * A journal that holds a log while the superblock's needs_recovery is
- * clear: the commit writes both before its first flush, and a power cut
- * there can keep the journal superblock's start and lose the flag.  A
+ * clear: an older extref's commit wrote both before its first flush, and
+ * a power cut there could keep the journal superblock's start and lose
+ * the flag (jcommit.c now writes the start after that flush).  A
  * write open replays it anyway (nothing committed is in it: the commit
  * block comes after that flush), as e2fsck -y does (FORMAT.md section
  * 13), rather than refuse to take new transactions.  A journal that

@@ -4,10 +4,12 @@
  *
  * As the kernel's jbd2 writes them: descriptor blocks each followed by
  * the copies their tags name, revoke blocks, a flush, the commit block, a
- * flush.  An empty journal's first transaction also rewrites the journal
- * superblock (s_start, s_sequence, and the features the filesystem calls
- * for: 64BIT with 64bit, CSUM_V3 with metadata_csum, REVOKE) and sets
- * needs_recovery, both before the first flush.
+ * flush.  needs_recovery is set before the first flush; an empty
+ * journal's first transaction also rewrites the journal superblock
+ * (s_start, s_sequence, and the features the filesystem calls for: 64BIT
+ * with 64bit, CSUM_V3 with metadata_csum, REVOKE) after that flush, with
+ * the commit block, so that no power cut keeps s_start without the flag
+ * (stock e2fsck -p stops on that state).
  */
 #include <string.h>
 #include <stdlib.h>
@@ -239,7 +241,7 @@ static errcode_t put_commit(struct xr_journal *j, __u8 *blk, __u32 pos)
 /* An empty journal's first transaction starts the log at the head.
  * Checksum v3 replaces the old COMPAT_CHECKSUM, as the kernel does (e2fsck
  * refuses a journal with both). */
-static errcode_t start_log(struct xr_journal *j)
+static void start_log(struct xr_journal *j)
 {
 	j->sb.incompat = write_features(j);
 	if (j->sb.incompat & XR_JNL_CSUM) {
@@ -248,7 +250,6 @@ static errcode_t start_log(struct xr_journal *j)
 	}
 	j->sb.start = j->head;
 	j->sb.sequence = j->tid;
-	return xr_jsb_write(j);
 }
 
 /* Everything but the commit block, then the flush. */
@@ -262,7 +263,7 @@ static errcode_t put_body(struct xr_journal *j, const struct xr_jblock *b,
 
 	err = xr_jset_recover(j, 1, &wrote);
 	if (!err && !j->sb.start)
-		err = start_log(j);	/* may change the tag format */
+		start_log(j);	/* may change the tag format; written later */
 	tpd = xr_jtags_per_desc(j->bs, j->sb.incompat);
 	for (i = 0; i < n && !err; i += cnt) {
 		cnt = n - i < tpd ? n - i : tpd;
@@ -281,6 +282,7 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
 	__u32 pos = j->head;
 	__u8 *buf;
 	errcode_t err;
+	int started;
 
 	if (j->scan_err)
 		return EXTREF_ERR_JNL_REPLAY_FIRST;
@@ -292,7 +294,10 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
 	err = ext2fs_get_array(2, j->bs, &buf);
 	if (err)
 		return err;
+	started = !j->sb.start;
 	err = put_body(j, b, n, revoke, nrevoke, buf, &pos);
+	if (!err && started)
+		err = xr_jsb_write(j);	/* after needs_recovery's flush */
 	if (!err)
 		err = put_commit(j, buf, pos);
 	if (!err)
@@ -301,6 +306,8 @@ errcode_t xr_journal_commit(struct xr_journal *j, const struct xr_jblock *b,
 		j->head = xr_jnext(j, pos);
 		j->tid++;
 		j->ntrans++;
+	} else if (started) {
+		j->sb.start = 0;	/* the next commit writes it again */
 	}
 	ext2fs_free_mem(&buf);
 	return err;
