@@ -1,0 +1,312 @@
+"""extref-fuse, the writable FUSE mount (issue 31): what is made through
+it is judged after the unmount by tools nobody here wrote (stock e2fsck
+-fn, stock debugfs, a read-only kernel loop mount), and by fsck.extref.
+
+Every mount is `extref-fuse IMAGE MNT -f` in a subprocess; the fixture
+always unmounts (fusermount3 -u, then kill) and reaps it, even when the
+test failed.
+"""
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+
+import pytest
+
+import crashlib
+import helpers
+
+DOC_PACKAGES = ["coreutils", "tar", "e2fsprogs", "apt"]
+
+
+def fuse_skip_reason():
+    if os.geteuid() != 0:
+        return "needs root (FUSE mounts, chown)"
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse"
+    if not shutil.which("fusermount3"):
+        return "no fusermount3 (install fuse3: scripts/install-deps)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(fuse_skip_reason() is not None,
+                                reason=str(fuse_skip_reason()))
+
+
+def server():
+    return helpers.binary("fuse/extref-fuse")
+
+
+def mounted(mnt):
+    entry = helpers.mount_entry(mnt)
+    return entry is not None and entry[2].startswith("fuse")
+
+
+def stop(mnt, proc, timeout=20):
+    """fusermount3 -u, the server's exit awaited (the image closed); kill
+    -9 when it will not go; a mount whose server is dead detached
+    lazily.  Returns the server's exit status."""
+    for _ in range(50):
+        if not mounted(mnt):
+            break
+        if subprocess.run(["fusermount3", "-u", str(mnt)],
+                          capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    finally:
+        if mounted(mnt):
+            subprocess.run(["fusermount3", "-uz", str(mnt)],
+                           capture_output=True)
+
+
+@pytest.fixture
+def fuse(tmp_path):
+    """Factory: fuse(img, *options) -> (mnt, proc), mounted; fuse.stop(mnt)
+    unmounts one and returns the server's exit status."""
+    live = {}
+    count = [0]
+
+    def start(img, *opts, expect=True):
+        count[0] += 1
+        mnt = tmp_path / f"fuse{count[0]}"
+        mnt.mkdir()
+        log = open(tmp_path / f"fuse{count[0]}.log", "w+")
+        proc = subprocess.Popen([server(), str(img), str(mnt), "-f", *opts],
+                                stdout=log, stderr=subprocess.STDOUT)
+        live[mnt] = proc
+        for _ in range(200):
+            if mounted(mnt) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if expect:
+            log.seek(0)
+            assert mounted(mnt), f"not mounted: {log.read()}"
+        return mnt, proc
+
+    def do_stop(mnt):
+        return stop(mnt, live.pop(mnt))
+
+    start.stop = do_stop
+    try:
+        yield start
+    finally:
+        for mnt, proc in live.items():
+            stop(mnt, proc)
+
+
+def make_image(tmp_path, size="128M"):
+    img = tmp_path / "f.img"
+    helpers.mkfs(img, size, "-q")
+    return img
+
+
+def clean(img):
+    """Both checkers clean: stock e2fsck -fn and fsck.extref -n."""
+    helpers.e2fsck_fn(img)
+    assert crashlib.checkers_clean(img, stock=False) == []
+
+
+def source_tree(tmp_path):
+    """A tar of real files (documentation packages: files, compressed
+    changelogs, their symlinks) with nested directories, symlinks (to
+    files, to directories, dangling, long), extended attributes, odd
+    modes, an empty file and files of a few blocks; and the tree itself
+    as tar extracts it on the host (the comparison's source)."""
+    extra = tmp_path / "extra"
+    (extra / "a/b/c/d").mkdir(parents=True)
+    (extra / "a/b/c/d/deep").write_bytes(os.urandom(70000))
+    (extra / "empty").write_bytes(b"")
+    (extra / "blocks").write_bytes(os.urandom(3 * 4096 + 17))
+    (extra / "setuid").write_bytes(b"#!/bin/sh\n")
+    os.chmod(extra / "setuid", 0o4755)
+    os.chmod(extra / "a/b", 0o750)
+    os.symlink("a/b/c/d/deep", extra / "to_file")
+    os.symlink("a/b", extra / "to_dir")
+    os.symlink("nowhere", extra / "dangling")
+    os.symlink("x" * 200, extra / "long_link")
+    os.setxattr(extra / "blocks", "user.comment", b"shared blocks")
+    os.setxattr(extra / "a/b/c", "user.big", os.urandom(300))
+    os.chown(extra / "empty", 1234, 5678)
+    tar = tmp_path / "src.tar"
+    with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT) as t:
+        for p in DOC_PACKAGES:
+            if os.path.isdir(f"/usr/share/doc/{p}"):
+                t.add(f"/usr/share/doc/{p}", arcname=f"doc/{p}")
+    helpers.run(["tar", "-C", str(extra), "-rf", str(tar), "--xattrs",
+                 "--xattrs-include=*", "."])
+    src = tmp_path / "src"
+    src.mkdir()
+    extract(tar, src)
+    return tar, src
+
+
+def extract(tar, dest):
+    # -m: utimens waits for extref_set_times (ENOSYS until then)
+    helpers.run(["tar", "-C", str(dest), "-xpf", str(tar), "-m", "--xattrs",
+                 "--xattrs-include=*", "--same-owner"])
+
+
+def test_tar_through_the_mount_equals_the_source(tmp_path, fuse,
+                                                 loop_mount):
+    tar, src = source_tree(tmp_path)
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    extract(tar, mnt)
+    # what the mount itself shows, before the unmount
+    assert helpers.host_tree(mnt, times=()) == \
+        helpers.host_tree(src, times=())
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    want = helpers.host_tree(src, times=())
+    assert len(want) > 40, sorted(want)
+    assert helpers.host_tree(ro, times=()) == want
+
+
+def blocks(img, path):
+    """The file's data blocks, by stock debugfs."""
+    out = helpers.debugfs(img, f"blocks {path}").stdout.split()
+    return [int(b) for b in out]
+
+
+def test_cp_makes_reflinks_and_writes_are_cow(tmp_path, fuse, loop_mount):
+    img = make_image(tmp_path)
+    data = bytearray(os.urandom(4 * 1024 * 1024 + 1000))
+    mnt, _ = fuse(img)
+    (mnt / "big").write_bytes(data)
+    helpers.run(["cp", str(mnt / "big"), str(mnt / "copy")])
+    assert (mnt / "copy").read_bytes() == data
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    a, b = blocks(img, "/big"), blocks(img, "/copy")
+    assert len(a) == len(b) and len(a) > 1000
+    shared = set(a) & set(b)
+    # every whole block is cloned; the 1000-byte tail is copied
+    assert len(shared) == len(a) - 1, (len(shared), len(a))
+
+    # write into the copy, then into the original: the other stays
+    copy = bytearray(data)
+    mnt, _ = fuse(img)
+    with open(mnt / "copy", "r+b") as f:
+        f.seek(5000)
+        f.write(b"C" * 100000)
+        os.fsync(f.fileno())
+    copy[5000:105000] = b"C" * 100000
+    with open(mnt / "big", "r+b") as f:
+        f.seek(2 * 1024 * 1024)
+        f.write(b"O" * 8192)
+    data[2 * 1024 * 1024:2 * 1024 * 1024 + 8192] = b"O" * 8192
+    assert (mnt / "big").read_bytes() == data
+    assert (mnt / "copy").read_bytes() == copy
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert (ro / "big").read_bytes() == data
+    assert (ro / "copy").read_bytes() == copy
+
+
+def test_unlink_rmdir_and_refused_requests(tmp_path, fuse, loop_mount):
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "d/e").mkdir(parents=True)
+    (mnt / "d/e/f").write_bytes(os.urandom(50000))
+    helpers.run(["cp", str(mnt / "d/e/f"), str(mnt / "g")])
+    with pytest.raises(OSError) as e:
+        os.rmdir(mnt / "d/e")
+    assert e.value.errno == errno.ENOTEMPTY
+    os.unlink(mnt / "d/e/f")
+    os.rmdir(mnt / "d/e")
+    with pytest.raises(FileNotFoundError):
+        os.stat(mnt / "d/e")
+    with pytest.raises(OSError) as e:
+        os.mkdir(mnt / "d")
+    assert e.value.errno == errno.EEXIST
+    os.truncate(mnt / "g", 1000)
+    os.chmod(mnt / "g", 0o600)
+    os.chown(mnt / "g", 42, 43)
+    st = os.stat(mnt / "g")
+    assert (st.st_size, st.st_mode & 0o7777, st.st_uid, st.st_gid) == \
+        (1000, 0o600, 42, 43)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert sorted(os.listdir(ro)) == ["d", "g", "lost+found"]
+    assert os.listdir(ro / "d") == []
+    st = os.stat(ro / "g")
+    assert (st.st_size, st.st_mode & 0o7777, st.st_uid, st.st_gid) == \
+        (1000, 0o600, 42, 43)
+
+
+def test_read_only_and_one_mount_at_a_time(tmp_path, fuse):
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "a").write_bytes(b"hello")
+    # a second mount of the same image is refused, the first untouched
+    other, proc = fuse(img, expect=False)
+    assert proc.wait(timeout=20) != 0
+    assert not mounted(other)
+    assert (mnt / "a").read_bytes() == b"hello"
+    assert fuse.stop(mnt) == 0
+    before = helpers.sha256(img)
+
+    mnt, _ = fuse(img, "-o", "ro")
+    assert (mnt / "a").read_bytes() == b"hello"
+    for act in (lambda: open(mnt / "a", "r+b"),
+                lambda: (mnt / "b").write_bytes(b"x"),
+                lambda: os.mkdir(mnt / "c"),
+                lambda: os.unlink(mnt / "a")):
+        with pytest.raises(OSError) as e:
+            act()
+        assert e.value.errno == errno.EROFS
+    assert fuse.stop(mnt) == 0
+    assert helpers.sha256(img) == before
+    clean(img)
+
+
+def test_kill_during_writes_then_fsck(tmp_path, fuse):
+    """kill -9 of the server while files are written and copied: what
+    was fsynced before is there, and fsck.extref -p leaves the image
+    clean for both checkers."""
+    img = make_image(tmp_path)
+    mnt, proc = fuse(img)
+    durable = os.urandom(300000)
+    with open(mnt / "durable", "wb") as f:
+        f.write(durable)
+        os.fsync(f.fileno())
+    writer = subprocess.Popen(
+        ["sh", "-c", f"cd {mnt} && i=0; while [ $i -lt 400 ]; do "
+         "head -c 150000 /dev/urandom > f$i && cp f$i c$i && "
+         "rm -f f$((i-3)); i=$((i+1)); done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    writer.wait(timeout=30)
+    fuse.stop(mnt)
+    # killed with committed transactions left in the journal
+    assert crashlib.needs_recovery(img)
+    res = crashlib.fsck_run(img, "-p")
+    assert res.returncode in (0, 1), helpers.describe(res)
+    clean(img)
+    assert helpers.debugfs_cat(img, "/durable") == durable
+
+
+def test_usage():
+    res = helpers.run([server(), "--help"])
+    for opt in ("-o ro", "allow_other", "default_permissions", "-f", "-d",
+                "fusermount3 -u"):
+        assert opt in res.stdout, opt
+    res = helpers.run([server(), "-V"])
+    assert "extref" in res.stdout
+    res = helpers.run([server(), str(helpers.REPO_ROOT / "README")],
+                      check=False)
+    assert res.returncode == 1 and "Usage:" in res.stderr
