@@ -83,6 +83,7 @@ static const struct fuse_operations xf_ops = {
 	.utimens	= xf_utimens,
 	.fallocate	= xf_fallocate,
 	.copy_file_range = xf_copy_file_range,
+	.lseek		= xf_lseek,
 };
 
 /* ----- options ----- */

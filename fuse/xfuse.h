@@ -1,7 +1,8 @@
 /*
  * xfuse.h --- extref-fuse: the state of a mount and the request handlers,
  * by file (main.c: options and the mount; ctx.c: who asks, paths and
- * errors; attr.c, dir.c, data.c, xattr.c: the requests).
+ * errors; attr.c, dir.c, data.c, seek.c, copy.c, xattr.c: the
+ * requests).
  *
  * The server is single-threaded (-s): one request at a time, so the
  * handlers share the one image handle without locking.
@@ -68,6 +69,10 @@ int xf_flush(const char *path, struct fuse_file_info *fi);
 int xf_fsync(const char *path, int datasync, struct fuse_file_info *fi);
 int xf_fallocate(const char *path, int mode, off_t off, off_t len,
 		 struct fuse_file_info *fi);
+
+/* seek.c */
+off_t xf_lseek(const char *path, off_t off, int whence,
+	       struct fuse_file_info *fi);
 
 /* copy.c */
 ssize_t xf_copy_file_range(const char *path_in, struct fuse_file_info *fi_in,

@@ -300,6 +300,43 @@ def test_kill_during_writes_then_fsck(tmp_path, fuse):
     assert helpers.debugfs_cat(img, "/durable") == durable
 
 
+def seeks(path, size):
+    """SEEK_DATA and SEEK_HOLE from every 1000th byte and from EOF
+    (ENXIO: None)."""
+    out = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for off in [*range(0, size, 1000), size]:
+            for whence in (os.SEEK_DATA, os.SEEK_HOLE):
+                try:
+                    out.append(os.lseek(fd, off, whence))
+                except OSError as e:
+                    assert e.errno == errno.ENXIO
+                    out.append(None)
+    finally:
+        os.close(fd)
+    return out
+
+
+def test_seek_data_and_hole_as_ext4_answers(tmp_path, fuse, loop_mount):
+    """lseek SEEK_DATA/SEEK_HOLE through the mount, against the kernel's
+    ext4 on the same image after the unmount."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    fd = os.open(mnt / "sparse", os.O_CREAT | os.O_RDWR, 0o644)
+    for off, n in ((0, 5000), (1 << 20, 100), (3 << 20, 70000),
+                   (5 << 20, 10)):
+        os.pwrite(fd, os.urandom(n), off)
+    os.close(fd)
+    size = (5 << 20) + 10
+    got = seeks(mnt / "sparse", size)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert got == seeks(ro / "sparse", size)
+    assert got.count(None) > 0 and len(set(got)) > 6
+
+
 def test_usage():
     res = helpers.run([server(), "--help"])
     for opt in ("-o ro", "allow_other", "default_permissions", "-f", "-d",
