@@ -8,13 +8,30 @@
 #include <sys/xattr.h>
 #include "xfuse.h"
 
-/* The attributes of path, read (close with ext2fs_xattrs_close). */
-static int open_attrs(const char *path, struct ext2_xattr_handle **h)
+/* trusted.* is for CAP_SYS_ADMIN only: to others it is not there. */
+static int admin(void)
+{
+	const struct extref_cred *c = extref_identity(xf.xfs);
+
+	return !c || (c->caps & EXTREF_CAP_SYS_ADMIN);
+}
+
+/*
+ * The attributes of path, read (close with ext2fs_xattrs_close); name,
+ * when given, is one the caller may read, as the kernel's
+ * xattr_permission says: user.* needs read permission on the inode.
+ */
+static int open_attrs(const char *path, const char *name,
+		      struct ext2_xattr_handle **h)
 {
 	ext2_ino_t ino;
 	errcode_t err;
 	int res = xf_ino(path, &ino);
 
+	if (!res && name && !strncmp(name, "trusted.", 8) && !admin())
+		res = -ENODATA;
+	if (!res && name && !strncmp(name, "user.", 5))
+		res = xf_err(extref_access(xf.xfs, ino, EXTREF_MAY_READ));
 	if (res)
 		return res;
 	err = ext2fs_xattrs_open(xf.fs, ino, h);
@@ -33,7 +50,7 @@ int xf_getxattr(const char *path, const char *name, char *value, size_t size)
 	void *val = NULL;
 	size_t len = 0;
 	errcode_t err;
-	int res = open_attrs(path, &h);
+	int res = open_attrs(path, name, &h);
 
 	if (res)
 		return res;
@@ -54,6 +71,7 @@ int xf_getxattr(const char *path, const char *name, char *value, size_t size)
 struct names {
 	char	*list;
 	size_t	size, len;
+	int	trusted;	/* the caller sees trusted.* */
 };
 
 static int add_name(char *name, char *value, size_t value_len, void *data)
@@ -62,6 +80,8 @@ static int add_name(char *name, char *value, size_t value_len, void *data)
 	size_t l = strlen(name) + 1;
 
 	(void)value, (void)value_len;
+	if (!n->trusted && !strncmp(name, "trusted.", 8))
+		return 0;
 	if (n->size && n->len + l <= n->size)
 		memcpy(n->list + n->len, name, l);
 	n->len += l;
@@ -71,12 +91,13 @@ static int add_name(char *name, char *value, size_t value_len, void *data)
 int xf_listxattr(const char *path, char *list, size_t size)
 {
 	struct ext2_xattr_handle *h;
-	struct names n = { list, size, 0 };
+	struct names n = { list, size, 0, 0 };
 	errcode_t err;
-	int res = open_attrs(path, &h);
+	int res = open_attrs(path, NULL, &h);
 
 	if (res)
 		return res;
+	n.trusted = admin();
 	err = ext2fs_xattrs_iterate(h, add_name, &n);
 	ext2fs_xattrs_close(&h);
 	if (err)

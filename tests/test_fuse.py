@@ -13,7 +13,9 @@ import shutil
 import signal
 import subprocess
 import tarfile
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -71,13 +73,17 @@ def stop(mnt, proc, timeout=20):
 @pytest.fixture
 def fuse(tmp_path):
     """Factory: fuse(img, *options) -> (mnt, proc), mounted; fuse.stop(mnt)
-    unmounts one and returns the server's exit status."""
+    unmounts one and returns the server's exit status.  The mountpoints
+    are in fuse.base, a directory every user may enter (for the tests
+    of other users), removed at the end."""
     live = {}
     count = [0]
+    base = Path(tempfile.mkdtemp(prefix="extref-fuse-"))
+    os.chmod(base, 0o755)
 
     def start(img, *opts, expect=True):
         count[0] += 1
-        mnt = tmp_path / f"fuse{count[0]}"
+        mnt = base / f"fuse{count[0]}"
         mnt.mkdir()
         log = open(tmp_path / f"fuse{count[0]}.log", "w+")
         proc = subprocess.Popen([server(), str(img), str(mnt), "-f", *opts],
@@ -96,11 +102,14 @@ def fuse(tmp_path):
         return stop(mnt, live.pop(mnt))
 
     start.stop = do_stop
+    start.base = base
     try:
         yield start
     finally:
         for mnt, proc in live.items():
             stop(mnt, proc)
+        if not any(mounted(m) for m in base.iterdir()):
+            shutil.rmtree(base)
 
 
 def make_image(tmp_path, size="128M"):
@@ -298,6 +307,61 @@ def test_kill_during_writes_then_fsck(tmp_path, fuse):
     assert res.returncode in (0, 1), helpers.describe(res)
     clean(img)
     assert helpers.debugfs_cat(img, "/durable") == durable
+
+
+def as_nobody(script):
+    """sh -c script as uid and gid 65534, no other group."""
+    return helpers.run(["setpriv", "--reuid=65534", "--regid=65534",
+                        "--clear-groups", "sh", "-c", script], check=False)
+
+
+def test_other_users_are_checked_as_the_kernel_would(tmp_path, fuse,
+                                                     loop_mount):
+    """-o allow_other without default_permissions: the library checks
+    each request for the process behind it (ctx.c's identity), and what
+    it makes is that user's; the same requests on the host's own
+    filesystem (under /tmp) give the same answers."""
+    script = ("cd {d}; "
+              "echo x > rootdir/f 2>/dev/null; echo $?; "
+              "echo y > pub/mine; echo $?; "
+              "mkdir pub/dir; echo $?; "
+              "chmod 700 pub/dir; echo $?; "
+              "chown 0 pub/mine 2>/dev/null; echo $?; "
+              "rm -f rootfile 2>/dev/null; echo $?; "
+              "cat secret 2>/dev/null; echo $?; "
+              "getfattr -n user.k rootfile >/dev/null 2>&1; echo $?; "
+              "getfattr -n user.k secret >/dev/null 2>&1; echo $?; "
+              "stat -c '%u:%g %a' pub/mine pub/dir")
+
+    def setup(d):
+        (d / "rootdir").mkdir(mode=0o755)
+        (d / "pub").mkdir()
+        os.chmod(d / "pub", 0o1777)
+        (d / "rootfile").write_bytes(b"r")
+        os.setxattr(d / "rootfile", "user.k", b"v")
+        (d / "secret").write_bytes(b"s")
+        os.setxattr(d / "secret", "user.k", b"v")
+        os.chmod(d / "secret", 0o600)
+
+    ref = fuse.base / "ref"
+    ref.mkdir()
+    os.chmod(ref, 0o755)
+    setup(ref)
+    want = as_nobody(script.format(d=ref)).stdout
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img, "-o", "allow_other")
+    os.chmod(mnt, 0o755)
+    setup(mnt)
+    got = as_nobody(script.format(d=mnt)).stdout
+    assert got == want
+    assert got.split()[:9] == ["2", "0", "0", "0", "1", "1", "1", "0",
+                               "1"], got
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    st = os.stat(ro / "pub/dir")
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == \
+        (65534, 65534, 0o700)
 
 
 def seeks(path, size):
