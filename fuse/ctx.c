@@ -16,6 +16,12 @@
  */
 void xf_identity(void)
 {
+	xf_identity_caps(EXTREF_CAP_DAC_OVERRIDE);
+}
+
+/* The same with capabilities added (EXTREF_CAP_*). */
+void xf_identity_caps(__u32 caps)
+{
 	const struct fuse_context *ctx = fuse_get_context();
 	struct extref_cred c;
 	gid_t groups[EXTREF_NGROUPS_MAX];
@@ -34,6 +40,7 @@ void xf_identity(void)
 	for (i = 0; i < n; i++)
 		c.groups[i] = groups[i];
 	c.ngroups = n;
+	c.caps |= caps;
 	extref_set_identity(xf.xfs, &c);
 }
 
@@ -82,14 +89,21 @@ int xf_read_inode(ext2_ino_t ino, struct ext2_inode_large *in)
 					     sizeof(*in)));
 }
 
-/* The inode of an open file (its handle), else the one at path. */
+/*
+ * The inode of an open file (its handle), else the one at path.  On a
+ * handle, read and write permission were checked at the open, as the
+ * kernel checks them once (a file created 0444 is written through the
+ * descriptor that created it): the caller acts with
+ * EXTREF_CAP_DAC_OVERRIDE; append-only, quota and the removal of setuid
+ * on a write are still checked.
+ */
 ext2_ino_t xf_fh_ino(const char *path, struct fuse_file_info *fi, int *res)
 {
 	ext2_ino_t ino = 0;
 
 	*res = 0;
 	if (fi && fi->fh) {
-		xf_identity();
+		xf_identity_caps(EXTREF_CAP_DAC_OVERRIDE);
 		return (ext2_ino_t)fi->fh;
 	}
 	*res = xf_ino(path, &ino);

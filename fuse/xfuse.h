@@ -27,6 +27,7 @@ extern struct xfuse xf;
 
 /* ctx.c */
 void xf_identity(void);
+void xf_identity_caps(__u32 caps);
 int xf_err(errcode_t err);
 int xf_ino(const char *path, ext2_ino_t *ino);
 int xf_parent(const char *path, ext2_ino_t *dir, const char **name);
