@@ -16,7 +16,7 @@
  */
 void xf_identity(void)
 {
-	xf_identity_caps(EXTREF_CAP_DAC_OVERRIDE);
+	xf_identity_caps(0);
 }
 
 /* The same with capabilities added (EXTREF_CAP_*). */
