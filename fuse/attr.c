@@ -79,13 +79,26 @@ int xf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	return res;
 }
 
+/* The mode, and an access ACL's entries with it (acl.c): one
+ * transaction. */
 int xf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	ext2_ino_t ino;
+	errcode_t err;
 	int res;
 
 	ino = xf_fh_ino(path, fi, &res);
-	return res ? res : xf_err(extref_chmod(xf.xfs, ino, mode & 07777));
+	if (res)
+		return res;
+	err = extref_tx_begin(xf.xfs);
+	if (!err) {
+		errcode_t e = extref_chmod(xf.xfs, ino, mode & 07777);
+
+		if (!e)
+			e = xf_acl_chmod(ino, mode);
+		err = extref_tx_end(xf.xfs, e);
+	}
+	return xf_err(err);
 }
 
 /* (uid_t)-1 and (gid_t)-1 keep the field, as chown(2) does. */

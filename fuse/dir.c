@@ -56,23 +56,29 @@ int xf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
 }
 
 /*
- * The mode asked for, on a directory the library made 0777 less the
- * umask (or as a default ACL says): one transaction with the mkdir.  A
- * setgid bit inherited from the parent stays, as the kernel keeps it.
+ * The mode asked for, on a directory the library made 0777 (the kernel
+ * applied the umask to mode), or as its parent's default ACL says: the
+ * permission bits both allow, as the kernel's posix_acl_create gives
+ * them, the inherited access ACL's entries with them (acl.c); one
+ * transaction with the mkdir.  A setgid bit inherited from the parent
+ * stays, as the kernel keeps it.
  */
 static errcode_t mkdir_mode(ext2_ino_t dir, const char *name, mode_t mode)
 {
 	struct ext2_inode_large in;
 	ext2_ino_t ino;
+	mode_t m;
 	errcode_t err = extref_mkdir(xf.xfs, dir, name, &ino);
 
 	if (!err)
 		err = ext2fs_read_inode_full(xf.fs, ino,
 					     (struct ext2_inode *)&in,
 					     sizeof(in));
+	m = (mode & 07000) | (in.i_mode & S_ISGID) | (mode & in.i_mode & 0777);
 	if (!err)
-		err = extref_chmod(xf.xfs, ino, (mode & 07777) |
-				   (in.i_mode & S_ISGID));
+		err = extref_chmod(xf.xfs, ino, m);
+	if (!err)
+		err = xf_acl_chmod(ino, m);
 	return err;
 }
 

@@ -124,6 +124,8 @@ int xf_setxattr(const char *path, const char *name, const char *value,
 			return res;
 	}
 	res = xf_ino(path, &ino);
+	if (!res && !strcmp(name, "system.posix_acl_access"))
+		return xf_acl_set_access(ino, value, size);
 	return res ? res : xf_err(extref_setxattr(xf.xfs, ino, name, value,
 						  size));
 }

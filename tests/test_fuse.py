@@ -128,7 +128,8 @@ def source_tree(tmp_path):
     """A tar of real files (documentation packages: files, compressed
     changelogs, their symlinks) with nested directories, symlinks (to
     files, to directories, dangling, long), extended attributes, odd
-    modes, an empty file and files of a few blocks; and the tree itself
+    modes, POSIX ACLs (a default one too), a file capability, an empty
+    file and files of a few blocks; and the tree itself
     as tar extracts it on the host (the comparison's source)."""
     extra = tmp_path / "extra"
     (extra / "a/b/c/d").mkdir(parents=True)
@@ -145,13 +146,19 @@ def source_tree(tmp_path):
     os.setxattr(extra / "blocks", "user.comment", b"shared blocks")
     os.setxattr(extra / "a/b/c", "user.big", os.urandom(300))
     os.chown(extra / "empty", 1234, 5678)
+    helpers.run(["setfacl", "-m", "u:1234:rw,g:55:r", str(extra / "blocks")])
+    helpers.run(["setfacl", "-d", "-m", "g:55:rx", str(extra / "a/b/c")])
+    # security.capability, as setcap writes it (v2: 20 bytes)
+    os.setxattr(extra / "setuid", "security.capability",
+                bytes.fromhex("01000002" "00200000" "00000000"
+                              "00000000" "00000000"))
     tar = tmp_path / "src.tar"
     with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT) as t:
         for p in DOC_PACKAGES:
             if os.path.isdir(f"/usr/share/doc/{p}"):
                 t.add(f"/usr/share/doc/{p}", arcname=f"doc/{p}")
     helpers.run(["tar", "-C", str(extra), "-rf", str(tar), "--xattrs",
-                 "--xattrs-include=*", "."])
+                 "--xattrs-include=*", "--acls", "."])
     src = tmp_path / "src"
     src.mkdir()
     extract(tar, src)
@@ -161,7 +168,7 @@ def source_tree(tmp_path):
 def extract(tar, dest):
     # -m: utimens waits for extref_set_times (ENOSYS until then)
     helpers.run(["tar", "-C", str(dest), "-xpf", str(tar), "-m", "--xattrs",
-                 "--xattrs-include=*", "--same-owner"])
+                 "--xattrs-include=*", "--acls", "--same-owner"])
 
 
 def test_tar_through_the_mount_equals_the_source(tmp_path, fuse,
