@@ -9,9 +9,9 @@
 #include "xfuse.h"
 
 /*
- * Act as the process behind the request.  Its umask is 0: the kernel
- * has already applied it to the modes it passes (no FUSE_CAP_DONT_MASK).
- * Root has every capability; other users none, and their supplementary
+ * Act as the process behind the request, with its umask: the kernel
+ * leaves it to the server (FUSE_CAP_DONT_MASK, main.c), which applies
+ * it only where no default ACL decides (create.c's xr_new_owner).  Root has every capability; other users none, and their supplementary
  * groups as /proc says (fuse_getgroups).
  */
 void xf_identity(void)
@@ -30,6 +30,7 @@ void xf_identity_caps(__u32 caps)
 	memset(&c, 0, sizeof(c));
 	c.uid = ctx->uid;
 	c.gid = ctx->gid;
+	c.umask = ctx->umask;
 	if (ctx->uid == 0) {
 		c.caps = EXTREF_CAP_ALL;
 	} else {

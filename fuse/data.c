@@ -52,7 +52,8 @@ int xf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 	if (res)
 		return res;
-	/* the identity's owner and groups; the kernel applied the umask */
+	/* the identity's owner and groups; its umask is applied by the
+	 * library where no default ACL decides */
 	c = *extref_identity(xf.xfs);
 	c.umask = 0;
 	res = xf_err(extref_create_file(xf.xfs, dir, name, mode & 07777, &c,

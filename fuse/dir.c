@@ -56,9 +56,9 @@ int xf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
 }
 
 /*
- * The mode asked for, on a directory the library made 0777 (the kernel
- * applied the umask to mode), or as its parent's default ACL says: the
- * permission bits both allow, as the kernel's posix_acl_create gives
+ * The mode asked for, on a directory the library made 0777 less the
+ * umask, or as its parent's default ACL says: the permission bits both
+ * allow, as the kernel's posix_acl_create gives
  * them, the inherited access ACL's entries with them (acl.c); one
  * transaction with the mkdir.  A setgid bit inherited from the parent
  * stays, as the kernel keeps it.

@@ -45,7 +45,10 @@ static void usage(FILE *f)
 
 static void *xf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	(void)conn;
+	/* the umask is the server's to apply: not where a default ACL
+	 * gives the mode (ctx.c) */
+	if (conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
 	cfg->use_ino = 1;
 	cfg->readdir_ino = 1;
 	/* an unlinked open file is not renamed to .fuse_hidden*: the

@@ -124,8 +124,14 @@ int xf_setxattr(const char *path, const char *name, const char *value,
 			return res;
 	}
 	res = xf_ino(path, &ino);
-	if (!res && !strcmp(name, "system.posix_acl_access"))
-		return xf_acl_set_access(ino, value, size);
+	if (!res && !strcmp(name, "system.posix_acl_access")) {
+		res = xf_acl_set_access(ino, value, size);
+		/* the mode changed under the kernel's cached attributes
+		 * (it does not drop them after a setxattr) */
+		if (!res)
+			fuse_invalidate_path(fuse_get_context()->fuse, path);
+		return res;
+	}
 	return res ? res : xf_err(extref_setxattr(xf.xfs, ino, name, value,
 						  size));
 }

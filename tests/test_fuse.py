@@ -375,6 +375,39 @@ def test_other_users_are_checked_as_the_kernel_would(tmp_path, fuse,
         (65534, 65534, 0o700)
 
 
+ACL_SCRIPT = """cd "$1" && umask 077 &&
+mkdir dd && setfacl -d -m g:55:rx,o::r dd && mkdir dd/sub &&
+echo > dd/file && mkdir -m 751 dd/sub2 && mkdir plain && echo > plainf &&
+echo > f && setfacl -m u:1234:rw f && chmod 640 f &&
+echo > g && setfacl -m u::rw,g::r,o::- g"""
+ACL_SHOW = """cd "$1" &&
+stat -c '%n %a' dd/sub dd/file dd/sub2 plain plainf f g &&
+getfacl -p dd dd/sub dd/file dd/sub2 plain plainf f g"""
+
+
+def test_acls_and_umask_as_the_kernel_keeps_them(tmp_path, fuse,
+                                                 loop_mount):
+    """POSIX ACLs and the umask through the mount (acl.c, ctx.c): a
+    default ACL inherited by files and directories and overriding the
+    umask, an access ACL setting the mode's group bits from its mask, a
+    chmod rewriting the ACL, an ACL the mode says entirely kept as the
+    mode only: what the host's kernel does with the same commands."""
+    host = fuse.base / "host"
+    host.mkdir()
+    helpers.run(["sh", "-c", ACL_SCRIPT, "-", str(host)])
+    want = helpers.run(["sh", "-c", ACL_SHOW, "-", str(host)]).stdout
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    helpers.run(["sh", "-c", ACL_SCRIPT, "-", str(mnt)])
+    assert helpers.run(["sh", "-c", ACL_SHOW, "-", str(mnt)]).stdout == want
+    assert "default:group:55:r-x" in want and "user:1234:rw-" in want
+    assert os.listxattr(mnt / "g") == []
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert helpers.run(["sh", "-c", ACL_SHOW, "-", str(ro)]).stdout == want
+
+
 def seeks(path, size):
     """SEEK_DATA and SEEK_HOLE from every 1000th byte and from EOF
     (ENXIO: None)."""
