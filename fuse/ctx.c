@@ -105,7 +105,8 @@ ext2_ino_t xf_fh_ino(const char *path, struct fuse_file_info *fi, int *res)
 	*res = 0;
 	if (fi && fi->fh) {
 		xf_identity_caps(EXTREF_CAP_DAC_OVERRIDE);
-		return (ext2_ino_t)fi->fh;
+		*res = xf_handle_ino(fi, &ino);
+		return ino;
 	}
 	*res = xf_ino(path, &ino);
 	return ino;

@@ -1,7 +1,7 @@
 /*
- * data.c --- a file's data: open and create (the handle is the inode
- * number), read, write (copy-on-write: extref_pwrite gives shared blocks
- * new ones), flush and fsync.
+ * data.c --- a file's data: open and create (the handle: handle.c),
+ * read, write (copy-on-write: extref_pwrite gives shared blocks new
+ * ones), flush and fsync.
  *
  * Durability: every library call is one transaction of the image's
  * journal, committed before the call returns, so that what a request
@@ -38,9 +38,7 @@ int xf_open(const char *path, struct fuse_file_info *fi)
 	if (LINUX_S_ISDIR(in.i_mode) && (fi->flags & O_ACCMODE) != O_RDONLY)
 		return -EISDIR;
 	res = xf_err(extref_access(xf.xfs, ino, may_of(fi->flags)));
-	if (!res)
-		fi->fh = ino;
-	return res;
+	return res ? res : xf_handle_new(ino, fi);
 }
 
 int xf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -58,9 +56,7 @@ int xf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	c.umask = 0;
 	res = xf_err(extref_create_file(xf.xfs, dir, name, mode & 07777, &c,
 					&ino));
-	if (!res)
-		fi->fh = ino;
-	return res;
+	return res ? res : xf_handle_new(ino, fi);
 }
 
 int xf_read(const char *path, char *buf, size_t size, off_t off,

@@ -137,13 +137,23 @@ int xf_readlink(const char *path, char *buf, size_t size)
 	return res;
 }
 
+/* An inode whose last link went is freed at once: an open handle to it
+ * goes stale (handle.c). */
 static int remove_name(const char *path, int flags)
 {
+	struct ext2_inode_large in;
 	const char *name;
-	ext2_ino_t dir;
+	ext2_ino_t dir, ino;
 	int res = xf_parent(path, &dir, &name);
 
-	return res ? res : xf_err(extref_unlink(xf.xfs, dir, name, flags));
+	if (!res)
+		res = xf_ino(path, &ino);
+	if (!res)
+		res = xf_err(extref_unlink(xf.xfs, dir, name, flags));
+	if (!res && (xf_read_inode(ino, &in) || !in.i_links_count ||
+		     in.i_dtime))
+		xf_handle_gone(ino);
+	return res;
 }
 
 int xf_unlink(const char *path)

@@ -72,6 +72,7 @@ static const struct fuse_operations xf_ops = {
 	.chown		= xf_chown,
 	.truncate	= xf_truncate,
 	.open		= xf_open,
+	.release	= xf_release,
 	.read		= xf_read,
 	.write		= xf_write,
 	.statfs		= xf_statfs,

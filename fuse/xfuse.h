@@ -2,7 +2,7 @@
  * xfuse.h --- extref-fuse: the state of a mount and the request handlers,
  * by file (main.c: options and the mount; ctx.c: who asks, paths and
  * errors; attr.c, dir.c, data.c, seek.c, copy.c, xattr.c, acl.c:
- * the requests).
+ * the requests; handle.c: open files).
  *
  * The server is single-threaded (-s): one request at a time, so the
  * handlers share the one image handle without locking.
@@ -34,6 +34,12 @@ int xf_parent(const char *path, ext2_ino_t *dir, const char **name);
 int xf_read_inode(ext2_ino_t ino, struct ext2_inode_large *in);
 ext2_ino_t xf_fh_ino(const char *path, struct fuse_file_info *fi,
 		     int *res);
+
+/* handle.c */
+int xf_handle_new(ext2_ino_t ino, struct fuse_file_info *fi);
+int xf_handle_ino(struct fuse_file_info *fi, ext2_ino_t *ino);
+void xf_handle_gone(ext2_ino_t ino);
+int xf_release(const char *path, struct fuse_file_info *fi);
 
 /* attr.c */
 int xf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);

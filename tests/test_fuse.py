@@ -262,6 +262,32 @@ def test_unlink_rmdir_and_refused_requests(tmp_path, fuse, loop_mount):
         (1000, 0o600, 42, 43)
 
 
+def test_unlinked_open_file_goes_stale(tmp_path, fuse):
+    """The library frees an inode when its last link goes (keeping it
+    until the last close is left to do): a descriptor still open on it
+    answers ESTALE, and never reaches the file made next, which may get
+    the same inode number."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    fd = os.open(mnt / "victim", os.O_CREAT | os.O_RDWR, 0o644)
+    os.write(fd, b"v" * 5000)
+    ino = os.fstat(fd).st_ino
+    os.unlink(mnt / "victim")
+    (mnt / "next").write_bytes(b"n" * 3000)
+    assert os.stat(mnt / "next").st_ino == ino     # the number reused
+    for act in (lambda: os.pwrite(fd, b"x" * 4096, 0),
+                lambda: os.pread(fd, 10, 0),
+                lambda: os.ftruncate(fd, 0)):
+        with pytest.raises(OSError) as e:
+            act()
+        assert e.value.errno == errno.ESTALE
+    os.close(fd)
+    assert (mnt / "next").read_bytes() == b"n" * 3000
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    assert helpers.debugfs_cat(img, "/next") == b"n" * 3000
+
+
 def test_read_only_and_one_mount_at_a_time(tmp_path, fuse):
     img = make_image(tmp_path)
     mnt, _ = fuse(img)
