@@ -51,13 +51,30 @@ int xf_err(errcode_t err)
 	return err ? -extref_errno(err) : 0;
 }
 
+/* ENAMETOOLONG when a name of path is longer than ext4 keeps (the
+ * library would call it damage, EIO). */
+static int names_fit(const char *path)
+{
+	size_t n;
+
+	for (; *path; path += n) {
+		path += strspn(path, "/");
+		n = strcspn(path, "/");
+		if (n > EXT2_NAME_LEN)
+			return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 /* The inode at path (FUSE's paths are absolute, resolved by the kernel:
  * a symlink at the end is not followed). */
 int xf_ino(const char *path, ext2_ino_t *ino)
 {
+	int res = names_fit(path);
+
 	xf_identity();
-	return xf_err(extref_namei(xf.xfs, EXT2_ROOT_INO, EXT2_ROOT_INO, path,
-				   0, ino));
+	return res ? res : xf_err(extref_namei(xf.xfs, EXT2_ROOT_INO,
+					       EXT2_ROOT_INO, path, 0, ino));
 }
 
 /* The directory holding path and the last name of path (pointing into
@@ -71,6 +88,8 @@ int xf_parent(const char *path, ext2_ino_t *dir, const char **name)
 	if (!slash || !slash[1])
 		return -EINVAL;
 	*name = slash + 1;
+	if (strlen(*name) > EXT2_NAME_LEN)
+		return -ENAMETOOLONG;
 	if (slash == path)
 		d = strdup("/");
 	else

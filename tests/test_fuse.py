@@ -288,6 +288,43 @@ def test_unlinked_open_file_goes_stale(tmp_path, fuse):
     assert helpers.debugfs_cat(img, "/next") == b"n" * 3000
 
 
+def test_full_image_and_long_names(tmp_path, fuse, loop_mount):
+    """ENOSPC leaves what was written, and a copy-on-write overwrite of a
+    shared block on a full image fails with the block and both files as
+    they were; a name longer than 255 bytes is ENAMETOOLONG."""
+    img = make_image(tmp_path, "16M")
+    mnt, _ = fuse(img)
+    with pytest.raises(OSError) as e:
+        (mnt / ("x" * 256)).write_bytes(b"")
+    assert e.value.errno == errno.ENAMETOOLONG
+    (mnt / ("y" * 255)).write_bytes(b"long")
+    data = os.urandom(4 << 20)
+    (mnt / "a").write_bytes(data)
+    helpers.run(["cp", str(mnt / "a"), str(mnt / "b")])
+    written = 0
+    with open(mnt / "fill", "wb", buffering=0) as f:
+        with pytest.raises(OSError) as e:
+            while True:
+                written += f.write(os.urandom(1 << 20))
+    assert e.value.errno == errno.ENOSPC and written > (4 << 20)
+    fill = (mnt / "fill").read_bytes()
+    fd = os.open(mnt / "b", os.O_WRONLY)
+    with pytest.raises(OSError) as e:
+        for i in range(0, 4 << 20, 64 << 10):   # every block shared
+            os.pwrite(fd, b"z" * (64 << 10), i)
+    os.close(fd)
+    assert e.value.errno == errno.ENOSPC
+    b = (mnt / "b").read_bytes()
+    assert (mnt / "a").read_bytes() == data
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert (ro / "a").read_bytes() == data
+    assert (ro / "b").read_bytes() == b
+    assert (ro / "fill").read_bytes() == fill
+    assert (ro / ("y" * 255)).read_bytes() == b"long"
+
+
 def test_read_only_and_one_mount_at_a_time(tmp_path, fuse):
     img = make_image(tmp_path)
     mnt, _ = fuse(img)
