@@ -1,13 +1,14 @@
 /*
  * attr.c --- an inode's attributes: getattr (read through libext2fs),
- * chmod, chown and truncate (library calls, one transaction each),
- * statfs.
+ * access, chmod, chown and truncate (library calls, one transaction
+ * each), statfs.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include "xfuse.h"
 
 /* The inode carries the field (its extra part is at least that long). */
@@ -124,6 +125,17 @@ int xf_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (!res && !fi)
 		res = xf_err(extref_access(xf.xfs, ino, EXTREF_MAY_WRITE));
 	return res ? res : xf_err(extref_truncate(xf.xfs, ino, size));
+}
+
+/* access(2): the kernel asks unless default_permissions (R_OK, W_OK and
+ * X_OK are EXTREF_MAY_READ, _WRITE and _EXEC). */
+int xf_access(const char *path, int mask)
+{
+	ext2_ino_t ino;
+	int res = xf_ino(path, &ino);
+
+	mask &= R_OK | W_OK | X_OK;
+	return res || !mask ? res : xf_err(extref_access(xf.xfs, ino, mask));
 }
 
 int xf_utimens(const char *path, const struct timespec tv[2],

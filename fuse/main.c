@@ -68,6 +68,7 @@ static const struct fuse_operations xf_ops = {
 	.symlink	= xf_symlink,
 	.rename		= xf_rename,
 	.link		= xf_link,
+	.access		= xf_access,
 	.chmod		= xf_chmod,
 	.chown		= xf_chown,
 	.truncate	= xf_truncate,

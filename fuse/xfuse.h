@@ -43,6 +43,7 @@ int xf_release(const char *path, struct fuse_file_info *fi);
 
 /* attr.c */
 int xf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi);
+int xf_access(const char *path, int mask);
 int xf_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
 int xf_chown(const char *path, uid_t uid, gid_t gid,
 	     struct fuse_file_info *fi);

@@ -403,6 +403,8 @@ def test_other_users_are_checked_as_the_kernel_would(tmp_path, fuse,
               "getfattr -n user.k secret >/dev/null 2>&1; echo $?; "
               "(umask 222; echo z > pub/ro); echo $?; "
               "echo w 2>/dev/null >> pub/ro; echo $?; "
+              "test -w rootdir; echo $?; test -r secret; echo $?; "
+              "test -x pub; echo $?; "
               "stat -c '%u:%g %a' pub/mine pub/dir pub/ro; cat pub/ro")
 
     def setup(d):
@@ -428,8 +430,8 @@ def test_other_users_are_checked_as_the_kernel_would(tmp_path, fuse,
     assert got == want
     # a file created 0444 is written through the descriptor that made
     # it (permission is checked at the open), and not through another
-    assert got.split()[:11] == ["2", "0", "0", "0", "1", "1", "1", "0",
-                                "1", "0", "2"], got
+    assert got.split()[:14] == ["2", "0", "0", "0", "1", "1", "1", "0",
+                                "1", "0", "2", "1", "1", "0"], got
     assert fuse.stop(mnt) == 0
     clean(img)
     ro, _ = loop_mount(img)
