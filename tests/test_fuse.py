@@ -22,7 +22,7 @@ import pytest
 import crashlib
 import helpers
 
-DOC_PACKAGES = ["coreutils", "tar", "e2fsprogs", "apt"]
+DOC_PACKAGES = ["coreutils", "tar", "e2fsprogs"]
 
 
 def fuse_skip_reason():
@@ -112,7 +112,7 @@ def fuse(tmp_path):
             shutil.rmtree(base)
 
 
-def make_image(tmp_path, size="128M"):
+def make_image(tmp_path, size="64M"):
     img = tmp_path / "f.img"
     helpers.mkfs(img, size, "-q")
     return img
@@ -184,7 +184,7 @@ def test_tar_through_the_mount_equals_the_source(tmp_path, fuse,
     clean(img)
     ro, _ = loop_mount(img)
     want = helpers.host_tree(src, times=())
-    assert len(want) > 40, sorted(want)
+    assert len(want) > 30, sorted(want)
     assert helpers.host_tree(ro, times=()) == want
 
 
@@ -351,7 +351,8 @@ def test_read_only_and_one_mount_at_a_time(tmp_path, fuse):
     clean(img)
 
 
-def test_kill_during_writes_then_fsck(tmp_path, fuse):
+@pytest.mark.parametrize("after", [0.3, 1.5])
+def test_kill_during_writes_then_fsck(tmp_path, fuse, after):
     """kill -9 of the server while files are written and copied: what
     was fsynced before is there, and fsck.extref -p leaves the image
     clean for both checkers."""
@@ -366,7 +367,7 @@ def test_kill_during_writes_then_fsck(tmp_path, fuse):
          "head -c 150000 /dev/urandom > f$i && cp f$i c$i && "
          "rm -f f$((i-3)); i=$((i+1)); done"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.5)
+    time.sleep(after)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     writer.wait(timeout=30)
