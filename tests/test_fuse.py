@@ -511,6 +511,36 @@ def test_seek_data_and_hole_as_ext4_answers(tmp_path, fuse, loop_mount):
     assert got.count(None) > 0 and len(set(got)) > 6
 
 
+def test_mount_helper(tmp_path, fuse):
+    """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
+    mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
+    in the background holding the image until umount."""
+    img = make_image(tmp_path)
+    mnt = fuse.base / "helper"
+    mnt.mkdir()
+    env = {"PATH": f"{helpers.BUILD_DIR / 'fuse'}:{os.environ['PATH']}"}
+    helpers.run([str(helpers.REPO_ROOT / "fuse/mount.fuse.extref"),
+                 str(img), str(mnt), "-o", "rw,noauto,nofail,_netdev"],
+                env=env)
+    try:
+        assert helpers.mount_entry(mnt)[2] == "fuse.extref"
+        (mnt / "f").write_bytes(b"through mount(8)'s helper")
+        # the server holds the image's lock
+        assert helpers.run(["flock", "-n", str(img), "true"],
+                           check=False).returncode != 0
+    finally:
+        helpers.run(["umount", str(mnt)], check=False)
+    for _ in range(100):
+        if helpers.run(["flock", "-n", str(img), "true"],
+                       check=False).returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the server kept the image after umount")
+    clean(img)
+    assert helpers.debugfs_cat(img, "/f") == b"through mount(8)'s helper"
+
+
 def test_usage():
     res = helpers.run([server(), "--help"])
     for opt in ("-o ro", "allow_other", "default_permissions", "-f", "-d",
