@@ -230,6 +230,51 @@ def test_cp_makes_reflinks_and_writes_are_cow(tmp_path, fuse, loop_mount):
     assert (ro / "copy").read_bytes() == copy
 
 
+# (src offset, dst offset, length) of copy_file_range: the whole file,
+# offsets alike within a block (head copied, blocks cloned, tail
+# copied), offsets unlike (all copied), past the destination's EOF, and
+# past the source's EOF (short)
+COPIES = [(0, 0, 1 << 20), (100, 100, 300000), (100, 2148, 300000),
+          (8192, 3 << 20, 65536), (900000, 50, 500000)]
+
+
+def copy_ranges(d):
+    """The COPIES from d/src into d/dst (made with 2 MiB of its own):
+    what each call returned."""
+    got = []
+    with open(d / "src", "rb") as s, open(d / "dst", "r+b") as t:
+        for soff, doff, n in COPIES:
+            got.append(os.copy_file_range(s.fileno(), t.fileno(), n,
+                                          soff, doff))
+    return got
+
+
+def test_copy_file_range_as_the_kernel_copies(tmp_path, fuse, loop_mount):
+    """copy_file_range through the mount returns and leaves what the
+    host's kernel does with the same calls, and shares the blocks it
+    could clone (stock debugfs: the same physical blocks)."""
+    src, dst = os.urandom(1 << 20), os.urandom(2 << 20)
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "src").write_bytes(src)
+    (host / "dst").write_bytes(dst)
+    want = copy_ranges(host)
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "src").write_bytes(src)
+    (mnt / "dst").write_bytes(dst)
+    assert copy_ranges(mnt) == want
+    assert (mnt / "dst").read_bytes() == (host / "dst").read_bytes()
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    shared = set(blocks(img, "/src")) & set(blocks(img, "/dst"))
+    bs = int(helpers.dumpe2fs_header(img)["Block size"])
+    # the first copy clones all of src; later copies over it replace some
+    assert len(shared) > (1 << 20) // bs // 2, len(shared)
+    ro, _ = loop_mount(img)
+    assert (ro / "dst").read_bytes() == (host / "dst").read_bytes()
+
+
 def test_unlink_rmdir_and_refused_requests(tmp_path, fuse, loop_mount):
     img = make_image(tmp_path)
     mnt, _ = fuse(img)
