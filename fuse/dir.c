@@ -74,12 +74,11 @@ static errcode_t mkdir_mode(ext2_ino_t dir, const char *name, mode_t mode)
 		err = ext2fs_read_inode_full(xf.fs, ino,
 					     (struct ext2_inode *)&in,
 					     sizeof(in));
+	if (err)
+		return err;
 	m = (mode & 07000) | (in.i_mode & S_ISGID) | (mode & in.i_mode & 0777);
-	if (!err)
-		err = extref_chmod(xf.xfs, ino, m);
-	if (!err)
-		err = xf_acl_chmod(ino, m);
-	return err;
+	err = extref_chmod(xf.xfs, ino, m);
+	return err ? err : xf_acl_chmod(ino, m);
 }
 
 int xf_mkdir(const char *path, mode_t mode)

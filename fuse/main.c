@@ -52,7 +52,8 @@ static void *xf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->use_ino = 1;
 	cfg->readdir_ino = 1;
 	/* an unlinked open file is not renamed to .fuse_hidden*: the
-	 * library cannot rename yet nor keep an unlinked inode */
+	 * library cannot rename yet nor keep an unlinked inode (its
+	 * handles go stale: handle.c) */
 	cfg->hard_remove = 1;
 	return NULL;
 }
