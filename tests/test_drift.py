@@ -144,7 +144,7 @@ def file_exists(name, tracked):
 
 def test_docs_name_files_that_exist():
     root = helpers.REPO_ROOT
-    tracked = [p for d in ("libfs", "mkfs", "fsck", "debug", "fuzz",
+    tracked = [p for d in ("libfs", "mkfs", "fsck", "debug", "fuse", "fuzz",
                            "tests", "docs", "bench", "scripts", "examples")
                for p in (root / d).rglob("*") if p.is_file()]
     tracked += [p for p in root.iterdir() if p.is_file()]

@@ -7,9 +7,9 @@ belongs to extent/, extref_ops.h to ops/, extref_fsck.h to check/,
 extref_builder.h to builder/).  A header of a higher layer,
 or of an unknown folder, fails the test with the edge it found.
 
-mkfs.extref and fsck.extref say, ask and call; only the library writes
-an image (issue 32, "the library is the product").  Their sources
-(mkfs/, fsck/) may use of libext2fs only the calls READ_ONLY names, each
+mkfs.extref, fsck.extref and extref-fuse say, ask and call; only the
+library writes an image (issue 32, "the library is the product").  Their
+sources (mkfs/, fsck/, fuse/) may use of libext2fs only the calls READ_ONLY names, each
 of which writes nothing, never open for writing (EXT2_FLAG_RW), write
 through a channel or assign a superblock field.  debug/ is exempt: its
 expert commands edit raw structures by design.
@@ -118,8 +118,20 @@ def test_calls_point_down():
 # The tools' sources, and the libext2fs calls they may make: each writes
 # nothing (why, for each).  A writing call belongs in the library, behind
 # a public call of the layer it is about (libfs/libextref.map).
-TOOLS = ["mkfs", "fsck"]
+TOOLS = ["mkfs", "fsck", "fuse"]
 READ_ONLY = {
+    # read an inode, or test one read (extref-fuse's getattr, readlink)
+    "ext2fs_read_inode_full", "ext2fs_is_fast_symlink",
+    "ext2fs_get_stat_i_blocks",
+    # superblock counts, read (statfs)
+    "ext2fs_blocks_count", "ext2fs_free_blocks_count",
+    "ext2fs_r_blocks_count",
+    # an inode's extended attributes, read: the handle is closed without
+    # ext2fs_xattrs_write (getxattr, listxattr)
+    "ext2fs_xattrs_open", "ext2fs_xattrs_read", "ext2fs_xattr_get",
+    "ext2fs_xattrs_iterate", "ext2fs_xattrs_close",
+    # frees memory libext2fs allocated
+    "ext2fs_free_mem",
     # opens read-only: EXT2_FLAG_RW is refused in the same sources
     "ext2fs_open2",
     # closes such a handle: only a read-write one marked dirty is flushed
@@ -170,7 +182,7 @@ def test_tools_write_only_through_the_library():
     assert len(srcs) > 10, f"no tool sources under {helpers.REPO_ROOT}"
     bad = tool_writes(helpers.REPO_ROOT)
     assert not bad, (
-        "mkfs/ and fsck/ write an image themselves (move the write into "
+        "mkfs/, fsck/ and fuse/ write an image themselves (move the write into "
         "the library, behind a public call; a call that writes nothing "
         "goes into READ_ONLY, saying why):\n"
         + "\n".join(f"{f}:{n}: {w}" for f, n, w in bad))

@@ -160,7 +160,9 @@ def test_callbacks_error_is_not_stop(tmp_path):
 
 TOOLS = {"mkfs.extref": ("mkfs", ["-lblkid", "-le2p"]),
          "fsck.extref": ("fsck", ["-lblkid", "-le2p"]),
-         "debugfs.extref": ("debug", ["-lss", "-le2p"])}
+         "debugfs.extref": ("debug", ["-lss", "-le2p"]),
+         "extref-fuse": ("fuse", ["-I/usr/include/fuse3", "-lfuse3",
+                                  "-lpthread", "-lblkid"])}
 
 
 @pytest.mark.parametrize("tool", sorted(TOOLS))

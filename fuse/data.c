@@ -1,0 +1,107 @@
+/*
+ * data.c --- a file's data: open and create (the handle: handle.c),
+ * read, write (copy-on-write: extref_pwrite gives shared blocks new
+ * ones), flush and fsync.
+ *
+ * Durability: every library call is one transaction of the image's
+ * journal, committed before the call returns, so that what a request
+ * changed is on disk when FUSE answers it.  fsync and flush have nothing
+ * left to write and return 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include "xfuse.h"
+
+/* What open(2)'s access mode asks of the file. */
+static int may_of(int flags)
+{
+	switch (flags & O_ACCMODE) {
+	case O_WRONLY:
+		return EXTREF_MAY_WRITE;
+	case O_RDWR:
+		return EXTREF_MAY_READ | EXTREF_MAY_WRITE;
+	}
+	return EXTREF_MAY_READ;
+}
+
+int xf_open(const char *path, struct fuse_file_info *fi)
+{
+	struct ext2_inode_large in;
+	ext2_ino_t ino;
+	int res = xf_ino(path, &ino);
+
+	if (!res)
+		res = xf_read_inode(ino, &in);
+	if (res)
+		return res;
+	if (LINUX_S_ISDIR(in.i_mode) && (fi->flags & O_ACCMODE) != O_RDONLY)
+		return -EISDIR;
+	res = xf_err(extref_access(xf.xfs, ino, may_of(fi->flags)));
+	return res ? res : xf_handle_new(ino, fi);
+}
+
+int xf_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct extref_cred c;
+	const char *name;
+	ext2_ino_t dir, ino;
+	int res = xf_parent(path, &dir, &name);
+
+	if (res)
+		return res;
+	/* the identity's owner and groups; its umask is applied by the
+	 * library where no default ACL decides */
+	c = *extref_identity(xf.xfs);
+	c.umask = 0;
+	res = xf_err(extref_create_file(xf.xfs, dir, name, mode & 07777, &c,
+					&ino));
+	return res ? res : xf_handle_new(ino, fi);
+}
+
+int xf_read(const char *path, char *buf, size_t size, off_t off,
+	    struct fuse_file_info *fi)
+{
+	ext2_ino_t ino;
+	__u64 got = 0;
+	int res;
+
+	ino = xf_fh_ino(path, fi, &res);
+	if (!res)
+		res = xf_err(extref_pread(xf.xfs, ino, off, buf, size, &got));
+	return res ? res : (int)got;
+}
+
+int xf_write(const char *path, const char *buf, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	ext2_ino_t ino;
+	int res;
+
+	if (size > INT_MAX)
+		size = INT_MAX & ~4095;
+	ino = xf_fh_ino(path, fi, &res);
+	if (!res)
+		res = xf_err(extref_pwrite(xf.xfs, ino, off, buf, size));
+	return res ? res : (int)size;
+}
+
+int xf_flush(const char *path, struct fuse_file_info *fi)
+{
+	(void)path, (void)fi;
+	return 0;	/* committed at each request */
+}
+
+int xf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)path, (void)datasync, (void)fi;
+	return 0;	/* committed at each request */
+}
+
+int xf_fallocate(const char *path, int mode, off_t off, off_t len,
+		 struct fuse_file_info *fi)
+{
+	(void)path, (void)mode, (void)off, (void)len, (void)fi;
+	/* wired when extref_fallocate lands */
+	return -ENOSYS;
+}

@@ -1,0 +1,187 @@
+/*
+ * dir.c --- names: readdir, mkdir, symlink, readlink, unlink, rmdir; and
+ * the requests the library cannot serve yet (rename, link, mknod).
+ */
+#include <errno.h>
+#include <string.h>
+#include "xfuse.h"
+
+/* The file type of a directory entry as st_mode's type bits. */
+static mode_t type_of(int ft)
+{
+	static const mode_t types[] = {
+		[EXT2_FT_REG_FILE] = S_IFREG, [EXT2_FT_DIR] = S_IFDIR,
+		[EXT2_FT_CHRDEV] = S_IFCHR, [EXT2_FT_BLKDEV] = S_IFBLK,
+		[EXT2_FT_FIFO] = S_IFIFO, [EXT2_FT_SOCK] = S_IFSOCK,
+		[EXT2_FT_SYMLINK] = S_IFLNK,
+	};
+
+	return ft > 0 && ft < (int)(sizeof(types) / sizeof(types[0])) ?
+		types[ft] : 0;
+}
+
+/* The whole directory in one call (offset 0 to every filler call). */
+int xf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+	       struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+	struct extref_dirlist list;
+	struct stat st;
+	ext2_ino_t ino;
+	size_t i;
+	int res;
+
+	(void)off, (void)fi, (void)flags;
+	res = xf_ino(path, &ino);
+	if (!res)
+		res = xf_err(extref_access(xf.xfs, ino, EXTREF_MAY_READ));
+	if (res)
+		return res;
+	memset(&list, 0, sizeof(list));
+	res = xf_err(extref_dir_list(xf.xfs, ino, 0, &list));
+	if (res)
+		return res;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = S_IFDIR;
+	st.st_ino = ino;
+	fill(buf, ".", &st, 0, 0);
+	fill(buf, "..", NULL, 0, 0);
+	for (i = 0; i < list.n; i++) {
+		st.st_ino = list.v[i].ino;
+		st.st_mode = type_of(list.v[i].file_type);
+		if (fill(buf, list.v[i].name, &st, 0, 0))
+			break;
+	}
+	extref_dir_list_free(&list);
+	return 0;
+}
+
+/*
+ * The mode asked for, on a directory the library made 0777 less the
+ * umask, or as its parent's default ACL says: the permission bits both
+ * allow, as the kernel's posix_acl_create gives
+ * them, the inherited access ACL's entries with them (acl.c); one
+ * transaction with the mkdir.  A setgid bit inherited from the parent
+ * stays, as the kernel keeps it.
+ */
+static errcode_t mkdir_mode(ext2_ino_t dir, const char *name, mode_t mode)
+{
+	struct ext2_inode_large in;
+	ext2_ino_t ino;
+	mode_t m;
+	errcode_t err = extref_mkdir(xf.xfs, dir, name, &ino);
+
+	if (!err)
+		err = ext2fs_read_inode_full(xf.fs, ino,
+					     (struct ext2_inode *)&in,
+					     sizeof(in));
+	if (err)
+		return err;
+	m = (mode & 07000) | (in.i_mode & S_ISGID) | (mode & in.i_mode & 0777);
+	err = extref_chmod(xf.xfs, ino, m);
+	return err ? err : xf_acl_chmod(ino, m);
+}
+
+int xf_mkdir(const char *path, mode_t mode)
+{
+	const char *name;
+	ext2_ino_t dir;
+	errcode_t err;
+	int res = xf_parent(path, &dir, &name);
+
+	if (res)
+		return res;
+	err = extref_tx_begin(xf.xfs);
+	if (!err)
+		err = extref_tx_end(xf.xfs, mkdir_mode(dir, name, mode));
+	return xf_err(err);
+}
+
+int xf_symlink(const char *target, const char *path)
+{
+	const char *name;
+	ext2_ino_t dir;
+	int res = xf_parent(path, &dir, &name);
+
+	return res ? res : xf_err(extref_symlink(xf.xfs, dir, name, target,
+						 NULL));
+}
+
+/* A fast symlink's target is in i_block; any other is read as data. */
+int xf_readlink(const char *path, char *buf, size_t size)
+{
+	struct ext2_inode_large in;
+	ext2_ino_t ino;
+	__u64 len, got = 0;
+	int res;
+
+	if (size == 0)
+		return -EINVAL;
+	res = xf_ino(path, &ino);
+	if (!res)
+		res = xf_read_inode(ino, &in);
+	if (res)
+		return res;
+	if (!LINUX_S_ISLNK(in.i_mode))
+		return -EINVAL;
+	len = EXT2_I_SIZE(&in);
+	if (len > size - 1)
+		len = size - 1;
+	if (ext2fs_is_fast_symlink((struct ext2_inode *)&in)) {
+		got = len < sizeof(in.i_block) ? len : sizeof(in.i_block);
+		memcpy(buf, in.i_block, got);
+	} else {
+		res = xf_err(extref_pread(xf.xfs, ino, 0, buf, len, &got));
+	}
+	buf[got] = 0;
+	return res;
+}
+
+/* An inode whose last link went is freed at once: an open handle to it
+ * goes stale (handle.c). */
+static int remove_name(const char *path, int flags)
+{
+	struct ext2_inode_large in;
+	const char *name;
+	ext2_ino_t dir, ino;
+	int res = xf_parent(path, &dir, &name);
+
+	if (!res)
+		res = xf_ino(path, &ino);
+	if (!res)
+		res = xf_err(extref_unlink(xf.xfs, dir, name, flags));
+	if (!res && (xf_read_inode(ino, &in) || !in.i_links_count ||
+		     in.i_dtime))
+		xf_handle_gone(ino);
+	return res;
+}
+
+int xf_unlink(const char *path)
+{
+	return remove_name(path, 0);
+}
+
+int xf_rmdir(const char *path)
+{
+	return remove_name(path, EXTREF_UNLINK_DIR);
+}
+
+int xf_rename(const char *from, const char *to, unsigned int flags)
+{
+	(void)from, (void)to, (void)flags;
+	/* wired when extref_rename lands */
+	return -ENOSYS;
+}
+
+int xf_link(const char *from, const char *to)
+{
+	(void)from, (void)to;
+	/* wired when extref_link lands */
+	return -ENOSYS;
+}
+
+int xf_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	(void)path, (void)mode, (void)rdev;
+	/* wired when extref_mknod lands */
+	return -ENOSYS;
+}

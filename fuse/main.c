@@ -1,0 +1,248 @@
+/*
+ * main.c --- extref-fuse: the options, the image opened for the whole
+ * mount (the library's writer path: the image's lock, the journal
+ * replayed, the tree loaded and verified), the request table, the mount.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <et/com_err.h>
+#include "xfuse.h"
+#include "extref_builder.h"
+
+#ifndef EXTREF_VERSION_STRING
+#define EXTREF_VERSION_STRING EXTREF_LIB_VERSION
+#endif
+
+struct xfuse xf;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s IMAGE MOUNTPOINT [-o OPTION[,OPTION...]] [-f] [-d]\n"
+		"       %s -h|--help | -V|--version\n"
+		"Mount an extref image read-write through FUSE: every write is\n"
+		"copy-on-write, every request one transaction of the image's\n"
+		"journal, and copy_file_range (plain cp) makes reflinks.\n"
+		"Unmount with fusermount3 -u MOUNTPOINT.\n\n"
+		"  -o ro                   mount read-only\n"
+		"  -o allow_other          let other users in (fuse.conf's\n"
+		"                          user_allow_other for non-root)\n"
+		"  -o default_permissions  let the kernel check permissions (by\n"
+		"                          default the library checks them as\n"
+		"                          the kernel would, for the caller)\n"
+		"  -o OPTION               any other FUSE mount option\n"
+		"  -f                      stay in the foreground\n"
+		"  -d                      debug: print every request (implies -f)\n"
+		"  -V, --version           print the version and exit\n"
+		"  -h, --help              print this help and exit\n",
+		PROG_NAME, PROG_NAME);
+}
+
+static void *xf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+	/* the umask is the server's to apply: not where a default ACL
+	 * gives the mode (ctx.c) */
+	if (conn->capable & FUSE_CAP_DONT_MASK)
+		conn->want |= FUSE_CAP_DONT_MASK;
+	cfg->use_ino = 1;
+	cfg->readdir_ino = 1;
+	/* an unlinked open file is not renamed to .fuse_hidden*: the
+	 * library cannot rename yet nor keep an unlinked inode (its
+	 * handles go stale: handle.c) */
+	cfg->hard_remove = 1;
+	return NULL;
+}
+
+static const struct fuse_operations xf_ops = {
+	.init		= xf_init,
+	.getattr	= xf_getattr,
+	.readlink	= xf_readlink,
+	.mknod		= xf_mknod,
+	.mkdir		= xf_mkdir,
+	.unlink		= xf_unlink,
+	.rmdir		= xf_rmdir,
+	.symlink	= xf_symlink,
+	.rename		= xf_rename,
+	.link		= xf_link,
+	.access		= xf_access,
+	.chmod		= xf_chmod,
+	.chown		= xf_chown,
+	.truncate	= xf_truncate,
+	.open		= xf_open,
+	.release	= xf_release,
+	.read		= xf_read,
+	.write		= xf_write,
+	.statfs		= xf_statfs,
+	.flush		= xf_flush,
+	.fsync		= xf_fsync,
+	.setxattr	= xf_setxattr,
+	.getxattr	= xf_getxattr,
+	.listxattr	= xf_listxattr,
+	.removexattr	= xf_removexattr,
+	.readdir	= xf_readdir,
+	.create		= xf_create,
+	.utimens	= xf_utimens,
+	.fallocate	= xf_fallocate,
+	.copy_file_range = xf_copy_file_range,
+	.lseek		= xf_lseek,
+};
+
+/* ----- options ----- */
+
+struct cmdline {
+	char	*image;
+	int	mountpoint;
+	int	help, version, ro;
+};
+
+enum { KEY_HELP, KEY_VERSION, KEY_RO };
+
+static const struct fuse_opt opt_spec[] = {
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_END
+};
+
+/* The first word is the image (kept here); the mountpoint and every
+ * option go on to FUSE, -o ro noted on the way. */
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *out)
+{
+	struct cmdline *c = data;
+
+	(void)out;
+	switch (key) {
+	case KEY_HELP:
+		c->help = 1;
+		return 0;
+	case KEY_VERSION:
+		c->version = 1;
+		return 0;
+	case KEY_RO:
+		c->ro = 1;
+		return 1;
+	case FUSE_OPT_KEY_NONOPT:
+		if (!c->image) {
+			c->image = realpath(arg, NULL);
+			if (!c->image) {
+				fprintf(stderr, "%s: %s: %s\n", PROG_NAME, arg,
+					strerror(errno));
+				return -1;
+			}
+			return 0;
+		}
+		c->mountpoint++;
+		return 1;
+	}
+	return 1;
+}
+
+/* -s (one request at a time), and the image as the mount's source. */
+static int mount_args(struct fuse_args *args, const char *image)
+{
+	char *opts = NULL, *fsname = NULL;
+	int res;
+
+	if (asprintf(&fsname, "fsname=%s", image) < 0)
+		return -1;
+	res = fuse_opt_add_opt_escaped(&opts, fsname);
+	if (!res)
+		res = fuse_opt_add_opt(&opts, "subtype=extref");
+	if (!res)
+		res = fuse_opt_add_arg(args, "-s");
+	if (!res)
+		res = fuse_opt_add_arg(args, "-o");
+	if (!res)
+		res = fuse_opt_add_arg(args, opts);
+	free(fsname);
+	free(opts);
+	return res;
+}
+
+/* ----- the image ----- */
+
+/* Open the image for the whole mount: read-write as every writer does
+ * (lock, replay, verify), or read-only under a shared lock. */
+static int open_image(const char *image, int ro)
+{
+	int flags = EXTREF_OPEN_STAMP | (ro ? 0 : EXTREF_OPEN_RW);
+	const char *holder;
+	errcode_t err;
+
+	if (!ro && extref_build_convert_left(image, 0)) {
+		fprintf(stderr, "%s: %s: %s; not mounted\n", PROG_NAME, image,
+			extref_build_convert_left_note(image));
+		return 1;
+	}
+	err = extref_fs_open(image, flags, &xf.xfs, NULL);
+	if (err) {
+		com_err(PROG_NAME, err, "while opening %s", image);
+		holder = extref_image_lock_holder();
+		if ((err == EXTREF_ERR_LOCKED_WRITER ||
+		     err == EXTREF_ERR_LOCKED_READER) && *holder)
+			fprintf(stderr, "%s: %s: the lock is %s\n", PROG_NAME,
+				image, holder);
+		return 1;
+	}
+	xf.fs = extref_fs_ext2(xf.xfs);
+	xf.image = image;
+	xf.ro = ro;
+	return 0;
+}
+
+static int close_image(void)
+{
+	errcode_t err;
+
+	extref_set_identity(xf.xfs, NULL);
+	err = extref_fs_close(xf.xfs);
+	if (err) {
+		com_err(PROG_NAME, err, "while closing %s", xf.image);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct cmdline c;
+	int res;
+
+	memset(&c, 0, sizeof(c));
+	add_error_table(&et_ext2_error_table);
+	if (fuse_opt_parse(&args, &c, opt_spec, opt_proc) != 0)
+		return 1;
+	if (c.help || c.version) {
+		if (c.help)
+			usage(stdout);
+		else
+			printf("%s %s (libextref %s, libfuse %s)\n", PROG_NAME,
+			       EXTREF_VERSION_STRING, EXTREF_LIB_VERSION,
+			       fuse_pkgversion());
+		fuse_opt_free_args(&args);
+		return 0;
+	}
+	if (!c.image || c.mountpoint != 1) {
+		usage(stderr);
+		fuse_opt_free_args(&args);
+		return 1;
+	}
+	if (mount_args(&args, c.image) || open_image(c.image, c.ro)) {
+		fuse_opt_free_args(&args);
+		return 1;
+	}
+	res = fuse_main(args.argc, args.argv, &xf_ops, NULL);
+	fuse_opt_free_args(&args);
+	res |= close_image();
+	free(c.image);
+	return res ? 1 : 0;
+}

@@ -1,0 +1,605 @@
+"""extref-fuse, the writable FUSE mount (issue 31): what is made through
+it is judged after the unmount by tools nobody here wrote (stock e2fsck
+-fn, stock debugfs, a read-only kernel loop mount), and by fsck.extref.
+
+Every mount is `extref-fuse IMAGE MNT -f` in a subprocess; the fixture
+always unmounts (fusermount3 -u, then kill) and reaps it, even when the
+test failed.
+"""
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import crashlib
+import helpers
+
+DOC_PACKAGES = ["coreutils", "tar", "e2fsprogs"]
+
+
+def fuse_skip_reason():
+    if os.geteuid() != 0:
+        return "needs root (FUSE mounts, chown)"
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse"
+    if not shutil.which("fusermount3"):
+        return "no fusermount3 (install fuse3: scripts/install-deps)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(fuse_skip_reason() is not None,
+                                reason=str(fuse_skip_reason()))
+
+
+def server():
+    return helpers.binary("fuse/extref-fuse")
+
+
+def mounted(mnt):
+    entry = helpers.mount_entry(mnt)
+    return entry is not None and entry[2].startswith("fuse")
+
+
+def stop(mnt, proc, timeout=20):
+    """fusermount3 -u, the server's exit awaited (the image closed); kill
+    -9 when it will not go; a mount whose server is dead detached
+    lazily.  Returns the server's exit status."""
+    for _ in range(50):
+        if not mounted(mnt):
+            break
+        if subprocess.run(["fusermount3", "-u", str(mnt)],
+                          capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    finally:
+        if mounted(mnt):
+            subprocess.run(["fusermount3", "-uz", str(mnt)],
+                           capture_output=True)
+
+
+@pytest.fixture
+def fuse(tmp_path):
+    """Factory: fuse(img, *options) -> (mnt, proc), mounted; fuse.stop(mnt)
+    unmounts one and returns the server's exit status.  The mountpoints
+    are in fuse.base, a directory every user may enter (for the tests
+    of other users), removed at the end."""
+    live = {}
+    count = [0]
+    base = Path(tempfile.mkdtemp(prefix="extref-fuse-"))
+    os.chmod(base, 0o755)
+
+    def start(img, *opts, expect=True):
+        count[0] += 1
+        mnt = base / f"fuse{count[0]}"
+        mnt.mkdir()
+        log = open(tmp_path / f"fuse{count[0]}.log", "w+")
+        proc = subprocess.Popen([server(), str(img), str(mnt), "-f", *opts],
+                                stdout=log, stderr=subprocess.STDOUT)
+        live[mnt] = proc
+        for _ in range(200):
+            if mounted(mnt) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if expect:
+            log.seek(0)
+            assert mounted(mnt), f"not mounted: {log.read()}"
+        return mnt, proc
+
+    def do_stop(mnt):
+        return stop(mnt, live.pop(mnt))
+
+    start.stop = do_stop
+    start.base = base
+    try:
+        yield start
+    finally:
+        for mnt, proc in live.items():
+            stop(mnt, proc)
+        if not any(mounted(m) for m in base.iterdir()):
+            shutil.rmtree(base)
+
+
+def make_image(tmp_path, size="64M"):
+    img = tmp_path / "f.img"
+    helpers.mkfs(img, size, "-q")
+    return img
+
+
+def clean(img):
+    """Both checkers clean: stock e2fsck -fn and fsck.extref -n."""
+    helpers.e2fsck_fn(img)
+    assert crashlib.checkers_clean(img, stock=False) == []
+
+
+def source_tree(tmp_path):
+    """A tar of real files (documentation packages: files, compressed
+    changelogs, their symlinks) with nested directories, symlinks (to
+    files, to directories, dangling, long), extended attributes, odd
+    modes, POSIX ACLs (a default one too), a file capability, an empty
+    file and files of a few blocks; and the tree itself
+    as tar extracts it on the host (the comparison's source)."""
+    extra = tmp_path / "extra"
+    (extra / "a/b/c/d").mkdir(parents=True)
+    (extra / "a/b/c/d/deep").write_bytes(os.urandom(70000))
+    (extra / "empty").write_bytes(b"")
+    (extra / "blocks").write_bytes(os.urandom(3 * 4096 + 17))
+    (extra / "setuid").write_bytes(b"#!/bin/sh\n")
+    os.chmod(extra / "setuid", 0o4755)
+    os.chmod(extra / "a/b", 0o750)
+    os.symlink("a/b/c/d/deep", extra / "to_file")
+    os.symlink("a/b", extra / "to_dir")
+    os.symlink("nowhere", extra / "dangling")
+    os.symlink("x" * 200, extra / "long_link")
+    os.setxattr(extra / "blocks", "user.comment", b"shared blocks")
+    os.setxattr(extra / "a/b/c", "user.big", os.urandom(300))
+    os.chown(extra / "empty", 1234, 5678)
+    helpers.run(["setfacl", "-m", "u:1234:rw,g:55:r", str(extra / "blocks")])
+    helpers.run(["setfacl", "-d", "-m", "g:55:rx", str(extra / "a/b/c")])
+    # security.capability, as setcap writes it (v2: 20 bytes)
+    os.setxattr(extra / "setuid", "security.capability",
+                bytes.fromhex("01000002" "00200000" "00000000"
+                              "00000000" "00000000"))
+    tar = tmp_path / "src.tar"
+    with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT) as t:
+        for p in DOC_PACKAGES:
+            if os.path.isdir(f"/usr/share/doc/{p}"):
+                t.add(f"/usr/share/doc/{p}", arcname=f"doc/{p}")
+    helpers.run(["tar", "-C", str(extra), "-rf", str(tar), "--xattrs",
+                 "--xattrs-include=*", "--acls", "."])
+    src = tmp_path / "src"
+    src.mkdir()
+    extract(tar, src)
+    return tar, src
+
+
+def extract(tar, dest):
+    # -m: utimens waits for extref_set_times (ENOSYS until then)
+    helpers.run(["tar", "-C", str(dest), "-xpf", str(tar), "-m", "--xattrs",
+                 "--xattrs-include=*", "--acls", "--same-owner"])
+
+
+def test_tar_through_the_mount_equals_the_source(tmp_path, fuse,
+                                                 loop_mount):
+    tar, src = source_tree(tmp_path)
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    extract(tar, mnt)
+    # what the mount itself shows, before the unmount
+    assert helpers.host_tree(mnt, times=()) == \
+        helpers.host_tree(src, times=())
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    want = helpers.host_tree(src, times=())
+    assert len(want) > 30, sorted(want)
+    assert helpers.host_tree(ro, times=()) == want
+
+
+def blocks(img, path):
+    """The file's data blocks, by stock debugfs."""
+    out = helpers.debugfs(img, f"blocks {path}").stdout.split()
+    return [int(b) for b in out]
+
+
+def test_cp_makes_reflinks_and_writes_are_cow(tmp_path, fuse, loop_mount):
+    img = make_image(tmp_path)
+    data = bytearray(os.urandom(4 * 1024 * 1024 + 1000))
+    mnt, _ = fuse(img)
+    (mnt / "big").write_bytes(data)
+    helpers.run(["cp", str(mnt / "big"), str(mnt / "copy")])
+    assert (mnt / "copy").read_bytes() == data
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    a, b = blocks(img, "/big"), blocks(img, "/copy")
+    assert len(a) == len(b) and len(a) > 1000
+    shared = set(a) & set(b)
+    # every whole block is cloned; the 1000-byte tail is copied
+    assert len(shared) == len(a) - 1, (len(shared), len(a))
+
+    # write into the copy, then into the original: the other stays
+    copy = bytearray(data)
+    mnt, _ = fuse(img)
+    with open(mnt / "copy", "r+b") as f:
+        f.seek(5000)
+        f.write(b"C" * 100000)
+        os.fsync(f.fileno())
+    copy[5000:105000] = b"C" * 100000
+    with open(mnt / "big", "r+b") as f:
+        f.seek(2 * 1024 * 1024)
+        f.write(b"O" * 8192)
+    data[2 * 1024 * 1024:2 * 1024 * 1024 + 8192] = b"O" * 8192
+    assert (mnt / "big").read_bytes() == data
+    assert (mnt / "copy").read_bytes() == copy
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert (ro / "big").read_bytes() == data
+    assert (ro / "copy").read_bytes() == copy
+
+
+# (src offset, dst offset, length) of copy_file_range: the whole file,
+# offsets alike within a block (head copied, blocks cloned, tail
+# copied), offsets unlike (all copied), past the destination's EOF, and
+# past the source's EOF (short)
+COPIES = [(0, 0, 1 << 20), (100, 100, 300000), (100, 2148, 300000),
+          (8192, 3 << 20, 65536), (900000, 50, 500000)]
+
+
+def copy_ranges(d):
+    """The COPIES from d/src into d/dst (made with 2 MiB of its own):
+    what each call returned."""
+    got = []
+    with open(d / "src", "rb") as s, open(d / "dst", "r+b") as t:
+        for soff, doff, n in COPIES:
+            got.append(os.copy_file_range(s.fileno(), t.fileno(), n,
+                                          soff, doff))
+    return got
+
+
+def test_copy_file_range_as_the_kernel_copies(tmp_path, fuse, loop_mount):
+    """copy_file_range through the mount returns and leaves what the
+    host's kernel does with the same calls, and shares the blocks it
+    could clone (stock debugfs: the same physical blocks)."""
+    src, dst = os.urandom(1 << 20), os.urandom(2 << 20)
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "src").write_bytes(src)
+    (host / "dst").write_bytes(dst)
+    want = copy_ranges(host)
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "src").write_bytes(src)
+    (mnt / "dst").write_bytes(dst)
+    assert copy_ranges(mnt) == want
+    assert (mnt / "dst").read_bytes() == (host / "dst").read_bytes()
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    shared = set(blocks(img, "/src")) & set(blocks(img, "/dst"))
+    bs = int(helpers.dumpe2fs_header(img)["Block size"])
+    # the first copy clones all of src; later copies over it replace some
+    assert len(shared) > (1 << 20) // bs // 2, len(shared)
+    ro, _ = loop_mount(img)
+    assert (ro / "dst").read_bytes() == (host / "dst").read_bytes()
+
+
+def test_unlink_rmdir_and_refused_requests(tmp_path, fuse, loop_mount):
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "d/e").mkdir(parents=True)
+    (mnt / "d/e/f").write_bytes(os.urandom(50000))
+    helpers.run(["cp", str(mnt / "d/e/f"), str(mnt / "g")])
+    with pytest.raises(OSError) as e:
+        os.rmdir(mnt / "d/e")
+    assert e.value.errno == errno.ENOTEMPTY
+    os.unlink(mnt / "d/e/f")
+    os.rmdir(mnt / "d/e")
+    with pytest.raises(FileNotFoundError):
+        os.stat(mnt / "d/e")
+    with pytest.raises(OSError) as e:
+        os.mkdir(mnt / "d")
+    assert e.value.errno == errno.EEXIST
+    os.truncate(mnt / "g", 1000)
+    os.chmod(mnt / "g", 0o600)
+    os.chown(mnt / "g", 42, 43)
+    st = os.stat(mnt / "g")
+    assert (st.st_size, st.st_mode & 0o7777, st.st_uid, st.st_gid) == \
+        (1000, 0o600, 42, 43)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert sorted(os.listdir(ro)) == ["d", "g", "lost+found"]
+    assert os.listdir(ro / "d") == []
+    st = os.stat(ro / "g")
+    assert (st.st_size, st.st_mode & 0o7777, st.st_uid, st.st_gid) == \
+        (1000, 0o600, 42, 43)
+
+
+def test_unlinked_open_file_goes_stale(tmp_path, fuse):
+    """The library frees an inode when its last link goes (keeping it
+    until the last close is left to do): a descriptor still open on it
+    answers ESTALE, and never reaches the file made next, which may get
+    the same inode number."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    fd = os.open(mnt / "victim", os.O_CREAT | os.O_RDWR, 0o644)
+    os.write(fd, b"v" * 5000)
+    ino = os.fstat(fd).st_ino
+    os.unlink(mnt / "victim")
+    (mnt / "next").write_bytes(b"n" * 3000)
+    assert os.stat(mnt / "next").st_ino == ino     # the number reused
+    for act in (lambda: os.pwrite(fd, b"x" * 4096, 0),
+                lambda: os.pread(fd, 10, 0),
+                lambda: os.ftruncate(fd, 0)):
+        with pytest.raises(OSError) as e:
+            act()
+        assert e.value.errno == errno.ESTALE
+    os.close(fd)
+    assert (mnt / "next").read_bytes() == b"n" * 3000
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    assert helpers.debugfs_cat(img, "/next") == b"n" * 3000
+
+
+def test_full_image_and_long_names(tmp_path, fuse, loop_mount):
+    """ENOSPC leaves what was written, and a copy-on-write overwrite of a
+    shared block on a full image fails with the block and both files as
+    they were; a name longer than 255 bytes is ENAMETOOLONG."""
+    img = make_image(tmp_path, "16M")
+    mnt, _ = fuse(img)
+    with pytest.raises(OSError) as e:
+        (mnt / ("x" * 256)).write_bytes(b"")
+    assert e.value.errno == errno.ENAMETOOLONG
+    (mnt / ("y" * 255)).write_bytes(b"long")
+    data = os.urandom(4 << 20)
+    (mnt / "a").write_bytes(data)
+    helpers.run(["cp", str(mnt / "a"), str(mnt / "b")])
+    written = 0
+    with open(mnt / "fill", "wb", buffering=0) as f:
+        with pytest.raises(OSError) as e:
+            while True:
+                written += f.write(os.urandom(1 << 20))
+    assert e.value.errno == errno.ENOSPC and written > (4 << 20)
+    fill = (mnt / "fill").read_bytes()
+    fd = os.open(mnt / "b", os.O_WRONLY)
+    with pytest.raises(OSError) as e:
+        for i in range(0, 4 << 20, 64 << 10):   # every block shared
+            os.pwrite(fd, b"z" * (64 << 10), i)
+    os.close(fd)
+    assert e.value.errno == errno.ENOSPC
+    b = (mnt / "b").read_bytes()
+    assert (mnt / "a").read_bytes() == data
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert (ro / "a").read_bytes() == data
+    assert (ro / "b").read_bytes() == b
+    assert (ro / "fill").read_bytes() == fill
+    assert (ro / ("y" * 255)).read_bytes() == b"long"
+
+
+def test_read_only_and_one_mount_at_a_time(tmp_path, fuse):
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "a").write_bytes(b"hello")
+    # a second mount of the same image is refused, the first untouched
+    other, proc = fuse(img, expect=False)
+    assert proc.wait(timeout=20) != 0
+    assert not mounted(other)
+    assert (mnt / "a").read_bytes() == b"hello"
+    assert fuse.stop(mnt) == 0
+    before = helpers.sha256(img)
+
+    mnt, _ = fuse(img, "-o", "ro")
+    assert (mnt / "a").read_bytes() == b"hello"
+    for act in (lambda: open(mnt / "a", "r+b"),
+                lambda: (mnt / "b").write_bytes(b"x"),
+                lambda: os.mkdir(mnt / "c"),
+                lambda: os.unlink(mnt / "a")):
+        with pytest.raises(OSError) as e:
+            act()
+        assert e.value.errno == errno.EROFS
+    assert fuse.stop(mnt) == 0
+    assert helpers.sha256(img) == before
+    clean(img)
+
+
+@pytest.mark.parametrize("after,recover", [(0.3, "fsck"), (1.5, "fsck"),
+                                           (1.0, "mount")])
+def test_kill_during_writes_then_recover(tmp_path, fuse, after, recover):
+    """kill -9 of the server while files are written, copied and
+    removed: fsck.extref -p, or the next mount (whose open replays the
+    journal), leaves the image clean for both checkers, with what was
+    fsynced before."""
+    img = make_image(tmp_path)
+    mnt, proc = fuse(img)
+    durable = os.urandom(300000)
+    with open(mnt / "durable", "wb") as f:
+        f.write(durable)
+        os.fsync(f.fileno())
+    writer = subprocess.Popen(
+        ["sh", "-c", f"cd {mnt} && i=0; while [ $i -lt 400 ]; do "
+         "head -c 150000 /dev/urandom > f$i && cp f$i c$i && "
+         "rm -f f$((i-3)); i=$((i+1)); done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(after)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    writer.wait(timeout=30)
+    fuse.stop(mnt)
+    # killed with committed transactions left in the journal
+    assert crashlib.needs_recovery(img)
+    if recover == "fsck":
+        res = crashlib.fsck_run(img, "-p")
+        assert res.returncode in (0, 1), helpers.describe(res)
+    else:
+        mnt, _ = fuse(img)
+        assert (mnt / "durable").read_bytes() == durable
+        assert fuse.stop(mnt) == 0
+    clean(img)
+    assert helpers.debugfs_cat(img, "/durable") == durable
+
+
+def as_nobody(script):
+    """sh -c script as uid and gid 65534, no other group."""
+    return helpers.run(["setpriv", "--reuid=65534", "--regid=65534",
+                        "--clear-groups", "sh", "-c", script], check=False)
+
+
+def test_other_users_are_checked_as_the_kernel_would(tmp_path, fuse,
+                                                     loop_mount):
+    """-o allow_other without default_permissions: the library checks
+    each request for the process behind it (ctx.c's identity), and what
+    it makes is that user's; the same requests on the host's own
+    filesystem (under /tmp) give the same answers."""
+    script = ("cd {d}; "
+              "echo x > rootdir/f 2>/dev/null; echo $?; "
+              "echo y > pub/mine; echo $?; "
+              "mkdir pub/dir; echo $?; "
+              "chmod 700 pub/dir; echo $?; "
+              "chown 0 pub/mine 2>/dev/null; echo $?; "
+              "rm -f rootfile 2>/dev/null; echo $?; "
+              "cat secret 2>/dev/null; echo $?; "
+              "getfattr -n user.k rootfile >/dev/null 2>&1; echo $?; "
+              "getfattr -n user.k secret >/dev/null 2>&1; echo $?; "
+              "(umask 222; echo z > pub/ro); echo $?; "
+              "echo w 2>/dev/null >> pub/ro; echo $?; "
+              "test -w rootdir; echo $?; test -r secret; echo $?; "
+              "test -x pub; echo $?; "
+              "stat -c '%u:%g %a' pub/mine pub/dir pub/ro; cat pub/ro")
+
+    def setup(d):
+        (d / "rootdir").mkdir(mode=0o755)
+        (d / "pub").mkdir()
+        os.chmod(d / "pub", 0o1777)
+        (d / "rootfile").write_bytes(b"r")
+        os.setxattr(d / "rootfile", "user.k", b"v")
+        (d / "secret").write_bytes(b"s")
+        os.setxattr(d / "secret", "user.k", b"v")
+        os.chmod(d / "secret", 0o600)
+
+    ref = fuse.base / "ref"
+    ref.mkdir()
+    os.chmod(ref, 0o755)
+    setup(ref)
+    want = as_nobody(script.format(d=ref)).stdout
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img, "-o", "allow_other")
+    os.chmod(mnt, 0o755)
+    setup(mnt)
+    got = as_nobody(script.format(d=mnt)).stdout
+    assert got == want
+    # a file created 0444 is written through the descriptor that made
+    # it (permission is checked at the open), and not through another
+    assert got.split()[:14] == ["2", "0", "0", "0", "1", "1", "1", "0",
+                                "1", "0", "2", "1", "1", "0"], got
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    st = os.stat(ro / "pub/dir")
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == \
+        (65534, 65534, 0o700)
+
+
+ACL_SCRIPT = """cd "$1" && umask 077 &&
+mkdir dd && setfacl -d -m g:55:rx,o::r dd && mkdir dd/sub &&
+echo > dd/file && mkdir -m 751 dd/sub2 && mkdir plain && echo > plainf &&
+echo > f && setfacl -m u:1234:rw f && chmod 640 f &&
+echo > g && setfacl -m u::rw,g::r,o::- g"""
+ACL_SHOW = """cd "$1" &&
+stat -c '%n %a' dd/sub dd/file dd/sub2 plain plainf f g &&
+getfacl -p dd dd/sub dd/file dd/sub2 plain plainf f g"""
+
+
+def test_acls_and_umask_as_the_kernel_keeps_them(tmp_path, fuse,
+                                                 loop_mount):
+    """POSIX ACLs and the umask through the mount (acl.c, ctx.c): a
+    default ACL inherited by files and directories and overriding the
+    umask, an access ACL setting the mode's group bits from its mask, a
+    chmod rewriting the ACL, an ACL the mode says entirely kept as the
+    mode only: what the host's kernel does with the same commands."""
+    host = fuse.base / "host"
+    host.mkdir()
+    helpers.run(["sh", "-c", ACL_SCRIPT, "-", str(host)])
+    want = helpers.run(["sh", "-c", ACL_SHOW, "-", str(host)]).stdout
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    helpers.run(["sh", "-c", ACL_SCRIPT, "-", str(mnt)])
+    assert helpers.run(["sh", "-c", ACL_SHOW, "-", str(mnt)]).stdout == want
+    assert "default:group:55:r-x" in want and "user:1234:rw-" in want
+    assert os.listxattr(mnt / "g") == []
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert helpers.run(["sh", "-c", ACL_SHOW, "-", str(ro)]).stdout == want
+
+
+def seeks(path, size):
+    """SEEK_DATA and SEEK_HOLE from every 1000th byte and from EOF
+    (ENXIO: None)."""
+    out = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for off in [*range(0, size, 1000), size]:
+            for whence in (os.SEEK_DATA, os.SEEK_HOLE):
+                try:
+                    out.append(os.lseek(fd, off, whence))
+                except OSError as e:
+                    assert e.errno == errno.ENXIO
+                    out.append(None)
+    finally:
+        os.close(fd)
+    return out
+
+
+def test_seek_data_and_hole_as_ext4_answers(tmp_path, fuse, loop_mount):
+    """lseek SEEK_DATA/SEEK_HOLE through the mount, against the kernel's
+    ext4 on the same image after the unmount."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    fd = os.open(mnt / "sparse", os.O_CREAT | os.O_RDWR, 0o644)
+    for off, n in ((0, 5000), (1 << 20, 100), (3 << 20, 70000),
+                   (5 << 20, 10)):
+        os.pwrite(fd, os.urandom(n), off)
+    os.close(fd)
+    size = (5 << 20) + 10
+    got = seeks(mnt / "sparse", size)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert got == seeks(ro / "sparse", size)
+    assert got.count(None) > 0 and len(set(got)) > 6
+
+
+def test_mount_helper(tmp_path, fuse):
+    """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
+    mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
+    in the background holding the image until umount."""
+    img = make_image(tmp_path)
+    mnt = fuse.base / "helper"
+    mnt.mkdir()
+    env = {"PATH": f"{helpers.BUILD_DIR / 'fuse'}:{os.environ['PATH']}"}
+    helpers.run([str(helpers.REPO_ROOT / "fuse/mount.fuse.extref"),
+                 str(img), str(mnt), "-o", "rw,noauto,nofail,_netdev"],
+                env=env)
+    try:
+        assert helpers.mount_entry(mnt)[2] == "fuse.extref"
+        (mnt / "f").write_bytes(b"through mount(8)'s helper")
+        # the server holds the image's lock
+        assert helpers.run(["flock", "-n", str(img), "true"],
+                           check=False).returncode != 0
+    finally:
+        helpers.run(["umount", str(mnt)], check=False)
+    for _ in range(100):
+        if helpers.run(["flock", "-n", str(img), "true"],
+                       check=False).returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the server kept the image after umount")
+    clean(img)
+    assert helpers.debugfs_cat(img, "/f") == b"through mount(8)'s helper"
+
+
+def test_usage():
+    res = helpers.run([server(), "--help"])
+    for opt in ("-o ro", "allow_other", "default_permissions", "-f", "-d",
+                "fusermount3 -u"):
+        assert opt in res.stdout, opt
+    res = helpers.run([server(), "-V"])
+    assert "extref" in res.stdout
+    res = helpers.run([server(), str(helpers.REPO_ROOT / "README")],
+                      check=False)
+    assert res.returncode == 1 and "Usage:" in res.stderr
