@@ -22,7 +22,7 @@
 #endif
 
 /* o and t as the library's mke2fs call takes them. */
-static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
+static void mke2fs_of(const struct extref_build_args *o, const struct mkfs_target *t,
 		      struct extref_build_mke2fs *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -31,15 +31,15 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->blocksize = o->blocksize;
 	m->give_blocksize = o->bs_chosen || !o->host_conf;
 	m->fs_type = o->fs_type;
-	m->inodes = o->inodes ? o->inodes : o->plan.inodes;
+	m->inodes = o->inodes ? o->inodes : plan.inodes;
 	m->inode_ratio = o->inode_ratio;
 	m->inode_size = o->inode_size;
 	m->label = o->label;
 	m->uuid = o->uuid;
 	m->ext_opts = o->ext_opts;
 	m->features = o->features;
-	m->journal_opt = o->journal_given ? NULL : o->plan.journal_opt;
-	m->reserved_zero = o->plan.reserved_zero && !o->reserved_given;
+	m->journal_opt = o->journal_given ? NULL : plan.journal_opt;
+	m->reserved_zero = plan.reserved_zero && !o->reserved_given;
 	m->pass = o->pass;
 	m->npass = o->npass;
 	m->verbose = o->verbose;
@@ -50,10 +50,10 @@ static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
 	m->scratch = o->noaction && !t->exists;	/* -n: nothing made */
 	m->have_epoch = o->have_epoch;	/* -U, hash_seed= derived */
 	m->epoch = o->epoch;
-	m->source_digest = o->plan.source_digest;
+	m->source_digest = plan.source_digest;
 	if (o->source) {
-		m->need_for = o->plan.archive ? o->plan.archive : o->source;
-		m->need = o->plan.source_need;
+		m->need_for = plan.archive ? plan.archive : o->source;
+		m->need = plan.source_need;
 	}
 }
 
@@ -62,7 +62,7 @@ const char *mke2fs_path(void)
 	return MKE2FS_PATH;
 }
 
-int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
+int run_mke2fs(const struct extref_build_args *o, const struct mkfs_target *t)
 {
 	struct extref_build_tool tool = {
 		.name = "mke2fs", .path = MKE2FS_PATH,

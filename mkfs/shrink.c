@@ -10,7 +10,7 @@
 /* Stock e2fsck -fn, on the image first, then on the copy. */
 static errcode_t shrink_e2fsck(const char *image, void *priv)
 {
-	struct mkfs_opts on = *(const struct mkfs_opts *)priv;
+	struct extref_build_args on = *(const struct extref_build_args *)priv;
 
 	on.image = image;
 	return run_e2fsck_fn(&on) ? EXTREF_ERR_E2FSCK_DAMAGED : 0;
@@ -18,7 +18,7 @@ static errcode_t shrink_e2fsck(const char *image, void *priv)
 
 static void shrink_note(int what, unsigned int n, void *priv)
 {
-	const struct mkfs_opts *o = priv;
+	const struct extref_build_args *o = priv;
 	static char note[4096 + 64];
 
 	if (what != EXTREF_NOTE_SHRINK)
@@ -38,7 +38,7 @@ static int shrink_hidden(const char *dir, void *priv)
 }
 
 /* Refuse (exit) what cannot be shrunk: nothing changed but a replay. */
-static void shrink_refused(const struct mkfs_opts *o, errcode_t err,
+static void shrink_refused(const struct extref_build_args *o, errcode_t err,
 			   const struct extref_build_shrink_result *r)
 {
 	const char *i = o->image;
@@ -80,7 +80,7 @@ static void shrink_refused(const struct mkfs_opts *o, errcode_t err,
 	fatal("%s: %s; %s", i, w, unchanged_note());
 }
 
-int shrink_image(const struct mkfs_opts *o)
+int shrink_image(const struct extref_build_args *o)
 {
 	sigset_t signals;
 	struct extref_build_shrink_opts so = {

@@ -15,18 +15,18 @@
 #include "extref_builder.h"
 #include "mkfs.h"
 
-void target_probe(struct mkfs_opts *o, struct mkfs_target *t)
+void target_probe(struct extref_build_args *o, struct mkfs_target *t)
 {
 	struct extref_build_target_opts p = {
 		.image = o->image, .size_arg = o->size_arg,
-		.size_bytes = o->plan.size_bytes, .blocksize = o->blocksize,
+		.size_bytes = plan.size_bytes, .blocksize = o->blocksize,
 		.inode_size = o->inode_size, .force = o->force,
 	};
 	struct extref_build_target bt;
 
-	if (o->source && o->plan.source_need) {
-		p.need_for = o->plan.archive ? o->plan.archive : o->source;
-		p.need = o->plan.source_need;
+	if (o->source && plan.source_need) {
+		p.need_for = plan.archive ? plan.archive : o->source;
+		p.need = plan.source_need;
 	}
 	if (extref_build_target_probe(&p, &bt))
 		fatal("%s", bt.why);
@@ -37,7 +37,7 @@ void target_probe(struct mkfs_opts *o, struct mkfs_target *t)
 	t->fs_bytes = bt.fs_bytes;
 }
 
-void target_whole(struct mkfs_opts *o)
+void target_whole(struct extref_build_args *o)
 {
 	struct extref_build_target t;
 
@@ -46,12 +46,12 @@ void target_whole(struct mkfs_opts *o)
 	if (!t.exists || (!t.orig_size && !t.is_blockdev))
 		return;			/* target_probe says why; an empty
 					 * file: as a new one */
-	o->plan.whole = 1;
-	o->plan.size_bytes = t.orig_size;
+	plan.whole = 1;
+	plan.size_bytes = t.orig_size;
 	o->size_arg = "the whole image";
 }
 
-void target_create(const struct mkfs_opts *o, struct mkfs_target *t)
+void target_create(const struct extref_build_args *o, struct mkfs_target *t)
 {
 	sigset_t old;
 	int fd, e;
@@ -93,7 +93,7 @@ void target_create(const struct mkfs_opts *o, struct mkfs_target *t)
 	close(fd);
 }
 
-void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t)
+void target_undo(const struct extref_build_args *o, const struct mkfs_target *t)
 {
 	(void)o; (void)t;
 	cleanup_undo_image();

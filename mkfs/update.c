@@ -47,31 +47,7 @@ static void update_progress(const char *phase, __u64 done, __u64 total,
 	progress_update(phase, done, total);
 }
 
-void update_check(const struct mkfs_opts *o)
-{
-	struct stat st;
-
-	if (!o->source)
-		fatal("--update needs -d SOURCE");
-	if (o->convert || o->dedup || o->size_arg || o->file_contexts)
-		fatal("--update takes only -d SOURCE, --at PATH, --delete, "
-		      "--all-root and -q (it always shares what the image "
-		      "holds)");
-	if (o->nsources > 1)
-		fatal("--update takes one -d (one layer at a time)");
-	if (stat(o->source, &st) < 0)
-		fatal("%s: %s", o->source, strerror(errno));
-	if (S_ISREG(st.st_mode) && (o->at || o->delete))
-		fatal("%s: a layer applies at the image's root, its whiteouts "
-		      "delete: no --at, no --delete", o->source);
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-		fatal("%s: not a directory nor an archive (--update reads "
-		      "either)", o->source);
-	if (o->at && o->at[0] != '/')
-		fatal("--at '%s': the path must start with /", o->at);
-}
-
-static void set_note(const struct mkfs_opts *o)
+static void set_note(const struct extref_build_args *o)
 {
 	char text[2 * 4096 + 128];
 
@@ -87,7 +63,7 @@ static void set_note(const struct mkfs_opts *o)
 	cleanup_set_note(text);
 }
 
-static void print_summary(const struct mkfs_opts *o,
+static void print_summary(const struct extref_build_args *o,
 			  const struct extref_update *u, unsigned int bs,
 			  uint64_t before, uint64_t after)
 {
@@ -96,7 +72,7 @@ static void print_summary(const struct mkfs_opts *o,
 	       o->at ? o->at : "/", (unsigned long long)u->entries,
 	       (unsigned long long)u->files_kept,
 	       (unsigned long long)u->files_linked);
-	if (o->delete)
+	if (o->delete_extra)
 		printf("  names removed      %10llu\n",
 		       (unsigned long long)u->removed);
 	printf("  new data written   %10.1f MiB\n",
@@ -123,7 +99,7 @@ static int no_room(errcode_t err)
  * extref_build_update_need) against what the image has free (rolled
  * back: as before the update).
  */
-static void report_room(const struct mkfs_opts *o, errcode_t err,
+static void report_room(const struct extref_build_args *o, errcode_t err,
 			const struct extref_update *u, int layer_fd)
 {
 	struct extref_update_need n;
@@ -147,7 +123,7 @@ static void report_room(const struct mkfs_opts *o, errcode_t err,
 		   (unsigned long long)n.free_inodes, more);
 }
 
-static void report(const struct mkfs_opts *o, errcode_t err,
+static void report(const struct extref_build_args *o, errcode_t err,
 		   const struct extref_update *u)
 {
 	if (err == EXTREF_ERR_TXN_TOO_BIG)	/* rolled back, whole */
@@ -167,7 +143,7 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 		error_line("%s: %s", o->image, error_message(err));
 }
 
-int update_image(const struct mkfs_opts *o)
+int update_image(const struct extref_build_args *o)
 {
 	struct extref_build_update_stats bs;
 	struct extref_build_opts b;
@@ -191,7 +167,7 @@ int update_image(const struct mkfs_opts *o)
 	}
 	if (o->all_root)
 		u.flags |= EXTREF_POP_ALL_ROOT;
-	if (o->delete)
+	if (o->delete_extra)
 		u.flags |= EXTREF_UPDATE_DELETE;
 	if (!o->atomic)
 		u.flags |= EXTREF_UPDATE_PARTS;
