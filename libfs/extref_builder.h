@@ -470,12 +470,53 @@ struct extref_build_target {
 	__u64		orig_size;	/* its size as it is */
 	__u64		fs_bytes;	/* the filesystem's, whole blocks */
 	unsigned int	blocksize;
+	int		created;	/* extref_build_target_create made it */
+	int		extended;	/* or grew it */
 	char		why[8192];
 };
 errcode_t extref_build_target_probe(const struct extref_build_target_opts *o,
 				    struct extref_build_target *t);
 errcode_t extref_build_target_size(const char *image,
 				   struct extref_build_target *t);
+/*
+ * extref_build_target_create makes the file t (a probe's) describes
+ * the filesystem's size: creates it (O_EXCL), or extends a smaller
+ * regular file to t->fs_bytes (a block device, or a file large enough,
+ * is left alone), registered to be put back (extref_build_guard_image:
+ * removed, or cut back to t->orig_size) with signals (the caller's
+ * terminating ones; may be NULL) blocked in between.  t->created and
+ * t->extended say what it did; on error (an errno value) t->why is the
+ * line to print.
+ */
+errcode_t extref_build_target_create(const char *image,
+				     const sigset_t *signals,
+				     struct extref_build_target *t);
+
+/*
+ * What a build leaves behind when it fails or is stopped: nothing.  One
+ * registry per process, for a tool's signal handlers and its exit: the
+ * build's temporary tree (extref_build_guard_tree: a private directory,
+ * as extref_build_shrink's hidden callback is told it), the child tool
+ * running (extref_build_guard_child: extref_build_tool's and the
+ * shrink's child callback), the image file the build created or grew
+ * (extref_build_guard_image: removed, or cut back to orig_size; its
+ * name kept absolute).  Register with the terminating signals blocked,
+ * so that a thing is either registered or does not exist yet; a name
+ * longer than PATH_MAX is -1 (errno ENAMETOOLONG).
+ * extref_build_guard_run undoes everything registered (the child killed
+ * and reaped, the tree removed, the image put back) by system calls
+ * only: async-signal-safe, for a handler of a terminating signal and
+ * for the exit of a failed run; -1 when the image's size could not be
+ * put back.  extref_build_guard_keep forgets the image (the build
+ * succeeded); extref_build_guard_undo puts it back now (0, or -1 with
+ * errno).
+ */
+int extref_build_guard_tree(const char *path);
+int extref_build_guard_image(const char *path, int created, __u64 orig_size);
+void extref_build_guard_child(pid_t pid, void *priv);
+void extref_build_guard_keep(void);
+int extref_build_guard_undo(void);
+int extref_build_guard_run(void);
 
 /*
  * An image file replaced by a fresh build of what it holds, of a
@@ -751,8 +792,11 @@ void extref_build_input_close(struct extref_build_input *in);
  * EXTREF_BUILD_VERIFY asks for the proof against every extent (a
  * journal that needs recovery replayed first), its clock o's; a failure
  * rolls back what was not committed.  u is the caller's, as for
- * extref_update_dir; st (may be NULL) gets the image's blocks in use
- * before and after, its free blocks before and its block size.
+ * extref_update_dir, but u->progress is told the copy's ("updating")
+ * total: the bytes of dir's regular files (a layer: the archive's
+ * size), at least what is done.  st (may be NULL) gets the image's
+ * blocks in use before and after, its free blocks before and its block
+ * size.
  */
 #define EXTREF_BUILD_VERIFY	0x0002
 struct extref_build_update_stats {

@@ -119,6 +119,7 @@ static int convert_failed(const struct extref_build_args *o, errcode_t err, int 
 			   error_message(err));
 	else
 		error_line("%s: %s", o->image, error_message(err));
+	lock_said(o->image, err);
 	return c->undo_made ? convert_undo_take_back(o, 1) : 1;
 }
 

@@ -215,7 +215,7 @@ static void parse_args(int argc, char **argv, struct extref_build_args *o)
 int main(int argc, char **argv)
 {
 	struct extref_build_args o;
-	struct mkfs_target t;
+	struct extref_build_target t;
 	int rc = 0;
 
 	memset(&t, 0, sizeof(t));
@@ -253,7 +253,7 @@ int main(int argc, char **argv)
 	if (o.undo && !t.orig_size) {
 		o.undo = NULL;		/* a new image: nothing to put back */
 	} else if (o.undo && undo_build_begin(&o, &t)) {
-		target_undo(&o, &t);
+		target_undo(&o);
 		return 1;
 	}
 	if (run_mke2fs(&o, &t) || format_image(&o) ||
@@ -261,13 +261,13 @@ int main(int argc, char **argv)
 	    (o.file_contexts && labels_apply(&o))) {
 		if (o.undo)
 			undo_build_abort(&o);
-		target_undo(&o, &t);
+		target_undo(&o);
 		rc = 1;
 	} else if (o.undo && undo_build_end(&o)) {
-		cleanup_keep_image();	/* made, but no undo file */
+		extref_build_guard_keep();	/* made, but no undo file */
 		rc = 1;
 	} else {
-		cleanup_keep_image();
+		extref_build_guard_keep();
 		/* the image is made: a summary that fails keeps it */
 		if (o.source && !o.quiet)
 			rc = summary_print(&o);

@@ -22,7 +22,7 @@
 #endif
 
 /* o and t as the library's mke2fs call takes them. */
-static void mke2fs_of(const struct extref_build_args *o, const struct mkfs_target *t,
+static void mke2fs_of(const struct extref_build_args *o, const struct extref_build_target *t,
 		      struct extref_build_mke2fs *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -62,11 +62,11 @@ const char *mke2fs_path(void)
 	return MKE2FS_PATH;
 }
 
-int run_mke2fs(const struct extref_build_args *o, const struct mkfs_target *t)
+int run_mke2fs(const struct extref_build_args *o, const struct extref_build_target *t)
 {
 	struct extref_build_tool tool = {
 		.name = "mke2fs", .path = MKE2FS_PATH,
-		.env_var = "MKFS_EXTREF_MKE2FS", .child = cleanup_child,
+		.env_var = "MKFS_EXTREF_MKE2FS", .child = extref_build_guard_child,
 	};
 	struct extref_build_mke2fs m;
 	struct extref_build_opts b;

@@ -1,15 +1,17 @@
 /*
- * mkfs.h --- shared declarations of mkfs.extref.
+ * mkfs.h --- shared declarations of mkfs.extref, a front end of the
+ * library's builder (extref_builder.h).
  *
  * main.c parses the options into the library's struct
  * extref_build_args, which checks them (extref_build_args_set, _check);
- * what the run settles is its plan (struct mkfs_plan); target.c checks
- * and prepares the image file, cleanup.c handles the signals and undoes what a failed run made, progress.c
- * draws the bars; the rest is the library's builder (extref_builder.h:
- * extref_build_* run mke2fs, e2fsck and e2undo, add the tree, open the
- * source, populate, deduplicate, label, convert, shrink, keep
- * the undo file), called by mke2fs_run.c, tool_run.c, steps.c,
- * source.c, convert.c, shrink.c and update.c, which print what it did.
+ * what the run settles is its plan (struct mkfs_plan).  cleanup.c
+ * handles the signals (the library's extref_build_guard_* undoes what a
+ * failed run made), progress.c draws the bars, util.c says errors.  The
+ * rest calls the library's extref_build_* (check and make the image
+ * file, run mke2fs, e2fsck and e2undo, add the tree, open the source,
+ * populate, deduplicate, label, convert, shrink, update, keep the undo
+ * file) and prints what it did: target.c, mke2fs_run.c, tool_run.c,
+ * steps.c, source.c, convert.c, shrink.c, update.c, grow.c.
  */
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
@@ -51,14 +53,7 @@ int labels_apply(const struct extref_build_args *o);
 
 /* cleanup.c: nothing left behind on error or signal. */
 void cleanup_init(void);
-void cleanup_block(sigset_t *old);
-void cleanup_unblock(const sigset_t *old);
 void cleanup_signals(sigset_t *set);
-void cleanup_child(pid_t pid, void *priv);
-int cleanup_add_tree(const char *path);
-int cleanup_add_image(const char *path, int created, off_t orig_size);
-void cleanup_keep_image(void);
-void cleanup_undo_image(void);
 /* What a signal prints before it ends the run (NULL: nothing). */
 void cleanup_set_note(const char *text);
 
@@ -136,26 +131,18 @@ errcode_t update_grow(const struct extref_build_args *o, int layer_fd,
 		      const struct extref_build_opts *b, struct extref_update *u,
 		      struct extref_build_update_stats *st);
 
-/* What target.c found out about the image and did to it. */
-struct mkfs_target {
-	int		exists;		/* IMAGE existed */
-	int		created;	/* we created the file */
-	int		is_blockdev;
-	int		extended;	/* we grew a regular file */
-	uint64_t	orig_size;	/* size before we touched it */
-	uint64_t	fs_bytes;	/* size of the filesystem to make */
-};
-
 /* Error output: one line "mkfs.extref: ...", no return. */
 void fatal(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 /* Same text, but return (for callers that clean up first). */
 void error_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* err is the image's lock held by another: say by whom, when known. */
+void lock_said(const char *image, errcode_t err);
 
 /* steps.c: -z, one undo file for the whole run.  begin saves the
  * existing image's data (0, or -1 with the error printed); end closes
  * it once the run went through; abort puts the image back. */
-int undo_build_begin(const struct extref_build_args *o, const struct mkfs_target *t);
+int undo_build_begin(const struct extref_build_args *o, const struct extref_build_target *t);
 int undo_build_end(const struct extref_build_args *o);
 void undo_build_abort(const struct extref_build_args *o);
 
@@ -166,19 +153,19 @@ void undo_build_abort(const struct extref_build_args *o);
  * anything.  Refuses an existing filesystem (unless -F), a bad size, a
  * bad geometry or an unusable path.  Exits on error.
  */
-void target_probe(struct extref_build_args *o, struct mkfs_target *t);
+void target_probe(struct extref_build_args *o, struct extref_build_target *t);
 /* No SIZE: an existing image (not empty) is used whole, as mke2fs does
  * (sets o->whole, o->size_arg and o->size_bytes); a new one is not. */
 void target_whole(struct extref_build_args *o);
 /* Create the file, or extend a smaller one.  Exits on error. */
-void target_create(const struct extref_build_args *o, struct mkfs_target *t);
+void target_create(const struct extref_build_args *o, struct extref_build_target *t);
 /* Undo target_create after a later failure. */
-void target_undo(const struct extref_build_args *o, const struct mkfs_target *t);
+void target_undo(const struct extref_build_args *o);
 
 /* mke2fs_run.c */
 /* Run mke2fs (-n: alone, as a dry run); 0 on success, else prints one
  * error line and returns -1. */
-int run_mke2fs(const struct extref_build_args *o, const struct mkfs_target *t);
+int run_mke2fs(const struct extref_build_args *o, const struct extref_build_target *t);
 /* The mke2fs found at build time (MKFS_EXTREF_MKE2FS names another). */
 const char *mke2fs_path(void);
 

@@ -3,6 +3,7 @@
  * callbacks (stock e2fsck -fn, notes, cleanup.c's registrations: a signal
  * before the rename says "not shrunk..."), and what is said. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "extref_builder.h"
 #include "mkfs.h"
@@ -34,7 +35,7 @@ static void shrink_note(int what, unsigned int n, void *priv)
 static int shrink_hidden(const char *dir, void *priv)
 {
 	(void)priv;
-	return cleanup_add_tree(dir);
+	return extref_build_guard_tree(dir);
 }
 
 /* Refuse (exit) what cannot be shrunk: nothing changed but a replay. */
@@ -77,7 +78,9 @@ static void shrink_refused(const struct extref_build_args *o, errcode_t err,
 		snprintf(w, sizeof(w), "--shrink: the filesystem has "
 			 "stable_inodes (inode numbers must not change; the "
 			 "copy renumbers them)");
-	fatal("%s: %s; %s", i, w, unchanged_note());
+	error_line("%s: %s; %s", i, w, unchanged_note());
+	lock_said(i, err);
+	exit(1);
 }
 
 int shrink_image(const struct extref_build_args *o)
@@ -88,7 +91,7 @@ int shrink_image(const struct extref_build_args *o)
 		.dedupe = o->dedup, .headroom = o->headroom,
 		.mke2fs = mke2fs_path(), .mke2fs_env = "MKFS_EXTREF_MKE2FS",
 		.check = shrink_e2fsck, .note = shrink_note,
-		.hidden = shrink_hidden, .child = cleanup_child,
+		.hidden = shrink_hidden, .child = extref_build_guard_child,
 		.signals = &signals, .priv = (void *)o,
 	};
 	struct extref_build_shrink_result r;

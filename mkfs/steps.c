@@ -181,7 +181,7 @@ int dedupe_new(const struct extref_build_args *o)
 /* -z: the run's undo file (extref_build_undo_*), held to the end. */
 static extref_build_undo_t undo;
 
-int undo_build_begin(const struct extref_build_args *o, const struct mkfs_target *t)
+int undo_build_begin(const struct extref_build_args *o, const struct extref_build_target *t)
 {
 	errcode_t err;
 	int step = 0;

@@ -20,7 +20,7 @@ static errcode_t run(const struct extref_build_args *o, const char *env_var,
 		     const char *undo, char *why, size_t len)
 {
 	struct extref_build_tool t = { .env_var = env_var,
-				       .child = cleanup_child };
+				       .child = extref_build_guard_child };
 	struct extref_build_opts b;
 	sigset_t sigs;
 	errcode_t err;

@@ -11,13 +11,12 @@
  * or a crash before its commit leaves the image as it was.  The summary says what was
  * written, what was shared, and how many blocks the image uses now.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <et/com_err.h>
 
@@ -25,27 +24,6 @@
 #include "extref_builder.h"
 
 #define MIB	(1024.0 * 1024.0)
-
-/* The bytes of the source's regular files: the update's bar's end. */
-static uint64_t src_total;
-
-static int count_file(const char *path, const struct stat *st, int type,
-		      struct FTW *ftw)
-{
-	(void)path; (void)ftw;
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		src_total += (uint64_t)st->st_size;
-	return 0;
-}
-
-static void update_progress(const char *phase, __u64 done, __u64 total,
-			    void *priv)
-{
-	(void)priv;
-	if (!total && !strcmp(phase, "updating"))
-		total = src_total > done ? src_total : done;
-	progress_update(phase, done, total);
-}
 
 static void set_note(const struct extref_build_args *o)
 {
@@ -154,16 +132,14 @@ int update_image(const struct extref_build_args *o)
 
 	memset(&u, 0, sizeof(u));
 	u.at = o->at;
-	u.progress = update_progress;
+	u.progress = o->quiet ? NULL : progress_cb;	/* its end: the
+							 * library's */
 	if (stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* an archive: one more OCI layer */
 		layer_fd = open(o->source, O_RDONLY | O_CLOEXEC);
 		if (layer_fd < 0)
 			fatal("cannot read %s: %s", o->source,
 			      strerror(errno));
-		src_total = (uint64_t)st.st_size;
-	} else if (!o->quiet) {
-		nftw(o->source, count_file, 64, FTW_PHYS);
 	}
 	if (o->all_root)
 		u.flags |= EXTREF_POP_ALL_ROOT;
@@ -183,8 +159,10 @@ int update_image(const struct extref_build_args *o)
 		extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
 	progress_end();
 	cleanup_set_note(NULL);
-	if (err && !bs.blocksize)	/* the open (or the grow) failed */
+	if (err && !bs.blocksize) {	/* the open (or the grow) failed */
 		error_line("%s: %s", o->image, error_message(err));
+		lock_said(o->image, err);
+	}
 	else if (err && no_room(err))
 		report_room(o, err, &u, layer_fd);
 	else if (err)
