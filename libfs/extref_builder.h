@@ -1162,6 +1162,34 @@ errcode_t extref_build_parse_size(const char *arg, __u64 unit, __u64 *bytes);
 errcode_t extref_build_parse_uint(const char *arg, unsigned long long max,
 				  unsigned long long *val);
 
+/*
+ * Each step's options from what a build was asked, a: the clock
+ * (EXTREF_BUILD_EPOCH; EXTREF_BUILD_VERIFY with --verify), the mke2fs
+ * options (all of extref_build_mke2fs's fields that a and the probed
+ * target t give; the sizes a run derives from its source, -N, -J, -m 0,
+ * the digest and need, are the caller's to add), the input's (the -d
+ * arguments; EXTREF_SOURCE_SIZED with a SIZE, EXTREF_SOURCE_DIGEST with
+ * the epoch and no -U), the populate's flags (--all-root, -E root_owner
+ * and no_copy_xattrs, the epoch) and dedupe mode, the update's (--at,
+ * --all-root, --delete, EXTREF_UPDATE_PARTS unless --atomic, the epoch),
+ * the shrink's (--convert, the dedupe mode, --headroom, the clock).
+ * Each clears what it fills first; progress and callbacks are the
+ * caller's to add.
+ */
+void extref_build_opts_of(const struct extref_build_args *a,
+			  struct extref_build_opts *b);
+void extref_build_mke2fs_of(const struct extref_build_args *a,
+			    const struct extref_build_target *t,
+			    struct extref_build_mke2fs *m);
+void extref_build_input_of(const struct extref_build_args *a,
+			   struct extref_build_input_opts *io);
+void extref_build_populate_of(const struct extref_build_args *a,
+			      struct extref_populate *p);
+void extref_build_update_of(const struct extref_build_args *a,
+			    struct extref_update *u);
+void extref_build_shrink_of(const struct extref_build_args *a,
+			    struct extref_build_shrink_opts *so);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -3,9 +3,11 @@
  *
  * Usage: mkfs.extref [options] IMAGE [SIZE]
  *
- * Every option and the size are checked before the image is touched; the
- * steps after that are target_create() (target.c), run_mke2fs()
- * (mke2fs_run.c) and format_image() (steps.c: extref_build_format).
+ * getopt here; every option and the size are checked by the library
+ * (extref_build_args_set, extref_build_args_check) before the image is
+ * touched; the steps after that are target_create() (target.c),
+ * run_mke2fs() (mke2fs_run.c) and format_image() (steps.c:
+ * extref_build_format), then -d's copy (source.c) and the labels.
  */
 #include <getopt.h>
 #include <stdio.h>

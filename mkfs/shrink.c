@@ -85,19 +85,21 @@ static void shrink_refused(const struct extref_build_args *o, errcode_t err,
 
 int shrink_image(const struct extref_build_args *o)
 {
-	sigset_t signals;
-	struct extref_build_shrink_opts so = {
-		.flags = o->convert ? EXTREF_SHRINK_CONVERT : 0,
-		.dedupe = o->dedup, .headroom = o->headroom,
-		.mke2fs = mke2fs_path(), .mke2fs_env = "MKFS_EXTREF_MKE2FS",
-		.check = shrink_e2fsck, .note = shrink_note,
-		.hidden = shrink_hidden, .child = extref_build_guard_child,
-		.signals = &signals, .priv = (void *)o,
-	};
+	struct extref_build_shrink_opts so;
 	struct extref_build_shrink_result r;
+	sigset_t signals;
 	errcode_t err;
 
-	build_opts_of(o, &so.build);
+	extref_build_shrink_of(o, &so);
+	so.build.progress = progress_cb;
+	so.mke2fs = mke2fs_path();
+	so.mke2fs_env = "MKFS_EXTREF_MKE2FS";
+	so.check = shrink_e2fsck;
+	so.note = shrink_note;
+	so.hidden = shrink_hidden;
+	so.child = extref_build_guard_child;
+	so.signals = &signals;
+	so.priv = (void *)o;
 	cleanup_signals(&signals);
 	err = extref_build_shrink(o->image, &so, &r);
 	progress_end();

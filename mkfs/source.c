@@ -19,22 +19,6 @@
 /* The run's source (source_check), open until the process ends. */
 static struct extref_build_input in = { .src = { .archive_fd = -1 } };
 
-/* The -d arguments as the library takes them (it tells them apart). */
-static void input_opts(const struct extref_build_args *o,
-		       struct extref_build_input_opts *io)
-{
-	memset(io, 0, sizeof(*io));
-	io->args = o->sources;
-	io->n_args = o->nsources;
-	io->flags = o->size_arg ? EXTREF_SOURCE_SIZED : 0;
-	if (o->have_epoch && !o->uuid)	/* the UUID derived from it */
-		io->flags |= EXTREF_SOURCE_DIGEST;
-	io->image = o->image;
-	io->blocksize = o->blocksize;
-	io->dedupe = o->dedup;
-	io->progress = progress_cb;
-}
-
 /* The source must be a directory, an archive, an image or layers;
  * without SIZE, size the image from it. */
 void source_check(struct extref_build_args *o)
@@ -43,7 +27,8 @@ void source_check(struct extref_build_args *o)
 	sigset_t signals;
 	errcode_t err;
 
-	input_opts(o, &io);
+	extref_build_input_of(o, &io);	/* it tells them apart */
+	io.progress = progress_cb;
 	cleanup_signals(&signals);	/* while a spool file has a name */
 	io.signals = &signals;
 	extref_build_input_close(&in);	/* a run's second build (--shrink) */
@@ -124,21 +109,8 @@ static int populate(const struct extref_build_args *o)
 	struct extref_populate p;
 	errcode_t err;
 
-	memset(&p, 0, sizeof(p));
+	extref_build_populate_of(o, &p);
 	p.progress = copy_progress;
-	if (o->all_root)
-		p.flags |= EXTREF_POP_ALL_ROOT;
-	if (o->root_owner)	/* -E root_owner= wins over the archive's "./" */
-		p.flags |= EXTREF_POP_KEEP_ROOT_OWNER;
-	if (o->no_xattrs)	/* -E no_copy_xattrs */
-		p.flags |= EXTREF_POP_NO_XATTRS;
-	if (o->have_epoch) {
-		p.flags |= EXTREF_POP_EPOCH;
-		p.epoch = o->epoch;
-	}
-	/* dedupe is done as the data goes in: each distinct block (or
-	 * file) written once, the tree bulk-loaded at the end */
-	p.dedupe = o->dedup;
 	if (o->dedup == EXTREF_DEDUPE_BLOCK)
 		p.dedupe_hint = in.size.distinct_blocks;
 	build_opts_of(o, &b);

@@ -15,11 +15,7 @@
 
 void build_opts_of(const struct extref_build_args *o, struct extref_build_opts *b)
 {
-	memset(b, 0, sizeof(*b));
-	if (o->have_epoch) {
-		b->flags |= EXTREF_BUILD_EPOCH;
-		b->epoch = o->epoch;
-	}
+	extref_build_opts_of(o, b);
 	b->progress = progress_cb;
 }
 

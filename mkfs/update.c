@@ -130,8 +130,7 @@ int update_image(const struct extref_build_args *o)
 	struct stat st;
 	int layer_fd = -1;
 
-	memset(&u, 0, sizeof(u));
-	u.at = o->at;
+	extref_build_update_of(o, &u);
 	u.progress = o->quiet ? NULL : progress_cb;	/* its end: the
 							 * library's */
 	if (stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -141,19 +140,7 @@ int update_image(const struct extref_build_args *o)
 			fatal("cannot read %s: %s", o->source,
 			      strerror(errno));
 	}
-	if (o->all_root)
-		u.flags |= EXTREF_POP_ALL_ROOT;
-	if (o->delete_extra)
-		u.flags |= EXTREF_UPDATE_DELETE;
-	if (!o->atomic)
-		u.flags |= EXTREF_UPDATE_PARTS;
-	if (o->have_epoch) {
-		u.flags |= EXTREF_POP_EPOCH;
-		u.epoch = o->epoch;
-	}
-	build_opts_of(o, &b);
-	if (o->verify)
-		b.flags |= EXTREF_BUILD_VERIFY;
+	build_opts_of(o, &b);	/* --verify's too */
 	set_note(o);		/* what a signal prints from here */
 	err = o->grow ? update_grow(o, layer_fd, &b, &u, &bs) :
 		extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
