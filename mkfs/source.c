@@ -31,7 +31,6 @@ void source_check(struct extref_build_args *o)
 	io.progress = progress_cb;
 	cleanup_signals(&signals);	/* while a spool file has a name */
 	io.signals = &signals;
-	extref_build_input_close(&in);	/* a run's second build (--shrink) */
 	err = extref_build_input_open(&io, &in);
 	progress_end();
 	if (err)
