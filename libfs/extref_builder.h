@@ -475,12 +475,53 @@ struct extref_build_target {
 	__u64		orig_size;	/* its size as it is */
 	__u64		fs_bytes;	/* the filesystem's, whole blocks */
 	unsigned int	blocksize;
+	int		created;	/* extref_build_target_create made it */
+	int		extended;	/* or grew it */
 	char		why[8192];
 };
 errcode_t extref_build_target_probe(const struct extref_build_target_opts *o,
 				    struct extref_build_target *t);
 errcode_t extref_build_target_size(const char *image,
 				   struct extref_build_target *t);
+/*
+ * extref_build_target_create makes the file t (a probe's) describes
+ * the filesystem's size: creates it (O_EXCL), or extends a smaller
+ * regular file to t->fs_bytes (a block device, or a file large enough,
+ * is left alone), registered to be put back (extref_build_guard_image:
+ * removed, or cut back to t->orig_size) with signals (the caller's
+ * terminating ones; may be NULL) blocked in between.  t->created and
+ * t->extended say what it did; on error (an errno value) t->why is the
+ * line to print.
+ */
+errcode_t extref_build_target_create(const char *image,
+				     const sigset_t *signals,
+				     struct extref_build_target *t);
+
+/*
+ * What a build leaves behind when it fails or is stopped: nothing.  One
+ * registry per process, for a tool's signal handlers and its exit: the
+ * build's temporary tree (extref_build_guard_tree: a private directory,
+ * as extref_build_shrink's hidden callback is told it), the child tool
+ * running (extref_build_guard_child: extref_build_tool's and the
+ * shrink's child callback), the image file the build created or grew
+ * (extref_build_guard_image: removed, or cut back to orig_size; its
+ * name kept absolute).  Register with the terminating signals blocked,
+ * so that a thing is either registered or does not exist yet; a name
+ * longer than PATH_MAX is -1 (errno ENAMETOOLONG).
+ * extref_build_guard_run undoes everything registered (the child killed
+ * and reaped, the tree removed, the image put back) by system calls
+ * only: async-signal-safe, for a handler of a terminating signal and
+ * for the exit of a failed run; -1 when the image's size could not be
+ * put back.  extref_build_guard_keep forgets the image (the build
+ * succeeded); extref_build_guard_undo puts it back now (0, or -1 with
+ * errno).
+ */
+int extref_build_guard_tree(const char *path);
+int extref_build_guard_image(const char *path, int created, __u64 orig_size);
+void extref_build_guard_child(pid_t pid, void *priv);
+void extref_build_guard_keep(void);
+int extref_build_guard_undo(void);
+int extref_build_guard_run(void);
 
 /*
  * An image file replaced by a fresh build of what it holds, of a
@@ -756,8 +797,11 @@ void extref_build_input_close(struct extref_build_input *in);
  * EXTREF_BUILD_VERIFY asks for the proof against every extent (a
  * journal that needs recovery replayed first), its clock o's; a failure
  * rolls back what was not committed.  u is the caller's, as for
- * extref_update_dir; st (may be NULL) gets the image's blocks in use
- * before and after, its free blocks before and its block size.
+ * extref_update_dir, but u->progress is told the copy's ("updating")
+ * total: the bytes of dir's regular files (a layer: the archive's
+ * size), at least what is done.  st (may be NULL) gets the image's
+ * blocks in use before and after, its free blocks before and its block
+ * size.
  */
 #define EXTREF_BUILD_VERIFY	0x0002
 struct extref_build_update_stats {
@@ -1015,6 +1059,142 @@ errcode_t extref_build_mke2fs_run(struct extref_build_mke2fs *m,
 				  const struct extref_build_opts *o,
 				  struct extref_build_tool *t,
 				  char *why, size_t len);
+
+/*
+ * What a build was asked, as mkfs.extref's command line asks it: the
+ * options only, each checked as it is set, never the run's state (the
+ * sizes and the source a run settles are the caller's).  Another front
+ * end (a GUI, a FUSE server's mkfs) fills it the same way:
+ * extref_build_args_init, then extref_build_args_set for each option as
+ * given (opt a short option's letter, or an EXTREF_ARG_* for a long
+ * one; arg its value or NULL), then extref_build_args_check once all are
+ * set (the options against each other, --update's source looked at,
+ * the dedupe mode's default, SOURCE_DATE_EPOCH read from the
+ * environment).  The mke2fs options mke2fs takes that mean something
+ * for an extref image (-c -D -e -g -G -j -J -K -l -m -M -n -o -r -t -T
+ * -v) are kept in pass, in order, as given, for mke2fs; -C and -S are
+ * refused; -z is the build's own undo file.  -E is checked key by key
+ * (hash_seed a UUID, root_owner UID:GID, lazy_itable_init 0 or 1,
+ * quotatype, the keys mke2fs checks itself; offset and android_sparse
+ * refused) and -O name by name (e2p's names; extents never cleared,
+ * bigalloc and shared_blocks never set).  On error why (len bytes) is
+ * the line to print ("invalid block size '3000' (must be 1024, 2048 or
+ * 4096)"), and the error EXTREF_ERR_BUILD_ARG (a bad value),
+ * EXTREF_ERR_BUILD_UNSUPPORTED (an option an extref image cannot have),
+ * EXTREF_ERR_BUILD_CONFLICT (options that do not go together), an
+ * errno value (--update's source cannot be looked at; --file-contexts'
+ * file cannot be read), EXTREF_ERR_SELINUX_LIB or EXT2_ET_NO_MEMORY.
+ * extref_build_args_free frees ext_opts and features.
+ * extref_build_args_optstring: getopt's string of the short options
+ * extref_build_args_set takes; extref_build_args_needs_arg: whether opt
+ * takes a value.  extref_build_parse_size: SIZE, digits with an
+ * optional K, M, G or T (powers of 1024; lower case and a trailing "iB"
+ * or "B" too; a plain number counts units of unit bytes);
+ * extref_build_parse_uint: decimal digits, at most max; both
+ * EXTREF_ERR_BUILD_ARG on bad syntax or overflow.
+ */
+#define EXTREF_BUILD_MAX_SOURCES 128	/* -d given this often at most */
+#define EXTREF_BUILD_PASS_MAX	64	/* words of mke2fs options passed on */
+#define EXTREF_BUILD_LABEL_MAX	16
+#define EXTREF_ARG_CONVERT	1000	/* --convert */
+#define EXTREF_ARG_DEDUP	1001	/* --dedup=none|file|block */
+#define EXTREF_ARG_HEADROOM	1002	/* --headroom=PCT */
+#define EXTREF_ARG_ALL_ROOT	1003	/* --all-root */
+#define EXTREF_ARG_FILE_CONTEXTS 1004	/* --file-contexts=FILE */
+#define EXTREF_ARG_UPDATE	1005	/* --update */
+#define EXTREF_ARG_AT		1006	/* --at=PATH */
+#define EXTREF_ARG_DELETE	1007	/* --delete */
+#define EXTREF_ARG_SHRINK	1008	/* --shrink */
+#define EXTREF_ARG_VERIFY	1009	/* --verify */
+#define EXTREF_ARG_SIZE		1010	/* --size=SIZE|auto */
+#define EXTREF_ARG_GROW		1011	/* --grow */
+#define EXTREF_ARG_ATOMIC	1012	/* --atomic */
+struct extref_build_args {
+	const char	*image;
+	const char	*size_arg;	/* SIZE as given, or NULL */
+	unsigned int	blocksize;	/* -b; 0 until chosen */
+	int		bs_chosen;	/* -b given (or chosen by the run) */
+	const char	*inodes;	/* -N, digits */
+	const char	*inode_ratio;	/* -i, digits */
+	const char	*inode_size;	/* -I, digits */
+	const char	*label;		/* -L, cut to 16 bytes */
+	char		label_cut[EXTREF_BUILD_LABEL_MAX + 1];
+	const char	*uuid;		/* -U */
+	char		*ext_opts;	/* -E, all of them, checked, joined */
+	char		*features;	/* -O, all of them joined */
+	int		quiet;		/* -q */
+	int		force;		/* -F */
+	int		have_epoch;	/* SOURCE_DATE_EPOCH */
+	long long	epoch;
+	int		convert;	/* --convert */
+	int		dedup;		/* enum extref_dedupe_mode; -1 unset */
+	const char	*source;	/* the first -d */
+	const char	*sources[EXTREF_BUILD_MAX_SOURCES]; /* every -d */
+	size_t		nsources;
+	unsigned int	headroom;	/* --headroom, percent (5) */
+	int		all_root;	/* --all-root */
+	int		root_owner;	/* -E root_owner given */
+	int		no_xattrs;	/* -E no_copy_xattrs */
+	const char	*file_contexts;	/* --file-contexts */
+	int		update;		/* --update */
+	const char	*at;		/* --at */
+	int		delete_extra;	/* --delete */
+	int		shrink;		/* --shrink */
+	int		verify;		/* --verify */
+	int		atomic;		/* --atomic */
+	int		grow;		/* --grow */
+	int		size_auto;	/* --size=auto */
+	/* the mke2fs options passed on */
+	const char	*pass[EXTREF_BUILD_PASS_MAX];
+	int		npass;
+	const char	*fs_type;	/* -t, in place of ext4 */
+	int		host_conf;	/* -t or -T: mke2fs's configuration */
+	int		journal_given;	/* -J */
+	int		reserved_given;	/* -m */
+	int		verbose;	/* -v (and -n) */
+	int		noaction;	/* -n */
+	const char	*undo;		/* -z UNDO_FILE */
+};
+void extref_build_args_init(struct extref_build_args *a);
+errcode_t extref_build_args_set(struct extref_build_args *a, int opt,
+				const char *arg, char *why, size_t len);
+errcode_t extref_build_args_check(struct extref_build_args *a, char *why,
+				  size_t len);
+void extref_build_args_free(struct extref_build_args *a);
+const char *extref_build_args_optstring(void);
+int extref_build_args_needs_arg(int opt);
+errcode_t extref_build_parse_size(const char *arg, __u64 unit, __u64 *bytes);
+errcode_t extref_build_parse_uint(const char *arg, unsigned long long max,
+				  unsigned long long *val);
+
+/*
+ * Each step's options from what a build was asked, a: the clock
+ * (EXTREF_BUILD_EPOCH; EXTREF_BUILD_VERIFY with --verify), the mke2fs
+ * options (all of extref_build_mke2fs's fields that a and the probed
+ * target t give; the sizes a run derives from its source, -N, -J, -m 0,
+ * the digest and need, are the caller's to add), the input's (the -d
+ * arguments; EXTREF_SOURCE_SIZED with a SIZE, EXTREF_SOURCE_DIGEST with
+ * the epoch and no -U), the populate's flags (--all-root, -E root_owner
+ * and no_copy_xattrs, the epoch) and dedupe mode, the update's (--at,
+ * --all-root, --delete, EXTREF_UPDATE_KEEP_JOURNAL with --atomic, the
+ * epoch), the shrink's (--convert, the dedupe mode, --headroom, the
+ * clock).
+ * Each clears what it fills first; progress and callbacks are the
+ * caller's to add.
+ */
+void extref_build_opts_of(const struct extref_build_args *a,
+			  struct extref_build_opts *b);
+void extref_build_mke2fs_of(const struct extref_build_args *a,
+			    const struct extref_build_target *t,
+			    struct extref_build_mke2fs *m);
+void extref_build_input_of(const struct extref_build_args *a,
+			   struct extref_build_input_opts *io);
+void extref_build_populate_of(const struct extref_build_args *a,
+			      struct extref_populate *p);
+void extref_build_update_of(const struct extref_build_args *a,
+			    struct extref_update *u);
+void extref_build_shrink_of(const struct extref_build_args *a,
+			    struct extref_build_shrink_opts *so);
 
 #pragma GCC visibility pop
 

@@ -9,35 +9,12 @@
 #include "mkfs.h"
 #include "extref_builder.h"
 
-int parse_dedup(const char *arg)
-{
-	if (!strcmp(arg, "none"))
-		return EXTREF_DEDUPE_NONE;
-	if (!strcmp(arg, "file"))
-		return EXTREF_DEDUPE_FILE;
-	if (!strcmp(arg, "block"))
-		return EXTREF_DEDUPE_BLOCK;
-	fatal("invalid --dedup mode '%s' (none, file or block)", arg);
-	return 0;
-}
-
-/*
- * --dedup's mode when not given: block for a -d build (on the trees
- * measured it costs no more time than none, and stores less),
- * none for --convert (there it reads every data block of the image).
- */
-int dedup_default(const struct mkfs_opts *o)
-{
-	return o->source && !o->update ? EXTREF_DEDUPE_BLOCK
-				       : EXTREF_DEDUPE_NONE;
-}
-
 /*
  * The user's image, stopped by a signal between two writes, is as a
  * crash leaves it: consistent for fsck.extref to repair, or put back
  * from the undo file left beside an image file.  Say so.
  */
-static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
+static void set_interrupted_note(const struct extref_build_args *o, int journaled)
 {
 	char text[8 * 4096 + 128];
 
@@ -58,7 +35,7 @@ static void set_interrupted_note(const struct mkfs_opts *o, int journaled)
 
 /* A journal replayed first, said as e2fsck says it (and remembered for
  * the refusals that may follow: replay_note.c). */
-void replay_said(const struct mkfs_opts *o, int what, unsigned int n)
+void replay_said(const struct extref_build_args *o, int what, unsigned int n)
 {
 	if (what == EXTREF_NOTE_REPLAYED)
 		replay_noted(n);
@@ -74,7 +51,7 @@ void replay_said(const struct mkfs_opts *o, int what, unsigned int n)
 /* What the conversion tells on the way (extref_build_convert). */
 static void convert_note(int what, unsigned int n, void *priv)
 {
-	const struct mkfs_opts *o = priv;
+	const struct extref_build_args *o = priv;
 
 	if (what == EXTREF_NOTE_REPLAYING || what == EXTREF_NOTE_REPLAYED)
 		replay_said(o, what, n);
@@ -99,7 +76,7 @@ static int e2fsck_damaged;
 
 static errcode_t convert_e2fsck(const char *image, void *priv)
 {
-	const struct mkfs_opts *o = priv;
+	const struct extref_build_args *o = priv;
 
 	(void)image;
 	e2fsck_damaged = run_e2fsck_fn(o) != 0;
@@ -108,7 +85,7 @@ static errcode_t convert_e2fsck(const char *image, void *priv)
 
 /* Why the conversion failed; 1 (the image put back when it was
  * written: convert_undo_take_back). */
-static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
+static int convert_failed(const struct extref_build_args *o, errcode_t err, int step,
 			  const struct extref_build_convert *c)
 {
 	if (step == EXTREF_STEP_REPLAY) {
@@ -142,11 +119,12 @@ static int convert_failed(const struct mkfs_opts *o, errcode_t err, int step,
 			   error_message(err));
 	else
 		error_line("%s: %s", o->image, error_message(err));
+	lock_said(o->image, err);
 	return c->undo_made ? convert_undo_take_back(o, 1) : 1;
 }
 
 /* --convert: one walk in the library (extref_build_convert). */
-static int convert_run(const struct mkfs_opts *o)
+static int convert_run(const struct extref_build_args *o)
 {
 	struct extref_build_convert c;
 	struct extref_build_opts b;
@@ -166,7 +144,7 @@ static int convert_run(const struct mkfs_opts *o)
 	return err ? convert_failed(o, err, step, &c) : 0;
 }
 
-int convert_image(const struct mkfs_opts *o)
+int convert_image(const struct extref_build_args *o)
 {
 	if (o->shrink)		/* a new image from this one (shrink.c), with
 				 * --convert or alone */

@@ -14,7 +14,7 @@
 #include "mkfs.h"
 #include "extref.h"
 
-int convert_undo_take_back(const struct mkfs_opts *o, int opened)
+int convert_undo_take_back(const struct extref_build_args *o, int opened)
 {
 	const char *undo = convert_undo_file(o);
 

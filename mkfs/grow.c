@@ -14,7 +14,7 @@
 
 #define MIB	(1024.0 * 1024.0)
 
-errcode_t update_grow(const struct mkfs_opts *o, int layer_fd,
+errcode_t update_grow(const struct extref_build_args *o, int layer_fd,
 		      const struct extref_build_opts *b, struct extref_update *u,
 		      struct extref_build_update_stats *st)
 {
@@ -25,7 +25,7 @@ errcode_t update_grow(const struct mkfs_opts *o, int layer_fd,
 	memset(&g, 0, sizeof(g));
 	cleanup_signals(&sigs);
 	g.signals = &sigs;
-	g.child = cleanup_child;
+	g.child = extref_build_guard_child;
 	g.headroom = o->headroom;
 	err = extref_build_update_grow(o->image, o->source, layer_fd, b, u, st,
 				       &g, NULL);

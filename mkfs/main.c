@@ -3,9 +3,11 @@
  *
  * Usage: mkfs.extref [options] IMAGE [SIZE]
  *
- * Every option and the size are checked before the image is touched; the
- * steps after that are target_create() (target.c), run_mke2fs()
- * (mke2fs_run.c) and format_image() (steps.c: extref_build_format).
+ * getopt here; every option and the size are checked by the library
+ * (extref_build_args_set, extref_build_args_check) before the image is
+ * touched; the steps after that are target_create() (target.c),
+ * run_mke2fs() (mke2fs_run.c) and format_image() (steps.c:
+ * extref_build_format), then -d's copy (source.c) and the labels.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -15,9 +17,9 @@
 
 #include <et/com_err.h>
 #include <ext2fs/ext2fs.h>
-#include <uuid/uuid.h>
+#include <limits.h>
 
-#include "extref.h"
+#include "extref_builder.h"
 #include "mkfs.h"
 
 #ifndef EXTREF_VERSION_STRING
@@ -25,6 +27,7 @@
 #endif
 
 const char *prog = "mkfs.extref";
+struct mkfs_plan plan;
 
 /* Every form, once: the head of --help and what a bad call prints. */
 static void usage_lines(FILE *f)
@@ -134,228 +137,72 @@ static void version(void)
 	exit(0);
 }
 
-static const char *digits_opt(const char *arg, unsigned long long min,
-			      unsigned long long max, const char *what)
+/* One option into o (extref_build_args_set: its value checked). */
+static void take_opt(struct extref_build_args *o, int c, const char *arg)
 {
-	unsigned long long v;
+	char why[PATH_MAX + 256];
 
-	if (parse_uint(arg, max, &v) || v < min)
-		fatal("invalid %s '%s' (must be %llu to %llu)", what, arg,
-		      min, max);
-	return arg;
+	if (extref_build_args_set(o, c, arg, why, sizeof(why)))
+		fatal("%s", why);
+	if (c == 'L' && o->label == o->label_cut)	/* as mke2fs does */
+		fprintf(stderr, "%s: warning: label too long; truncated to "
+			"'%s'\n", prog, o->label);
 }
 
-static void check_inode_size(const char *arg)
+/* getopt's refusal of c said (as mke2fs says it); no return. */
+static void bad_opt(char **argv)
 {
-	unsigned long long v;
-
-	if (parse_uint(arg, 65536, &v) || v < EXT2_GOOD_OLD_INODE_SIZE ||
-	    (v & (v - 1)))
-		fatal("invalid inode size '%s' (must be a power of 2 from "
-		      "128 to the block size)", arg);
-}
-
-static void check_uuid(const char *arg)
-{
-	uuid_t u;
-
-	if (!strcmp(arg, "random") || !strcmp(arg, "time") ||
-	    !strcmp(arg, "null") || !strcmp(arg, "clear"))
-		return;
-	if (uuid_parse(arg, u))
-		fatal("invalid UUID '%s'", arg);
-}
-
-static void get_epoch(struct mkfs_opts *o)
-{
-	const char *s = getenv("SOURCE_DATE_EPOCH");
-	unsigned long long v;
-
-	if (!s)
-		return;
-	/* ext4 timestamps reach the year 2446 with extra_isize. */
-	if (parse_uint(s, 0x3ffffffffULL, &v))
-		fatal("invalid SOURCE_DATE_EPOCH '%s' (must be a decimal "
-		      "integer of seconds since 1970)", s);
-	o->have_epoch = 1;
-	o->epoch = (long long)v;
-}
-
-/* -L: longer than an ext4 label is cut, with a warning, as mke2fs does. */
-static const char *label_opt(const char *arg)
-{
-	static char cut[MKFS_LABEL_MAX + 1];
-
-	if (strlen(arg) <= MKFS_LABEL_MAX)
-		return arg;
-	memcpy(cut, arg, MKFS_LABEL_MAX);
-	cut[MKFS_LABEL_MAX] = '\0';
-	fprintf(stderr, "%s: warning: label too long; truncated to '%s'\n",
-		prog, cut);
-	return cut;
-}
-
-/* --size=SIZE, or --size=auto: sized from -d even on an existing image. */
-static void size_opt(struct mkfs_opts *o, const char *arg)
-{
-	if (!strcmp(arg, "auto"))
-		o->size_auto = 1;
+	if (optopt && extref_build_args_needs_arg(optopt))
+		fprintf(stderr, "%s: option -%c needs an argument\n", prog,
+			optopt);
+	else if (optopt)
+		fprintf(stderr, "%s: invalid option -%c\n", prog, optopt);
 	else
-		o->size_arg = arg;
+		fprintf(stderr, "%s: invalid option %s\n", prog,
+			argv[optind - 1]);
+	bad_usage();
 }
 
-/* One more -d; o->source stays the first. */
-static void sources_add(struct mkfs_opts *o, const char *arg)
-{
-	if (o->nsources == MKFS_MAX_SOURCES)
-		fatal("-d given more than %d times: name the layers in a "
-		      "list (-d layers:LIST)", MKFS_MAX_SOURCES);
-	o->sources[o->nsources++] = arg;
-	if (!o->source)
-		o->source = arg;
-}
-
-static void parse_args(int argc, char **argv, struct mkfs_opts *o)
+static void parse_args(int argc, char **argv, struct extref_build_args *o)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
-		{ "convert", no_argument, NULL, OPT_CONVERT },
-		{ "dedup", required_argument, NULL, OPT_DEDUP },
-		{ "headroom", required_argument, NULL, OPT_HEADROOM },
-		{ "all-root", no_argument, NULL, OPT_ALL_ROOT },
-		{ "file-contexts", required_argument, NULL, OPT_FILE_CONTEXTS },
-		{ "update", no_argument, NULL, OPT_UPDATE },
-		{ "at", required_argument, NULL, OPT_AT },
-		{ "delete", no_argument, NULL, OPT_DELETE },
-		{ "shrink", no_argument, NULL, OPT_SHRINK },
-		{ "verify", no_argument, NULL, OPT_VERIFY },
-		{ "grow", no_argument, NULL, OPT_GROW },
-		{ "atomic", no_argument, NULL, OPT_ATOMIC },
-		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "convert", no_argument, NULL, EXTREF_ARG_CONVERT },
+		{ "dedup", required_argument, NULL, EXTREF_ARG_DEDUP },
+		{ "headroom", required_argument, NULL, EXTREF_ARG_HEADROOM },
+		{ "all-root", no_argument, NULL, EXTREF_ARG_ALL_ROOT },
+		{ "file-contexts", required_argument, NULL,
+		  EXTREF_ARG_FILE_CONTEXTS },
+		{ "update", no_argument, NULL, EXTREF_ARG_UPDATE },
+		{ "at", required_argument, NULL, EXTREF_ARG_AT },
+		{ "delete", no_argument, NULL, EXTREF_ARG_DELETE },
+		{ "shrink", no_argument, NULL, EXTREF_ARG_SHRINK },
+		{ "verify", no_argument, NULL, EXTREF_ARG_VERIFY },
+		{ "grow", no_argument, NULL, EXTREF_ARG_GROW },
+		{ "atomic", no_argument, NULL, EXTREF_ARG_ATOMIC },
+		{ "size", required_argument, NULL, EXTREF_ARG_SIZE },
 		{ NULL, 0, NULL, 0 }
 	};
-	char optstring[80];
-	unsigned long long v;
+	char optstring[80], why[PATH_MAX + 256];
 	int c;
 
 	opterr = 0;
-	o->headroom = 5;
-	o->dedup = -1;			/* not given: dedup_default() */
-	snprintf(optstring, sizeof(optstring), "b:N:i:I:L:U:E:O:d:FqVh%s",
-		 mke2fs_pass_optstring);
+	extref_build_args_init(o);
+	snprintf(optstring, sizeof(optstring), "%sVh",
+		 extref_build_args_optstring());
 	while ((c = getopt_long(argc, argv, optstring, longopts,
 				NULL)) != -1) {
-		if (mke2fs_opt_take(o, c, optarg))
-			continue;	/* passed on to mke2fs (or refused) */
-		switch (c) {
-		case 'b':
-			if (parse_uint(optarg, 65536, &v) ||
-			    (v != 1024 && v != 2048 && v != 4096))
-				fatal("invalid block size '%s' (must be 1024, "
-				      "2048 or 4096)", optarg);
-			o->blocksize = (unsigned int)v;
-			o->bs_chosen = 1;
-			break;
-		case 'N':
-			o->inodes = digits_opt(optarg, 1, 0xffffffffULL,
-					       "inode count");
-			break;
-		case 'i':
-			o->inode_ratio = digits_opt(optarg, 1024, 67108864,
-						    "bytes-per-inode");
-			break;
-		case 'I':
-			check_inode_size(optarg);
-			o->inode_size = optarg;
-			break;
-		case 'L':
-			o->label = label_opt(optarg);
-			break;
-		case 'U':
-			check_uuid(optarg);
-			o->uuid = optarg;
-			break;
-		case 'E':
-			check_ext_opts(o, optarg);
-			break;
-		case 'O':
-			check_features(o, optarg);
-			break;
-		case 'F':
-			o->force = 1;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'V':
+		if (c == 'V')
 			version();
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		case OPT_CONVERT:
-			o->convert = 1;
-			break;
-		case OPT_DEDUP:
-			o->dedup = parse_dedup(optarg);
-			break;
-		case 'd':	/* repeatable: layers (source.c) */
-			sources_add(o, optarg);
-			break;
-		case OPT_HEADROOM:
-			if (parse_uint(optarg, 1000, &v))
-				fatal("invalid --headroom '%s' (a percentage "
-				      "from 0 to 1000)", optarg);
-			o->headroom = (unsigned int)v;
-			break;
-		case OPT_ALL_ROOT:
-			o->all_root = 1;
-			break;
-		case OPT_FILE_CONTEXTS:
-			labels_check(optarg);
-			o->file_contexts = optarg;
-			break;
-		case OPT_UPDATE:
-			o->update = 1;
-			break;
-		case OPT_AT:
-			o->at = optarg;
-			break;
-		case OPT_DELETE:
-			o->delete = 1;
-			break;
-		case OPT_GROW:
-			o->grow = 1;
-			break;
-		case OPT_SHRINK:
-			o->shrink = 1;
-			break;
-		case OPT_VERIFY:
-			o->verify = 1;
-			break;
-		case OPT_ATOMIC:
-			o->atomic = 1;
-			break;
-		case OPT_SIZE:
-			size_opt(o, optarg);
-			break;
-		default:
-			if (optopt && (strchr("bNiILUEOd", optopt) ||
-				       mke2fs_opt_needs_arg(optopt)))
-				fprintf(stderr, "%s: option -%c needs an "
-					"argument\n", prog, optopt);
-			else if (optopt)
-				fprintf(stderr, "%s: invalid option -%c\n",
-					prog, optopt);
-			else
-				fprintf(stderr, "%s: invalid option %s\n",
-					prog, argv[optind - 1]);
-			bad_usage();
 		}
+		if (c == '?' || c == ':')
+			bad_opt(argv);
+		take_opt(o, c, optarg);
 	}
-	if (o->dedup < 0)
-		o->dedup = dedup_default(o);
 	if (optind >= argc || argc - optind > 2)
 		bad_usage();
 	o->image = argv[optind];
@@ -363,61 +210,29 @@ static void parse_args(int argc, char **argv, struct mkfs_opts *o)
 		fatal("SIZE given twice (--size and %s)", argv[optind + 1]);
 	if (argc - optind == 2)
 		o->size_arg = argv[optind + 1];
-	if (o->size_auto && !o->source)
-		fatal("--size=auto sizes the image from -d SOURCE: it needs -d");
-	if (!o->image[0])
-		fatal("empty IMAGE name");
-	if (o->at && !o->update)
-		fatal("--at needs --update");
-	if (o->delete && !o->update)
-		fatal("--delete needs --update");
-	if ((o->verify || o->grow || o->atomic) && !o->update)
-		fatal("--%s needs --update", o->grow ? "grow" :
-		      o->atomic ? "atomic" : "verify");
-	if (o->shrink && !o->convert && (o->source || o->size_arg))
-		fatal("--shrink cuts an existing image: no -d, no SIZE");
-	if (o->noaction && (o->convert || o->shrink || o->update))
-		fatal("-n shows what mke2fs would lay out: not with "
-		      "--convert, --shrink or --update");
-	if (o->undo && (o->convert || o->shrink || o->update))
-		fatal("-z makes an image's undo file: not with --convert, "
-		      "--shrink or --update (they keep their own)");
-	if (o->update) {
-		update_check(o);
-		return;
-	}
-	if (o->dedup && !o->convert && !o->source)
-		fatal("--dedup needs -d SOURCE or --convert");
-	if (o->convert && o->source)
-		fatal("--convert and -d cannot be combined");
-	if (o->convert && o->size_arg)
-		fatal("--convert takes no SIZE");
-	if (o->convert && o->file_contexts)
-		fatal("--file-contexts labels what the build creates: not "
-		      "with --convert");
+	if (extref_build_args_check(o, why, sizeof(why)))
+		fatal("%s", why);
 }
 
 int main(int argc, char **argv)
 {
-	struct mkfs_opts o;
-	struct mkfs_target t;
+	struct extref_build_args o;
+	struct extref_build_target t;
 	int rc = 0;
 
-	memset(&o, 0, sizeof(o));
 	memset(&t, 0, sizeof(t));
 	add_error_table(&et_ext2_error_table);
 
 	cleanup_init();			/* nothing left behind: cleanup.c */
 	parse_args(argc, argv, &o);
-	get_epoch(&o);
 	progress_init(!o.quiet && isatty(1));
 	if (o.convert || o.shrink)
 		return convert_image(&o);
 	if (o.update)
 		return update_image(&o);
 	if (o.size_arg &&
-	    parse_size(o.size_arg, o.blocksize ? o.blocksize : 1024,
-		       &o.plan.size_bytes))
+	    extref_build_parse_size(o.size_arg, o.blocksize ? o.blocksize :
+				    1024, &plan.size_bytes))
 		fatal("invalid SIZE '%s' (a number with an optional K, M, G "
 		      "or T suffix)", o.size_arg);
 	/* No SIZE: an existing image is used whole, as mke2fs does. */
@@ -426,7 +241,7 @@ int main(int argc, char **argv)
 	/* A build's blocks follow its data, not mke2fs's table for small
 	 * filesystems (1 KiB below 512 MiB): 4 KiB unless -b says.  An
 	 * existing image used whole takes mke2fs's choice, as mke2fs. */
-	if (o.source && !o.blocksize && !o.plan.whole) {
+	if (o.source && !o.blocksize && !plan.whole) {
 		o.blocksize = 4096;
 		o.bs_chosen = 1;
 	}
@@ -440,7 +255,7 @@ int main(int argc, char **argv)
 	if (o.undo && !t.orig_size) {
 		o.undo = NULL;		/* a new image: nothing to put back */
 	} else if (o.undo && undo_build_begin(&o, &t)) {
-		target_undo(&o, &t);
+		target_undo(&o);
 		return 1;
 	}
 	if (run_mke2fs(&o, &t) || format_image(&o) ||
@@ -448,18 +263,17 @@ int main(int argc, char **argv)
 	    (o.file_contexts && labels_apply(&o))) {
 		if (o.undo)
 			undo_build_abort(&o);
-		target_undo(&o, &t);
+		target_undo(&o);
 		rc = 1;
 	} else if (o.undo && undo_build_end(&o)) {
-		cleanup_keep_image();	/* made, but no undo file */
+		extref_build_guard_keep();	/* made, but no undo file */
 		rc = 1;
 	} else {
-		cleanup_keep_image();
+		extref_build_guard_keep();
 		/* the image is made: a summary that fails keeps it */
 		if (o.source && !o.quiet)
 			rc = summary_print(&o);
 	}
-	free(o.features);
-	free(o.ext_opts);
+	extref_build_args_free(&o);
 	return rc;
 }

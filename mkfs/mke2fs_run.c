@@ -21,40 +21,22 @@
 #define MKE2FS_PATH "/sbin/mke2fs"
 #endif
 
-/* o and t as the library's mke2fs call takes them. */
-static void mke2fs_of(const struct mkfs_opts *o, const struct mkfs_target *t,
+/* o and t as the library's mke2fs call takes them
+ * (extref_build_mke2fs_of), and what the run derived from -d. */
+static void mke2fs_of(const struct extref_build_args *o,
+		      const struct extref_build_target *t,
 		      struct extref_build_mke2fs *m)
 {
-	memset(m, 0, sizeof(*m));
-	m->image = o->image;
-	m->fs_bytes = t->fs_bytes;
-	m->blocksize = o->blocksize;
-	m->give_blocksize = o->bs_chosen || !o->host_conf;
-	m->fs_type = o->fs_type;
-	m->inodes = o->inodes ? o->inodes : o->plan.inodes;
-	m->inode_ratio = o->inode_ratio;
-	m->inode_size = o->inode_size;
-	m->label = o->label;
-	m->uuid = o->uuid;
-	m->ext_opts = o->ext_opts;
-	m->features = o->features;
-	m->journal_opt = o->journal_given ? NULL : o->plan.journal_opt;
-	m->reserved_zero = o->plan.reserved_zero && !o->reserved_given;
-	m->pass = o->pass;
-	m->npass = o->npass;
-	m->verbose = o->verbose;
-	m->has_source = o->source != NULL;
-	m->created = t->created;
-	m->is_blockdev = t->is_blockdev;
-	m->host_conf = o->host_conf;
-	m->scratch = o->noaction && !t->exists;	/* -n: nothing made */
-	m->have_epoch = o->have_epoch;	/* -U, hash_seed= derived */
-	m->epoch = o->epoch;
-	m->source_digest = o->plan.source_digest;
-	if (o->source) {
-		m->need_for = o->plan.archive ? o->plan.archive : o->source;
-		m->need = o->plan.source_need;
-	}
+	extref_build_mke2fs_of(o, t, m);
+	if (!o->inodes)
+		m->inodes = plan.inodes;
+	if (!o->journal_given)
+		m->journal_opt = plan.journal_opt;
+	m->reserved_zero = plan.reserved_zero && !o->reserved_given;
+	m->source_digest = plan.source_digest;
+	if (plan.archive)
+		m->need_for = plan.archive;
+	m->need = o->source ? plan.source_need : 0;
 }
 
 const char *mke2fs_path(void)
@@ -62,11 +44,11 @@ const char *mke2fs_path(void)
 	return MKE2FS_PATH;
 }
 
-int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t)
+int run_mke2fs(const struct extref_build_args *o, const struct extref_build_target *t)
 {
 	struct extref_build_tool tool = {
 		.name = "mke2fs", .path = MKE2FS_PATH,
-		.env_var = "MKFS_EXTREF_MKE2FS", .child = cleanup_child,
+		.env_var = "MKFS_EXTREF_MKE2FS", .child = extref_build_guard_child,
 	};
 	struct extref_build_mke2fs m;
 	struct extref_build_opts b;

@@ -1,15 +1,17 @@
 /*
- * mkfs.h --- shared declarations of mkfs.extref.
+ * mkfs.h --- shared declarations of mkfs.extref, a front end of the
+ * library's builder (extref_builder.h).
  *
- * main.c, options.c, mke2fs_opts.c and size.c parse and check the
- * options (struct mkfs_opts; what the run settles is its plan, struct
- * mkfs_plan), target.c checks and prepares the image file, cleanup.c
- * handles the signals and undoes what a failed run made, progress.c
- * draws the bars; the rest is the library's builder (extref_builder.h:
- * extref_build_* run mke2fs, e2fsck and e2undo, add the tree, open the
- * source, populate, deduplicate, label, convert, shrink, keep
- * the undo file), called by mke2fs_run.c, tool_run.c, steps.c,
- * source.c, convert.c, shrink.c and update.c, which print what it did.
+ * main.c parses the options into the library's struct
+ * extref_build_args, which checks them (extref_build_args_set, _check);
+ * what the run settles is its plan (struct mkfs_plan).  cleanup.c
+ * handles the signals (the library's extref_build_guard_* undoes what a
+ * failed run made), progress.c draws the bars, util.c says errors.  The
+ * rest calls the library's extref_build_* (check and make the image
+ * file, run mke2fs, e2fsck and e2undo, add the tree, open the source,
+ * populate, deduplicate, label, convert, shrink, update, keep the undo
+ * file) and prints what it did: target.c, mke2fs_run.c, tool_run.c,
+ * steps.c, source.c, convert.c, shrink.c, update.c, grow.c.
  */
 #ifndef MKFS_EXTREF_H
 #define MKFS_EXTREF_H
@@ -21,9 +23,7 @@
 
 #include <ext2fs/ext2fs.h>
 
-#define MKFS_LABEL_MAX	16
-#define MKFS_PASS_MAX	64	/* argv words of mke2fs options passed on */
-#define MKFS_MAX_SOURCES 128	/* -d given this often at most */
+#include "extref_builder.h"
 
 extern const char *prog;
 
@@ -33,7 +33,7 @@ extern const char *prog;
  * main.c (SIZE parsed), target_whole, source_check and plan_size only.
  */
 struct mkfs_plan {
-	uint64_t	size_bytes;	/* SIZE parsed, or computed */
+	__u64		size_bytes;	/* SIZE parsed, or computed */
 	int		whole;		/* no SIZE: the existing image whole */
 	const char	*archive;	/* -d ARCHIVE (its first layer), as given */
 	const char	*image_source;	/* -d IMAGE (ext4 or extref), as given */
@@ -44,87 +44,16 @@ struct mkfs_plan {
 	int		reserved_zero;	/* mke2fs -m 0, when sized from -d */
 };
 
-/* Everything the command line asked for, checked; and the run's plan. */
-struct mkfs_opts {
-	const char	*image;
-	const char	*size_arg;	/* SIZE as given, or NULL */
-	unsigned int	blocksize;	/* 0 until chosen */
-	const char	*inodes;	/* -N, digits */
-	const char	*inode_ratio;	/* -i, digits */
-	const char	*inode_size;	/* -I, digits */
-	const char	*label;		/* -L */
-	const char	*uuid;		/* -U */
-	char		*ext_opts;	/* -E, rebuilt from checked parts */
-	char		*features;	/* -O, all -O options joined */
-	int		quiet;
-	int		force;
-	int		have_epoch;
-	long long	epoch;		/* SOURCE_DATE_EPOCH */
-	int		convert;	/* --convert */
-	int		dedup;		/* --dedup, enum extref_dedupe_mode */
-	const char	*source;	/* -d DIRECTORY (or where ARCHIVE went) */
-	const char	*sources[MKFS_MAX_SOURCES]; /* every -d, in order */
-	size_t		nsources;
-	unsigned int	headroom;	/* --headroom, percent */
-	int		all_root;	/* --all-root */
-	int		root_owner;	/* -E root_owner= given */
-	const char	*file_contexts;	/* --file-contexts FILE */
-	int		update;		/* --update */
-	const char	*at;		/* --at PATH */
-	int		delete;		/* --delete */
-	int		shrink;		/* --shrink (with --convert) */
-	int		verify;		/* --verify (with --update) */
-	int		atomic;		/* --atomic (with --update) */
-	int		grow;		/* --grow (with --update) */
-	/* mke2fs options passed on as given (mke2fs_opts.c) */
-	const char	*pass[MKFS_PASS_MAX];
-	int		npass;
-	const char	*fs_type;	/* -t, instead of ext4 */
-	int		host_conf;	/* -t or -T: mke2fs reads its own
-					 * configuration, not ours */
-	int		journal_given;	/* -J given: no -J of ours */
-	int		reserved_given;	/* -m given: no -m 0 of ours */
-	int		verbose;	/* -v: mke2fs's report printed */
-	int		bs_chosen;	/* -b given, or a build's 4096 */
-	int		size_auto;	/* --size=auto: sized from -d */
-	const char	*undo;		/* -z UNDO_FILE (steps.c) */
-	int		noaction;	/* -n: mke2fs -n's report only */
-	int		no_xattrs;	/* -E no_copy_xattrs */
-	int		keep_times;	/* no clamping to the epoch (--shrink) */
-	int		no_journal;	/* -O ^has_journal, sized so (--shrink) */
-	struct mkfs_plan plan;		/* settled by the run, not given */
-};
-
-#define OPT_CONVERT	1000
-#define OPT_DEDUP	1001
-#define OPT_HEADROOM	1002
-#define OPT_ALL_ROOT	1003
-#define OPT_FILE_CONTEXTS 1004
-#define OPT_UPDATE	1005
-#define OPT_AT		1006
-#define OPT_DELETE	1007
-#define OPT_SHRINK	1008
-#define OPT_VERIFY	1009
-#define OPT_GROW	1011
-#define OPT_ATOMIC	1012
-#define OPT_SIZE	1010
+/* The run's plan (main.c). */
+extern struct mkfs_plan plan;
 
 /* steps.c: --file-contexts */
-/* --file-contexts FILE: refuse a FILE libselinux cannot read, at once. */
-void labels_check(const char *file);
 /* Label every inode of the new image from o->file_contexts. */
-int labels_apply(const struct mkfs_opts *o);
+int labels_apply(const struct extref_build_args *o);
 
 /* cleanup.c: nothing left behind on error or signal. */
 void cleanup_init(void);
-void cleanup_block(sigset_t *old);
-void cleanup_unblock(const sigset_t *old);
 void cleanup_signals(sigset_t *set);
-void cleanup_child(pid_t pid, void *priv);
-int cleanup_add_tree(const char *path);
-int cleanup_add_image(const char *path, int created, off_t orig_size);
-void cleanup_keep_image(void);
-void cleanup_undo_image(void);
 /* What a signal prints before it ends the run (NULL: nothing). */
 void cleanup_set_note(const char *text);
 
@@ -142,36 +71,34 @@ void progress_end(void);
 void progress_break(void);
 
 /* steps.c: the library's build steps (extref_build_*), their messages. */
-struct extref_build_opts;
-struct extref_source_size;
 /* o's clock and the progress bar, as the library takes them. */
-void build_opts_of(const struct mkfs_opts *o, struct extref_build_opts *b);
+void build_opts_of(const struct extref_build_args *o, struct extref_build_opts *b);
 /* Add the tree to what mke2fs made; 0 or -1 (error printed). */
-int format_image(const struct mkfs_opts *o);
+int format_image(const struct extref_build_args *o);
 /* On standard output: file data, stored, saved, sizes in MiB; 0 or 1. */
-int summary_print(const struct mkfs_opts *o);
+int summary_print(const struct extref_build_args *o);
 /* -d IMAGE --dedup: the new image deduplicated; 0 or 1 (error said). */
-int dedupe_new(const struct mkfs_opts *o);
+int dedupe_new(const struct extref_build_args *o);
 /* Without SIZE, size the image from what s says it holds (o->plan: the
  * size, the inode count (used unless -N), the journal, -m 0). */
-void plan_size(struct mkfs_opts *o, const struct extref_source_size *s);
+void plan_size(struct extref_build_args *o, const struct extref_source_size *s);
 
 /* source.c: -d's source (a directory, an archive, an image, layers)
  * opened, checked and measured by the library (exits on a refusal);
  * without SIZE, the image sized from it. */
-void source_check(struct mkfs_opts *o);
+void source_check(struct extref_build_args *o);
 /* It populates the image just formatted: 0, or 1 (error said). */
-int source_finish(const struct mkfs_opts *o);
+int source_finish(const struct extref_build_args *o);
 
 /* convert.c */
 int parse_dedup(const char *arg);
-int dedup_default(const struct mkfs_opts *o);
+int dedup_default(const struct extref_build_args *o);
 /* --convert, and --shrink with it or alone (shrink.c). */
-int convert_image(const struct mkfs_opts *o);
+int convert_image(const struct extref_build_args *o);
 
 /* A journal replayed first (EXTREF_NOTE_REPLAYING, _REPLAYED), said as
  * e2fsck says it. */
-void replay_said(const struct mkfs_opts *o, int what, unsigned int n);
+void replay_said(const struct extref_build_args *o, int what, unsigned int n);
 /* replay_note.c: what the replay did (n transactions replayed), for
  * the refusals that follow it. */
 void replay_noted(unsigned int n);
@@ -180,76 +107,44 @@ const char *unchanged_note(void);
 
 /* shrink.c: --shrink (with --convert or not): the image file replaced
  * by a fresh build of what it holds; 0, or 1 (errors said). */
-int shrink_image(const struct mkfs_opts *o);
+int shrink_image(const struct extref_build_args *o);
 
 /* tool_run.c: IMAGE.convert.e2undo, --convert's undo file. */
-const char *convert_undo_file(const struct mkfs_opts *o);
+const char *convert_undo_file(const struct extref_build_args *o);
 /* Stock e2undo puts the image back from undo (then removed): 0, or -1
  * with the undo file kept and named. */
-int run_e2undo(const struct mkfs_opts *o, const char *undo);
+int run_e2undo(const struct extref_build_args *o, const char *undo);
 
 /* convert_undo.c: put the image back (opened: the undo file was
  * made); returns 1 (the run failed). */
-int convert_undo_take_back(const struct mkfs_opts *o, int opened);
+int convert_undo_take_back(const struct extref_build_args *o, int opened);
 
 /* tool_run.c: stock e2fsck -fn on the image: 0 when it finds it clean
  * (its report printed otherwise). */
-int run_e2fsck_fn(const struct mkfs_opts *o);
+int run_e2fsck_fn(const struct extref_build_args *o);
 
 /* update.c: --update, checked (exits on a bad call), then run. */
-void update_check(const struct mkfs_opts *o);
-int update_image(const struct mkfs_opts *o);
-struct extref_update;
-struct extref_build_update_stats;
+void update_check(const struct extref_build_args *o);
+int update_image(const struct extref_build_args *o);
 /* grow.c: --update --grow (extref_build_update_grow), its grow said. */
-errcode_t update_grow(const struct mkfs_opts *o, int layer_fd,
+errcode_t update_grow(const struct extref_build_args *o, int layer_fd,
 		      const struct extref_build_opts *b, struct extref_update *u,
 		      struct extref_build_update_stats *st);
-
-/* What target.c found out about the image and did to it. */
-struct mkfs_target {
-	int		exists;		/* IMAGE existed */
-	int		created;	/* we created the file */
-	int		is_blockdev;
-	int		extended;	/* we grew a regular file */
-	uint64_t	orig_size;	/* size before we touched it */
-	uint64_t	fs_bytes;	/* size of the filesystem to make */
-};
 
 /* Error output: one line "mkfs.extref: ...", no return. */
 void fatal(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 /* Same text, but return (for callers that clean up first). */
 void error_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* size.c */
-/*
- * Parse SIZE: digits with an optional K, M, G or T suffix (powers of
- * 1024; a lower-case letter and a trailing "iB"/"B" are accepted).  A
- * plain number counts units of unit bytes.  Returns 0 and the byte count,
- * or -1 for bad syntax or overflow.
- */
-int parse_size(const char *arg, uint64_t unit, uint64_t *bytes);
-/* Parse a decimal unsigned number that fits in max; -1 if it does not. */
-int parse_uint(const char *arg, unsigned long long max,
-	       unsigned long long *val);
-
-/* mke2fs_opts.c: the mke2fs options passed on (or refused, exits). */
-extern const char mke2fs_pass_optstring[];
-/* 1 when c is one of them (taken into o->pass), 0 otherwise. */
-int mke2fs_opt_take(struct mkfs_opts *o, int c, const char *arg);
-int mke2fs_opt_needs_arg(int c);
+/* err is the image's lock held by another: say by whom, when known. */
+void lock_said(const char *image, errcode_t err);
 
 /* steps.c: -z, one undo file for the whole run.  begin saves the
  * existing image's data (0, or -1 with the error printed); end closes
  * it once the run went through; abort puts the image back. */
-int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t);
-int undo_build_end(const struct mkfs_opts *o);
-void undo_build_abort(const struct mkfs_opts *o);
-
-/* options.c */
-void check_ext_opts(struct mkfs_opts *o, const char *arg);
-void check_features(struct mkfs_opts *o, const char *arg);
+int undo_build_begin(const struct extref_build_args *o, const struct extref_build_target *t);
+int undo_build_end(const struct extref_build_args *o);
+void undo_build_abort(const struct extref_build_args *o);
 
 /* target.c */
 /*
@@ -258,19 +153,19 @@ void check_features(struct mkfs_opts *o, const char *arg);
  * anything.  Refuses an existing filesystem (unless -F), a bad size, a
  * bad geometry or an unusable path.  Exits on error.
  */
-void target_probe(struct mkfs_opts *o, struct mkfs_target *t);
+void target_probe(struct extref_build_args *o, struct extref_build_target *t);
 /* No SIZE: an existing image (not empty) is used whole, as mke2fs does
  * (sets o->whole, o->size_arg and o->size_bytes); a new one is not. */
-void target_whole(struct mkfs_opts *o);
+void target_whole(struct extref_build_args *o);
 /* Create the file, or extend a smaller one.  Exits on error. */
-void target_create(const struct mkfs_opts *o, struct mkfs_target *t);
+void target_create(const struct extref_build_args *o, struct extref_build_target *t);
 /* Undo target_create after a later failure. */
-void target_undo(const struct mkfs_opts *o, const struct mkfs_target *t);
+void target_undo(const struct extref_build_args *o);
 
 /* mke2fs_run.c */
 /* Run mke2fs (-n: alone, as a dry run); 0 on success, else prints one
  * error line and returns -1. */
-int run_mke2fs(const struct mkfs_opts *o, const struct mkfs_target *t);
+int run_mke2fs(const struct extref_build_args *o, const struct extref_build_target *t);
 /* The mke2fs found at build time (MKFS_EXTREF_MKE2FS names another). */
 const char *mke2fs_path(void);
 

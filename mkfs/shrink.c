@@ -3,6 +3,7 @@
  * callbacks (stock e2fsck -fn, notes, cleanup.c's registrations: a signal
  * before the rename says "not shrunk..."), and what is said. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "extref_builder.h"
 #include "mkfs.h"
@@ -10,7 +11,7 @@
 /* Stock e2fsck -fn, on the image first, then on the copy. */
 static errcode_t shrink_e2fsck(const char *image, void *priv)
 {
-	struct mkfs_opts on = *(const struct mkfs_opts *)priv;
+	struct extref_build_args on = *(const struct extref_build_args *)priv;
 
 	on.image = image;
 	return run_e2fsck_fn(&on) ? EXTREF_ERR_E2FSCK_DAMAGED : 0;
@@ -18,7 +19,7 @@ static errcode_t shrink_e2fsck(const char *image, void *priv)
 
 static void shrink_note(int what, unsigned int n, void *priv)
 {
-	const struct mkfs_opts *o = priv;
+	const struct extref_build_args *o = priv;
 	static char note[4096 + 64];
 
 	if (what != EXTREF_NOTE_SHRINK)
@@ -34,11 +35,11 @@ static void shrink_note(int what, unsigned int n, void *priv)
 static int shrink_hidden(const char *dir, void *priv)
 {
 	(void)priv;
-	return cleanup_add_tree(dir);
+	return extref_build_guard_tree(dir);
 }
 
 /* Refuse (exit) what cannot be shrunk: nothing changed but a replay. */
-static void shrink_refused(const struct mkfs_opts *o, errcode_t err,
+static void shrink_refused(const struct extref_build_args *o, errcode_t err,
 			   const struct extref_build_shrink_result *r)
 {
 	const char *i = o->image;
@@ -77,24 +78,28 @@ static void shrink_refused(const struct mkfs_opts *o, errcode_t err,
 		snprintf(w, sizeof(w), "--shrink: the filesystem has "
 			 "stable_inodes (inode numbers must not change; the "
 			 "copy renumbers them)");
-	fatal("%s: %s; %s", i, w, unchanged_note());
+	error_line("%s: %s; %s", i, w, unchanged_note());
+	lock_said(i, err);
+	exit(1);
 }
 
-int shrink_image(const struct mkfs_opts *o)
+int shrink_image(const struct extref_build_args *o)
 {
-	sigset_t signals;
-	struct extref_build_shrink_opts so = {
-		.flags = o->convert ? EXTREF_SHRINK_CONVERT : 0,
-		.dedupe = o->dedup, .headroom = o->headroom,
-		.mke2fs = mke2fs_path(), .mke2fs_env = "MKFS_EXTREF_MKE2FS",
-		.check = shrink_e2fsck, .note = shrink_note,
-		.hidden = shrink_hidden, .child = cleanup_child,
-		.signals = &signals, .priv = (void *)o,
-	};
+	struct extref_build_shrink_opts so;
 	struct extref_build_shrink_result r;
+	sigset_t signals;
 	errcode_t err;
 
-	build_opts_of(o, &so.build);
+	extref_build_shrink_of(o, &so);
+	so.build.progress = progress_cb;
+	so.mke2fs = mke2fs_path();
+	so.mke2fs_env = "MKFS_EXTREF_MKE2FS";
+	so.check = shrink_e2fsck;
+	so.note = shrink_note;
+	so.hidden = shrink_hidden;
+	so.child = extref_build_guard_child;
+	so.signals = &signals;
+	so.priv = (void *)o;
 	cleanup_signals(&signals);
 	err = extref_build_shrink(o->image, &so, &r);
 	progress_end();

@@ -19,48 +19,32 @@
 /* The run's source (source_check), open until the process ends. */
 static struct extref_build_input in = { .src = { .archive_fd = -1 } };
 
-/* The -d arguments as the library takes them (it tells them apart). */
-static void input_opts(const struct mkfs_opts *o,
-		       struct extref_build_input_opts *io)
-{
-	memset(io, 0, sizeof(*io));
-	io->args = o->sources;
-	io->n_args = o->nsources;
-	io->flags = o->size_arg ? EXTREF_SOURCE_SIZED : 0;
-	if (o->have_epoch && !o->uuid)	/* the UUID derived from it */
-		io->flags |= EXTREF_SOURCE_DIGEST;
-	io->image = o->image;
-	io->blocksize = o->blocksize;
-	io->dedupe = o->dedup;
-	io->progress = progress_cb;
-}
-
 /* The source must be a directory, an archive, an image or layers;
  * without SIZE, size the image from it. */
-void source_check(struct mkfs_opts *o)
+void source_check(struct extref_build_args *o)
 {
 	struct extref_build_input_opts io;
 	sigset_t signals;
 	errcode_t err;
 
-	input_opts(o, &io);
+	extref_build_input_of(o, &io);	/* it tells them apart */
+	io.progress = progress_cb;
 	cleanup_signals(&signals);	/* while a spool file has a name */
 	io.signals = &signals;
-	extref_build_input_close(&in);	/* a run's second build (--shrink) */
 	err = extref_build_input_open(&io, &in);
 	progress_end();
 	if (err)
 		fatal("%s", in.why ? in.why : error_message(err));
-	o->plan.archive = in.src.n_layers ? in.names[0] :
+	plan.archive = in.src.n_layers ? in.names[0] :
 		     in.src.archive_fd >= 0 ? o->source : NULL;
-	o->plan.image_source = in.src.image;
-	o->plan.source_digest = in.has_digest ? in.digest : NULL;
+	plan.image_source = in.src.image;
+	plan.source_digest = in.has_digest ? in.digest : NULL;
 	if (o->size_arg) {	/* for the message when it is too small */
-		o->plan.source_need = in.need;
+		plan.source_need = in.need;
 		return;
 	}
 	plan_size(o, &in.size);
-	o->plan.source_need = o->plan.size_bytes;
+	plan.source_need = plan.size_bytes;
 }
 
 /*
@@ -75,11 +59,11 @@ static int out_of_room(errcode_t err)
 	       err == EXT2_ET_DIR_NO_SPACE_FOR_CSUM;
 }
 
-static void report(const struct mkfs_opts *o, errcode_t err,
+static void report(const struct extref_build_args *o, errcode_t err,
 		   const struct extref_populate *p)
 {
-	const char *src = o->plan.archive ? o->plan.archive : o->source;
-	int named = o->plan.archive || o->plan.image_source;	/* where is its entry */
+	const char *src = plan.archive ? plan.archive : o->source;
+	int named = plan.archive || plan.image_source;	/* where is its entry */
 	const char *where = p->where ? p->where : "";
 
 	if (p->layer < in.src.n_layers)
@@ -92,10 +76,10 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 	else if (err == EXT2_ET_INODE_ALLOC_FAIL)
 		error_line("%s: out of inodes for %s (raise -N or lower -i)",
 			   o->image, src);
-	else if (out_of_room(err) && o->plan.source_need)
+	else if (out_of_room(err) && plan.source_need)
 		error_line("%s: image too small for %s (%s): it needs about "
 			   "%llu KiB", o->image, src, error_message(err),
-			   (unsigned long long)(o->plan.source_need / 1024));
+			   (unsigned long long)(plan.source_need / 1024));
 	else if (out_of_room(err))
 		error_line("%s: image too small for %s (%s)", o->image, src,
 			   error_message(err));
@@ -118,27 +102,14 @@ static void copy_progress(const char *phase, __u64 done, __u64 total,
 
 /* The source into the image, then the quotas it charges
  * (extref_build_populate). */
-static int populate(const struct mkfs_opts *o)
+static int populate(const struct extref_build_args *o)
 {
 	struct extref_build_opts b;
 	struct extref_populate p;
 	errcode_t err;
 
-	memset(&p, 0, sizeof(p));
+	extref_build_populate_of(o, &p);
 	p.progress = copy_progress;
-	if (o->all_root)
-		p.flags |= EXTREF_POP_ALL_ROOT;
-	if (o->root_owner)	/* -E root_owner= wins over the archive's "./" */
-		p.flags |= EXTREF_POP_KEEP_ROOT_OWNER;
-	if (o->no_xattrs)	/* -E no_copy_xattrs */
-		p.flags |= EXTREF_POP_NO_XATTRS;
-	if (o->have_epoch && !o->keep_times) {
-		p.flags |= EXTREF_POP_EPOCH;
-		p.epoch = o->epoch;
-	}
-	/* dedupe is done as the data goes in: each distinct block (or
-	 * file) written once, the tree bulk-loaded at the end */
-	p.dedupe = o->dedup;
 	if (o->dedup == EXTREF_DEDUPE_BLOCK)
 		p.dedupe_hint = in.size.distinct_blocks;
 	build_opts_of(o, &b);
@@ -151,12 +122,12 @@ static int populate(const struct mkfs_opts *o)
 	return err ? 1 : 0;
 }
 
-int source_finish(const struct mkfs_opts *o)
+int source_finish(const struct extref_build_args *o)
 {
 	if (populate(o))
 		return 1;
 	/* an image's sharing is kept as it is read; --dedup finds more */
-	if (o->plan.image_source && o->dedup && dedupe_new(o))
+	if (plan.image_source && o->dedup && dedupe_new(o))
 		return 1;
 	/* no e2fsck -fp afterwards: a directory is indexed as its first
 	 * block fills (xr_link), as the kernel does, not left linear */

@@ -13,13 +13,9 @@
 #include "extref_builder.h"
 #include "mkfs.h"
 
-void build_opts_of(const struct mkfs_opts *o, struct extref_build_opts *b)
+void build_opts_of(const struct extref_build_args *o, struct extref_build_opts *b)
 {
-	memset(b, 0, sizeof(*b));
-	if (o->have_epoch) {
-		b->flags |= EXTREF_BUILD_EPOCH;
-		b->epoch = o->epoch;
-	}
+	extref_build_opts_of(o, b);
 	b->progress = progress_cb;
 }
 
@@ -42,7 +38,7 @@ static void print_made(const char *image, const struct extref_image_info *s)
 	printf("  reference-count tree: empty, in inode %d\n", EXTREF_INO);
 }
 
-int format_image(const struct mkfs_opts *o)
+int format_image(const struct extref_build_args *o)
 {
 	struct extref_build_opts b;
 	struct extref_image_info s;
@@ -75,23 +71,7 @@ int format_image(const struct mkfs_opts *o)
 	return 0;
 }
 
-/* --file-contexts FILE, at option time, before anything is touched:
- * FILE must parse (libselinux missing: said and refused). */
-void labels_check(const char *file)
-{
-	extref_labels_t h = NULL;
-	const char *why = NULL;
-	errcode_t err = extref_labels_open(file, &h, &why);
-
-	if (err == EXTREF_ERR_SELINUX_LIB)
-		fatal("%s: %s", file, why);
-	if (err)
-		fatal("%s: not a readable file_contexts file: %s", file,
-		      strerror((int)err));
-	extref_labels_close(h);
-}
-
-int labels_apply(const struct mkfs_opts *o)
+int labels_apply(const struct extref_build_args *o)
 {
 	struct extref_build_labels l = { .file_contexts = o->file_contexts };
 	struct extref_build_opts b;
@@ -116,12 +96,11 @@ int labels_apply(const struct mkfs_opts *o)
 
 /* Without SIZE: the size, the inode count unless -N, the journal and
  * -m 0 of an image for what s says the source holds. */
-void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
+void plan_size(struct extref_build_args *o, const struct extref_source_size *s)
 {
 	static char inodes[32], journal[32];
 	struct extref_build_plan p = { .blocksize = o->blocksize,
-				       .headroom = o->headroom,
-				       .no_journal = o->no_journal };
+				       .headroom = o->headroom };
 	errcode_t err;
 
 	if (o->inode_size)
@@ -130,13 +109,13 @@ void plan_size(struct mkfs_opts *o, const struct extref_source_size *s)
 	if (err)
 		fatal("%s: %s while sizing the image", o->image,
 		      error_message(err));
-	o->plan.size_bytes = p.bytes;
+	plan.size_bytes = p.bytes;
 	o->size_arg = "computed from SOURCE";
 	snprintf(journal, sizeof(journal), "size=%u", p.journal_mib);
-	o->plan.journal_opt = journal;
-	o->plan.reserved_zero = 1;
+	plan.journal_opt = journal;
+	plan.reserved_zero = 1;
 	snprintf(inodes, sizeof(inodes), "%llu", (unsigned long long)p.inodes);
-	o->plan.inodes = inodes;	/* unless -N */
+	plan.inodes = inodes;	/* unless -N */
 }
 
 static double mib(uint64_t bytes)
@@ -145,7 +124,7 @@ static double mib(uint64_t bytes)
 }
 
 /* On standard output: file data, stored, saved, sizes in MiB; 0 or 1. */
-int summary_print(const struct mkfs_opts *o)
+int summary_print(const struct extref_build_args *o)
 {
 	struct extref_image_usage u;
 	uint64_t file, stored, size;
@@ -174,7 +153,7 @@ int summary_print(const struct mkfs_opts *o)
 	return 0;
 }
 
-int dedupe_new(const struct mkfs_opts *o)
+int dedupe_new(const struct extref_build_args *o)
 {
 	struct extref_build_opts b;
 	errcode_t err;
@@ -198,7 +177,7 @@ int dedupe_new(const struct mkfs_opts *o)
 /* -z: the run's undo file (extref_build_undo_*), held to the end. */
 static extref_build_undo_t undo;
 
-int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t)
+int undo_build_begin(const struct extref_build_args *o, const struct extref_build_target *t)
 {
 	errcode_t err;
 	int step = 0;
@@ -214,7 +193,7 @@ int undo_build_begin(const struct mkfs_opts *o, const struct mkfs_target *t)
 	return err ? -1 : 0;
 }
 
-int undo_build_end(const struct mkfs_opts *o)
+int undo_build_end(const struct extref_build_args *o)
 {
 	errcode_t err = extref_build_undo_end(undo);
 
@@ -232,14 +211,14 @@ int undo_build_end(const struct mkfs_opts *o)
 
 static int put_back(void *priv)
 {
-	const struct mkfs_opts *o = priv;
+	const struct extref_build_args *o = priv;
 
 	return run_e2undo(o, o->undo);
 }
 
 /* The run failed after the save: the image put back (an image the run
  * created or grew is removed or cut by cleanup.c after this). */
-void undo_build_abort(const struct mkfs_opts *o)
+void undo_build_abort(const struct extref_build_args *o)
 {
 	if (!undo)
 		return;

@@ -16,11 +16,11 @@
 
 /* The library's run of a stock tool with cleanup.c's signals and child;
  * its output on standard error when it ran and failed. */
-static errcode_t run(const struct mkfs_opts *o, const char *env_var,
+static errcode_t run(const struct extref_build_args *o, const char *env_var,
 		     const char *undo, char *why, size_t len)
 {
 	struct extref_build_tool t = { .env_var = env_var,
-				       .child = cleanup_child };
+				       .child = extref_build_guard_child };
 	struct extref_build_opts b;
 	sigset_t sigs;
 	errcode_t err;
@@ -36,7 +36,7 @@ static errcode_t run(const struct mkfs_opts *o, const char *env_var,
 	return err;
 }
 
-int run_e2fsck_fn(const struct mkfs_opts *o)
+int run_e2fsck_fn(const struct extref_build_args *o)
 {
 	char why[PATH_MAX + 128];
 
@@ -44,7 +44,7 @@ int run_e2fsck_fn(const struct mkfs_opts *o)
 }
 
 /* e2undo puts back what was written: 0, or -1 (the undo file kept). */
-int run_e2undo(const struct mkfs_opts *o, const char *undo)
+int run_e2undo(const struct extref_build_args *o, const char *undo)
 {
 	char why[PATH_MAX + 128];
 
@@ -55,7 +55,7 @@ int run_e2undo(const struct mkfs_opts *o, const char *undo)
 	return -1;
 }
 
-const char *convert_undo_file(const struct mkfs_opts *o)
+const char *convert_undo_file(const struct extref_build_args *o)
 {
 	static char path[PATH_MAX];
 

@@ -11,13 +11,12 @@
  * or a crash before its commit leaves the image as it was.  The summary says what was
  * written, what was shared, and how many blocks the image uses now.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <et/com_err.h>
 
@@ -26,52 +25,7 @@
 
 #define MIB	(1024.0 * 1024.0)
 
-/* The bytes of the source's regular files: the update's bar's end. */
-static uint64_t src_total;
-
-static int count_file(const char *path, const struct stat *st, int type,
-		      struct FTW *ftw)
-{
-	(void)path; (void)ftw;
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		src_total += (uint64_t)st->st_size;
-	return 0;
-}
-
-static void update_progress(const char *phase, __u64 done, __u64 total,
-			    void *priv)
-{
-	(void)priv;
-	if (!total && !strcmp(phase, "updating"))
-		total = src_total > done ? src_total : done;
-	progress_update(phase, done, total);
-}
-
-void update_check(const struct mkfs_opts *o)
-{
-	struct stat st;
-
-	if (!o->source)
-		fatal("--update needs -d SOURCE");
-	if (o->convert || o->dedup || o->size_arg || o->file_contexts)
-		fatal("--update takes only -d SOURCE, --at PATH, --delete, "
-		      "--all-root and -q (it always shares what the image "
-		      "holds)");
-	if (o->nsources > 1)
-		fatal("--update takes one -d (one layer at a time)");
-	if (stat(o->source, &st) < 0)
-		fatal("%s: %s", o->source, strerror(errno));
-	if (S_ISREG(st.st_mode) && (o->at || o->delete))
-		fatal("%s: a layer applies at the image's root, its whiteouts "
-		      "delete: no --at, no --delete", o->source);
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
-		fatal("%s: not a directory nor an archive (--update reads "
-		      "either)", o->source);
-	if (o->at && o->at[0] != '/')
-		fatal("--at '%s': the path must start with /", o->at);
-}
-
-static void set_note(const struct mkfs_opts *o)
+static void set_note(const struct extref_build_args *o)
 {
 	char text[2 * 4096 + 128];
 
@@ -86,7 +40,7 @@ static void set_note(const struct mkfs_opts *o)
 	cleanup_set_note(text);
 }
 
-static void print_summary(const struct mkfs_opts *o,
+static void print_summary(const struct extref_build_args *o,
 			  const struct extref_update *u, unsigned int bs,
 			  uint64_t before, uint64_t after)
 {
@@ -95,7 +49,7 @@ static void print_summary(const struct mkfs_opts *o,
 	       o->at ? o->at : "/", (unsigned long long)u->entries,
 	       (unsigned long long)u->files_kept,
 	       (unsigned long long)u->files_linked);
-	if (o->delete)
+	if (o->delete_extra)
 		printf("  names removed      %10llu\n",
 		       (unsigned long long)u->removed);
 	printf("  new data written   %10.1f MiB\n",
@@ -122,7 +76,7 @@ static int no_room(errcode_t err)
  * extref_build_update_need) against what the image has free (rolled
  * back: as before the update).
  */
-static void report_room(const struct mkfs_opts *o, errcode_t err,
+static void report_room(const struct extref_build_args *o, errcode_t err,
 			const struct extref_update *u, int layer_fd)
 {
 	struct extref_update_need n;
@@ -146,7 +100,7 @@ static void report_room(const struct mkfs_opts *o, errcode_t err,
 		   (unsigned long long)n.free_inodes, more);
 }
 
-static void report(const struct mkfs_opts *o, errcode_t err,
+static void report(const struct extref_build_args *o, errcode_t err,
 		   const struct extref_update *u)
 {
 	if (err == EXTREF_ERR_TXN_TOO_BIG && o->atomic)	/* rolled back */
@@ -173,7 +127,7 @@ static void report(const struct mkfs_opts *o, errcode_t err,
 		error_line("%s: %s", o->image, error_message(err));
 }
 
-int update_image(const struct mkfs_opts *o)
+int update_image(const struct extref_build_args *o)
 {
 	struct extref_build_update_stats bs;
 	struct extref_build_opts b;
@@ -182,39 +136,26 @@ int update_image(const struct mkfs_opts *o)
 	struct stat st;
 	int layer_fd = -1;
 
-	memset(&u, 0, sizeof(u));
-	u.at = o->at;
-	u.progress = update_progress;
+	extref_build_update_of(o, &u);
+	u.progress = o->quiet ? NULL : progress_cb;	/* its end: the
+							 * library's */
 	if (stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* an archive: one more OCI layer */
 		layer_fd = open(o->source, O_RDONLY | O_CLOEXEC);
 		if (layer_fd < 0)
 			fatal("cannot read %s: %s", o->source,
 			      strerror(errno));
-		src_total = (uint64_t)st.st_size;
-	} else if (!o->quiet) {
-		nftw(o->source, count_file, 64, FTW_PHYS);
 	}
-	if (o->all_root)
-		u.flags |= EXTREF_POP_ALL_ROOT;
-	if (o->delete)
-		u.flags |= EXTREF_UPDATE_DELETE;
-	if (o->atomic)
-		u.flags |= EXTREF_UPDATE_KEEP_JOURNAL;
-	if (o->have_epoch) {
-		u.flags |= EXTREF_POP_EPOCH;
-		u.epoch = o->epoch;
-	}
-	build_opts_of(o, &b);
-	if (o->verify)
-		b.flags |= EXTREF_BUILD_VERIFY;
+	build_opts_of(o, &b);	/* --verify's too */
 	set_note(o);		/* what a signal prints from here */
 	err = o->grow ? update_grow(o, layer_fd, &b, &u, &bs) :
 		extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
 	progress_end();
 	cleanup_set_note(NULL);
-	if (err && !bs.blocksize)	/* the open (or the grow) failed */
+	if (err && !bs.blocksize) {	/* the open (or the grow) failed */
 		error_line("%s: %s", o->image, error_message(err));
+		lock_said(o->image, err);
+	}
 	else if (err && no_room(err))
 		report_room(o, err, &u, layer_fd);
 	else if (err)

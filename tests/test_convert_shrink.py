@@ -493,11 +493,11 @@ KILL_POINTS = [("step", "formatted"), ("step", "first"),
 @pytest.mark.parametrize("how,when", KILL_POINTS)
 def test_killed_at_any_point(crash_source, tmp_path, loop_mount, how, when):
     """Killed (SIGTERM) right after a step (EXTREF_FAULT_SHRINK_STEP,
-    mkfs/shrink.c), or at a time into the run, or the copy's flushes
-    failing (EXTREF_FAULT=flusheio=1): the image is byte for byte as it
-    was, or fully replaced by the copy; no hidden file is left; stock
-    e2fsck -fn finds it clean.  Killed before the rename, it says "not
-    shrunk; the image is as it was"; after it, not."""
+    libfs/builder/build_shrink.c), or at a time into the run, or the
+    copy's flushes failing (EXTREF_FAULT=flusheio=1): the image is byte
+    for byte as it was, or fully replaced by the copy; no hidden file is
+    left; stock e2fsck -fn finds it clean.  Killed before the rename, it
+    says "not shrunk; the image is as it was"; after it, not."""
     src, base = crash_source
     img = tmp_path / "t.img"
     helpers.run(["cp", "--sparse=always", str(base), str(img)])

@@ -1,6 +1,7 @@
 """mkfs.extref's front end: the progress bar, the summary, the usage
 line, removal of what a run leaves on a signal, the block size of a
-build, and the blocks --convert hands back to the host.
+build, the lock's holder named when another writer holds the image,
+and the blocks --convert hands back to the host.
 
 Oracles: a pseudo-terminal (python's pty) sees what a user sees; stock
 debugfs lists every file's blocks and dumpe2fs the image's counts;
@@ -433,3 +434,33 @@ def test_build_punches_what_its_dedupe_frees(tmp_path):
     # the tree's own blocks, written where there were holes, and rounding
     assert saved - 16 * 4096 - 0.05 * MiB <= drop <= saved + 0.05 * MiB, \
         (drop, saved)
+
+
+@pytest.mark.parametrize("args", [["--update", "-d", "SRC"], ["--shrink"],
+                                  ["--convert", "--shrink"]])
+def test_a_locked_image_names_its_holder(tmp_path, args):
+    """Another extref writer holds the image (debugfs.extref -w): the
+    run is refused, says who holds the lock (/proc/locks), as
+    debugfs.extref and fsck.extref say it, and changes nothing."""
+    from test_safety_open import Holder
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a").write_bytes(os.urandom(50000))
+    img = tmp_path / "t.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-d", str(src),
+                 str(img)])
+    before = img.read_bytes()
+    h = Holder(img, write=True)
+    try:
+        res = helpers.run([helpers.binary("mkfs.extref"),
+                           *[str(src) if a == "SRC" else a for a in args],
+                           str(img)], check=False)
+    finally:
+        h.close()
+    assert res.returncode == 1, helpers.describe(res)
+    assert "in use by another extref writer" in res.stderr, \
+        helpers.describe(res)
+    holder = f"the lock is held by debugfs.extref (pid {h.p.pid})"
+    assert holder in res.stderr, helpers.describe(res)
+    assert img.read_bytes() == before
+    helpers.e2fsck_fn(img)

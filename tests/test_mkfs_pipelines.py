@@ -380,17 +380,17 @@ def test_undo_file_covers_the_whole_run(tmp_path):
 # ----- the man page's table of mke2fs options, against the code -----
 
 def code_options():
-    """(taken, refused) short options of mkfs/mke2fs_opts.c's table
+    """(taken, refused) short options of libfs/builder/args_mke2fs.c's table
     (taken: passed to mke2fs, or mkfs.extref's own, -z)."""
-    text = (ROOT / "mkfs/mke2fs_opts.c").read_text()
+    text = (ROOT / "libfs/builder/args_mke2fs.c").read_text()
     passed, refused = set(), set()
-    for m in re.finditer(r"\{ '(.)', [01], (NULL|\")", text):
+    for m in re.finditer(r"\{ '(.)', \"-.\", [01], (NULL|\")", text):
         (passed if m.group(2) == "NULL" else refused).add(m.group(1))
     return passed, refused
 
 
 def code_ext_options():
-    text = (ROOT / "mkfs/options.c").read_text()
+    text = (ROOT / "libfs/builder/args_ext.c").read_text()
     table = re.search(r"pass_ext\[\] = \{(.*?)\};", text, re.S).group(1)
     passed = set(re.findall(r'"([a-z_-]+)"', table))
     passed |= {"hash_seed", "root_owner", "lazy_itable_init", "quotatype"}
@@ -427,7 +427,7 @@ def test_man_page_option_table_is_the_code():
     assert {k for k, v in rows.items() if v == "passed"} == ep
     assert {k for k, v in rows.items() if v == "refused"} == er
     # and the getopt string holds every one of them
-    text = (ROOT / "mkfs/mke2fs_opts.c").read_text()
-    optstring = re.search(r'mke2fs_pass_optstring\[\] = "([^"]*)"',
+    text = (ROOT / "libfs/builder/args_mke2fs.c").read_text()
+    optstring = re.search(r'xr_mke2fs_pass_optstring\[\] = "([^"]*)"',
                           text).group(1)
     assert set(optstring.replace(":", "")) == passed | refused

@@ -1,6 +1,6 @@
 """mkfs.extref --convert --shrink of images that keep several groups:
-the copy (mkfs/shrink.c: a fresh -d IMAGE build) has the inodes per
-group a fresh build would have, and numbers the inodes afresh.
+the copy (extref_build_shrink: a fresh -d IMAGE build) has the inodes
+per group a fresh build would have, and numbers the inodes afresh.
 
 The sources are made as users make them:
 - "spread": an ext4 image populated through the kernel (a read-write

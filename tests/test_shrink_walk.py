@@ -1,6 +1,6 @@
 """mkfs.extref --shrink's walk (issue 32): one library call
 (extref_build_shrink) that takes the image's lock first and opens the
-image once.  Oracles: strace (every openat of the image by the
+image once; and --convert's (extref_build_convert), the same.  Oracles: strace (every openat of the image by the
 mkfs.extref process itself: the lock's descriptor and one read-only
 open, however many parts of the walk read it), stock e2fsck -fn and
 dumpe2fs on the result.  The children (stock e2fsck -fn, mke2fs) open
@@ -102,3 +102,32 @@ def test_a_replay_opens_it_again(tmp_path):
     assert len(after_replay) == 1 and "O_RDONLY" in after_replay[0], \
         "\n".join(opens)
     helpers.e2fsck_fn(img)
+
+
+def test_convert_opens_the_image_once(tmp_path):
+    """--convert: the lock's descriptor first (before the stock e2fsck
+    -fn check, a child), then one read-write open for the whole
+    conversion."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    img = _image(tmp_path)
+    trace = tmp_path / "trace"
+    res = helpers.run(["strace", "-f", "-qq", "-e", "trace=open,openat",
+                       "-o", str(trace), helpers.binary("mkfs.extref"),
+                       "--convert", "-q", str(img)], check=False,
+                      env={"SOURCE_DATE_EPOCH": EPOCH,
+                           **helpers.no_leak_check_env()})
+    if res.returncode and "ptrace" in res.stderr:
+        pytest.skip("strace cannot trace here: " + res.stderr.strip())
+    assert res.returncode == 0, helpers.describe(res)
+    opens = _opens_by_the_tool(trace, img)
+    assert len(opens) == 2, "\n".join(opens)
+    assert "O_CLOEXEC" in opens[0] and "O_RDONLY" in opens[0], opens
+    assert "O_RDWR" in opens[1], opens
+    # the e2fsck -fn child ran after the lock was taken
+    lines = trace.read_text().splitlines()
+    lock = next(i for i, l in enumerate(lines) if l == opens[0])
+    child = [i for i, l in enumerate(lines) if "e2fsck" in l]
+    assert child and child[0] > lock, "\n".join(lines[:lock + 1])
+    helpers.e2fsck_fn(img)
+    assert "shared_blocks" in helpers.dumpe2fs_features(img)

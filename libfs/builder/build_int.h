@@ -105,4 +105,18 @@ int xr_undo_left(const char *undo);
 #define undo_leak_on()		do { } while (0)
 #endif
 
+/* update_total.c: the update's bar given its end (the source's bytes):
+ * u's progress wrapped from begin to end. */
+struct xr_update_total {
+	extref_progress_func	fn;
+	void			*priv;
+	struct extref_update	*u;
+	__u64			total;
+};
+void xr_update_total_begin(struct xr_update_total *t, const char *dir,
+			   int layer_fd, struct extref_update *u);
+void xr_update_total_cb(const char *phase, __u64 done, __u64 total,
+			void *priv);
+void xr_update_total_end(struct xr_update_total *t);
+
 #endif /* EXTREF_BUILD_INT_H */

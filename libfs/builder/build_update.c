@@ -11,7 +11,8 @@
  * built, is refused saying so (EXTREF_ERR_PLAIN_IMAGE,
  * EXTREF_ERR_TREE_UNBUILT: mkfs.extref --convert makes it one), and
  * so is an image an interrupted --convert left its undo file beside
- * (EXTREF_ERR_CONVERT_LEFT: convert_left.c).
+ * (EXTREF_ERR_CONVERT_LEFT: convert_left.c).  The copy's progress
+ * ("updating") is given its end: the source's bytes (update_total.c).
  */
 #include <string.h>
 
@@ -49,6 +50,7 @@ errcode_t extref_build_update(const char *image, const char *dir,
 			      struct extref_build_update_stats *st)
 {
 	struct extref_build_update_stats own;
+	struct xr_update_total total;
 	int verify = o && (o->flags & EXTREF_BUILD_VERIFY);
 	extref_fs_t xfs = NULL;
 	errcode_t err;
@@ -67,8 +69,10 @@ errcode_t extref_build_update(const char *image, const char *dir,
 	st->blocksize = extref_fs_ext2(xfs)->blocksize;
 	st->used_before = used_blocks(xfs);
 	st->free_before = ext2fs_free_blocks_count(extref_fs_ext2(xfs)->super);
+	xr_update_total_begin(&total, dir, layer_fd, u);
 	err = layer_fd >= 0 ? extref_update_layer(xfs, layer_fd, u) :
 		extref_update_dir(xfs, dir, u);
+	xr_update_total_end(&total);
 	st->used_after = used_blocks(xfs);
 	if (!err)
 		err = extref_fs_close(xfs);

@@ -33,7 +33,7 @@ struct xr_shrink {
 	struct xr_src	src;		/* the image, open once (src.fs) */
 	struct xr_shrink_keep keep;
 	char		dir[PATH_MAX - 16];	/* the hidden directory, or "" */
-	char		first[PATH_MAX], copy[PATH_MAX], conf[PATH_MAX];
+	char		first[PATH_MAX], copy[PATH_MAX];
 };
 
 /* A callback of o (each may be NULL). */

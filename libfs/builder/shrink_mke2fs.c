@@ -1,10 +1,9 @@
 /*
  * shrink_mke2fs.c --- a shrink's copy laid out by the stock mke2fs, as
  * mkfs.extref -d lays out a new image: the file made in the hidden
- * directory at its size, mke2fs run (extref_build_run_tool) with our
- * configuration (extref_build_mke2fs_conf) in a memory file, or where
- * there is none in a file of the hidden directory, and what it said
- * made one line when it fails (extref_build_mke2fs_why).
+ * directory at its size, mke2fs run the one way a build runs it
+ * (extref_build_mke2fs_run: our configuration, and what it said made
+ * one line when it fails).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,11 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <et/com_err.h>
 #include "shrink_int.h"
 
 /* The new file, bytes long (in the hidden directory: removed with it). */
@@ -37,29 +33,6 @@ static errcode_t make_file(struct xr_shrink *s, const char *path,
 	}
 	close(fd);
 	return 0;
-}
-
-/* The configuration: a memory file the child opens through /proc (its
- * descriptor returned), else s->conf in the hidden directory (-1). */
-static int write_conf(struct xr_shrink *s, char *path, size_t len)
-{
-	const char *text = extref_build_mke2fs_conf();
-	size_t n = strlen(text);
-	int fd = memfd_create("extref.mke2fs.conf", MFD_CLOEXEC);
-
-	if (fd >= 0) {
-		snprintf(path, len, "/proc/self/fd/%d", fd);
-		if (write(fd, text, n) == (ssize_t)n && !access(path, R_OK))
-			return fd;
-		close(fd);
-	}
-	snprintf(path, len, "%s", s->conf);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, text, n) != (ssize_t)n)
-		path[0] = 0;
-	if (fd >= 0)
-		close(fd);
-	return -1;
 }
 
 static void argv_of(const struct xr_shrink *s, struct extref_build_mke2fs *m,
@@ -88,7 +61,8 @@ static void argv_of(const struct xr_shrink *s, struct extref_build_mke2fs *m,
 	m->epoch = s->o->build.epoch;
 }
 
-/* Run it; 0, or the line that says why in s->res->why. */
+/* Run it as a build runs it (extref_build_mke2fs_run: the argv, our
+ * configuration); 0, or the line that says why in s->res->why. */
 static errcode_t run(struct xr_shrink *s, struct extref_build_mke2fs *m)
 {
 	const struct extref_build_shrink_opts *o = s->o;
@@ -98,29 +72,10 @@ static errcode_t run(struct xr_shrink *s, struct extref_build_mke2fs *m)
 		.env_var = o->mke2fs_env, .signals = o->signals,
 		.child = o->child, .priv = o->priv,
 	};
-	char conf[PATH_MAX + 32];
 	errcode_t err;
 
-	errno = 0;
-	t.conf_fd = write_conf(s, conf, sizeof(conf));
-	if (t.conf_fd < 0 && !conf[0]) {
-		int e = errno ? errno : EIO;
-
-		return xr_shrink_why(s, e, "cannot write %s: %s", s->conf,
-				     strerror(e));
-	}
-	t.conf = conf;
-	err = extref_build_run_tool(m->argv, &o->build, &t);
-	if (t.conf_fd >= 0)
-		close(t.conf_fd);
-	if (err)
-		xr_shrink_why(s, err, "%s: cannot run mke2fs: %s", m->image,
-			      strerror((int)err));
-	else if (!WIFEXITED(t.status) || WEXITSTATUS(t.status)) {
-		extref_build_mke2fs_why(m, t.output, t.status, s->res->why,
-					sizeof(s->res->why));
-		err = EXTREF_ERR_MKE2FS;
-	}
+	err = extref_build_mke2fs_run(m, &o->build, &t, s->res->why,
+				      sizeof(s->res->why));
 	free(t.output);
 	return err;
 }
@@ -149,9 +104,5 @@ errcode_t xr_shrink_mke2fs(struct xr_shrink *s, const char *path,
 	snprintf(jopt, sizeof(jopt), "size=%u", journal_mib);
 	argv_of(s, &m, path, bytes, n, jopt);
 	m.need_for = source;
-	if (extref_build_mke2fs_argv(&m))
-		return xr_shrink_why(s, EXT2_ET_INVALID_ARGUMENT, "%s: %s",
-				     path, error_message(
-					     EXT2_ET_INVALID_ARGUMENT));
 	return run(s, &m);
 }

@@ -47,7 +47,6 @@ static int paths(struct xr_shrink *s)
 		return ENAMETOOLONG;
 	snprintf(s->first, sizeof(s->first), "%s/a", s->dir);
 	snprintf(s->copy, sizeof(s->copy), "%s/b", s->dir);
-	snprintf(s->conf, sizeof(s->conf), "%s/mke2fs.conf", s->dir);
 	return 0;
 }
 
@@ -83,7 +82,6 @@ void xr_shrink_dir_remove(struct xr_shrink *s)
 		return;
 	unlink(s->first);
 	unlink(s->copy);
-	unlink(s->conf);
 	rmdir(s->dir);
 	s->dir[0] = 0;
 }
