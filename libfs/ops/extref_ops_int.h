@@ -72,6 +72,11 @@ int xr_file_type(__u16 mode);
 #define XR_TIME_MTIME	1	/* and the modification time */
 errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
+#define XR_TS_ATIME	0
+#define XR_TS_MTIME	1
+#define XR_TS_CTIME	2
+void xr_time_set(ext2_filsys fs, struct ext2_inode_large *in, int which,
+		 __s64 sec, __u32 nsec);
 
 /* inode_alloc.c: a new inode near DIR, in use, not linked yet. */
 errcode_t xr_new_inode(ext2_filsys fs, ext2_ino_t dir,
@@ -162,9 +167,14 @@ errcode_t xr_add_name(ext2_filsys fs, ext2_ino_t dir,
 		      const char *target);
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype);
+errcode_t xr_dir_empty(ext2_filsys fs, ext2_ino_t dir);
+errcode_t xr_set_entry(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		       ext2_ino_t ino, int ftype);
+errcode_t xr_dotdot(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t *parent);
 /* project.c */
 errcode_t xr_inherited_projid(ext2_filsys fs, ext2_ino_t dir, __u32 *projid);
 errcode_t xr_inherit_project(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino);
+errcode_t xr_project_check(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino);
 
 /* inline.c */
 errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
@@ -183,9 +193,18 @@ errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes);
 errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
 errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);
 
-/* unlink.c */
+/* nlink.c: link counts.  A name dropped (xr_drop_check first, before
+ * anything is written; then the entry removed, then xr_drop_link), a
+ * directory's entries changed (times, subdirectory count), the limits. */
 errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 			      struct ext2_inode *inode);
+errcode_t xr_drop_check(ext2_filsys fs, ext2_ino_t ino,
+			struct ext2_inode *inode);
+errcode_t xr_drop_link(extref_fs_t xfs, ext2_ino_t ino,
+		       struct ext2_inode *inode);
+errcode_t xr_dir_may_grow(ext2_filsys fs, ext2_ino_t dir);
+errcode_t xr_dir_changed(ext2_filsys fs, ext2_ino_t dir, int delta);
+errcode_t xr_may_link(const struct ext2_inode *inode);
 
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */
