@@ -241,6 +241,30 @@ errcode_t extref_truncate(extref_fs_t fs, ext2_ino_t ino, __u64 size);
  */
 errcode_t extref_punch(extref_fs_t fs, ext2_ino_t ino, __u64 off, __u64 len);
 
+/*
+ * fallocate(2) on ext4, mode by mode, the counts kept exact (the values
+ * are the kernel's FALLOC_FL_*): 0 and EXTREF_FALLOC_KEEP_SIZE give
+ * every hole of the range new blocks, mapped unwritten (read as zeros;
+ * mapped blocks, shared or not, stay), and grow the size to off + len
+ * unless KEEP_SIZE; EXTREF_FALLOC_ZERO_RANGE makes the range read as
+ * zeros: whole blocks unwritten (a block the file owns alone in place, a
+ * hole or a shared block by a new block: nothing is written into a
+ * shared block), partial end blocks zeroed copy-on-write;
+ * EXTREF_FALLOC_PUNCH_HOLE (with KEEP_SIZE, else EXTREF_ERR_FALLOC_MODE)
+ * is extref_punch, EXTREF_FALLOC_UNSHARE_RANGE extref_unshare.  Other
+ * modes, and PUNCH_HOLE with ZERO_RANGE: EXTREF_ERR_FALLOC_MODE
+ * (EOPNOTSUPP); UNSHARE_RANGE with another but KEEP_SIZE:
+ * EXTREF_ERR_BAD_FLAGS.  len 0: EXTREF_ERR_ZERO_LEN, first.  With
+ * an identity: write permission; an append-only file takes only 0 and
+ * KEEP_SIZE.  ENOSPC leaves the file as it was.
+ */
+#define EXTREF_FALLOC_KEEP_SIZE		0x01
+#define EXTREF_FALLOC_PUNCH_HOLE	0x02
+#define EXTREF_FALLOC_ZERO_RANGE	0x10
+#define EXTREF_FALLOC_UNSHARE_RANGE	0x40
+errcode_t extref_fallocate(extref_fs_t fs, ext2_ino_t ino, int mode,
+			   __u64 off, __u64 len);
+
 /* Give the range blocks of its own (UNSHARE_RANGE|KEEP_SIZE: len 0 EINVAL). */
 errcode_t extref_unshare(extref_fs_t fs, ext2_ino_t ino, __u64 off,
 			 __u64 len);

@@ -212,6 +212,8 @@ errcode_t xr_may_link(const struct ext2_inode *inode);
 errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 		       struct ext2_inode *inode, __u64 off, const void *buf,
 		       __u64 len, int mode);
+errcode_t xr_zero_partial(extref_fs_t xfs, ext2_ino_t ino,
+			  struct ext2_inode *inode, __u64 off, __u64 len);
 
 /*
  * quota_limits.c: limits checked for an identity (quota/ keeps usage).
