@@ -18,7 +18,10 @@ import errno
 import os
 import re
 
+import pytest
+
 import helpers
+from test_ops_namespace import failures_leave_files
 
 KEEP, PUNCH, ZERO = 0x01, 0x02, 0x10
 FLAG = {KEEP: "-k", PUNCH: "-p", ZERO: "-z"}
@@ -119,3 +122,16 @@ def test_zero_range_never_writes_a_shared_block(tmp_path):
     assert res.returncode == 0, helpers.describe(res)
     # a's blocks all went unwritten: nothing is shared any more
     assert " 0 shared blocks" in res.stdout, res.stdout
+
+
+@pytest.mark.slow
+def test_a_failed_zero_range_leaves_the_image(tmp_path):
+    """Every allocation of a ZERO_RANGE over shared blocks made to fail in
+    turn: both files read as before, counts exact."""
+    img, src = tmp_path / "img", tmp_path / "src"
+    src.write_bytes(os.urandom(64 << 10))
+    helpers.mkfs(img, "16M")
+    helpers.run([helpers.binary("debugfs.extref"), "-w", "-f", "-",
+                 str(img)], input=f"write {src} /a\nreflink /a /b\n")
+    assert failures_leave_files(img, "fallocate -z /a 1000 40000",
+                                ["/a", "/b"]) >= 1

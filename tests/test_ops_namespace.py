@@ -444,3 +444,52 @@ def test_rename_keeps_reflinks_exact(tmp_path):
     assert helpers.debugfs_cat(img, "/r/orig") == data
     res = dbg(img, "-R", "ls /s")
     assert "moved" not in res.stdout
+
+
+def failures_leave_files(img, request, paths):
+    """Run request with the N-th array growth failing (EXTREF_FAULT_NOMEM),
+    N = 1, 2, ... until it succeeds three times running; each run on a
+    fresh copy of img.  A run that fails must leave every one of paths
+    reading as before (stock debugfs) and both checkers clean.  Returns
+    how many runs failed inside the operation (rolled back), not at the
+    open."""
+    reason = helpers.fault_injection_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    before = {p: helpers.debugfs_cat(img, p) for p in paths}
+    work = img.with_name("nomem")
+    failed = ok_run = 0
+    n = 0
+    while ok_run < 3 and n < 400:
+        n += 1
+        work.write_bytes(img.read_bytes())
+        res = helpers.run([helpers.binary(DBG), "-w", "-R", request,
+                           str(work)], check=False,
+                          env={"EXTREF_FAULT_NOMEM": str(n)})
+        if res.returncode == 0:
+            ok_run += 1
+            continue
+        ok_run = 0
+        failed += "rolled back" in res.stderr
+        assert "growth" in res.stderr, helpers.describe(res)
+        for p, data in before.items():
+            assert helpers.debugfs_cat(work, p) == data, (n, p)
+        helpers.e2fsck_fn(work)
+        chk = helpers.run([helpers.binary("fsck/fsck.extref"), "-n",
+                           str(work)], check=False)
+        assert chk.returncode == 0, (n, helpers.describe(chk))
+    assert ok_run == 3, n
+    return failed
+
+
+def test_a_failed_rename_leaves_the_image(tmp_path):
+    """Every allocation of a rename over a reflinked file made to fail in
+    turn: the image reads as before, counts exact."""
+    img, src = tmp_path / "img", tmp_path / "src"
+    src.write_bytes(os.urandom(48 << 10))
+    helpers.mkfs(img, "16M")
+    dbg(img, "-w", "-f", "-", check=True, input=(
+        f"mkdir /r\nmkdir /s\nwrite {src} /r/orig\n"
+        "reflink /r/orig /s/copy\n"))
+    assert failures_leave_files(img, "rename /s/copy /r/orig",
+                                ["/r/orig", "/s/copy"]) >= 1
