@@ -10,8 +10,10 @@ refused step must leave the image file byte for byte as it was.  At the
 end a read-only loop mount of the image must show what the host shows:
 names, types, modes, owners, link counts, hard-link groups, contents,
 device numbers, each directory's ".." and the times set explicitly
-(to the nanosecond, past 2038 and before 1970); stock e2fsck -fn and
-fsck.extref -n find the image clean.
+(to the nanosecond, past 2038 and before 1970), and which modification
+times the steps moved (a parent's on rename, link, mknod, unlink);
+stock e2fsck -fn and fsck.extref -n find the image clean.  Every array
+growth of a rename made to fail in turn leaves the image as it was.
 
 A rename of a reflinked file keeps its sharing; replacing the original
 by its reflink frees one inode and no block, as stock e2fsck counts
@@ -34,6 +36,7 @@ import pytest
 import helpers
 
 DBG = "debugfs.extref"
+SETUP = 1000000000          # the tree's times before the steps
 ALICE = (1000, 1000)
 
 # (kind, path, mode, uid, gid, data)
@@ -62,6 +65,8 @@ TREE = [
     ("dir", "/ro", 0o755, 0, 0, None),
     ("file", "/ro/rf", 0o666, 0, 0, b"rf\n"),
     ("dir", "/sg", 0o2775, 0, 100, None),
+    ("dir", "/z", 0o755, 0, 0, None),
+    ("file", "/z/zf", 0o644, 0, 0, b"z\n"),
 ]
 
 # The library follows fs.protected_hardlinks = 1; the host compares it
@@ -87,6 +92,7 @@ STEPS = [
     (None, "link /a/f2 /b/hl", "EEXIST"),
     (None, "link /b /x/dl", "EPERM"),                   # a directory
     (None, "rm /x/hl2", "ok"),
+    (None, "rm /z/zf", "ok"),                           # /z's times
     (None, "mknod -m 644 /a/fifo p", "ok"),
     (None, "mknod -m 600 /a/sock s", "ok"),
     (None, "mknod -m 640 /a/chr c 1 3", "ok"),
@@ -268,7 +274,12 @@ def build(img, root, work):
         reqs += [f"chown {uid}:{gid} {path}", f"chmod {mode:o} {path}"]
         os.chown(host, uid, gid)
         os.chmod(host, mode)
-    dbg(img, "-w", "-f", "-", check=True, input="\n".join(reqs) + "\n")
+    # both trees stamped SETUP: a time the steps change shows
+    helpers.run([helpers.binary(DBG), "-w", "-f", "-", str(img)],
+                input="\n".join(reqs) + "\n",
+                env={"SOURCE_DATE_EPOCH": str(SETUP)})
+    for _, path, *_ in reversed(TREE):
+        os.utime(str(root) + path, (SETUP, SETUP))
 
 
 def snapshot(top):
@@ -305,13 +316,13 @@ def snapshot(top):
 
 
 def comparable(facts):
-    """The facts both sides must share: times only where set
-    explicitly."""
+    """The facts both sides must share: times exactly where set
+    explicitly, elsewhere whether the modification time moved."""
     out = {}
     for rel, f in facts.items():
         g = dict(f)
         g.pop("atime")
-        g.pop("mtime")
+        g["mtime_moved"] = g.pop("mtime") != SETUP * 10**9
         for path, a, m in EXPLICIT_TIMES:
             if rel == path:
                 if a:

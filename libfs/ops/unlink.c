@@ -40,8 +40,9 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	err = xr_drop_check(fs, ino, &inode);
 	if (!err)
 		err = xr_unlink_name(fs, dir, name, ino);
-	if (!err && isdir)
-		err = xr_dir_changed(fs, dir, -1);
+	/* the directory's times, as the kernel's unlink and rmdir set them */
+	if (!err)
+		err = xr_dir_changed(fs, dir, isdir ? -1 : 0);
 	if (!err)
 		err = xr_drop_link(xfs, ino, &inode);
 	return xr_quota_end(xfs, err);
