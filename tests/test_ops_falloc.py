@@ -10,7 +10,8 @@ read-only loop mount of the image must show each file's size and bytes
 as the host does.  A range zeroed in one file of a shared pair leaves
 the other's bytes as they were (nothing is written into a shared
 block); stock e2fsck -fn and fsck.extref -n (the counts against every
-mapping) find the image clean.
+mapping) find the image clean.  Every array growth of a ZERO_RANGE made
+to fail in turn leaves both files as they were.
 """
 
 import ctypes
