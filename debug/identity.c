@@ -24,6 +24,7 @@ static const struct {
 	{ "sys_admin",		EXTREF_CAP_SYS_ADMIN },
 	{ "sys_resource",	EXTREF_CAP_SYS_RESOURCE },
 	{ "setfcap",		EXTREF_CAP_SETFCAP },
+	{ "mknod",		EXTREF_CAP_MKNOD },
 };
 #define NCAPS	(sizeof(cap_names) / sizeof(cap_names[0]))
 

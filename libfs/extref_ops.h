@@ -15,6 +15,7 @@
 #ifndef EXTREF_OPS_H
 #define EXTREF_OPS_H
 
+#include <time.h>
 #include "extref.h"
 #include "extref_extent.h"
 
@@ -46,7 +47,8 @@ extern "C" {
 #define EXTREF_CAP_SYS_ADMIN		0x0040
 #define EXTREF_CAP_SYS_RESOURCE		0x0080
 #define EXTREF_CAP_SETFCAP		0x0100
-#define EXTREF_CAP_ALL			0x01ff
+#define EXTREF_CAP_MKNOD		0x0200
+#define EXTREF_CAP_ALL			0x03ff
 
 struct extref_cred {
 	__u32	uid;
@@ -239,6 +241,30 @@ errcode_t extref_truncate(extref_fs_t fs, ext2_ino_t ino, __u64 size);
  */
 errcode_t extref_punch(extref_fs_t fs, ext2_ino_t ino, __u64 off, __u64 len);
 
+/*
+ * fallocate(2) on ext4, mode by mode, the counts kept exact (the values
+ * are the kernel's FALLOC_FL_*): 0 and EXTREF_FALLOC_KEEP_SIZE give
+ * every hole of the range new blocks, mapped unwritten (read as zeros;
+ * mapped blocks, shared or not, stay), and grow the size to off + len
+ * unless KEEP_SIZE; EXTREF_FALLOC_ZERO_RANGE makes the range read as
+ * zeros: whole blocks unwritten (a block the file owns alone in place, a
+ * hole or a shared block by a new block: nothing is written into a
+ * shared block), partial end blocks zeroed copy-on-write;
+ * EXTREF_FALLOC_PUNCH_HOLE (with KEEP_SIZE, else EXTREF_ERR_FALLOC_MODE)
+ * is extref_punch, EXTREF_FALLOC_UNSHARE_RANGE extref_unshare.  Other
+ * modes, and PUNCH_HOLE with ZERO_RANGE: EXTREF_ERR_FALLOC_MODE
+ * (EOPNOTSUPP); UNSHARE_RANGE with another but KEEP_SIZE:
+ * EXTREF_ERR_BAD_FLAGS.  len 0: EXTREF_ERR_ZERO_LEN, first.  With
+ * an identity: write permission; an append-only file takes only 0 and
+ * KEEP_SIZE.  ENOSPC leaves the file as it was.
+ */
+#define EXTREF_FALLOC_KEEP_SIZE		0x01
+#define EXTREF_FALLOC_PUNCH_HOLE	0x02
+#define EXTREF_FALLOC_ZERO_RANGE	0x10
+#define EXTREF_FALLOC_UNSHARE_RANGE	0x40
+errcode_t extref_fallocate(extref_fs_t fs, ext2_ino_t ino, int mode,
+			   __u64 off, __u64 len);
+
 /* Give the range blocks of its own (UNSHARE_RANGE|KEEP_SIZE: len 0 EINVAL). */
 errcode_t extref_unshare(extref_fs_t fs, ext2_ino_t ino, __u64 off,
 			 __u64 len);
@@ -318,6 +344,81 @@ errcode_t extref_mkdir(extref_fs_t fs, ext2_ino_t dir, const char *name,
 		       ext2_ino_t *ret_ino);
 errcode_t extref_symlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			 const char *target, ext2_ino_t *ret_ino);
+
+/*
+ * Make NAME in DIR of any type but a symlink, as mknod(2) and mkdir(2):
+ * the type of mode (S_IFREG, or 0, S_IFDIR with "." and "..", S_IFIFO,
+ * S_IFSOCK, S_IFCHR, S_IFBLK; others EXTREF_ERR_BAD_TYPE), its
+ * permission bits masked by cred->umask; owner cred's uid, group cred's
+ * gid or, in a setgid directory, the directory's (a directory made there
+ * setgid too), as the kernel's inode_init_owner.  cred may be NULL (this
+ * process).  A device's rdev (makedev(3)) is kept as ext4 keeps it (both
+ * numbers below 256 in the old 16-bit form, else the new 32-bit form:
+ * a major up to 4095, a minor up to 1048575, else EXTREF_ERR_BAD_DEV);
+ * with an identity a device needs EXTREF_CAP_MKNOD (EPERM).  DIR's
+ * change and modification times are set.  ret_ino may be NULL.
+ */
+errcode_t extref_mknod(extref_fs_t fs, ext2_ino_t dir, const char *name,
+		       __u32 mode, __u64 rdev,
+		       const struct extref_cred *cred, ext2_ino_t *ret_ino);
+
+/*
+ * Move the name OLDNAME of OLDDIR to NEWNAME in NEWDIR, as renameat2(2)
+ * on ext4, with the kernel's checks in its order.  An existing NEWNAME
+ * is replaced and dropped as extref_unlink drops it (a directory only
+ * by a directory, and only when empty: EXTREF_ERR_IS_DIR,
+ * EXTREF_ERR_NOT_DIR, EXTREF_ERR_DIR_NOT_EMPTY); with
+ * EXTREF_RENAME_NOREPLACE it is refused (EXTREF_ERR_EXISTS); with
+ * EXTREF_RENAME_EXCHANGE the two names, which must both exist, swap
+ * inodes.  Both flags, or others: EXTREF_ERR_BAD_FLAGS.  "." or "..":
+ * EXTREF_ERR_BUSY.  A directory moved into itself or below itself:
+ * EXTREF_ERR_MOVE_INTO_ITSELF; onto a name of one of its ancestors:
+ * EXTREF_ERR_DIR_NOT_EMPTY.  Two names of one inode: success, nothing
+ * done.  A moved directory's ".." names its new parent and the parents'
+ * link counts follow; both parents' change and modification times and
+ * the moved inodes' change times are set.  With an identity:
+ * may_delete of each name taken away, may_create of a new one, write
+ * permission on a directory whose ".." changes.  A directory that gives
+ * its project id (PROJINHERIT) takes no inode of another project
+ * (EXTREF_ERR_XDEV).  Errors map to errnos through extref_errno.
+ */
+#define EXTREF_RENAME_NOREPLACE	0x0001	/* RENAME_NOREPLACE */
+#define EXTREF_RENAME_EXCHANGE	0x0002	/* RENAME_EXCHANGE */
+errcode_t extref_rename(extref_fs_t fs, ext2_ino_t olddir,
+			const char *oldname, ext2_ino_t newdir,
+			const char *newname, int flags);
+
+/*
+ * A hard link: NEWNAME in NEWDIR for ino, as link(2) on ext4.  A
+ * directory: EXTREF_ERR_PERM; an inode with 65000 links:
+ * EXTREF_ERR_MLINK.  ino's change time and NEWDIR's change and
+ * modification times are set.  With an identity: may_create on NEWDIR,
+ * EPERM for an immutable or append-only inode, and the rule of
+ * fs.protected_hardlinks = 1 (who neither owns ino nor holds
+ * EXTREF_CAP_FOWNER links only a regular file, not setuid nor
+ * setgid-executable, that it may read and write).
+ */
+errcode_t extref_link(extref_fs_t fs, ext2_ino_t ino, ext2_ino_t newdir,
+		      const char *newname);
+
+/*
+ * Set ino's access and modification times as utimensat(2): each given to
+ * the nanosecond, or with tv_nsec EXTREF_UTIME_NOW (NULL too) now, or
+ * EXTREF_UTIME_OMIT kept (the values of the kernel's UTIME_NOW and
+ * UTIME_OMIT); the change time becomes now.  Both kept: nothing happens.
+ * Other nanoseconds outside 0..999999999: EXTREF_ERR_BAD_TIME.  The
+ * nanoseconds go in the inode's extra fields (inodes of 128 bytes keep
+ * whole seconds); a time is clamped to what ext4 can hold (1901 to
+ * 2446, or to 2038 without the extra fields).  With an identity: both
+ * now needs the owner, EXTREF_CAP_FOWNER or write permission, any other
+ * the owner or EXTREF_CAP_FOWNER (EPERM); an immutable inode, or for
+ * explicit times an append-only one, is EPERM.
+ */
+#define EXTREF_UTIME_NOW	((1L << 30) - 1L)
+#define EXTREF_UTIME_OMIT	((1L << 30) - 2L)
+errcode_t extref_set_times(extref_fs_t fs, ext2_ino_t ino,
+			   const struct timespec *atime,
+			   const struct timespec *mtime);
 
 /*
  * Attributes of an inode, with the kernel's rules for the identity

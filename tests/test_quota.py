@@ -137,6 +137,13 @@ OPS = [
     (["chown 1002:102 /d/e", "rm /a"], "unlink gives back"),
     (["reflink -r -p /d /d2"], "recursive preserve"),
     (["rm /d2/e", "rm /d2/l", "rmdir /d2"], "rmdir"),
+    (["link /b /d/bl", "rename /d/bl /c"],
+     "a hard link; a rename over another owner's file gives its usage back"),
+    (["mknod /p p", "mknod /d/cd c 1 3", "mknod /dd d"], "mknod"),
+    (["rename -x /p /dd", "rename /a_copy /p/x"], "exchange, move"),
+    (["set_times /b 5 now"], "times: usage unchanged"),
+    (["fallocate /b 300000 20000", "fallocate -z /a_snap 0 20000"],
+     "fallocate allocates; zeroing shared blocks"),
 ]
 
 
@@ -154,8 +161,10 @@ def test_every_operation_charges_both_owners(tmp_path):
         if what.startswith("preserve mode"):
             # the snapshot shares every block of /a, yet 1000 pays twice
             assert want["user"][1000][0] == 2 * before["user"][1000][0]
-        if what.startswith("dedupe"):
+        if what.startswith(("dedupe", "times")):
             assert want == before
+        if what.startswith("a hard link"):
+            assert 1003 in before["user"] and 1003 not in want["user"]
 
 
 def test_reflink_charges_full_size_to_each_owner(tmp_path):
@@ -291,6 +300,26 @@ REFUSED = [
     ("reflink", "/r", "/", "mine"),
     ("chown", "/r", 1000, 100),
 ]
+
+
+def test_mknod_and_fallocate_are_limited(limited):
+    """1000 owns 2 inodes of 3 and 80 KiB of 100: a third inode is made,
+    a fourth refused; a fallocate past the space limit is refused, one
+    within it charged; the image unchanged by each refusal."""
+    def as1000(req):
+        return helpers.run([helpers.binary("debugfs.extref"), "-w", "--as",
+                            "1000:100", "-R", req, str(limited)],
+                           check=False)
+
+    assert as1000("mknod /p1 p").returncode == 0
+    for req in ("mknod /p2 p", "fallocate /a 40960 65536"):
+        before = helpers.sha256(limited)
+        res = as1000(req)
+        assert "(EDQUOT)" in res.stderr, helpers.describe(res)
+        assert helpers.sha256(limited) == before
+    assert as1000("fallocate /a 40960 8192").returncode == 0
+    check_quota(limited, ("user", "group"))
+    assert list_quota(limited, "user")[1000][:2] == (88 * 1024, 3)
 
 
 @pytest.mark.parametrize("op", REFUSED, ids=lambda o: o[0])

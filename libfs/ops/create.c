@@ -2,7 +2,7 @@
  * create.c --- extref_create_file, extref_mkdir and extref_symlink: a new
  * file, directory or symlink in a directory, its owner, project and
  * default ACL as the kernel gives them (the new inode: inode_alloc.c;
- * its name: dirent.c).
+ * its name: dirent.c; the directory's times: nlink.c).
  */
 #include <string.h>
 #include "extref_ops_int.h"
@@ -46,6 +46,8 @@ static errcode_t create_file_op(extref_fs_t xfs, ext2_ino_t dir,
 	err = xr_new_inode(fs, dir, &inode, 1, &ino);
 	if (!err)
 		err = xr_link(fs, dir, name, ino, EXT2_FT_REG_FILE);
+	if (!err)
+		err = xr_dir_changed(fs, dir, 0);
 	if (!err && xr_actor(xfs))
 		err = xr_acl_inherit(xfs, dir, ino);
 	if (!err && ret_ino)
@@ -122,6 +124,8 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		err = xr_quota_check(xfs, id, fs->blocksize, 1);
 	if (!err)
 		err = xr_add_name(fs, dir, name, 0, 0, target);
+	if (!err)
+		err = xr_dir_changed(fs, dir, 0);
 	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
 	if (!err)

@@ -1,7 +1,8 @@
 /*
  * dirent.c --- names in a directory: a name checked free, and a name
  * added (a link to an inode, or a new directory or symlink), the
- * directory indexed or grown when full; removal is dirclean.c's
+ * directory indexed or grown when full; an entry pointed at another
+ * inode; a directory found empty; removal is dirclean.c's
  * xr_unlink_name.
  */
 #include <string.h>
@@ -70,4 +71,88 @@ errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype)
 {
 	return xr_add_name(fs, dir, name, ino, ftype, NULL);
+}
+
+static int count_entry(struct ext2_dir_entry *d, int offset, int bs,
+		       char *buf, void *priv)
+{
+	int *n = priv;
+	int len = ext2fs_dirent_name_len(d);
+
+	(void) offset; (void) bs; (void) buf;
+	if (d->inode && !(len == 1 && d->name[0] == '.') &&
+	    !(len == 2 && d->name[0] == '.' && d->name[1] == '.'))
+		(*n)++;
+	return 0;
+}
+
+/* DIR holds nothing but "." and ".." (else EXTREF_ERR_DIR_NOT_EMPTY). */
+errcode_t xr_dir_empty(ext2_filsys fs, ext2_ino_t dir)
+{
+	int n = 0;
+	errcode_t err = ext2fs_dir_iterate(fs, dir, 0, NULL, count_entry, &n);
+
+	return err ? err : (n ? EXTREF_ERR_DIR_NOT_EMPTY : 0);
+}
+
+struct set_entry {
+	const char	*name;
+	size_t		len;
+	ext2_ino_t	ino;
+	int		ftype;	/* -1: the filesystem keeps no file types */
+	int		done;
+};
+
+static int set_entry_proc(struct ext2_dir_entry *d, int offset, int bs,
+			  char *buf, void *priv)
+{
+	struct set_entry *s = priv;
+
+	(void) offset; (void) bs; (void) buf;
+	if (!d->inode || (size_t)ext2fs_dirent_name_len(d) != s->len ||
+	    memcmp(d->name, s->name, s->len))
+		return 0;
+	d->inode = s->ino;
+	if (s->ftype >= 0)
+		ext2fs_dirent_set_file_type(d, s->ftype);
+	s->done = 1;
+	return DIRENT_CHANGED | DIRENT_ABORT;
+}
+
+/*
+ * The entry NAME in DIR (which must hold it: EXT2_ET_FILE_NOT_FOUND)
+ * made to name ino, of file type ftype, in place: a rename over an
+ * existing name, and a moved directory's "..".  The name, and so its
+ * place in an htree index, is unchanged.
+ */
+errcode_t xr_set_entry(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		       ext2_ino_t ino, int ftype)
+{
+	struct set_entry s = { .name = name, .len = strlen(name), .ino = ino,
+			       .ftype = ext2fs_has_feature_filetype(fs->super) ?
+					ftype : -1 };
+	errcode_t err = ext2fs_dir_iterate(fs, dir, 0, NULL, set_entry_proc,
+					   &s);
+
+	return err ? err : s.done ? 0 : EXT2_ET_FILE_NOT_FOUND;
+}
+
+static int dotdot_proc(ext2_ino_t dir, int entry, struct ext2_dir_entry *d,
+		       int offset, int bs, char *buf, void *priv)
+{
+	(void) dir; (void) d; (void) offset; (void) bs; (void) buf;
+	if (entry != DIRENT_DOT_DOT_FILE)
+		return 0;
+	*(ext2_ino_t *)priv = d->inode;
+	return DIRENT_ABORT;
+}
+
+/*
+ * DIR's parent, as its ".." entry names it (0 when it has none): read
+ * from its first block, where ".." is whether or not DIR is indexed.
+ */
+errcode_t xr_dotdot(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t *parent)
+{
+	*parent = 0;
+	return ext2fs_dir_iterate2(fs, dir, 0, NULL, dotdot_proc, parent);
 }

@@ -73,6 +73,11 @@ int xr_file_type(__u16 mode);
 #define XR_TIME_ATIME	2	/* and the access time */
 errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
+#define XR_TS_ATIME	0
+#define XR_TS_MTIME	1
+#define XR_TS_CTIME	2
+void xr_time_set(ext2_filsys fs, struct ext2_inode_large *in, int which,
+		 __s64 sec, __u32 nsec);
 
 /* inode_alloc.c: a new inode near DIR, in use, not linked yet, its
  * access, change and modification times now. */
@@ -164,9 +169,14 @@ errcode_t xr_add_name(ext2_filsys fs, ext2_ino_t dir,
 		      const char *target);
 errcode_t xr_link(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		  ext2_ino_t ino, int ftype);
+errcode_t xr_dir_empty(ext2_filsys fs, ext2_ino_t dir);
+errcode_t xr_set_entry(ext2_filsys fs, ext2_ino_t dir, const char *name,
+		       ext2_ino_t ino, int ftype);
+errcode_t xr_dotdot(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t *parent);
 /* project.c */
 errcode_t xr_inherited_projid(ext2_filsys fs, ext2_ino_t dir, __u32 *projid);
 errcode_t xr_inherit_project(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino);
+errcode_t xr_project_check(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino);
 
 /* inline.c */
 errcode_t xr_inline_to_extents(extref_fs_t xfs, ext2_ino_t ino,
@@ -185,9 +195,18 @@ errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes);
 errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);
 errcode_t xr_meta_copy(ext2_filsys fs, ext2_ino_t src, ext2_ino_t dst);
 
-/* unlink.c */
+/* nlink.c: link counts.  A name dropped (xr_drop_check first, before
+ * anything is written; then the entry removed, then xr_drop_link), a
+ * directory's entries changed (times, subdirectory count), the limits. */
 errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 			      struct ext2_inode *inode);
+errcode_t xr_drop_check(ext2_filsys fs, ext2_ino_t ino,
+			struct ext2_inode *inode);
+errcode_t xr_drop_link(extref_fs_t xfs, ext2_ino_t ino,
+		       struct ext2_inode *inode);
+errcode_t xr_dir_may_grow(ext2_filsys fs, ext2_ino_t dir);
+errcode_t xr_dir_changed(ext2_filsys fs, ext2_ino_t dir, int delta);
+errcode_t xr_may_link(const struct ext2_inode *inode);
 
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */
@@ -195,6 +214,8 @@ errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 		       struct ext2_inode *inode, __u64 off, const void *buf,
 		       __u64 len, int mode);
+errcode_t xr_zero_partial(extref_fs_t xfs, ext2_ino_t ino,
+			  struct ext2_inode *inode, __u64 off, __u64 len);
 
 /*
  * quota_limits.c: limits checked for an identity (quota/ keeps usage).

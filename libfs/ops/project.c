@@ -60,3 +60,34 @@ errcode_t xr_inherit_project(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino)
 	return ext2fs_write_inode_full(fs, ino, (struct ext2_inode *)&in,
 				       sizeof(in));
 }
+
+/* An inode's project id, 0 when it holds none. */
+static errcode_t projid_of(ext2_filsys fs, ext2_ino_t ino,
+			   struct ext2_inode_large *in, __u32 *projid)
+{
+	errcode_t err = read_large(fs, ino, in);
+
+	*projid = !err && holds_projid(fs, in) ? in->i_projid : 0;
+	return err;
+}
+
+/*
+ * ino may take a name in DIR: not when DIR passes its project on
+ * (PROJINHERIT) and ino's is another (EXTREF_ERR_XDEV, as ext4_link and
+ * ext4_rename refuse it: a tree quota would be evaded).
+ */
+errcode_t xr_project_check(ext2_filsys fs, ext2_ino_t dir, ext2_ino_t ino)
+{
+	struct ext2_inode_large d, in;
+	__u32 dp, ip;
+	errcode_t err;
+
+	if (!ext2fs_has_feature_project(fs->super))
+		return 0;
+	err = projid_of(fs, dir, &d, &dp);
+	if (!err && (d.i_flags & EXT4_PROJINHERIT_FL))
+		err = projid_of(fs, ino, &in, &ip);
+	else
+		return err;
+	return err ? err : dp != ip ? EXTREF_ERR_XDEV : 0;
+}

@@ -239,3 +239,32 @@ out:
 	ext2fs_free_mem(&c.block);
 	return err;
 }
+
+/*
+ * Zero [off, off+len) inside one block, if that block holds data: copy-on-
+ * write, as every data change (truncate, punch, fallocate ZERO_RANGE).
+ */
+errcode_t xr_zero_partial(extref_fs_t xfs, ext2_ino_t ino,
+			  struct ext2_inode *inode, __u64 off, __u64 len)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct xr_map_vec maps = { 0 };
+	blk64_t b = off / fs->blocksize;
+	char *zero = NULL;
+	errcode_t err;
+	int data;
+
+	if (len == 0)
+		return 0;
+	err = xr_get_mappings(fs, ino, inode, b, b + 1, &maps);
+	data = !err && maps.n && !maps.v[0].uninit;
+	xr_map_vec_free(&maps);
+	if (err || !data)
+		return err;
+	err = ext2fs_get_memzero(len, &zero);
+	if (!err)
+		err = xr_cow_range(xfs, ino, inode, off, zero, len,
+				   XR_COW_WRITE);
+	ext2fs_free_mem(&zero);
+	return err;
+}

@@ -6,32 +6,6 @@
 #include "quota/xr_quota.h"
 #include "txn/xr_txio.h"
 
-/* Zero [off, off+len) inside one block, if that block holds data. */
-static errcode_t zero_partial(extref_fs_t xfs, ext2_ino_t ino,
-			      struct ext2_inode *inode, __u64 off, __u64 len)
-{
-	ext2_filsys fs = extref_fs_ext2(xfs);
-	struct xr_map_vec maps = { 0 };
-	blk64_t b = off / fs->blocksize;
-	char *zero = NULL;
-	errcode_t err;
-	int data;
-
-	if (len == 0)
-		return 0;
-	err = xr_get_mappings(fs, ino, inode, b, b + 1, &maps);
-	data = !err && maps.n && !maps.v[0].uninit;
-	xr_map_vec_free(&maps);
-	if (err || !data)
-		return err;
-	err = ext2fs_get_memzero(len, &zero);
-	if (!err)
-		err = xr_cow_range(xfs, ino, inode, off, zero, len,
-				   XR_COW_WRITE);
-	ext2fs_free_mem(&zero);
-	return err;
-}
-
 /* Unmap whole blocks [lstart, lend) and release them. */
 static errcode_t drop_blocks(extref_fs_t xfs, ext2_ino_t ino,
 			     struct ext2_inode *inode, blk64_t lstart,
@@ -141,7 +115,7 @@ static errcode_t truncate_op(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 		tail = fs->blocksize - size % fs->blocksize;
 		if (size + tail > old)
 			tail = old - size;
-		err = zero_partial(xfs, ino, &inode, size, tail);
+		err = xr_zero_partial(xfs, ino, &inode, size, tail);
 	}
 	/*
 	 * Mappings go before the size: an interrupted truncate leaves a
@@ -201,7 +175,7 @@ static errcode_t punch_op(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	 */
 	if (off / bs == (end - 1) / bs && (off % bs || (end % bs &&
 							end != size)))
-		return xr_quota_end(xfs, zero_partial(xfs, ino, &inode, off,
+		return xr_quota_end(xfs, xr_zero_partial(xfs, ino, &inode, off,
 						      end - off));
 	ls = (off + bs - 1) / bs;
 	le = end == size ? xr_size_blocks(fs, end) : end / bs;
@@ -215,9 +189,9 @@ static errcode_t punch_op(extref_fs_t xfs, ext2_ino_t ino, __u64 off, __u64 len)
 	 */
 	err = drop_blocks(xfs, ino, &inode, ls, le);
 	if (!err && off % bs)
-		err = zero_partial(xfs, ino, &inode, off, bs - off % bs);
+		err = xr_zero_partial(xfs, ino, &inode, off, bs - off % bs);
 	if (!err && end % bs && end != size)
-		err = zero_partial(xfs, ino, &inode, end - end % bs, end % bs);
+		err = xr_zero_partial(xfs, ino, &inode, end - end % bs, end % bs);
 	if (!err)
 		err = xr_write_inode_times(fs, ino, &inode, XR_TIME_MTIME);
 	return xr_quota_end(xfs, err);
