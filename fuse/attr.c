@@ -138,12 +138,17 @@ int xf_access(const char *path, int mask)
 	return res || !mask ? res : xf_err(extref_access(xf.xfs, ino, mask));
 }
 
+/* utimensat(2): UTIME_NOW and UTIME_OMIT are the library's values. */
 int xf_utimens(const char *path, const struct timespec tv[2],
 	       struct fuse_file_info *fi)
 {
-	(void)path, (void)tv, (void)fi;
-	/* wired when extref_set_times lands */
-	return -ENOSYS;
+	ext2_ino_t ino;
+	int res;
+
+	ino = xf_fh_ino(path, fi, &res);
+	return res ? res : xf_err(extref_set_times(xf.xfs, ino,
+						   tv ? &tv[0] : NULL,
+						   tv ? &tv[1] : NULL));
 }
 
 int xf_statfs(const char *path, struct statvfs *sv)

@@ -98,10 +98,18 @@ int xf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	return 0;	/* committed at each request */
 }
 
+/* fallocate(2): the mode bits are the kernel's FALLOC_FL_* (the
+ * library's EXTREF_FALLOC_*), checked there; the VFS has refused a
+ * descriptor not open for writing (EBADF) before it asks. */
 int xf_fallocate(const char *path, int mode, off_t off, off_t len,
 		 struct fuse_file_info *fi)
 {
-	(void)path, (void)mode, (void)off, (void)len, (void)fi;
-	/* wired when extref_fallocate lands */
-	return -ENOSYS;
+	ext2_ino_t ino;
+	int res;
+
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	ino = xf_fh_ino(path, fi, &res);
+	return res ? res : xf_err(extref_fallocate(xf.xfs, ino, mode,
+						   (__u64)off, (__u64)len));
 }

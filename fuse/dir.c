@@ -1,6 +1,6 @@
 /*
- * dir.c --- names: readdir, mkdir, symlink, readlink, unlink, rmdir; and
- * the requests the library cannot serve yet (rename, link, mknod).
+ * dir.c --- names: readdir, mkdir, symlink, readlink, unlink, rmdir,
+ * rename, link and mknod.
  */
 #include <errno.h>
 #include <string.h>
@@ -165,23 +165,61 @@ int xf_rmdir(const char *path)
 	return remove_name(path, EXTREF_UNLINK_DIR);
 }
 
+/* An inode that lost its last name: its open handles go stale. */
+static void drop_if_gone(ext2_ino_t ino)
+{
+	struct ext2_inode_large in;
+
+	if (ino && (xf_read_inode(ino, &in) || !in.i_links_count ||
+		    in.i_dtime))
+		xf_handle_gone(ino);
+}
+
+/* renameat2's RENAME_NOREPLACE and RENAME_EXCHANGE (1 and 2, as the
+ * library's); any other flag is the library's to refuse. */
 int xf_rename(const char *from, const char *to, unsigned int flags)
 {
-	(void)from, (void)to, (void)flags;
-	/* wired when extref_rename lands */
-	return -ENOSYS;
+	const char *oname, *nname;
+	ext2_ino_t odir, ndir, gone = 0;
+	int res = xf_parent(from, &odir, &oname);
+
+	if (!res)
+		res = xf_parent(to, &ndir, &nname);
+	if (res)
+		return res;
+	if (!(flags & EXTREF_RENAME_EXCHANGE) && xf_ino(to, &gone))
+		gone = 0;
+	res = xf_err(extref_rename(xf.xfs, odir, oname, ndir, nname,
+				   (int)flags));
+	if (!res)
+		drop_if_gone(gone);
+	return res;
 }
 
 int xf_link(const char *from, const char *to)
 {
-	(void)from, (void)to;
-	/* wired when extref_link lands */
-	return -ENOSYS;
+	const char *name;
+	ext2_ino_t ino, dir;
+	int res = xf_ino(from, &ino);
+
+	if (!res)
+		res = xf_parent(to, &dir, &name);
+	return res ? res : xf_err(extref_link(xf.xfs, ino, dir, name));
 }
 
+/* Devices, FIFOs, sockets (and regular files): the identity's owner, its
+ * umask applied by the library where no default ACL decides (create). */
 int xf_mknod(const char *path, mode_t mode, dev_t rdev)
 {
-	(void)path, (void)mode, (void)rdev;
-	/* wired when extref_mknod lands */
-	return -ENOSYS;
+	struct extref_cred c;
+	const char *name;
+	ext2_ino_t dir;
+	int res = xf_parent(path, &dir, &name);
+
+	if (res)
+		return res;
+	c = *extref_identity(xf.xfs);
+	c.umask = 0;
+	return xf_err(extref_mknod(xf.xfs, dir, name, mode, (__u64)rdev, &c,
+				   NULL));
 }

@@ -51,9 +51,9 @@ static void *xf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 		conn->want |= FUSE_CAP_DONT_MASK;
 	cfg->use_ino = 1;
 	cfg->readdir_ino = 1;
-	/* an unlinked open file is not renamed to .fuse_hidden*: the
-	 * library cannot rename yet nor keep an unlinked inode (its
-	 * handles go stale: handle.c) */
+	/* an unlinked open file is not renamed to .fuse_hidden* (a name
+	 * a crash would leave behind): the library cannot keep an
+	 * unlinked inode yet, so its handles go stale (handle.c) */
 	cfg->hard_remove = 1;
 	return NULL;
 }
