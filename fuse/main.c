@@ -90,6 +90,7 @@ static const struct fuse_operations xf_ops = {
 	.fallocate	= xf_fallocate,
 	.copy_file_range = xf_copy_file_range,
 	.lseek		= xf_lseek,
+	.ioctl		= xf_ioctl,
 };
 
 /* ----- options ----- */
