@@ -96,21 +96,25 @@ static int do_dedupe(struct fuse_file_info *fi, struct xfuse_dedupe *d)
 
 /* ----- fiemap ----- */
 
+/*
+ * As the kernel's iomap_fiemap reports for ext4 and XFS: each extent
+ * (contiguous runs with equal flags merged) trimmed to the range asked,
+ * widened to whole blocks; FIEMAP_EXTENT_LAST on the last one in the
+ * range, unless the array filled before it.
+ */
 struct fm {
 	struct xfuse_fiemap	*f;
-	__u64			bs, end;	/* end of the range asked */
+	__u64			rs, re;		/* the range, in whole blocks */
 	struct xfuse_extent	cur;		/* being merged */
-	int			have, full;
+	struct xfuse_extent	pend;		/* in range, not yet kept */
+	int			have, have_pend, full;
 };
 
-/* Keep e (or count it): the extents meeting [start, end), merged where
- * contiguous on disk with equal flags, as ext4 reports them. */
-static void fm_emit(struct fm *c, const struct xfuse_extent *e)
+/* Keep e (or only count it, count 0). */
+static void fm_keep(struct fm *c, const struct xfuse_extent *e)
 {
 	struct xfuse_fiemap *f = c->f;
 
-	if (e->logical + e->length <= f->start || e->logical >= c->end)
-		return;
 	if (f->count && f->mapped == f->count) {
 		c->full = 1;
 		return;
@@ -120,15 +124,38 @@ static void fm_emit(struct fm *c, const struct xfuse_extent *e)
 	f->mapped++;
 }
 
+/* A whole merged extent: the one pending is kept, this one (trimmed)
+ * pends when it meets the range. */
+static void fm_offer(struct fm *c, const struct xfuse_extent *e)
+{
+	struct xfuse_extent t = *e;
+	__u64 end = e->logical + e->length;
+
+	if (end <= c->rs || e->logical >= c->re)
+		return;
+	if (t.logical < c->rs) {
+		t.physical += c->rs - t.logical;
+		t.logical = c->rs;
+	}
+	if (end > c->re)
+		end = c->re;
+	t.length = end - t.logical;
+	if (c->have_pend)
+		fm_keep(c, &c->pend);
+	c->pend = t;
+	c->have_pend = 1;
+}
+
 static errcode_t fm_map(const struct extref_mapping *m, void *priv)
 {
 	struct fm *c = priv;
+	__u64 bs = xf.fs->blocksize;
 	struct xfuse_extent e;
 
 	memset(&e, 0, sizeof(e));
-	e.logical = m->lblk * c->bs;
-	e.physical = m->pblk * c->bs;
-	e.length = m->len * c->bs;
+	e.logical = m->lblk * bs;
+	e.physical = m->pblk * bs;
+	e.length = m->len * bs;
 	e.flags = (m->unwritten ? XF_EXTENT_UNWRITTEN : 0) |
 		  (m->shared ? XF_EXTENT_SHARED : 0);
 	if (c->have && c->cur.logical + c->cur.length == e.logical &&
@@ -138,16 +165,17 @@ static errcode_t fm_map(const struct extref_mapping *m, void *priv)
 		return 0;
 	}
 	if (c->have)
-		fm_emit(c, &c->cur);
+		fm_offer(c, &c->cur);
 	c->cur = e;
 	c->have = 1;
-	return c->full || c->cur.logical >= c->end ? EXTREF_ITER_STOP : 0;
+	return c->full || e.logical >= c->re ? EXTREF_ITER_STOP : 0;
 }
 
 static int do_fiemap(struct fuse_file_info *fi, struct xfuse_fiemap *f)
 {
 	struct ext2_inode_large in;
 	struct fm c;
+	__u64 bs;
 	ext2_ino_t ino;
 	errcode_t err;
 	int res;
@@ -165,8 +193,11 @@ static int do_fiemap(struct fuse_file_info *fi, struct xfuse_fiemap *f)
 		return res;
 	memset(&c, 0, sizeof(c));
 	c.f = f;
-	c.bs = xf.fs->blocksize;
-	c.end = f->start + f->length < f->start ? ~0ULL : f->start + f->length;
+	bs = xf.fs->blocksize;
+	c.rs = f->start / bs * bs;
+	c.re = f->start + f->length < f->start ||
+	       f->start + f->length > ~0ULL - bs ? ~0ULL :
+	       (f->start + f->length + bs - 1) / bs * bs;
 	/* inline data and block-mapped files have no extents to show */
 	if (!(in.i_flags & EXT4_EXTENTS_FL))
 		return 0;
@@ -174,10 +205,11 @@ static int do_fiemap(struct fuse_file_info *fi, struct xfuse_fiemap *f)
 	err = extref_iterate_mappings(xf.xfs, ino, fm_map, &c);
 	if (err)
 		return xf_err(err);
-	if (c.have && !c.full) {
-		/* the file's last extent */
-		c.cur.flags |= XF_EXTENT_LAST;
-		fm_emit(&c, &c.cur);
+	if (c.have && !c.full)
+		fm_offer(&c, &c.cur);
+	if (c.have_pend && !c.full) {
+		c.pend.flags |= XF_EXTENT_LAST;
+		fm_keep(&c, &c.pend);
 	}
 	return 0;
 }

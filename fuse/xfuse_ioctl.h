@@ -57,10 +57,12 @@ struct xfuse_extent {
 
 /*
  * A piece of FS_IOC_FIEMAP: the extents that meet [start, start +
- * length), first to last, at most count of them (count 0: none filled,
- * mapped says how many there are).  The shim loops from the end of the
- * last one returned until one carries FIEMAP_EXTENT_LAST (the file's
- * last extent) or fewer than count come back.
+ * length), trimmed to it (in whole blocks), first to last, at most count
+ * of them (count 0: none filled, mapped says how many there are);
+ * FIEMAP_EXTENT_LAST on the last one in the range, as the kernel's
+ * iomap_fiemap marks it.  The shim loops from the end of the last one
+ * returned until one carries FIEMAP_EXTENT_LAST or fewer than count
+ * come back.
  */
 struct xfuse_fiemap {
 	__u32	magic;
