@@ -171,7 +171,8 @@ static errcode_t fm_map(const struct extref_mapping *m, void *priv)
 	return c->full || e.logical >= c->re ? EXTREF_ITER_STOP : 0;
 }
 
-static int do_fiemap(struct fuse_file_info *fi, struct xfuse_fiemap *f)
+static int do_fiemap(const char *path, struct fuse_file_info *fi,
+		     struct xfuse_fiemap *f)
 {
 	struct ext2_inode_large in;
 	struct fm c;
@@ -181,12 +182,11 @@ static int do_fiemap(struct fuse_file_info *fi, struct xfuse_fiemap *f)
 	int res;
 
 	f->mapped = 0;
-	if (!fi || !fi->fh)
-		return -EBADF;
 	if ((f->flags & ~XF_FIEMAP_SYNC) || f->count > XFUSE_FIEMAP_CHUNK ||
 	    f->length == 0)
 		return -EINVAL;
-	res = xf_handle_ino(fi, &ino);
+	/* the handle, or the path of a directory (no handle: no opendir) */
+	ino = xf_fh_ino(path, fi, &res);
 	if (!res)
 		res = xf_read_inode(ino, &in);
 	if (res)
@@ -201,7 +201,6 @@ static int do_fiemap(struct fuse_file_info *fi, struct xfuse_fiemap *f)
 	/* inline data and block-mapped files have no extents to show */
 	if (!(in.i_flags & EXT4_EXTENTS_FL))
 		return 0;
-	xf_identity();
 	err = extref_iterate_mappings(xf.xfs, ino, fm_map, &c);
 	if (err)
 		return xf_err(err);
@@ -224,15 +223,15 @@ int xf_ioctl(const char *path, int cmd, void *arg,
 		return -ENOSYS;
 	if (!data || *(const __u32 *)data != XFUSE_IOC_MAGIC)
 		return -ENOTTY;
-	if (xf.ro)
-		return req == XFUSE_IOC_FIEMAP ? do_fiemap(fi, data) : -EROFS;
+	if (xf.ro && req != XFUSE_IOC_FIEMAP)
+		return -EROFS;
 	switch (req) {
 	case XFUSE_IOC_CLONE:
 		return do_clone(path, fi, data);
 	case XFUSE_IOC_DEDUPE:
 		return do_dedupe(fi, data);
 	case XFUSE_IOC_FIEMAP:
-		return do_fiemap(fi, data);
+		return do_fiemap(path, fi, data);
 	}
 	return -ENOTTY;
 }

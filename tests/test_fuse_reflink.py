@@ -110,7 +110,7 @@ def test_cp_reflink_always_clones(tmp_path, fuse, loop_mount):
 def start_files():
     src = os.urandom(3 * 4096 + 100)
     return {"src": src, "same": src, "other": os.urandom(len(src)),
-            "dst": os.urandom(4 * 4096)}
+            "dst": os.urandom(4 * 4096), "whole": b""}
 
 
 STEPS = [
@@ -128,6 +128,10 @@ STEPS = [
     ("src", "fiemap -v"),
     ("same", "fiemap -v 0 8192"),
     ("other", "fiemap -v"),
+    ("src", "reflink {d}/src 0 0 4096"),            # overlaps itself
+    ("whole", "reflink {d}/src"),                   # FICLONE
+    ("whole", "fiemap -v"),
+    ("whole", "dedupe {d}/same 0 0 12388"),
 ]
 
 
@@ -206,3 +210,33 @@ def test_filefrag_maps_many_shared_extents(tmp_path, fuse):
     assert [(int(r[0]), int(r[2])) for r in rows] == leaves
     # without the shim filefrag gets no extent map from the kernel
     assert "shared" not in plain.stdout, plain.stdout
+
+
+def test_other_users_may_not_name_a_source(tmp_path, fuse):
+    """-o allow_other: a source named by inode number would skip the
+    search permission of its directories, so the server clones and
+    dedupes only for root and its own user: another gets EPERM, and the
+    file is left as it was; a fiemap (of a file it can open, and of a
+    directory) is answered."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img, "-o", "allow_other")
+    os.chmod(mnt, 0o755)
+    (mnt / "pub").mkdir()
+    os.chmod(mnt / "pub", 0o1777)
+    data = os.urandom(8192)
+    (mnt / "pub/src").write_bytes(data)
+    os.chmod(mnt / "pub/src", 0o644)
+    shim = shim_env()["LD_PRELOAD"]
+    script = (f"cd {mnt}/pub && echo mine > dst && "
+              f"LD_PRELOAD={shim} xfs_io -c 'reflink src 0 0 8192' "
+              f"-c 'dedupe src 0 0 4096' dst; cat dst; "
+              f"LD_PRELOAD={shim} filefrag src . | sed 's/:.*:/:/'")
+    res = helpers.run(["setpriv", "--reuid=65534", "--regid=65534",
+                       "--clear-groups", "sh", "-c", script], check=False)
+    out = res.stdout + res.stderr
+    assert out.count("Operation not permitted") == 2, out
+    assert "mine\n" in out, out
+    assert "src: 1 extent found" in out and ".: 1 extent found" in out, out
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    assert helpers.debugfs_cat(img, "/pub/dst") == b"mine\n"

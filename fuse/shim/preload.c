@@ -159,6 +159,9 @@ static int do_dedupe(int src, struct file_dedupe_range *r)
 	int sfl;
 	__u16 k;
 
+	/* the kernel copies the request into one page */
+	if (sizeof(*r) + (size_t)r->dest_count * sizeof(r->info[0]) > 4096)
+		return fail(ENOMEM);
 	if (r->reserved1 || r->reserved2)
 		return fail(EINVAL);
 	if (fstat(src, &sst) || (sfl = fcntl(src, F_GETFL)) < 0)
