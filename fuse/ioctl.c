@@ -221,17 +221,16 @@ int xf_ioctl(const char *path, int cmd, void *arg,
 	(void)arg;
 	if (flags & FUSE_IOCTL_COMPAT)
 		return -ENOSYS;
+	/* only ours: their size, and so data's, is in the number */
+	if (req != XFUSE_IOC_CLONE && req != XFUSE_IOC_DEDUPE &&
+	    req != XFUSE_IOC_FIEMAP)
+		return -ENOTTY;
 	if (!data || *(const __u32 *)data != XFUSE_IOC_MAGIC)
 		return -ENOTTY;
-	if (xf.ro && req != XFUSE_IOC_FIEMAP)
-		return -EROFS;
-	switch (req) {
-	case XFUSE_IOC_CLONE:
-		return do_clone(path, fi, data);
-	case XFUSE_IOC_DEDUPE:
-		return do_dedupe(fi, data);
-	case XFUSE_IOC_FIEMAP:
+	if (req == XFUSE_IOC_FIEMAP)
 		return do_fiemap(path, fi, data);
-	}
-	return -ENOTTY;
+	if (xf.ro)
+		return -EROFS;
+	return req == XFUSE_IOC_CLONE ? do_clone(path, fi, data) :
+					do_dedupe(fi, data);
 }

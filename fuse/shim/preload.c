@@ -184,7 +184,7 @@ static int do_dedupe(int src, struct file_dedupe_range *r)
 static int do_fiemap(int fd, struct fiemap *fm)
 {
 	struct xfuse_fiemap p;
-	__u64 start = fm->fm_start, end, len = fm->fm_length;
+	__u64 start = fm->fm_start, end, next, len = fm->fm_length;
 	__u32 want = fm->fm_extent_count, got = 0, i;
 
 	if (want > XF_FIEMAP_MAX)
@@ -223,10 +223,11 @@ static int do_fiemap(int fd, struct fiemap *fm)
 		if (p.mapped < p.count || got == want ||
 		    (p.ext[p.mapped - 1].flags & FIEMAP_EXTENT_LAST))
 			break;
-		start = p.ext[p.mapped - 1].logical +
-			p.ext[p.mapped - 1].length;
-		if (start >= end)
-			break;
+		next = p.ext[p.mapped - 1].logical +
+		       p.ext[p.mapped - 1].length;
+		if (next <= start || next >= end)
+			break;		/* (a server that does not advance) */
+		start = next;
 	}
 	fm->fm_mapped_extents = got;
 	return 0;
