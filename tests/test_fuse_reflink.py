@@ -75,7 +75,9 @@ def test_without_the_shim_the_kernel_refuses(tmp_path, fuse):
         assert out and "Operation not supported" in out[-1], (cmd, out)
     res = helpers.run(["filefrag", str(mnt / "src")])
     assert "0 extents found" in res.stdout, res.stdout
-    # the same with the shim
+    # --help says what to do; the same with the shim then works
+    assert "LD_PRELOAD=libextref-preload.so" in helpers.run(
+        [helpers.binary("fuse/extref-fuse"), "--help"]).stdout
     res = subprocess.run(["cp", "--reflink=always", str(mnt / "src"),
                           str(mnt / "c")], capture_output=True, text=True,
                          env=shim_env())
