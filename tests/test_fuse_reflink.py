@@ -14,11 +14,13 @@ import os
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
 import helpers
-from test_fuse import clean, fuse, fuse_skip_reason  # noqa: F401
+from test_fuse import (clean, fuse, fuse_skip_reason,  # noqa: F401
+                       mounted, stop)
 from test_kernel_diff import xfs_mnt  # noqa: F401
 
 FICLONE = 0x40049409
@@ -242,3 +244,33 @@ def test_other_users_may_not_name_a_source(tmp_path, fuse):
     assert fuse.stop(mnt) == 0
     clean(img)
     assert helpers.debugfs_cat(img, "/pub/dst") == b"mine\n"
+
+
+@pytest.mark.skipif(shutil.which("fuse2fs") is None, reason="no fuse2fs")
+def test_other_fuse_servers_are_left_to_the_kernel(tmp_path):
+    """On another FUSE server (stock fuse2fs) the shim's probe is refused
+    (ENOTTY) and the calls go to the real ioctl: the kernel's
+    EOPNOTSUPP, as without the shim."""
+    img = tmp_path / "plain.img"
+    helpers.run(["mkfs.ext4", "-q", "-F", str(img), "32M"])
+    mnt = tmp_path / "p"
+    mnt.mkdir()
+    proc = subprocess.Popen(["fuse2fs", str(img), str(mnt), "-o",
+                             "rw,fakeroot", "-f"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if mounted(mnt) or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert mounted(mnt)
+        (mnt / "a").write_bytes(os.urandom(8192))
+        (mnt / "b").write_bytes(b"")
+        out = xfs_io(["-c", f"reflink {mnt}/a 0 0 4096", "-c",
+                      f"dedupe {mnt}/a 0 0 4096", "-c", "fiemap",
+                      str(mnt / "b")], env=shim_env())
+        assert len([ln for ln in out if "Operation not supported" in ln]) \
+            == 3, out
+    finally:
+        assert stop(mnt, proc) == 0
+    helpers.e2fsck_fn(img)
