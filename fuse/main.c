@@ -27,7 +27,9 @@ static void usage(FILE *f)
 		"       %s -h|--help | -V|--version\n"
 		"Mount an extref image read-write through FUSE: every write is\n"
 		"copy-on-write, every request one transaction of the image's\n"
-		"journal, and copy_file_range (plain cp) makes reflinks.\n"
+		"journal, and copy_file_range (plain cp) makes reflinks;\n"
+		"FICLONE, FIDEDUPERANGE and FIEMAP (cp --reflink=always,\n"
+		"xfs_io, filefrag) need LD_PRELOAD=libextref-preload.so.\n"
 		"Unmount with fusermount3 -u MOUNTPOINT.\n\n"
 		"  -o ro                   mount read-only\n"
 		"  -o allow_other          let other users in (fuse.conf's\n"
@@ -90,6 +92,7 @@ static const struct fuse_operations xf_ops = {
 	.fallocate	= xf_fallocate,
 	.copy_file_range = xf_copy_file_range,
 	.lseek		= xf_lseek,
+	.ioctl		= xf_ioctl,
 };
 
 /* ----- options ----- */

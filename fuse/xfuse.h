@@ -1,8 +1,8 @@
 /*
  * xfuse.h --- extref-fuse: the state of a mount and the request handlers,
  * by file (main.c: options and the mount; ctx.c: who asks, paths and
- * errors; attr.c, dir.c, data.c, seek.c, copy.c, xattr.c, acl.c:
- * the requests; handle.c: open files).
+ * errors; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
+ * acl.c: the requests; handle.c: open files).
  *
  * The server is single-threaded (-s): one request at a time, so the
  * handlers share the one image handle without locking.
@@ -87,6 +87,10 @@ ssize_t xf_copy_file_range(const char *path_in, struct fuse_file_info *fi_in,
 			   off_t off_in, const char *path_out,
 			   struct fuse_file_info *fi_out, off_t off_out,
 			   size_t len, int flags);
+
+/* ioctl.c: the private ioctls of xfuse_ioctl.h */
+int xf_ioctl(const char *path, int cmd, void *arg,
+	     struct fuse_file_info *fi, unsigned int flags, void *data);
 
 /* acl.c */
 int xf_acl_set_access(ext2_ino_t ino, const void *value, size_t size);
