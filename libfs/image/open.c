@@ -13,6 +13,7 @@
 #include "base/xr_clock.h"
 #include "xr_image.h"
 #include "extref_fsck.h"
+#include "extref_ops.h"
 #include "xr_seen.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
@@ -343,6 +344,21 @@ errcode_t xr_fs_wrap_held(ext2_filsys fs, int flags, extref_fs_t *ret,
 	return wrap_locked(fs, flags, NULL, ret, tree_err);
 }
 
+/*
+ * A writer first releases the orphans a crash left (files unlinked while
+ * open, extref_orphan_release_all), through the counts, before anything
+ * else can reach them: stock e2fsck would free their blocks in the
+ * bitmap, shared ones too.  Only with the tree loaded; a damaged list
+ * fails the open (EXTREF_ERR_ORPHAN_LIST: run fsck.extref).
+ */
+static errcode_t release_orphans(extref_fs_t xfs)
+{
+	if (!(xfs->flags & EXTREF_OPEN_RW) || !xfs->tree ||
+	    !xfs->fs->super->s_last_orphan)
+		return 0;
+	return extref_orphan_release_all(xfs, NULL);
+}
+
 /* extref_fs_open, the write lock taken here, or held by the caller. */
 static errcode_t fs_open(const char *name, int flags, int held,
 			 extref_fs_t *ret, errcode_t *tree_err)
@@ -391,6 +407,11 @@ static errcode_t fs_open(const char *name, int flags, int held,
 	else {
 		(*ret)->replayed = replayed;
 		(*ret)->replay_err = replay_err;
+		err = release_orphans(*ret);
+		if (err) {
+			extref_fs_abort(*ret);
+			return err;	/* the abort let the lock go */
+		}
 	}
 cleanup:
 	if (err)
