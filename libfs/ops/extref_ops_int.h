@@ -208,6 +208,7 @@ errcode_t xr_free_inode(extref_fs_t xfs, ext2_ino_t ino,
 			struct ext2_inode *inode);
 
 /* orphan_list.c: ext4's orphan list (s_last_orphan, then i_dtime). */
+errcode_t xr_orphan_check(ext2_filsys fs);
 int xr_orphan_on_list(ext2_filsys fs, ext2_ino_t ino);
 errcode_t xr_orphan_add(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode);

@@ -19,6 +19,8 @@ static errcode_t release_op(extref_fs_t xfs, ext2_ino_t ino)
 		     ino > fs->super->s_inodes_count))
 		err = EXT2_ET_BAD_INODE_NUM;
 	if (!err)
+		err = xr_orphan_check(fs);	/* a loop is never walked */
+	if (!err)
 		err = ext2fs_read_inode(fs, ino, &inode);
 	if (err)
 		return err;
@@ -52,6 +54,8 @@ errcode_t extref_orphan_release_all(extref_fs_t xfs, unsigned *n)
 	for (i = 0; fs->super->s_last_orphan && !err; i++) {
 		if (i > fs->super->s_inodes_count)
 			return EXTREF_ERR_ORPHAN_LIST;
+		if (!xr_orphan_on_list(fs, fs->super->s_last_orphan))
+			return EXTREF_ERR_ORPHAN_LIST;	/* its head */
 		err = extref_orphan_release(xfs, fs->super->s_last_orphan);
 		if (err == EXTREF_ERR_NOT_ORPHAN)
 			err = EXTREF_ERR_ORPHAN_LIST;

@@ -51,6 +51,17 @@ static errcode_t walk(ext2_filsys fs, ext2_ino_t want, ext2_ino_t *prev_ret,
 	return cur ? EXTREF_ERR_ORPHAN_LIST : 0;
 }
 
+/* The whole list sound: ends within XR_ORPHAN_MAX inodes (no loop),
+ * every one an orphan. */
+errcode_t xr_orphan_check(ext2_filsys fs)
+{
+	struct ext2_inode in;
+	ext2_ino_t prev;
+	int found;
+
+	return walk(fs, 0, &prev, &in, &found);
+}
+
 /* Whether ino is on the list (a damaged list: not). */
 int xr_orphan_on_list(ext2_filsys fs, ext2_ino_t ino)
 {
@@ -92,6 +103,8 @@ errcode_t xr_orphan_remove(ext2_filsys fs, ext2_ino_t ino)
 	if (!found)
 		return EXTREF_ERR_NOT_ORPHAN;
 	next = in.i_dtime;
+	if (next == ino)
+		return EXTREF_ERR_ORPHAN_LIST;
 	if (!prev) {
 		fs->super->s_last_orphan = next;
 		ext2fs_mark_super_dirty(fs);
