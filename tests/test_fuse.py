@@ -389,6 +389,33 @@ def test_unlinked_open_file_is_kept_until_close(tmp_path, fuse):
     assert helpers.debugfs_cat(img, "/a") == data
 
 
+def test_file_renamed_over_while_open_is_kept(tmp_path, fuse):
+    """rename over a file still open keeps it (EXTREF_RENAME_KEEP): the
+    descriptor reads the old data, writes it, and its close frees it
+    (the free count back to the one before it was written, stock
+    dumpe2fs; both checkers clean)."""
+    img = make_image(tmp_path)
+    new = os.urandom(200000)
+    mnt, _ = fuse(img)
+    (mnt / "new").write_bytes(new)
+    assert fuse.stop(mnt) == 0
+    free0 = free_blocks(img)
+    mnt, _ = fuse(img)
+    old = os.urandom(300000)
+    (mnt / "old").write_bytes(old)
+    fd = os.open(mnt / "old", os.O_RDWR)
+    os.rename(mnt / "new", mnt / "old")
+    assert (mnt / "old").read_bytes() == new
+    assert os.pread(fd, len(old) + 1, 0) == old
+    os.pwrite(fd, b"k" * 5000, 100)
+    assert os.pread(fd, 5000, 100) == b"k" * 5000
+    os.close(fd)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    assert free_blocks(img) == free0
+    assert helpers.debugfs_cat(img, "/old") == new
+
+
 @pytest.mark.parametrize("recover", ["fsck", "mount"])
 def test_kill_with_an_unlinked_open_file(tmp_path, fuse, recover):
     """kill -9 of the server while an unlinked file sharing blocks with
