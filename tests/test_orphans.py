@@ -129,3 +129,25 @@ def test_damaged_list_refused_unchanged(pair, head):
     assert res.returncode == 8, helpers.describe(res)
     assert "orphan list is damaged" in res.stdout + res.stderr
     assert helpers.sha256(img) == before
+
+
+def test_kernel_ro_mount_leaves_the_list(pair, tmp_path):
+    """The kernel's read-only loop mount neither releases nor trips on
+    the list (its orphan cleanup skips a read-only device and an unknown
+    read-only-compatible feature): after the unmount the image is byte
+    for byte as it was; a's data read through it; fsck.extref -p then
+    releases the list."""
+    helpers.require_loop()
+    img, data, free0 = pair
+    kept_ino(shell(img, "rm -k /b"))
+    before = helpers.sha256(img)
+    mnt = tmp_path / "mnt"
+    with helpers.loop_mount(img, mnt, options="ro"):
+        assert (mnt / "a").read_bytes() == data
+        assert sorted(p.name for p in mnt.iterdir()) == ["a", "lost+found"]
+    assert helpers.sha256(img) == before
+    res = crashlib.fsck_run(img, "-p")
+    assert res.returncode in (0, 1), helpers.describe(res)
+    assert first_orphan(img) is None
+    assert crashlib.checkers_clean(img) == []
+    assert free_blocks(img) == free0
