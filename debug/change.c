@@ -188,7 +188,7 @@ int impl_symlink(struct cmd_args *a)
 
 /* ----- rm, rmdir ----- */
 
-static int do_unlink(struct cmd_args *a, int dirflag)
+static int do_unlink(struct cmd_args *a, int dirflag, int keep)
 {
 	const char *path = a->argv[0];
 	struct ext2_inode_large inode;
@@ -216,11 +216,16 @@ static int do_unlink(struct cmd_args *a, int dirflag)
 		cmd_fail(a, "%s: %s", path, error_message(EXTREF_ERR_NOT_DIR));
 		goto out;
 	}
-	err = extref_unlink(sh.xfs, dir, name, dirflag ? EXTREF_UNLINK_DIR : 0);
+	err = extref_unlink(sh.xfs, dir, name,
+			    (dirflag ? EXTREF_UNLINK_DIR : 0) |
+			    (keep ? EXTREF_UNLINK_KEEP : 0));
 	if (err) {
 		op_err(a, err, path);
 		goto out;
 	}
+	if (keep && !ext2fs_read_inode(sh.fs, ino, (struct ext2_inode *)&inode)
+	    && !inode.i_links_count)
+		printf("%s: inode %u kept on the orphan list\n", path, ino);
 	if (dirflag && ino == sh.cwd)
 		sh.cwd = EXT2_ROOT_INO;
 	ret = 0;
@@ -231,12 +236,29 @@ out:
 
 int impl_rm(struct cmd_args *a)
 {
-	return do_unlink(a, 0);
+	return do_unlink(a, 0, a->opts['k']);
 }
 
 int impl_rmdir(struct cmd_args *a)
 {
-	return do_unlink(a, 1);
+	return do_unlink(a, 1, 0);
+}
+
+/* An inode rm -k kept, off the orphan list and freed (extref_orphan_release). */
+int impl_orphan_release(struct cmd_args *a)
+{
+	__u64 ino;
+	errcode_t err;
+
+	if (parse_num_arg(a, a->argv[0], "inode", &ino))
+		return 1;
+	if (ino == 0 || ino > sh.fs->super->s_inodes_count)
+		return cmd_fail(a, "%s: %s", a->argv[0],
+				error_message(EXT2_ET_BAD_INODE_NUM));
+	err = extref_orphan_release(sh.xfs, (ext2_ino_t)ino);
+	if (err)
+		return cmd_err(a, err, "inode %llu", (unsigned long long)ino);
+	return 0;
 }
 
 /* ----- reflink, clone_range, dedupe ----- */

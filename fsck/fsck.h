@@ -50,6 +50,9 @@ void foreign_after(const struct fsck_opts *o, extref_fs_t xfs,
  * said (-n), or the repair refused (FSCK_ERROR) */
 int convert_left(const struct fsck_opts *o);
 
+/* orphans.c: the orphan list released by the library before e2fsck */
+int release_orphans_first(struct fsck_opts *o, extref_image_lock_t *lock);
+
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);
 

@@ -503,6 +503,8 @@ int main(int argc, char **argv)
 	if (status & FSCK_ERROR)
 		goto out;
 	status |= prepare_feature(&o, &lock, &skip, &plain);
+	if (!(status & FSCK_ERROR) && !plain)
+		status |= release_orphans_first(&o, &lock);
 	if (status & FSCK_ERROR)
 		goto out;
 	if (!o.no_e2fsck && !skip) {

@@ -136,22 +136,38 @@ int xf_readlink(const char *path, char *buf, size_t size)
 	return res;
 }
 
-/* An inode whose last link went is freed at once: an open handle to it
- * goes stale (handle.c). */
-static int remove_name(const char *path, int flags)
+/*
+ * The name goes.  An inode still open whose last name this was is kept
+ * on the orphan list until its last release (handle.c); one not open (or
+ * a directory) is freed at once, and a handle it had goes stale.
+ */
+static void after_drop(ext2_ino_t ino, int keep)
 {
 	struct ext2_inode_large in;
+
+	if (!ino || (!xf_read_inode(ino, &in) && in.i_links_count &&
+		     !in.i_dtime))
+		return;		/* still named */
+	if (keep && !xf_read_inode(ino, &in) && !in.i_links_count)
+		xf_handle_orphaned(ino);
+	else
+		xf_handle_gone(ino);
+}
+
+static int remove_name(const char *path, int flags)
+{
 	const char *name;
 	ext2_ino_t dir, ino;
-	int res = xf_parent(path, &dir, &name);
+	int keep = 0, res = xf_parent(path, &dir, &name);
 
 	if (!res)
 		res = xf_ino(path, &ino);
+	if (!res && !(flags & EXTREF_UNLINK_DIR) && xf_handle_is_open(ino))
+		keep = EXTREF_UNLINK_KEEP;
 	if (!res)
-		res = xf_err(extref_unlink(xf.xfs, dir, name, flags));
-	if (!res && (xf_read_inode(ino, &in) || !in.i_links_count ||
-		     in.i_dtime))
-		xf_handle_gone(ino);
+		res = xf_err(extref_unlink(xf.xfs, dir, name, flags | keep));
+	if (!res)
+		after_drop(ino, keep);
 	return res;
 }
 
@@ -165,34 +181,29 @@ int xf_rmdir(const char *path)
 	return remove_name(path, EXTREF_UNLINK_DIR);
 }
 
-/* An inode that lost its last name: its open handles go stale. */
-static void drop_if_gone(ext2_ino_t ino)
-{
-	struct ext2_inode_large in;
-
-	if (ino && (xf_read_inode(ino, &in) || !in.i_links_count ||
-		    in.i_dtime))
-		xf_handle_gone(ino);
-}
-
 /* renameat2's RENAME_NOREPLACE and RENAME_EXCHANGE (1 and 2, as the
- * library's); any other flag is the library's to refuse. */
+ * library's); any other flag is the library's to refuse, but its own
+ * EXTREF_RENAME_KEEP (RENAME_WHITEOUT's bit) is refused here. */
 int xf_rename(const char *from, const char *to, unsigned int flags)
 {
 	const char *oname, *nname;
 	ext2_ino_t odir, ndir, gone = 0;
-	int res = xf_parent(from, &odir, &oname);
+	int keep = 0, res = xf_parent(from, &odir, &oname);
 
+	if (flags & EXTREF_RENAME_KEEP)
+		return -EINVAL;
 	if (!res)
 		res = xf_parent(to, &ndir, &nname);
 	if (res)
 		return res;
 	if (!(flags & EXTREF_RENAME_EXCHANGE) && xf_ino(to, &gone))
 		gone = 0;
+	if (xf_handle_is_open(gone))
+		keep = EXTREF_RENAME_KEEP;
 	res = xf_err(extref_rename(xf.xfs, odir, oname, ndir, nname,
-				   (int)flags));
+				   (int)flags | keep));
 	if (!res)
-		drop_if_gone(gone);
+		after_drop(gone, keep);
 	return res;
 }
 

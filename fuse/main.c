@@ -54,8 +54,8 @@ static void *xf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->use_ino = 1;
 	cfg->readdir_ino = 1;
 	/* an unlinked open file is not renamed to .fuse_hidden* (a name
-	 * a crash would leave behind): the library cannot keep an
-	 * unlinked inode yet, so its handles go stale (handle.c) */
+	 * a crash would leave behind): the library keeps it on the orphan
+	 * list until its last release (handle.c) */
 	cfg->hard_remove = 1;
 	return NULL;
 }
@@ -206,6 +206,11 @@ static int close_image(void)
 	errcode_t err;
 
 	extref_set_identity(xf.xfs, NULL);
+	/* files still open at unmount (none after a clean one) */
+	err = xf.ro ? 0 : extref_orphan_release_all(xf.xfs, NULL);
+	if (err)
+		com_err(PROG_NAME, err, "while releasing the orphans of %s",
+			xf.image);
 	err = extref_fs_close(xf.xfs);
 	if (err) {
 		com_err(PROG_NAME, err, "while closing %s", xf.image);

@@ -39,6 +39,8 @@ ext2_ino_t xf_fh_ino(const char *path, struct fuse_file_info *fi,
 int xf_handle_new(ext2_ino_t ino, struct fuse_file_info *fi);
 int xf_handle_ino(struct fuse_file_info *fi, ext2_ino_t *ino);
 void xf_handle_gone(ext2_ino_t ino);
+int xf_handle_is_open(ext2_ino_t ino);
+void xf_handle_orphaned(ext2_ino_t ino);
 int xf_release(const char *path, struct fuse_file_info *fi);
 
 /* attr.c */

@@ -272,9 +272,16 @@ errcode_t extref_unshare(extref_fs_t fs, ext2_ino_t ino, __u64 off,
 /*
  * Remove NAME from directory DIR; when the last link goes, every mapping
  * of the inode is dropped through the counts and the inode freed.
- * Directories only with EXTREF_UNLINK_DIR, and only when empty.
+ * Directories only with EXTREF_UNLINK_DIR, and only when empty.  With
+ * EXTREF_UNLINK_KEEP a file (not a directory) whose last link goes is
+ * not freed but kept, links 0, on ext4's orphan list (the superblock's
+ * s_last_orphan, then each inode's i_dtime), in the same transaction, as
+ * the kernel keeps a file still open: extref_pread, extref_pwrite and
+ * the other calls on its number keep working until
+ * extref_orphan_release frees it.  Other flags: EXTREF_ERR_BAD_FLAGS.
  */
 #define EXTREF_UNLINK_DIR	0x0001
+#define EXTREF_UNLINK_KEEP	0x0002
 errcode_t extref_unlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			int flags);
 
@@ -384,9 +391,25 @@ errcode_t extref_mknod(extref_fs_t fs, ext2_ino_t dir, const char *name,
  */
 #define EXTREF_RENAME_NOREPLACE	0x0001	/* RENAME_NOREPLACE */
 #define EXTREF_RENAME_EXCHANGE	0x0002	/* RENAME_EXCHANGE */
+#define EXTREF_RENAME_KEEP	0x0004	/* a replaced file kept as an orphan,
+					   as EXTREF_UNLINK_KEEP */
 errcode_t extref_rename(extref_fs_t fs, ext2_ino_t olddir,
 			const char *oldname, ext2_ino_t newdir,
 			const char *newname, int flags);
+
+/*
+ * An inode kept by EXTREF_UNLINK_KEEP or EXTREF_RENAME_KEEP released, in
+ * one transaction: taken off the orphan list and freed as extref_unlink
+ * frees (each mapping dropped through the counts: a shared block only
+ * loses one).  An inode not on the list: EXTREF_ERR_NOT_ORPHAN; a
+ * damaged list: EXTREF_ERR_ORPHAN_LIST.  extref_orphan_release_all
+ * releases every orphan of the list (each its own transaction; *n, may
+ * be NULL, counts them): a read-write extref_fs_open does it first, so
+ * that stock e2fsck, which frees an orphan's blocks in the bitmap shared
+ * or not, never sees the list of an extref image.
+ */
+errcode_t extref_orphan_release(extref_fs_t fs, ext2_ino_t ino);
+errcode_t extref_orphan_release_all(extref_fs_t fs, unsigned *n);
 
 /*
  * A hard link: NEWNAME in NEWDIR for ino, as link(2) on ext4.  A

@@ -260,6 +260,15 @@ static errcode_t group_done(ext2_filsys fs, ext2_inode_scan scan,
 	return 0;
 }
 
+/* An orphan's i_dtime is the next orphan's number (0 at the end), never
+ * a time: only such an inode is looked for on the list. */
+static int kept_orphan(ext2_filsys fs, ext2_ino_t ino,
+			       const struct ext2_inode *inode)
+{
+	return inode->i_mode && inode->i_dtime <= fs->super->s_inodes_count &&
+	       fs->super->s_last_orphan && xr_orphan_on_list(fs, ino);
+}
+
 errcode_t xr_fsck_scan(struct xr_fsck *c)
 {
 	ext2_filsys fs = c->fs;
@@ -294,9 +303,13 @@ errcode_t xr_fsck_scan(struct xr_fsck *c)
 			err = 0;
 		if (err || ino == 0)
 			break;
-		if (inode->i_links_count == 0 && ino >= EXT2_FIRST_INO(fs->super))
+		/* an inode kept open without a name (the orphan list) still
+		 * holds its mappings: counted until it is released */
+		if (inode->i_links_count == 0 && ino >= EXT2_FIRST_INO(fs->super)
+		    && !kept_orphan(fs, ino, inode))
 			continue;
-		if (inode->i_dtime && ino >= EXT2_FIRST_INO(fs->super))
+		if (inode->i_dtime && ino >= EXT2_FIRST_INO(fs->super) &&
+		    inode->i_links_count)
 			continue;
 		if (ino < EXT2_FIRST_INO(fs->super) && ino != EXT2_ROOT_INO &&
 		    ino != EXTREF_INO && ino != EXT2_JOURNAL_INO &&

@@ -13,6 +13,7 @@
 #include "base/xr_clock.h"
 #include "xr_image.h"
 #include "extref_fsck.h"
+#include "extref_ops.h"
 #include "xr_seen.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
@@ -134,11 +135,26 @@ static errcode_t zone_attach(extref_fs_t xfs)
 }
 
 /*
+ * A writer first releases the orphans a crash left (files unlinked while
+ * open, extref_orphan_release_all), through the counts, before anything
+ * else can reach them: stock e2fsck would free their blocks in the
+ * bitmap, shared ones too.  Only with the tree loaded; a damaged list
+ * fails the open (EXTREF_ERR_ORPHAN_LIST: run fsck.extref).
+ */
+static errcode_t release_orphans(extref_fs_t xfs)
+{
+	if (!(xfs->flags & EXTREF_OPEN_RW) || !xfs->tree ||
+	    !xfs->fs->super->s_last_orphan)
+		return 0;
+	return extref_orphan_release_all(xfs, NULL);
+}
+
+/*
  * A writer trusts no tree it has not checked (FORMAT.md, "What a writer
  * trusts"): counts too low would let a free hand out a block that
  * another inode still maps.  A tree that fails is not kept.
  */
-errcode_t extref_fs_load_tree(extref_fs_t xfs)
+static errcode_t load_tree(extref_fs_t xfs)
 {
 	int rw = xfs->flags & EXTREF_OPEN_RW;
 	errcode_t err;
@@ -172,6 +188,23 @@ out:
 	return 0;
 }
 
+/* Loaded after the open (debugfs.extref's lazy load): a writer releases
+ * the orphan list then; a damaged one leaves no tree. */
+errcode_t extref_fs_load_tree(extref_fs_t xfs)
+{
+	int had = xfs->tree != NULL;
+	errcode_t err = load_tree(xfs);
+
+	if (err || had)
+		return err;
+	err = release_orphans(xfs);
+	if (err) {
+		extref_tree_free(xfs->tree);
+		xfs->tree = NULL;
+	}
+	return err;
+}
+
 /* The wrap proper; on success the extref_fs owns fs and lock. */
 static errcode_t wrap_locked(ext2_filsys fs, int flags,
 			     extref_image_lock_t lock, extref_fs_t *ret,
@@ -190,7 +223,7 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	xr_clock_init(fs);
 	set_io_manager(xfs);
 	if (!(flags & EXTREF_OPEN_NO_TREE)) {
-		err = extref_fs_load_tree(xfs);
+		err = load_tree(xfs);
 		if (err && (flags & EXTREF_OPEN_FORCE)) {
 			if (tree_err)
 				*tree_err = err;
@@ -391,6 +424,11 @@ static errcode_t fs_open(const char *name, int flags, int held,
 	else {
 		(*ret)->replayed = replayed;
 		(*ret)->replay_err = replay_err;
+		err = release_orphans(*ret);
+		if (err) {
+			extref_fs_abort(*ret);
+			return err;	/* the abort let the lock go */
+		}
 	}
 cleanup:
 	if (err)

@@ -203,10 +203,20 @@ errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 errcode_t xr_drop_check(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode);
 errcode_t xr_drop_link(extref_fs_t xfs, ext2_ino_t ino,
-		       struct ext2_inode *inode);
+		       struct ext2_inode *inode, int keep);
+errcode_t xr_free_inode(extref_fs_t xfs, ext2_ino_t ino,
+			struct ext2_inode *inode);
+
 errcode_t xr_dir_may_grow(ext2_filsys fs, ext2_ino_t dir);
 errcode_t xr_dir_changed(ext2_filsys fs, ext2_ino_t dir, int delta);
 errcode_t xr_may_link(const struct ext2_inode *inode);
+
+/* orphan_list.c: ext4's orphan list (s_last_orphan, then i_dtime). */
+errcode_t xr_orphan_check(ext2_filsys fs);
+int xr_orphan_on_list(ext2_filsys fs, ext2_ino_t ino);
+errcode_t xr_orphan_add(ext2_filsys fs, ext2_ino_t ino,
+			struct ext2_inode *inode);
+errcode_t xr_orphan_remove(ext2_filsys fs, ext2_ino_t ino);
 
 /* rw.c */
 #define XR_COW_WRITE	0	/* write buf: holes and unwritten get blocks */

@@ -5,7 +5,8 @@
  */
 #include "extref_ops_int.h"
 
-/* Read an in-use inode; a free inode number is an error. */
+/* Read an in-use inode (one kept on the orphan list, open but without a
+ * name, too); a free inode number is an error. */
 errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
 			struct ext2_inode *inode)
 {
@@ -14,7 +15,9 @@ errcode_t xr_read_inode(ext2_filsys fs, ext2_ino_t ino,
 	if (ino < EXT2_FIRST_INO(fs->super) && ino != EXT2_ROOT_INO)
 		return EXT2_ET_BAD_INODE_NUM;
 	err = ext2fs_read_inode(fs, ino, inode);
-	if (!err && (inode->i_links_count == 0 || inode->i_dtime))
+	if (!err && (inode->i_links_count == 0 || inode->i_dtime) &&
+	    !(inode->i_links_count == 0 && inode->i_mode &&
+	      xr_orphan_on_list(fs, ino)))
 		err = EXT2_ET_FILE_NOT_FOUND;
 	return err;
 }

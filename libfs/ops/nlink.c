@@ -38,8 +38,9 @@ errcode_t xr_drop_xattr_block(ext2_filsys fs, ext2_ino_t ino,
 	return ext2fs_iblk_sub_blocks(fs, inode, 1);
 }
 
-/* The inode has no name left: release its blocks, then free it. */
-static errcode_t free_inode(extref_fs_t xfs, ext2_ino_t ino,
+/* The inode has no name left: release its blocks, then free it (and
+ * orphan.c's release of an inode kept). */
+errcode_t xr_free_inode(extref_fs_t xfs, ext2_ino_t ino,
 			    struct ext2_inode *inode)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
@@ -87,18 +88,21 @@ errcode_t xr_drop_check(ext2_filsys fs, ext2_ino_t ino,
 
 /*
  * A name of inode is gone: a directory (empty, its one name) or the last
- * link of a file is freed; another link just lowers the count, the
- * change time set.
+ * link of a file is freed, or with keep (a file still open) put on the
+ * orphan list (orphan_list.c) to be released at its last close; another
+ * link just lowers the count, the change time set.
  */
 errcode_t xr_drop_link(extref_fs_t xfs, ext2_ino_t ino,
-		       struct ext2_inode *inode)
+		       struct ext2_inode *inode, int keep)
 {
 	if (!LINUX_S_ISDIR(inode->i_mode) && inode->i_links_count > 1) {
 		inode->i_links_count--;
 		return xr_write_inode_times(extref_fs_ext2(xfs), ino, inode,
 					    XR_TIME_CTIME);
 	}
-	return free_inode(xfs, ino, inode);
+	if (keep && !LINUX_S_ISDIR(inode->i_mode))
+		return xr_orphan_add(extref_fs_ext2(xfs), ino, inode);
+	return xr_free_inode(xfs, ino, inode);
 }
 
 static int is_indexed(ext2_filsys fs, const struct ext2_inode *d)

@@ -83,7 +83,8 @@ static errcode_t lookup_checks(extref_fs_t xfs, struct side *o,
 	int xchg = flags & EXTREF_RENAME_EXCHANGE, yes = 0;
 	errcode_t err;
 
-	if ((flags & ~(EXTREF_RENAME_NOREPLACE | EXTREF_RENAME_EXCHANGE)) ||
+	if ((flags & ~(EXTREF_RENAME_NOREPLACE | EXTREF_RENAME_EXCHANGE |
+		       EXTREF_RENAME_KEEP)) ||
 	    ((flags & EXTREF_RENAME_NOREPLACE) && xchg))
 		return EXTREF_ERR_BAD_FLAGS;
 	err = extref_check_modifiable(xfs, o->dir);
@@ -195,7 +196,8 @@ static errcode_t parents_changed(ext2_filsys fs, struct side *o,
 }
 
 /* The source takes the target's name (replacing it), its own goes. */
-static errcode_t move(extref_fs_t xfs, struct side *o, struct side *n)
+static errcode_t move(extref_fs_t xfs, struct side *o, struct side *n,
+		      int keep)
 {
 	ext2_filsys fs = extref_fs_ext2(xfs);
 	int ftype = xr_file_type(o->inode.i_mode);
@@ -216,7 +218,8 @@ static errcode_t move(extref_fs_t xfs, struct side *o, struct side *n)
 		err = touch_ctime(fs, o->ino);
 	if (!err && n->ino)
 		err = ext2fs_read_inode(fs, n->ino, &n->inode);
-	return err || !n->ino ? err : xr_drop_link(xfs, n->ino, &n->inode);
+	return err || !n->ino ? err : xr_drop_link(xfs, n->ino, &n->inode,
+						   keep);
 }
 
 /* The two names swap their inodes (ext4_cross_rename). */
@@ -257,7 +260,8 @@ static errcode_t rename_op(extref_fs_t xfs, struct side *o, struct side *n,
 	err = vfs_checks(xfs, o, n, xchg);
 	if (err)
 		return err;
-	err = xchg ? exchange(extref_fs_ext2(xfs), o, n) : move(xfs, o, n);
+	err = xchg ? exchange(extref_fs_ext2(xfs), o, n) : move(xfs, o, n,
+							 flags & EXTREF_RENAME_KEEP);
 	return xr_quota_end(xfs, err);
 }
 

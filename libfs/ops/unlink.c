@@ -29,6 +29,8 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		err = xr_read_inode(fs, ino, &inode);
 	if (err)
 		return err;
+	if (flags & ~(EXTREF_UNLINK_DIR | EXTREF_UNLINK_KEEP))
+		return EXTREF_ERR_BAD_FLAGS;
 	isdir = LINUX_S_ISDIR(inode.i_mode);
 	if (isdir && !(flags & EXTREF_UNLINK_DIR))
 		return EXTREF_ERR_IS_DIR;
@@ -44,7 +46,8 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	if (!err)
 		err = xr_dir_changed(fs, dir, isdir ? -1 : 0);
 	if (!err)
-		err = xr_drop_link(xfs, ino, &inode);
+		err = xr_drop_link(xfs, ino, &inode,
+				   flags & EXTREF_UNLINK_KEEP);
 	return xr_quota_end(xfs, err);
 }
 
