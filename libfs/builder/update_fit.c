@@ -287,10 +287,10 @@ errcode_t xr_upd_fit_first(extref_fs_t xfs, const char *dir,
 		return err;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
+		/* what the walk cannot read, the update refuses and names */
 		err = fit_walk(&f, fd, at);
 		close(fd);
-		if (!err)
-			err = grow_for(xfs, u, &f);
+		err = err ? 0 : grow_for(xfs, u, &f);
 	}
 	ext2fs_free_mem(&f.itb);
 	return err;
