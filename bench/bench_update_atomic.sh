@@ -8,19 +8,23 @@
 #   TREE=DIR   the source (default /usr/share), copied twice: v1, and v2 with
 #              CHANGE percent (default 20) of its regular files rewritten
 #              (a byte changed in each) and as many new small files
-#   JOURNAL=MB the image's journal (default: mkfs.extref's own)
+#   JOURNALS="MB ..." the images' journals, one case each (default "64 4":
+#              a journal the update fits, and mkfs.extref's small one, which
+#              this build grows to hold the update); JOURNAL=MB one case
 #   SIZE=SIZE  the image's size (default: twice the source and 256 MiB)
 #
-# Each run: a fresh copy of an image made with mkfs.extref -d v1, then
-# mkfs.extref --update -d v2 on it, timed; the two builds interleaved, REPS
-# times each.  Printed per build: min and median seconds, the blocks in use
-# after, the host bytes the image file holds (du: early writes of new blocks
-# land there), and the peak blocks in use (used before + the new data its
-# summary says it wrote: the replaced files' old blocks stay in use until
-# the one commit; for the build that committed in parts an upper bound);
-# then the ratio of the medians (target: at most 1.2) and of the peaks
-# (target: at most the changed data + 5%).  An update refused as too big for the journal
-# (EXTREF_ERR_TXN_TOO_BIG) is reported as such, with the journal size.
+# Each case: an image made with mkfs.extref -J size=MB -d v1; each run a
+# fresh copy of it, then mkfs.extref --update -d v2 on it, timed; the two
+# builds interleaved, REPS times each.  Printed per build: min and median
+# seconds, the blocks in use after, the journal's growth (blocks), the host
+# bytes the image file holds (du: early writes of new blocks land there),
+# and the peak blocks in use (used before + the new data its summary says it
+# wrote + the journal's growth: the replaced files' old blocks stay in use
+# until the one commit; for the build that committed in parts an upper
+# bound) and what the peak holds past the blocks in use before and the
+# changed data, as a share of the changed data (target: at most 5%); then the ratio of the medians (target: at most
+# 1.2) and of the peaks.  An update refused as too big for the journal
+# (EXTREF_ERR_TXN_TOO_BIG) is reported as such.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -68,58 +72,71 @@ for i, p in enumerate(files):
 print(f"  {len(files)} files, {n} rewritten, {n} added")
 EOF
 
-jopt=()
-[ -z "${JOURNAL:-}" ] || jopt=(-J "size=$JOURNAL")
-# room for v2 beside v1: twice the source, and 256 MiB
-size=${SIZE:-$(( $(du -sm "$work/v1" | cut -f1) * 2 + 256 ))M}
-"$new" -q "${jopt[@]}" -d "$work/v1" "$work/base.img" "$size"
-dumpe2fs -h "$work/base.img" 2>/dev/null | grep -E "^(Block size|Total journal size|Inode size)" | sed 's/^/  /'
 used() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Block count/ {b=$2} /^Free blocks/ {f=$2} END {print b - f}'; }
-before=$(used "$work/base.img")
+jlen() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Total journal blocks/ {print $2+0}'; }
 
-declare -A times peak after host status
-run() {	# label tool
-	local img=$work/run.img t0 t1 out rc=0
-	cp --sparse=always "$work/base.img" "$img"
-	t0=$(date +%s.%N)
-	out=$("$2" --update -d "$work/v2" "$img" 2>&1) || rc=$?
-	t1=$(date +%s.%N)
-	if [ $rc -ne 0 ]; then
-		status[$1]=$(echo "$out" | tail -1 | cut -c1-160)
-		return
+bench_case() {	# journal MB
+	local jmb=$1 size before jbefore
+	declare -A times=() peak=() after=() host=() status=() grown=() data=()
+	# room for v2 beside v1: twice the source, and 256 MiB
+	size=${SIZE:-$(( $(du -sm "$work/v1" | cut -f1) * 2 + 256 ))M}
+	rm -f "$work/base.img"
+	"$new" -q -J "size=$jmb" -d "$work/v1" "$work/base.img" "$size"
+	echo "case: a ${jmb} MiB journal"
+	dumpe2fs -h "$work/base.img" 2>/dev/null | grep -E "^(Block size|Total journal size|Inode size)" | sed 's/^/  /'
+	before=$(used "$work/base.img")
+	jbefore=$(jlen "$work/base.img")
+
+	run() {	# label tool
+		local img=$work/run.img t0 t1 out rc=0 bs written
+		cp --sparse=always "$work/base.img" "$img"
+		t0=$(date +%s.%N)
+		out=$("$2" --update -d "$work/v2" "$img" 2>&1) || rc=$?
+		t1=$(date +%s.%N)
+		if [ $rc -ne 0 ]; then
+			status[$1]=$(echo "$out" | tail -1 | cut -c1-160)
+			return
+		fi
+		times[$1]+="$(echo "$t1 - $t0" | bc) "
+		after[$1]=$(used "$img")
+		host[$1]=$(du -B1 "$img" | cut -f1)
+		grown[$1]=$(( $(jlen "$img") - jbefore ))
+		bs=$(dumpe2fs -h "$img" 2>/dev/null | awk -F: '/^Block size/ {print $2+0}')
+		written=$(echo "$out" | awk '/new data written/ {print $4}')
+		data[$1]=$(echo "$written * 1048576 / $bs" | bc | cut -d. -f1)
+		# the peak of one commit: what was in use, the new data (the
+		# old blocks of replaced files are freed only at the commit)
+		# and the journal's growth; for a run in parts an upper bound
+		peak[$1]=$(( before + data[$1] + grown[$1] ))
+		peak[$1]=$(( ${peak[$1]} > ${after[$1]} ? ${peak[$1]} : ${after[$1]} ))
+	}
+
+	# both sides read a warm source (the first run would read it cold)
+	tar -cf - -C "$work" v2 >/dev/null
+	for ((i = 0; i < reps; i++)); do
+		run new "$new"
+		[ -z "$old" ] || run old "$old"
+	done
+
+	local k mn md med_new= med_old=
+	for k in new ${old:+old}; do
+		if [ -n "${status[$k]:-}" ]; then
+			echo "  $k: refused: ${status[$k]}"
+			continue
+		fi
+		read -r mn md <<<"$(stats "${times[$k]}")"
+		echo "  $k: min ${mn}s median ${md}s; blocks in use $before before, ${after[$k]} after, journal grew ${grown[$k]}, peak ~${peak[$k]} (before + changed data ${data[$k]} + $(( peak[$k] - before - data[$k] )): $(echo "scale=1; 100 * (${peak[$k]} - $before - ${data[$k]}) / ${data[$k]}" | bc)% of the changed data); host bytes ${host[$k]}"
+		eval "med_$k=$md"
+	done
+	if [ -n "$old" ] && [ -z "${status[new]:-}" ] && [ -z "${status[old]:-}" ]; then
+		echo "  ratio new/old: time $(echo "scale=3; $med_new / $med_old" | bc), peak $(echo "scale=3; ${peak[new]} / ${peak[old]}" | bc), host bytes $(echo "scale=3; ${host[new]} / ${host[old]}" | bc)"
 	fi
-	times[$1]+="$(echo "$t1 - $t0" | bc) "
-	after[$1]=$(used "$img")
-	host[$1]=$(du -B1 "$img" | cut -f1)
-	local bs written
-	bs=$(dumpe2fs -h "$img" 2>/dev/null | awk -F: '/^Block size/ {print $2+0}')
-	written=$(echo "$out" | awk '/new data written/ {print $4}')
-	# the peak of one commit: what was in use and the new data (the old
-	# blocks of replaced files are freed only at the commit); for a run
-	# in parts an upper bound
-	peak[$1]=$(echo "$before + $written * 1048576 / $bs" | bc | cut -d. -f1)
-	peak[$1]=$(( ${peak[$1]} > ${after[$1]} ? ${peak[$1]} : ${after[$1]} ))
 }
-
-# both sides read a warm source (the first run would read it cold)
-tar -cf - -C "$work" v2 >/dev/null
-for ((i = 0; i < reps; i++)); do
-	run new "$new"
-	[ -z "$old" ] || run old "$old"
-done
 
 stats() {	# "t1 t2 ..." -> "min median"
 	echo "$1" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "%.2f %.2f", a[1], a[int((NR+1)/2)]}'
 }
-for k in new ${old:+old}; do
-	if [ -n "${status[$k]:-}" ]; then
-		echo "$k: refused: ${status[$k]}"
-		continue
-	fi
-	read -r mn md <<<"$(stats "${times[$k]}")"
-	echo "$k: min ${mn}s median ${md}s; blocks in use $before before, ${after[$k]} after, peak ~${peak[$k]}; host bytes ${host[$k]}"
-	eval "med_$k=$md"
+
+for jmb in ${JOURNAL:-${JOURNALS:-64 4}}; do
+	bench_case "$jmb"
 done
-if [ -n "$old" ] && [ -z "${status[new]:-}" ] && [ -z "${status[old]:-}" ]; then
-	echo "ratio new/old: time $(echo "scale=3; $med_new / $med_old" | bc), peak $(echo "scale=3; ${peak[new]} / ${peak[old]}" | bc), host bytes $(echo "scale=3; ${host[new]} / ${host[old]}" | bc)"
-fi

@@ -185,7 +185,9 @@ errcode_t extref_image_measure(const char *image, unsigned int blocksize,
  * metadata is set again).  Metadata as extref_populate_dir gives it
  * (flags EXTREF_POP_ALL_ROOT, EXTREF_POP_EPOCH).  The image is opened
  * read-write with its tree; the whole is one transaction whatever its
- * size: when its in-use blocks outgrow the journal it is rolled back,
+ * size: the journal is grown first when an estimate of its in-use
+ * blocks says it will not hold them; when they outgrow it still, it is
+ * rolled back,
  * the journal grown to hold it (extref_journal_fit: it stays so; unless
  * EXTREF_UPDATE_KEEP_JOURNAL) and the update run again from the start;
  * without the room to grow the journal, EXTREF_ERR_TXN_TOO_BIG, the

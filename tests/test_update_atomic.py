@@ -389,6 +389,57 @@ def test_update_too_big_for_the_journal_grows_it(trees, tmp_path):
         assert _model(tmp_path / "mnt" / "t") == new
 
 
+def _file_opens(argv, log):
+    """Run argv under stock strace: the result and how many times it
+    opened a regular file of the source (f000..f299, never a
+    directory): each run of the update opens each file it reads."""
+    res = helpers.run(["strace", "-f", "-qq", "-e", "trace=open,openat",
+                       "-o", str(log), *argv], check=False)
+    n = sum(1 for line in log.read_text().splitlines()
+            if re.search(r'"f\d{3}"', line) and "O_DIRECTORY" not in line
+            and "= -1" not in line)
+    return res, n
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_update_too_big_for_the_journal_grows_first_and_runs_once(
+        trees, tmp_path):
+    """The update of every file, too big for the 1,024-block journal:
+    the journal grows first, from the estimate, and the update runs
+    once.  Oracle: stock strace counts the opens of the source's files,
+    which equal those of the same update on a copy whose journal stock
+    tune2fs made 8 MiB beforehand (no growth there); the journal
+    sequence (stock dumpe2fs) took two commits (growth, update); both
+    checkers clean; the new tree for debugfs and a kernel mount."""
+    src = trees["all"]
+    argv = [helpers.binary("mkfs.extref"), "--update", "--delete", "-d",
+            str(src)]
+    ref = tmp_path / "ref.img"
+    crashlib.sparse_copy(trees["base"], ref)
+    for opt in (["-O", "^has_journal"], ["-J", "size=8"]):
+        crashlib._run(["tune2fs", *opt, str(ref)])
+    assert jblocks(ref) == 8192
+    res, once = _file_opens(argv + [str(ref)], tmp_path / "ref.log")
+    assert res.returncode == 0, helpers.describe(res)
+    assert "journal grew by" not in res.stdout, res.stdout
+    assert once >= (DIRS - 1) * FILES  # every file of v2 read: it counts
+    img = tmp_path / "grow.img"
+    crashlib.sparse_copy(trees["base"], img)
+    seq = int(helpers.dumpe2fs_header(img)["Journal sequence"], 16)
+    res, n = _file_opens(argv + [str(img)], tmp_path / "grow.log")
+    assert res.returncode == 0, helpers.describe(res)
+    assert "journal grew by" in res.stdout, res.stdout
+    assert n == once, (n, once)
+    hdr = helpers.dumpe2fs_header(img)
+    assert jblocks(img) > 1024, hdr
+    assert int(hdr["Journal sequence"], 16) == seq + 2, hdr
+    assert crashlib.checkers_clean(img) == []
+    new = _model(src / "t")
+    assert tree_of(img, tmp_path) == new
+    with helpers.loop_mount(img, tmp_path / "mnt"):
+        assert _model(tmp_path / "mnt" / "t") == new
+
+
 def test_layer_too_big_for_the_journal_grows_it(trees, tmp_path):
     """The same change as an OCI layer (an archive file: read again from
     its start after the journal grew; d3 removed by a whiteout): one

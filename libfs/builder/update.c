@@ -286,6 +286,9 @@ errcode_t extref_update_dir(extref_fs_t xfs, const char *dir,
 	int tries = 0;
 
 	u->journal_grown = 0;
+	err = xr_upd_fit_first(xfs, dir, u);	/* update_fit.c */
+	if (err)
+		return err;
 	do
 		err = update_dir(xfs, dir, u);
 	while (grow_again(xfs, u, &err, &tries));

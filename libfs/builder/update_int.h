@@ -110,6 +110,13 @@ errcode_t xr_upd_sync_xattrs(struct xr_upd *up, ext2_ino_t ino,
  * refuse midway (EXTREF_ERR_UPDATE_DIR). */
 errcode_t xr_upd_check(struct xr_upd *up, const char *dir, ext2_ino_t ino);
 
+/* update_fit.c: before the first run, the journal grown when an
+ * estimate of the update's commit says it will not hold it (0 and
+ * nothing changed when it will, or when the free space decides against:
+ * the measured rerun of update.c is the fallback). */
+errcode_t xr_upd_fit_first(extref_fs_t xfs, const char *dir,
+			   struct extref_update *u);
+
 /* update_verify.c: every in-use inode's extent tree checked before any
  * change, unless the open's full proof read them all. */
 errcode_t xr_upd_verify(struct xr_upd *up);
