@@ -278,10 +278,14 @@ errcode_t extref_unshare(extref_fs_t fs, ext2_ino_t ino, __u64 off,
  * s_last_orphan, then each inode's i_dtime), in the same transaction, as
  * the kernel keeps a file still open: extref_pread, extref_pwrite and
  * the other calls on its number keep working until
- * extref_orphan_release frees it.  Other flags: EXTREF_ERR_BAD_FLAGS.
+ * extref_orphan_release frees it.  DIR's change and modification times
+ * become now, as the kernel sets them, unless EXTREF_UNLINK_KEEP_TIMES
+ * (a builder that gives directories their source's times).  Other
+ * flags: EXTREF_ERR_BAD_FLAGS.
  */
 #define EXTREF_UNLINK_DIR	0x0001
 #define EXTREF_UNLINK_KEEP	0x0002
+#define EXTREF_UNLINK_KEEP_TIMES 0x0004
 errcode_t extref_unlink(extref_fs_t fs, ext2_ino_t dir, const char *name,
 			int flags);
 

@@ -24,7 +24,8 @@ errcode_t xr_upd_remove_tree(struct xr_upd *up, ext2_ino_t dir,
 	size_t i;
 
 	if (!err && !LINUX_S_ISDIR(inode.i_mode)) {
-		err = extref_unlink(up->xfs, dir, name, 0);
+		err = extref_unlink(up->xfs, dir, name,
+				    EXTREF_UNLINK_KEEP_TIMES);
 		if (!err)
 			up->u->removed++;
 		return err;
@@ -36,7 +37,8 @@ errcode_t xr_upd_remove_tree(struct xr_upd *up, ext2_ino_t dir,
 		err = xr_upd_remove_tree(up, ino, l.v[i].name, l.v[i].ino);
 	extref_dir_list_free(&l);
 	if (!err)
-		err = extref_unlink(up->xfs, dir, name, EXTREF_UNLINK_DIR);
+		err = extref_unlink(up->xfs, dir, name, EXTREF_UNLINK_DIR |
+				    EXTREF_UNLINK_KEEP_TIMES);
 	if (!err)
 		up->u->removed++;
 	return err;

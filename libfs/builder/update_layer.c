@@ -158,7 +158,7 @@ static errcode_t drop_old(struct ul *l, ext2_ino_t dir, const char *name,
 		return 0;
 	if (LINUX_S_ISDIR(oi->i_mode))
 		return xr_upd_remove_tree(l->up, dir, name, old);
-	return extref_unlink(l->up->xfs, dir, name, 0);
+	return extref_unlink(l->up->xfs, dir, name, EXTREF_UNLINK_KEEP_TIMES);
 }
 
 /* The entry's data into l->tmp, from its start; *size its length. */

@@ -54,7 +54,8 @@ static errcode_t drop_old(struct xr_upd *up, struct ent *e)
 		return xr_upd_remove_tree(up, e->dir, e->name, e->old);
 	if (LINUX_S_ISDIR(e->oi.i_mode))
 		return EXTREF_ERR_UPDATE_DIR;
-	return extref_unlink(up->xfs, e->dir, e->name, 0);
+	return extref_unlink(up->xfs, e->dir, e->name,
+			     EXTREF_UNLINK_KEEP_TIMES);
 }
 
 /* May the image's inode at the name be kept for this source entry? */

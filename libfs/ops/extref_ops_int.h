@@ -209,6 +209,7 @@ errcode_t xr_free_inode(extref_fs_t xfs, ext2_ino_t ino,
 
 errcode_t xr_dir_may_grow(ext2_filsys fs, ext2_ino_t dir);
 errcode_t xr_dir_changed(ext2_filsys fs, ext2_ino_t dir, int delta);
+errcode_t xr_dir_count(ext2_filsys fs, ext2_ino_t dir, int delta);
 errcode_t xr_may_link(const struct ext2_inode *inode);
 
 /* orphan_list.c: ext4's orphan list (s_last_orphan, then i_dtime). */

@@ -129,11 +129,24 @@ errcode_t xr_dir_may_grow(ext2_filsys fs, ext2_ino_t dir)
 	return 0;
 }
 
+/* d's link count moved by delta subdirectories (-1, 0, +1) as ext4's
+ * ext4_inc_count / ext4_dec_count do (a count of 1 means "many" and
+ * stays; a count never drops below 2). */
+static void count_subdirs(struct ext2_inode *d, int delta)
+{
+	if (delta < 0 && d->i_links_count > 2)
+		d->i_links_count--;
+	if (delta > 0 && d->i_links_count != 1) {
+		if (d->i_links_count + 1U > XR_LINK_MAX)
+			d->i_links_count = 1;
+		else
+			d->i_links_count++;
+	}
+}
+
 /*
  * DIR's entries changed: its change and modification times set to now,
- * its link count moved by delta subdirectories (-1, 0, +1) as ext4's
- * ext4_inc_count / ext4_dec_count do (a count of 1 means "many" and
- * stays; a count never drops below 2).
+ * its link count moved by delta subdirectories (count_subdirs).
  */
 errcode_t xr_dir_changed(ext2_filsys fs, ext2_ino_t dir, int delta)
 {
@@ -142,15 +155,23 @@ errcode_t xr_dir_changed(ext2_filsys fs, ext2_ino_t dir, int delta)
 
 	if (err)
 		return err;
-	if (delta < 0 && d.i_links_count > 2)
-		d.i_links_count--;
-	if (delta > 0 && d.i_links_count != 1) {
-		if (d.i_links_count + 1U > XR_LINK_MAX)
-			d.i_links_count = 1;
-		else
-			d.i_links_count++;
-	}
+	count_subdirs(&d, delta);
 	return xr_write_inode_times(fs, dir, &d, XR_TIME_MTIME);
+}
+
+/* The same with DIR's times as they were (EXTREF_UNLINK_KEEP_TIMES). */
+errcode_t xr_dir_count(ext2_filsys fs, ext2_ino_t dir, int delta)
+{
+	struct ext2_inode d;
+	errcode_t err;
+
+	if (!delta)
+		return 0;
+	err = ext2fs_read_inode(fs, dir, &d);
+	if (err)
+		return err;
+	count_subdirs(&d, delta);
+	return ext2fs_write_inode(fs, dir, &d);
 }
 
 /* The inode may take one more name (ext4_link's EMLINK). */

@@ -29,7 +29,8 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 		err = xr_read_inode(fs, ino, &inode);
 	if (err)
 		return err;
-	if (flags & ~(EXTREF_UNLINK_DIR | EXTREF_UNLINK_KEEP))
+	if (flags & ~(EXTREF_UNLINK_DIR | EXTREF_UNLINK_KEEP |
+		      EXTREF_UNLINK_KEEP_TIMES))
 		return EXTREF_ERR_BAD_FLAGS;
 	isdir = LINUX_S_ISDIR(inode.i_mode);
 	if (isdir && !(flags & EXTREF_UNLINK_DIR))
@@ -43,7 +44,9 @@ static errcode_t unlink_op(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	if (!err)
 		err = xr_unlink_name(fs, dir, name, ino);
 	/* the directory's times, as the kernel's unlink and rmdir set them */
-	if (!err)
+	if (!err && (flags & EXTREF_UNLINK_KEEP_TIMES))
+		err = xr_dir_count(fs, dir, isdir ? -1 : 0);
+	else if (!err)
 		err = xr_dir_changed(fs, dir, isdir ? -1 : 0);
 	if (!err)
 		err = xr_drop_link(xfs, ino, &inode,
