@@ -91,8 +91,6 @@ void source_check(struct extref_build_args *o);
 int source_finish(const struct extref_build_args *o);
 
 /* convert.c */
-int parse_dedup(const char *arg);
-int dedup_default(const struct extref_build_args *o);
 /* --convert, and --shrink with it or alone (shrink.c). */
 int convert_image(const struct extref_build_args *o);
 

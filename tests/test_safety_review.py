@@ -39,7 +39,8 @@ def test_production_build_has_no_fault_hooks(production_build):
     names = [line.split()[-1] for line in res.stdout.splitlines()
              if len(line.split()) >= 2]
     assert "ext2fs_open2" in names     # the listing is a real one
-    bad = [n for n in names if "fault" in n.lower()]
+    # ("default" is no fault hook: dedup_default, the builder's)
+    bad = [n for n in names if "fault" in n.lower().replace("default", "")]
     assert bad == [], bad
 
 
