@@ -258,8 +258,8 @@ static errcode_t grow_for(extref_fs_t xfs, struct extref_update *u,
 	if (err == EXT2_ET_BLOCK_ALLOC_FAIL || err == EXTREF_ERR_JNL_GROW ||
 	    err == EXT2_ET_INVALID_ARGUMENT)
 		return 0;
-	if (!err)
-		u->journal_grown += xr_journal_len(j) - have;
+	if (!err)	/* the growth reloaded the journal: j is gone */
+		u->journal_grown += xr_journal_len(xr_tx_journal(xfs)) - have;
 	return err;
 }
 
