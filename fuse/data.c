@@ -3,10 +3,10 @@
  * read, write (copy-on-write: extref_pwrite gives shared blocks new
  * ones), flush and fsync.
  *
- * Durability: every library call is one transaction of the image's
- * journal, committed before the call returns, so that what a request
- * changed is on disk when FUSE answers it.  fsync and flush have nothing
- * left to write and return 0.
+ * Durability: every request is a step of the mount's batch (loop.c),
+ * atomic on its own; fsync and fsyncdir commit the batch, so that what
+ * they cover (and every request before) is on disk when they return.
+ * flush (a close) commits nothing, as on ext4.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,13 +89,19 @@ int xf_write(const char *path, const char *buf, size_t size, off_t off,
 int xf_flush(const char *path, struct fuse_file_info *fi)
 {
 	(void)path, (void)fi;
-	return 0;	/* committed at each request */
+	return 0;	/* committed with the batch */
 }
 
 int xf_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	(void)path, (void)datasync, (void)fi;
-	return 0;	/* committed at each request */
+	return xf_commit();
+}
+
+int xf_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	(void)path, (void)datasync, (void)fi;
+	return xf_commit();
 }
 
 /* fallocate(2): the mode bits are the kernel's FALLOC_FL_* (the

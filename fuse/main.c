@@ -12,6 +12,7 @@
 #include <string.h>
 #include <et/com_err.h>
 #include "xfuse.h"
+#include <fuse_lowlevel.h>
 #include "extref_builder.h"
 
 #ifndef EXTREF_VERSION_STRING
@@ -26,12 +27,16 @@ static void usage(FILE *f)
 		"Usage: %s IMAGE MOUNTPOINT [-o OPTION[,OPTION...]] [-f] [-d]\n"
 		"       %s -h|--help | -V|--version\n"
 		"Mount an extref image read-write through FUSE: every write is\n"
-		"copy-on-write, every request one transaction of the image's\n"
-		"journal, and copy_file_range (plain cp) makes reflinks;\n"
+		"copy-on-write, every request atomic (committed to the image's\n"
+		"journal in batches: at fsync, and every few seconds), and\n"
+		"copy_file_range (plain cp) makes reflinks;\n"
 		"FICLONE, FIDEDUPERANGE and FIEMAP (cp --reflink=always,\n"
 		"xfs_io, filefrag) need LD_PRELOAD=libextref-preload.so.\n"
 		"Unmount with fusermount3 -u MOUNTPOINT.\n\n"
 		"  -o ro                   mount read-only\n"
+		"  -o commit=SECONDS       commit the requests at least this\n"
+		"                          often (default 5, as ext4); 0: every\n"
+		"                          request on its own, before its answer\n"
 		"  -o allow_other          let other users in (fuse.conf's\n"
 		"                          user_allow_other for non-root)\n"
 		"  -o default_permissions  let the kernel check permissions (by\n"
@@ -82,6 +87,7 @@ static const struct fuse_operations xf_ops = {
 	.statfs		= xf_statfs,
 	.flush		= xf_flush,
 	.fsync		= xf_fsync,
+	.fsyncdir	= xf_fsyncdir,
 	.setxattr	= xf_setxattr,
 	.getxattr	= xf_getxattr,
 	.listxattr	= xf_listxattr,
@@ -101,9 +107,12 @@ struct cmdline {
 	char	*image;
 	int	mountpoint;
 	int	help, version, ro;
+	unsigned int commit;
 };
 
 enum { KEY_HELP, KEY_VERSION, KEY_RO };
+
+#define XF_COMMIT_DEFAULT	5	/* seconds, as ext4's commit= */
 
 static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -111,6 +120,7 @@ static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-V", KEY_VERSION),
 	FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("ro", KEY_RO),
+	{ "commit=%u", offsetof(struct cmdline, commit), 0 },
 	FUSE_OPT_END
 };
 
@@ -170,6 +180,37 @@ static int mount_args(struct fuse_args *args, const char *image)
 	return res;
 }
 
+/* What fuse_main does, with the loop of loop.c. */
+static int run(struct fuse_args *args)
+{
+	struct fuse_cmdline_opts o;
+	struct fuse_session *se;
+	struct fuse *f;
+	int res = 1;
+
+	memset(&o, 0, sizeof(o));
+	if (fuse_parse_cmdline(args, &o) || !o.mountpoint) {
+		free(o.mountpoint);
+		return 1;
+	}
+	f = fuse_new(args, &xf_ops, sizeof(xf_ops), NULL);
+	if (!f)
+		goto out;
+	se = fuse_get_session(f);
+	if (fuse_mount(f, o.mountpoint))
+		goto destroy;
+	if (!fuse_daemonize(o.foreground) && !fuse_set_signal_handlers(se)) {
+		res = xf_loop(se);
+		fuse_remove_signal_handlers(se);
+	}
+	fuse_unmount(f);
+destroy:
+	fuse_destroy(f);
+out:
+	free(o.mountpoint);
+	return res;
+}
+
 /* ----- the image ----- */
 
 /* Open the image for the whole mount: read-write as every writer does
@@ -198,6 +239,15 @@ static int open_image(const char *image, int ro)
 	xf.fs = extref_fs_ext2(xf.xfs);
 	xf.image = image;
 	xf.ro = ro;
+	if (!ro && xf.commit) {
+		err = extref_tx_begin2(xf.xfs, EXTREF_TX_BATCH);
+		if (err) {
+			com_err(PROG_NAME, err, "while starting on %s", image);
+			extref_fs_abort(xf.xfs);
+			return 1;
+		}
+		xf.batch = extref_fs_journaled(xf.xfs);
+	}
 	return 0;
 }
 
@@ -211,6 +261,13 @@ static int close_image(void)
 	if (err)
 		com_err(PROG_NAME, err, "while releasing the orphans of %s",
 			xf.image);
+	if (xf.batch) {	/* the last commit */
+		xf.batch = 0;
+		err = extref_tx_end(xf.xfs, 0);
+		if (err)
+			com_err(PROG_NAME, err, "while committing to %s",
+				xf.image);
+	}
 	err = extref_fs_close(xf.xfs);
 	if (err) {
 		com_err(PROG_NAME, err, "while closing %s", xf.image);
@@ -226,6 +283,7 @@ int main(int argc, char **argv)
 	int res;
 
 	memset(&c, 0, sizeof(c));
+	c.commit = XF_COMMIT_DEFAULT;
 	add_error_table(&et_ext2_error_table);
 	if (fuse_opt_parse(&args, &c, opt_spec, opt_proc) != 0)
 		return 1;
@@ -244,11 +302,12 @@ int main(int argc, char **argv)
 		fuse_opt_free_args(&args);
 		return 1;
 	}
+	xf.commit = c.commit;
 	if (mount_args(&args, c.image) || open_image(c.image, c.ro)) {
 		fuse_opt_free_args(&args);
 		return 1;
 	}
-	res = fuse_main(args.argc, args.argv, &xf_ops, NULL);
+	res = run(&args);
 	fuse_opt_free_args(&args);
 	res |= close_image();
 	free(c.image);

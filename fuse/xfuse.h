@@ -1,7 +1,7 @@
 /*
  * xfuse.h --- extref-fuse: the state of a mount and the request handlers,
  * by file (main.c: options and the mount; ctx.c: who asks, paths and
- * errors; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
+ * errors; loop.c: the request loop and the commits; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
  * acl.c: the requests; handle.c: open files).
  *
  * The server is single-threaded (-s): one request at a time, so the
@@ -12,6 +12,7 @@
 
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
+#include <et/com_err.h>
 #include "extref_ops.h"
 
 #define PROG_NAME "extref-fuse"
@@ -22,8 +23,14 @@ struct xfuse {
 	ext2_filsys	fs;
 	const char	*image;		/* absolute path */
 	int		ro;		/* -o ro: opened read-only */
+	unsigned int	commit;		/* -o commit=SECONDS (loop.c) */
+	int		batch;		/* requests are steps of a batch */
 };
 extern struct xfuse xf;
+
+/* loop.c */
+int xf_commit(void);
+int xf_loop(struct fuse_session *se);
 
 /* ctx.c */
 void xf_identity(void);
@@ -77,6 +84,7 @@ int xf_write(const char *path, const char *buf, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 int xf_flush(const char *path, struct fuse_file_info *fi);
 int xf_fsync(const char *path, int datasync, struct fuse_file_info *fi);
+int xf_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
 int xf_fallocate(const char *path, int mode, off_t off, off_t len,
 		 struct fuse_file_info *fi);
 

@@ -227,7 +227,22 @@ errcode_t extref_tx_end(extref_fs_t fs, errcode_t err);
  * with EXTREF_ERR_TXN_TOO_BIG.
  */
 #define EXTREF_TX_SPLIT		0x0001
+/*
+ * EXTREF_TX_BATCH: a batch of operations (a server's requests), each
+ * atomic on its own, committed together for speed.  Every begin inside
+ * the batch (an operation, or an extref_tx_begin pair) is a step: if it
+ * fails, it alone is rolled back and the steps before it stay; if it
+ * succeeds, it stays, in memory, until the batch commits: at
+ * extref_tx_commit (call it between steps, for fsync), before a step once
+ * the batch holds half the journal, and at extref_tx_end (the batch's
+ * end).  A crash loses the steps not yet committed, never part of one.
+ * A commit that fails drops the uncommitted steps (the image as at the
+ * last commit), and every later step fails with EXTREF_ERR_BATCH_LOST
+ * until the batch ends.  Not with EXTREF_TX_SPLIT, and only outermost.
+ */
+#define EXTREF_TX_BATCH		0x0002
 errcode_t extref_tx_begin2(extref_fs_t fs, int flags);
+errcode_t extref_tx_commit(extref_fs_t fs);
 /*
  * A raw edit of blk's bit in the block bitmap (ext2fs_mark_block_bitmap2
  * and the like, without ext2fs_block_alloc_stats2): its group's bitmap

@@ -14,14 +14,22 @@ errcode_t extref_tx_begin(extref_fs_t xfs)
 
 errcode_t extref_tx_begin2(extref_fs_t xfs, int flags)
 {
-	if (flags & ~EXTREF_TX_SPLIT)
+	if (flags & ~(EXTREF_TX_SPLIT | EXTREF_TX_BATCH) ||
+	    (flags & EXTREF_TX_SPLIT && flags & EXTREF_TX_BATCH))
 		return EXT2_ET_INVALID_ARGUMENT;
+	if (flags & EXTREF_TX_BATCH)
+		return xr_tx_batch_begin(xfs);
 	return xr_tx_begin2(xfs, !(flags & EXTREF_TX_SPLIT));
 }
 
 errcode_t extref_tx_end(extref_fs_t xfs, errcode_t err)
 {
 	return xr_tx_end2(xfs, err);
+}
+
+errcode_t extref_tx_commit(extref_fs_t xfs)
+{
+	return xr_tx_batch_commit(xfs);
 }
 
 int extref_fs_journaled(extref_fs_t xfs)

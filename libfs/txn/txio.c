@@ -23,6 +23,14 @@ struct txent {
 	blk64_t		blk;
 	unsigned char	*data;		/* held bytes, NULL if not held */
 	int		logged;		/* in the journal, not yet emptied */
+	unsigned int	sp_gen;		/* saved at this savepoint */
+};
+
+/* A block's state at the savepoint, kept before its first change since. */
+struct txundo {
+	blk64_t		blk;
+	unsigned char	*data;		/* held bytes then, or NULL */
+	int		logged;
 };
 
 struct xr_txio {
@@ -48,6 +56,14 @@ struct xr_txio {
 	__u64		data;		/* file data written since the mark */
 	__u64		uncounted;	/* written for what was dropped since */
 	struct struct_io_stats stats;	/* what tx_get_stats gives */
+	/* the savepoint (xr_txio_savepoint): what changed since */
+	unsigned int	sp_gen;		/* 0: none taken */
+	int		sp_on;
+	struct txundo	*undo;
+	size_t		nundo, cap_undo;
+	blk64_t		*sp_rev;	/* the revokes then */
+	size_t		sp_nrev, sp_cap_rev;
+	__u64		sp_data;
 };
 
 static struct struct_io_manager txio_manager;
@@ -215,6 +231,7 @@ static errcode_t add(struct xr_txio *t, blk64_t blk, struct txent **ret)
 	t->ent[t->nent].blk = blk;
 	t->ent[t->nent].data = NULL;
 	t->ent[t->nent].logged = 0;
+	t->ent[t->nent].sp_gen = 0;
 	put_slot(t, t->nent);
 	*ret = &t->ent[t->nent++];
 	return 0;
@@ -237,6 +254,32 @@ static void cancel_revoke(struct xr_txio *t, blk64_t blk)
 		}
 }
 
+/* Before the first change of e since the savepoint: its state then. */
+static errcode_t sp_save(struct xr_txio *t, struct txent *e)
+{
+	struct txundo *u;
+	errcode_t err;
+
+	if (!t->sp_on || e->sp_gen == t->sp_gen)
+		return 0;
+	err = xr_grow(&t->undo, &t->cap_undo, t->nundo, sizeof(*t->undo));
+	if (err)
+		return err;
+	u = &t->undo[t->nundo];
+	u->blk = e->blk;
+	u->data = NULL;
+	u->logged = e->logged;
+	if (e->data) {
+		err = ext2fs_get_mem(t->bs, &u->data);
+		if (err)
+			return err;
+		memcpy(u->data, e->data, t->bs);
+	}
+	t->nundo++;
+	e->sp_gen = t->sp_gen;
+	return 0;
+}
+
 /* The held copy of blk, made (from what is below) if there is none. */
 static errcode_t held_block(struct xr_txio *t, blk64_t blk, int whole,
 			    unsigned char **ret)
@@ -249,6 +292,9 @@ static errcode_t held_block(struct xr_txio *t, blk64_t blk, int whole,
 		if (err)
 			return err;
 	}
+	err = sp_save(t, e);
+	if (err)
+		return err;
 	if (!e->data) {
 		cancel_revoke(t, blk);
 		err = ext2fs_get_mem(t->bs, &e->data);
@@ -383,7 +429,8 @@ static void compact(struct xr_txio *t, int drop_held)
 	for (i = 0; i < t->nent; i++) {
 		if (drop_held)
 			unhold(t, &t->ent[i]);
-		if (t->ent[i].logged || t->ent[i].data)
+		if (t->ent[i].logged || t->ent[i].data ||
+		    (t->sp_on && t->ent[i].sp_gen == t->sp_gen))
 			t->ent[k++] = t->ent[i];
 	}
 	t->nent = k;
@@ -395,6 +442,7 @@ static void compact(struct xr_txio *t, int drop_held)
 
 void xr_txio_drop(struct xr_txio *t)
 {
+	xr_txio_sp_end(t);
 	t->uncounted += t->data;
 	t->data = 0;
 	compact(t, 1);
@@ -435,7 +483,8 @@ errcode_t xr_txio_spill(struct xr_txio *t,
 
 		if (!e->data || !fresh(arg, e->blk))
 			continue;
-		if (e->logged)	/* kept logged: a later data write revokes too */
+		err = sp_save(t, e);
+		if (!err && e->logged)	/* kept logged: a later data write revokes too */
 			err = xr_grow(&t->rev, &t->cap_rev, t->nrev,
 				      sizeof(*t->rev));
 		if (!err && e->logged)
@@ -468,6 +517,9 @@ errcode_t xr_tx_write_data(ext2_filsys fs, blk64_t blk, int count,
 
 		if (!e)
 			continue;
+		err = sp_save(t, e);
+		if (err)
+			return err;
 		unhold(t, e);
 		if (e->logged) {
 			err = xr_grow(&t->rev, &t->cap_rev, t->nrev,
@@ -480,6 +532,146 @@ errcode_t xr_tx_write_data(ext2_filsys fs, blk64_t blk, int count,
 	}
 	t->data += (__u64)count * t->bs;
 	return io_channel_write_blk64(t->lower, blk, count, buf);
+}
+
+/* ---- savepoints ---- */
+
+/*
+ * A batch of operations in one transaction (txn.c) takes a savepoint as
+ * each operation starts: the first change of a block since keeps its
+ * state then (sp_save), so that a failed operation goes back to the
+ * savepoint alone, and the operations before it stay held.
+ */
+errcode_t xr_txio_savepoint(struct xr_txio *t)
+{
+	errcode_t err;
+
+	xr_txio_sp_end(t);
+	if (t->nrev > t->sp_cap_rev) {
+		err = ext2fs_resize_array(sizeof(*t->sp_rev), t->sp_cap_rev,
+					  t->nrev, &t->sp_rev);
+		if (err)
+			return err;
+		t->sp_cap_rev = t->nrev;
+	}
+	if (t->nrev)
+		memcpy(t->sp_rev, t->rev, t->nrev * sizeof(*t->rev));
+	t->sp_nrev = t->nrev;
+	t->sp_data = t->data;
+	if (!++t->sp_gen)
+		t->sp_gen = 1;
+	t->sp_on = 1;
+	return 0;
+}
+
+/* The operation stays: forget the states kept for it. */
+void xr_txio_sp_end(struct xr_txio *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nundo; i++)
+		ext2fs_free_mem(&t->undo[i].data);
+	t->nundo = 0;
+	t->sp_on = 0;
+}
+
+/* Anything held, dropped or revoked since the savepoint. */
+int xr_txio_sp_changed(struct xr_txio *t)
+{
+	return t->sp_on && (t->nundo || t->nrev != t->sp_nrev ||
+			    memcmp(t->rev, t->sp_rev,
+				   t->nrev * sizeof(*t->rev)));
+}
+
+/* The entry of u's block (kept by compact while the savepoint lasts). */
+static struct txent *undo_ent(struct xr_txio *t, const struct txundo *u)
+{
+	struct txent *e = find(t, u->blk);
+
+	if (!e && add(t, u->blk, &e))
+		e = NULL;
+	return e;
+}
+
+/* Exchange each block's state with the one kept for it, and the revokes
+ * with those of the savepoint; logged stays set on both sides (a block
+ * logged in between needs its revoke). */
+void xr_txio_sp_swap(struct xr_txio *t)
+{
+	size_t i, n;
+	blk64_t *r;
+
+	for (i = 0; i < t->nundo; i++) {
+		struct txundo *u = &t->undo[i];
+		struct txent *e = undo_ent(t, u);
+		unsigned char *d;
+
+		if (!e)
+			continue;
+		d = e->data;
+		e->data = u->data;
+		u->data = d;
+		t->nheld += (e->data != NULL) - (d != NULL);
+		e->logged = u->logged = e->logged | u->logged;
+	}
+	r = t->rev, t->rev = t->sp_rev, t->sp_rev = r;
+	n = t->nrev, t->nrev = t->sp_nrev, t->sp_nrev = n;
+	n = t->cap_rev, t->cap_rev = t->sp_cap_rev, t->sp_cap_rev = n;
+}
+
+/*
+ * After the state at the savepoint was committed between two swaps: a
+ * block the operation no longer holds (written as data) that the commit
+ * logged is revoked by the operation's own commit.
+ */
+errcode_t xr_txio_sp_revoke_logged(struct xr_txio *t)
+{
+	size_t i, j;
+	errcode_t err;
+
+	for (i = 0; i < t->nundo; i++) {
+		struct txent *e = find(t, t->undo[i].blk);
+
+		if (!e || e->data || !e->logged)
+			continue;
+		for (j = 0; j < t->nrev && t->rev[j] != e->blk; j++)
+			;
+		if (j < t->nrev)
+			continue;
+		err = xr_grow(&t->rev, &t->cap_rev, t->nrev, sizeof(*t->rev));
+		if (err)
+			return err;
+		t->rev[t->nrev++] = e->blk;
+	}
+	return 0;
+}
+
+/* Back to the savepoint: each block as it was then, the revokes too. */
+void xr_txio_sp_rollback(struct xr_txio *t)
+{
+	size_t i;
+
+	for (i = t->nundo; i-- > 0;) {
+		struct txundo *u = &t->undo[i];
+		struct txent *e = undo_ent(t, u);
+
+		if (!e)
+			continue;
+		unhold(t, e);
+		e->data = u->data;
+		u->data = NULL;
+		if (e->data)
+			t->nheld++;
+		e->logged |= u->logged;
+		e->sp_gen = 0;
+	}
+	if (t->sp_nrev)
+		memcpy(t->rev, t->sp_rev, t->sp_nrev * sizeof(*t->rev));
+	t->nrev = t->sp_nrev;
+	if (t->data > t->sp_data)
+		t->uncounted += t->data - t->sp_data;
+	t->data = t->sp_data;
+	xr_txio_sp_end(t);
 }
 
 /* ---- the channel ---- */
@@ -685,6 +877,9 @@ static void free_txio(struct xr_txio *t)
 	ext2fs_free_mem(&t->ent);
 	ext2fs_free_mem(&t->slot);
 	ext2fs_free_mem(&t->rev);
+	xr_txio_sp_end(t);
+	ext2fs_free_mem(&t->undo);
+	ext2fs_free_mem(&t->sp_rev);
 	ext2fs_free_mem(&t);
 }
 

@@ -62,6 +62,11 @@ struct xr_tx {
 	blk64_t		ceiling;	/* xr_tx_set_ceiling; 0: max_blocks */
 	blk64_t		need_len;	/* the last commit too big: the */
 	blk64_t		need_alloc;	/* journal it needed, its blocks */
+	int		batch_depth;	/* a batch's begin (EXTREF_TX_BATCH) */
+	size_t		nfreed_sp;	/* freed before the running step */
+	int		revived_sp;
+	ext2fs_block_bitmap pending_sp;	/* pending then, once revived since */
+	errcode_t	lost;		/* a batch's commit failed: refused */
 	void		(*old_cb)(ext2_filsys, blk64_t, int);
 	void		(*old_range_cb)(ext2_filsys, blk64_t, blk_t, int);
 };
@@ -83,6 +88,13 @@ struct xr_txfree {
 };
 
 static int untouched(struct xr_tx *tx);
+static blk64_t commit_blocks(struct xr_tx *tx);
+
+/* An operation of a batch is running (its begin took a savepoint). */
+static int in_step(const struct xr_tx *tx)
+{
+	return tx->batch_depth && tx->depth > tx->batch_depth;
+}
 
 #define DIRTY_BLOCKS	1
 #define DIRTY_INODES	2
@@ -164,6 +176,11 @@ static void revive(struct xr_tx *tx, blk64_t blk, blk64_t num)
 
 	if (!tx->pending || !tx->nfreed)
 		return;
+	if (in_step(tx) && !tx->pending_sp &&
+	    ext2fs_copy_bitmap(tx->pending, &tx->pending_sp)) {
+		tx->pending_sp = NULL;
+		tx->freed_err = EXT2_ET_NO_MEMORY;
+	}
 	while (blk < end && !ext2fs_find_first_set_block_bitmap2(tx->pending,
 							blk, end - 1, &b)) {
 		ext2fs_unmark_block_bitmap2(tx->pending, b);
@@ -375,9 +392,33 @@ static void note_changed_descs(struct xr_tx *tx)
 			mark_group(tx, g, DIRTY_BLOCKS | DIRTY_INODES);
 }
 
-/* One group's block bitmap as ext2fs_write_bitmaps lays it out. */
-static errcode_t put_block_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
+/*
+ * Blocks freed and not yet committed are free in the bitmap written, as
+ * the free counts already say, though still in use in memory: in a batch
+ * a step's held blocks are then a consistent image, committed at once or
+ * later (until then no allocation takes those blocks).
+ */
+static void clear_pending(struct xr_tx *tx, blk64_t first, blk64_t nbits,
+			  char *buf)
 {
+	ext2_filsys fs = tx->fs;
+	blk64_t b, end = first + EXT2FS_C2B(fs, nbits) - 1;
+
+	if (!tx->pending || !tx->nfreed)
+		return;
+	if (end >= ext2fs_blocks_count(fs->super))
+		end = ext2fs_blocks_count(fs->super) - 1;
+	for (b = first; b <= end &&
+	     !ext2fs_find_first_set_block_bitmap2(tx->pending, b, end, &b);
+	     b = EXT2FS_C2B(fs, EXT2FS_B2C(fs, b) + 1))
+		ext2fs_clear_bit(EXT2FS_B2C(fs, b) - EXT2FS_B2C(fs, first),
+				 buf);
+}
+
+/* One group's block bitmap as ext2fs_write_bitmaps lays it out. */
+static errcode_t put_block_bitmap(struct xr_tx *tx, dgrp_t g, char *buf)
+{
+	ext2_filsys fs = tx->fs;
 	int nbytes = EXT2_CLUSTERS_PER_GROUP(fs->super) / 8;
 	blk64_t start = EXT2FS_B2C(fs, fs->super->s_first_data_block) +
 			(blk64_t)g * EXT2_CLUSTERS_PER_GROUP(fs->super);
@@ -403,6 +444,7 @@ static errcode_t put_block_bitmap(ext2_filsys fs, dgrp_t g, char *buf)
 	}
 	if (err)
 		return err;
+	clear_pending(tx, EXT2FS_C2B(fs, start), (blk64_t)nbytes * 8, buf);
 	err = ext2fs_block_bitmap_csum_set(fs, g, buf, nbytes);
 	if (!err)
 		err = io_channel_write_blk64(fs->io,
@@ -459,7 +501,7 @@ static errcode_t put_groups(struct xr_tx *tx)
 		if (!tx->dirty[g])
 			continue;
 		if (fs->block_map && (tx->dirty[g] & DIRTY_BLOCKS))
-			err = put_block_bitmap(fs, g, buf);
+			err = put_block_bitmap(tx, g, buf);
 		if (!err && fs->inode_map && (tx->dirty[g] & DIRTY_INODES))
 			err = put_inode_bitmap(fs, g, buf);
 		ext2fs_group_desc_csum_set(fs, g);
@@ -636,18 +678,25 @@ static int untouched(struct xr_tx *tx)
 	return 1;
 }
 
-/* Back to the last commit. */
-static errcode_t rollback(struct xr_tx *tx)
+/* The blocks freed and not committed stay in use in memory (the bitmaps
+ * were read from what the commits and a batch's steps wrote). */
+static void mark_pending(struct xr_tx *tx)
+{
+	size_t i;
+
+	for (i = 0; i < tx->nfreed; i++)
+		ext2fs_mark_block_bitmap_range2(tx->fs->block_map,
+						tx->freed[i].blk,
+						tx->freed[i].num);
+}
+
+/* libext2fs's view, the tree and the hooks' state read again: as they
+ * were at the snapshot, whose blocks are on disk or held. */
+static errcode_t reload_views(struct xr_tx *tx)
 {
 	ext2_filsys fs = tx->fs;
 	errcode_t err;
 
-	if (untouched(tx)) {	/* a refusal: only the caches may differ */
-		xr_txio_drop(tx->io);
-		ext2fs_flush_icache(fs);
-		return 0;
-	}
-	xr_txio_drop(tx->io);
 	memcpy(fs->super, &tx->super, sizeof(tx->super));
 	memcpy(fs->group_desc, tx->gd, tx->gd_size);
 	fs->flags = tx->fsflags;
@@ -660,15 +709,164 @@ static errcode_t rollback(struct xr_tx *tx)
 	fs->inode_map = NULL;
 	err = ext2fs_read_bitmaps(fs);
 	if (!err)
+		mark_pending(tx);
+	if (!err)
 		err = xr_fs_reload_tree(tx->xfs);
 	if (!err)
 		err = xr_fs_hooks_reset(tx->xfs);
 	memset(tx->dirty, 0, fs->group_desc_count);
 	tx->ndirty = 0;
-	forget_freed(tx);
 	tx->freed_err = 0;
 	xr_fresh_reset(tx->fresh, 1);
 	return err;
+}
+
+/* Back to the last commit. */
+static errcode_t rollback(struct xr_tx *tx)
+{
+	if (untouched(tx)) {	/* a refusal: only the caches may differ */
+		xr_txio_drop(tx->io);
+		ext2fs_flush_icache(tx->fs);
+		return 0;
+	}
+	xr_txio_drop(tx->io);
+	forget_freed(tx);
+	return reload_views(tx);
+}
+
+/* ---- batches: several operations, each a step, in one transaction ---- */
+
+/*
+ * A step starts: commit the batch first once it holds half the journal
+ * (a step of up to half then fits), then take the savepoint.
+ */
+static errcode_t batch_lost(struct xr_tx *tx, errcode_t err)
+{
+	/* the steps acknowledged since the last commit are gone: so is
+	 * every later one, until the batch ends */
+	(void)rollback(tx);
+	tx->lost = EXTREF_ERR_BATCH_LOST;
+	return err;
+}
+
+static errcode_t step_begin(struct xr_tx *tx)
+{
+	errcode_t err = tx->lost;
+
+	if (!err && commit_blocks(tx) > tx->max_blocks / 2) {
+		err = commit(tx);
+		if (err)
+			return batch_lost(tx, err);
+	}
+	if (!err)
+		err = xr_txio_savepoint(tx->io);
+	tx->nfreed_sp = tx->nfreed;
+	tx->revived_sp = tx->revived;
+	return err;
+}
+
+static void step_forget(struct xr_tx *tx)
+{
+	xr_txio_sp_end(tx->io);
+	if (tx->pending_sp)
+		ext2fs_free_block_bitmap(tx->pending_sp);
+	tx->pending_sp = NULL;
+}
+
+/* Nothing held, freed or changed since the step began. */
+static int step_untouched(struct xr_tx *tx)
+{
+	extref_tree_t t = extref_fs_tree(tx->xfs);
+
+	return !xr_txio_sp_changed(tx->io) && !(t && t->dirty) &&
+	       tx->nfreed == tx->nfreed_sp && !tx->freed_err &&
+	       !tx->ndirty &&
+	       !memcmp(&tx->super, tx->fs->super, sizeof(tx->super)) &&
+	       !memcmp(tx->gd, tx->fs->group_desc, tx->gd_size);
+}
+
+/* The step failed: back to its savepoint, the steps before it kept. */
+static errcode_t step_rollback(struct xr_tx *tx, errcode_t err)
+{
+	errcode_t err2;
+	size_t i;
+
+	if (step_untouched(tx)) {
+		step_forget(tx);
+		ext2fs_flush_icache(tx->fs);
+		return err;
+	}
+	xr_txio_sp_rollback(tx->io);
+	if (tx->pending_sp) {	/* a revive since: the set as it was */
+		ext2fs_free_block_bitmap(tx->pending);
+		tx->pending = tx->pending_sp;
+		tx->pending_sp = NULL;
+	} else {
+		for (i = tx->nfreed_sp; tx->pending && i < tx->nfreed; i++)
+			ext2fs_unmark_block_bitmap_range2(tx->pending,
+							  tx->freed[i].blk,
+							  tx->freed[i].num);
+	}
+	tx->nfreed = tx->nfreed_sp;
+	tx->revived = tx->revived_sp;
+	err2 = reload_views(tx);
+	step_forget(tx);
+	/* a view that cannot be read again cannot be trusted */
+	return err2 ? err2 : err;
+}
+
+/*
+ * The step made the batch too big for one commit: the batch before it
+ * commits alone (the blocks as the savepoint kept them: the last step
+ * left a consistent image), then the step alone.
+ */
+static errcode_t commit_apart(struct xr_tx *tx)
+{
+	errcode_t err;
+
+	xr_txio_sp_swap(tx->io);
+	err = to_journal(tx);
+	xr_txio_sp_swap(tx->io);
+	if (!err)
+		err = xr_txio_sp_revoke_logged(tx->io);
+	if (!err)
+		err = to_journal(tx);
+	if (!err)
+		release_freed(tx);
+	return err;
+}
+
+/* The step stays: its state goes into the held blocks (a consistent
+ * image: clear_pending), to be committed with the batch. */
+static errcode_t step_keep(struct xr_tx *tx)
+{
+	extref_tree_t t = extref_fs_tree(tx->xfs);
+	errcode_t err = tx->freed_err;
+	size_t nrev;
+
+	xr_txio_op(tx->io, 1);
+	if (!err && t && (t->flags & EXTREF_TREE_RW))
+		err = extref_tree_commit(t);
+	if (!err)
+		err = xr_fs_hooks_flush(tx->xfs);
+	if (!err)
+		err = put_groups(tx);
+	if (!err)
+		err = put_super(tx);
+	if (!err)
+		err = xr_fresh_spill(tx->fresh, tx->io);
+	if (!err) {
+		(void)xr_txio_revokes(tx->io, &nrev);
+		if (xr_txio_nheld(tx->io) > xr_journal_capacity(tx->j, nrev))
+			err = commit_apart(tx);
+	}
+	xr_txio_op(tx->io, -1);
+	if (err)
+		return step_rollback(tx, err);
+	tx->fs->flags &= ~(EXT2_FLAG_BB_DIRTY | EXT2_FLAG_IB_DIRTY);
+	snapshot(tx);
+	step_forget(tx);
+	return 0;
 }
 
 errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
@@ -695,11 +893,48 @@ errcode_t xr_tx_begin2(extref_fs_t xfs, int atomic)
 		snapshot(tx);
 		tx->need_len = tx->need_alloc = 0;
 		xr_txio_hold(tx->io, 1);
+	} else if (tx->depth == tx->batch_depth) {
+		errcode_t err = step_begin(tx);
+
+		if (err)
+			return err;
 	}
 	tx->depth++;
 	if (atomic && !tx->atomic_depth)
 		tx->atomic_depth = tx->depth;
 	return 0;
+}
+
+/* A batch: the outermost begin; each begin inside it is a step. */
+errcode_t xr_tx_batch_begin(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err;
+
+	if (!tx)
+		return 0;
+	if (tx->depth)
+		return EXT2_ET_INVALID_ARGUMENT;
+	err = xr_tx_begin2(xfs, 1);
+	if (!err)
+		tx->batch_depth = tx->depth;
+	return err;
+}
+
+/* Commit the batch's steps now, between two of them. */
+errcode_t xr_tx_batch_commit(extref_fs_t xfs)
+{
+	struct xr_tx *tx = *xr_fs_txp(xfs);
+	errcode_t err;
+
+	if (!tx || !tx->batch_depth)
+		return 0;
+	if (tx->lost)
+		return tx->lost;
+	if (tx->depth != tx->batch_depth)
+		return EXT2_ET_INVALID_ARGUMENT;
+	err = commit(tx);
+	return err ? batch_lost(tx, err) : 0;
 }
 
 /* The library's own operation: its writes are not raw (xr_txio_op). */
@@ -751,8 +986,14 @@ errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err)
 		tx->atomic_depth = 0;
 	if (tx->depth > 0 && tx->depth < tx->spill_depth && !tx->atomic_depth)
 		err = spill_end(tx, err);
+	if (tx->depth > 0 && tx->depth == tx->batch_depth)
+		return err ? step_rollback(tx, err) : step_keep(tx);
 	if (tx->depth > 0)
 		return err;
+	if (tx->lost && !err)
+		err = tx->lost;
+	tx->batch_depth = 0;
+	tx->lost = 0;
 	if (!err)
 		err = commit(tx);
 	err2 = err ? rollback(tx) : 0;

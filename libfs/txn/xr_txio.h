@@ -64,6 +64,21 @@ errcode_t xr_txio_write_home(struct xr_txio *t);
 errcode_t xr_txio_spill(struct xr_txio *t,
 			int (*fresh)(void *arg, blk64_t blk), void *arg,
 			size_t *nspilled);
+/*
+ * Savepoints, for a batch of operations in one transaction: the state of
+ * the held blocks and revokes as each operation starts.  xr_txio_sp_end:
+ * the operation stays; xr_txio_sp_rollback: back to the savepoint;
+ * xr_txio_sp_changed: anything changed since.  xr_txio_sp_swap exchanges
+ * the state now with the savepoint's (twice: the state at the savepoint
+ * committed alone in between), and xr_txio_sp_revoke_logged then
+ * revokes what that commit logged and the operation wrote as data.
+ */
+errcode_t xr_txio_savepoint(struct xr_txio *t);
+void xr_txio_sp_end(struct xr_txio *t);
+void xr_txio_sp_rollback(struct xr_txio *t);
+int xr_txio_sp_changed(struct xr_txio *t);
+void xr_txio_sp_swap(struct xr_txio *t);
+errcode_t xr_txio_sp_revoke_logged(struct xr_txio *t);
 /* Drop the held blocks and the revokes gathered since the last commit. */
 void xr_txio_drop(struct xr_txio *t);
 /* The log was emptied (checkpoint): no block is logged any more. */
@@ -116,6 +131,16 @@ void xr_tx_discard(extref_fs_t xfs);
  */
 errcode_t xr_tx_begin(extref_fs_t xfs);
 errcode_t xr_tx_end(extref_fs_t xfs, errcode_t err);
+/*
+ * A batch (extref_tx_begin2 with EXTREF_TX_BATCH): each begin inside it
+ * starts a step, whose end keeps it in the held blocks (no journal write)
+ * or, on an error, rolls it back alone; the batch commits at
+ * xr_tx_batch_commit, at its end, and before a step once it holds half
+ * the journal.  A commit that fails drops the batch (the image as at the
+ * last commit) and every later step fails with EXTREF_ERR_BATCH_LOST.
+ */
+errcode_t xr_tx_batch_begin(extref_fs_t xfs);
+errcode_t xr_tx_batch_commit(extref_fs_t xfs);
 /* The end of a begin that is not the library's own operation
  * (extref_tx_begin's, paired with extref_tx_end). */
 errcode_t xr_tx_end2(extref_fs_t xfs, errcode_t err);
