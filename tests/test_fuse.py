@@ -428,6 +428,7 @@ def test_kill_with_an_unlinked_open_file(tmp_path, fuse, recover):
     releasing the list first through the counts prevents."""
     img, mnt, proc, fd, data, _, ino, free0 = sibling_and_victim(tmp_path,
                                                                  fuse)
+    os.fsync(fd)	# the requests so far committed (the mount batches)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     try:
