@@ -33,6 +33,7 @@ import helpers  # noqa: E402
 
 MARKERS = {
     "slow": "takes more than about 5 s (deselect with -m 'not slow')",
+    "long": "a long run, left out of make check (bench/long_tests.sh)",
     "crash": "crashes a tool at its writes (fault-injection builds)",
     "root": "needs root (ownership, another user, mounts)",
     "loop": "mounts an image on a loop device (root, /dev/loop-control)",

@@ -29,6 +29,9 @@ import pytest
 import crashlib
 import helpers
 
+# about a minute: run by bench/long_tests.sh, not by make check
+pytestmark = pytest.mark.long
+
 BS = 4096
 EPOCH = "1700000000"
 FSCK = "fsck/fsck.extref"

@@ -39,7 +39,7 @@ None may crash: no sanitizer report, no signal, no sanitizer exit code
 the trees base: a file's extent tree is e2fsck's to repair, and skipped
 here.)
 
-EXTREF_FUZZ_SEEDS=N runs N seeds (default 80, to keep make check within
+EXTREF_FUZZ_SEEDS=N runs N seeds (default 50, to keep make check within
 15 minutes; a long run: EXTREF_FUZZ_SEEDS=2000); EXTREF_FUZZ_START=S starts
 at seed S (to reproduce one: EXTREF_FUZZ_START=S EXTREF_FUZZ_SEEDS=1);
 EXTREF_FUZZ_KEEP=DIR keeps the damaged images (before any tool ran) of
@@ -60,7 +60,7 @@ import pytest
 import helpers
 from crc32c import crc32c_le
 
-NSEEDS = int(os.environ.get("EXTREF_FUZZ_SEEDS", "80"))
+NSEEDS = int(os.environ.get("EXTREF_FUZZ_SEEDS", "50"))
 START = int(os.environ.get("EXTREF_FUZZ_START", "0"))
 KEEP = os.environ.get("EXTREF_FUZZ_KEEP")
 

@@ -6,7 +6,7 @@ fuzz/mkseeds.py in fuzz/seeds.  Here each target
 
   * replays its regression inputs, fuzz/regress/TARGET/* (every crash
     fuzzing found, minimised: each must now run clean), then
-  * fuzzes for EXTREF_LIBFUZZER_SECONDS (default 8) from its seeds,
+  * fuzzes for EXTREF_LIBFUZZER_SECONDS (default 6) from its seeds,
 
 two targets at a time.  A crash, a sanitizer report, a leak, an input
 that runs over 20 s (a hang) or 2 GiB fails the target's test; the input
@@ -33,7 +33,7 @@ import helpers
 
 pytestmark = pytest.mark.slow     # SECONDS of fuzzing per target
 
-SECONDS = int(os.environ.get("EXTREF_LIBFUZZER_SECONDS", "8"))
+SECONDS = int(os.environ.get("EXTREF_LIBFUZZER_SECONDS", "6"))
 KEEP = Path(os.environ.get("EXTREF_LIBFUZZER_KEEP",
                            "/tmp/extref-libfuzzer-crashes"))
 FUZZ_DIR = helpers.REPO_ROOT / "fuzz"

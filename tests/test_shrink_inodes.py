@@ -23,6 +23,9 @@ from test_convert_shrink import (BS, EPOCH, compare_with_source, convert,
                                  fsck_fn, header, make_tree, mappings,
                                  sharing)
 
+# about a minute: run by bench/long_tests.sh, not by make check
+pytestmark = pytest.mark.long
+
 GROUP = 32768 * BS          # a group of 4 KiB blocks: 128 MiB
 
 
