@@ -165,6 +165,49 @@ static errcode_t write_block(struct cow *c, blk64_t i)
 		      : io_channel_write_blk64(c->fs->io, target, 1, c->block);
 }
 
+/*
+ * How many blocks from i are new, follow each other on disk and are
+ * written whole (a write's middle): they go to the image in one call,
+ * straight from the caller's buffer.
+ */
+static blk64_t whole_run(const struct cow *c, blk64_t i)
+{
+	unsigned int bs = c->fs->blocksize;
+	blk64_t j;
+
+	for (j = i; j < c->nblk && j - i < 4096; j++) {
+		const struct blk_plan *p = &c->plan[j];
+		__u64 bstart = (c->b0 + j) * bs;
+
+		if (c->mode != XR_COW_WRITE || !p->new || bstart < c->off ||
+		    bstart + bs > c->off + c->len ||
+		    (j > i && p->new != c->plan[j - 1].new + 1))
+			break;
+	}
+	return j - i;
+}
+
+/* Every block's new contents written: whole runs at once, others one by
+ * one (write_block). */
+static errcode_t write_blocks(struct cow *c)
+{
+	blk64_t i, n;
+	errcode_t err = 0;
+
+	for (i = 0; !err && i < c->nblk; i += n) {
+		n = whole_run(c, i);
+		if (n)
+			err = xr_tx_write_data(c->fs, c->plan[i].new, (int)n,
+				(const char *)c->buf +
+				((c->b0 + i) * c->fs->blocksize - c->off));
+		else {
+			err = write_block(c, i);
+			n = 1;
+		}
+	}
+	return err;
+}
+
 /* Switch each run of new blocks into the file; collect the old ones. */
 static errcode_t remap(struct cow *c, struct xr_prange_vec *removed)
 {
@@ -198,7 +241,6 @@ errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 	struct cow c = { xfs, extref_fs_ext2(xfs), ino, inode, off, len,
 			 buf, mode, 0, 0, NULL, NULL };
 	struct xr_prange_vec removed = { 0 };
-	blk64_t i;
 	errcode_t err;
 
 	if (len == 0)
@@ -214,8 +256,7 @@ errcode_t xr_cow_range(extref_fs_t xfs, ext2_ino_t ino,
 	err = plan_blocks(&c);
 	if (err)
 		goto out;
-	for (i = 0; !err && i < c.nblk; i++)
-		err = write_block(&c, i);
+	err = write_blocks(&c);
 	/* The new data is on disk before any mapping points at it. */
 	if (!err)
 		err = io_channel_flush(c.fs->io);
