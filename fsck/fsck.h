@@ -22,6 +22,7 @@ struct fsck_opts {
 	int			verbose;
 	int			progress_fd;	/* -C FD, -1 when not given */
 	int			no_e2fsck;
+	int			stop;		/* a damaged orphan list under -p */
 	int			no_replay;	/* -E no_replay (with -n) */
 	int			unshare;
 	int			e2fsck_clean;	/* e2fsck ran and left no error */

@@ -505,7 +505,7 @@ int main(int argc, char **argv)
 	status |= prepare_feature(&o, &lock, &skip, &plain);
 	if (!(status & FSCK_ERROR) && !plain)
 		status |= release_orphans_first(&o, &lock);
-	if (status & FSCK_ERROR)
+	if ((status & FSCK_ERROR) || o.stop)
 		goto out;
 	if (!o.no_e2fsck && !skip) {
 		st = run_e2fsck(&o);

@@ -84,6 +84,13 @@ struct extref_rec {
  * open proves in full and no stamp is written.
  */
 #define EXTREF_OPEN_STAMP	0x0100
+/*
+ * With EXTREF_OPEN_RW: an orphan list the open cannot release because it
+ * is damaged (EXTREF_ERR_ORPHAN_LIST) is dropped instead
+ * (extref_orphan_cut): fsck.extref's repair.  Without it such an open
+ * fails with the image unchanged.
+ */
+#define EXTREF_OPEN_CUT_ORPHANS	0x0200
 
 /* Quota types (extref_ops.h has the quota calls). */
 #define EXTREF_QUOTA_USER	0

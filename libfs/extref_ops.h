@@ -414,6 +414,15 @@ errcode_t extref_rename(extref_fs_t fs, ext2_ino_t olddir,
  */
 errcode_t extref_orphan_release(extref_fs_t fs, ext2_ino_t ino);
 errcode_t extref_orphan_release_all(extref_fs_t fs, unsigned *n);
+/*
+ * A damaged orphan list dropped (the superblock's s_last_orphan 0), in
+ * one transaction, for a repair: its inodes keep no name and hold their
+ * counts; stock e2fsck then clears them and fsck.extref brings the
+ * counts down (too high meanwhile, never too low).  A read-write open
+ * with EXTREF_OPEN_CUT_ORPHANS does it when the list it releases first
+ * is damaged.
+ */
+errcode_t extref_orphan_cut(extref_fs_t fs);
 
 /*
  * A hard link: NEWNAME in NEWDIR for ino, as link(2) on ext4.  A

@@ -103,12 +103,9 @@ def test_orphan_left_released_first(pair, by):
     assert helpers.debugfs_cat(img, "/a") == data
 
 
-@pytest.mark.parametrize("head", ["2", "linked", "loop"])
-def test_damaged_list_refused_unchanged(pair, head):
-    """A list whose head is a reserved inode, an inode with links, or a
-    loop: the writer's open and fsck.extref -p refuse (stock e2fsck is
-    not run on it) and leave the image byte for byte as it was."""
-    img, _, _ = pair
+def damage(img, head):
+    """The list's head a reserved inode, an inode with links (/a's), or
+    a loop (the orphan b pointing at itself)."""
     if head == "loop":
         ino = kept_ino(shell(img, "rm -k /b"))
         helpers.run(["debugfs", "-w", "-R", f"sif <{ino}> dtime {ino}",
@@ -119,6 +116,16 @@ def test_damaged_list_refused_unchanged(pair, head):
             img, "stat /a").stdout.split()[1]
     helpers.run(["debugfs", "-w", "-R", f"ssv last_orphan {value}",
                  str(img)])
+
+
+@pytest.mark.parametrize("head", ["2", "linked", "loop"])
+def test_damaged_list_refused_unchanged(pair, head):
+    """A damaged list: the writer's open and fsck.extref -p refuse (-p
+    exits 4 and asks for -y; stock e2fsck is not run on it: it would
+    free the blocks of the orphans before the damage, shared ones too)
+    and leave the image byte for byte as it was."""
+    img, _, _ = pair
+    damage(img, head)
     before = helpers.sha256(img)
     res = shell(img, "mkdir /x", check=False)
     assert res.returncode != 0
@@ -126,9 +133,29 @@ def test_damaged_list_refused_unchanged(pair, head):
         helpers.describe(res)
     assert helpers.sha256(img) == before
     res = crashlib.fsck_run(img, "-p")
-    assert res.returncode == 8, helpers.describe(res)
+    assert res.returncode == 4, helpers.describe(res)
     assert "orphan list is damaged" in res.stdout + res.stderr
+    assert "-y" in res.stderr
     assert helpers.sha256(img) == before
+
+
+@pytest.mark.parametrize("head", ["2", "linked", "loop"])
+def test_damaged_list_cut_by_y(pair, head):
+    """fsck.extref -y cuts a damaged list: stock e2fsck clears the
+    orphan it held and the count pass brings the counts down; both
+    checkers clean, no list left (dumpe2fs), /a's bytes whole, the free
+    count the one before b (stock dumpe2fs; b's own block freed)."""
+    img, data, free0 = pair
+    if head != "loop":
+        shell(img, "rm /b")
+    damage(img, head)
+    res = crashlib.fsck_run(img, "-y")
+    assert res.returncode in (0, 1), helpers.describe(res)
+    assert "orphan list" in res.stdout and "cut" in res.stdout, res.stdout
+    assert first_orphan(img) is None
+    assert crashlib.checkers_clean(img) == []
+    assert helpers.debugfs_cat(img, "/a") == data
+    assert free_blocks(img) == free0
 
 
 def test_kernel_ro_mount_leaves_the_list(pair, tmp_path):

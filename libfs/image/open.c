@@ -139,14 +139,21 @@ static errcode_t zone_attach(extref_fs_t xfs)
  * open, extref_orphan_release_all), through the counts, before anything
  * else can reach them: stock e2fsck would free their blocks in the
  * bitmap, shared ones too.  Only with the tree loaded; a damaged list
- * fails the open (EXTREF_ERR_ORPHAN_LIST: run fsck.extref).
+ * fails the open (EXTREF_ERR_ORPHAN_LIST: run fsck.extref), or is cut
+ * (EXTREF_OPEN_CUT_ORPHANS: fsck.extref's repair).
  */
 static errcode_t release_orphans(extref_fs_t xfs)
 {
+	errcode_t err;
+
 	if (!(xfs->flags & EXTREF_OPEN_RW) || !xfs->tree ||
 	    !xfs->fs->super->s_last_orphan)
 		return 0;
-	return extref_orphan_release_all(xfs, NULL);
+	err = extref_orphan_release_all(xfs, NULL);
+	if (err == EXTREF_ERR_ORPHAN_LIST &&
+	    (xfs->flags & EXTREF_OPEN_CUT_ORPHANS))
+		err = extref_orphan_cut(xfs);
+	return err;
 }
 
 /*

@@ -3,7 +3,8 @@
  * (extref_unlink with EXTREF_UNLINK_KEEP, extref_rename with
  * EXTREF_RENAME_KEEP) released: off the list and freed as unlink frees
  * (nlink.c: every mapping through the counts), one transaction; and
- * every orphan of the list released, as a writer's open does first.
+ * every orphan of the list released, as a writer's open does first; a
+ * damaged list cut (fsck.extref).
  */
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
@@ -40,6 +41,26 @@ errcode_t extref_orphan_release(extref_fs_t xfs, ext2_ino_t ino)
 	errcode_t err = xr_tx_begin(xfs);
 
 	return err ? err : xr_tx_end(xfs, release_op(xfs, ino));
+}
+
+/*
+ * A damaged list dropped whole (s_last_orphan 0), one transaction: the
+ * inodes it held keep no name and their counts, for fsck.extref (stock
+ * e2fsck then clears them, their blocks marked by what still maps them,
+ * and the counts that were theirs come down).
+ */
+errcode_t extref_orphan_cut(extref_fs_t xfs)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	errcode_t err = xr_tx_begin(xfs);
+
+	if (err)
+		return err;
+	if (!(fs->flags & EXT2_FLAG_RW))
+		return xr_tx_end(xfs, EXTREF_ERR_READ_ONLY);
+	fs->super->s_last_orphan = 0;
+	ext2fs_mark_super_dirty(fs);
+	return xr_tx_end(xfs, 0);
 }
 
 /* Each orphan from the head, one transaction each; *n counts them. */
