@@ -738,8 +738,11 @@ static errcode_t rollback(struct xr_tx *tx)
 
 /*
  * A step starts: commit the batch first once it holds half the journal
- * (a step of up to half then fits), then take the savepoint.
+ * (a step of up to half then fits), or XR_BATCH_HELD blocks (64 MiB of
+ * 4 KiB blocks: what a batch keeps in memory, whatever the journal),
+ * then take the savepoint.
  */
+#define XR_BATCH_HELD	16384
 static errcode_t batch_lost(struct xr_tx *tx, errcode_t err)
 {
 	/* the steps acknowledged since the last commit are gone: so is
@@ -753,7 +756,8 @@ static errcode_t step_begin(struct xr_tx *tx)
 {
 	errcode_t err = tx->lost;
 
-	if (!err && commit_blocks(tx) > tx->max_blocks / 2) {
+	if (!err && (commit_blocks(tx) > tx->max_blocks / 2 ||
+		     commit_blocks(tx) > XR_BATCH_HELD)) {
 		err = commit(tx);
 		if (err)
 			return batch_lost(tx, err);
