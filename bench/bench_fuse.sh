@@ -34,7 +34,8 @@
 #                     `apt-get download` (nothing is installed)
 #   EXTREF_FUSE_OPTS=OPTS  extra -o options for extref-fuse
 #   PROFILE=strace|perf  profile extref-fuse's server during its
-#                     extraction (strace -c -f -p, or perf record -g -p);
+#                     extraction (strace -c -w -f -p: wall-clock time in
+#                     each system call; or perf record -g -p);
 #                     the report goes to PROFILE_OUT (default
 #                     ./fusebench-PROFILE.txt) and its top is printed.
 #                     That extraction's time is then not a measurement.
@@ -142,6 +143,8 @@ trap 'exit 130' INT TERM
 
 die() { echo "bench_fuse.sh: $*" >&2; exit 1; }
 dropcaches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+side_name() { if [ "$1" = x ]; then echo extref-fuse; else echo fuse2fs; fi; }
+say() { echo "  ... $1 on $(side_name "$2")" >&2; }	# progress
 # $(secs CMD...): the wall-clock seconds of CMD (its output discarded).
 secs() {
 	local t0=$EPOCHREALTIME
@@ -232,7 +235,7 @@ extract() {	# side
 	local m=$work/mnt-$1 prof= t
 	if [ "$1" = x ] && [ -n "$profile" ]; then
 		if [ "$profile" = strace ]; then
-			strace -c -f -p "${pid[x]}" -o "$profile_out" &
+			strace -c -w -f -p "${pid[x]}" -o "$profile_out" &
 		else
 			perf record -q -g -p "${pid[x]}" -o "$work/perf.data" >/dev/null 2>&1 &
 		fi
@@ -256,12 +259,14 @@ for s in x e; do mount_side "$s"; done
 for s in x e; do
 	m=$work/mnt-$s
 	mkdir "$m/tree"
+	say extract "$s"
 	dropcaches; T[extract,$s]=$(extract "$s")
 	n=$(find "$m/tree" | wc -l)
 	[ "$n" -eq "$nfiles" ] || die "$s: $n names extracted, not $nfiles"
 done
 for s in x e; do
 	m=$work/mnt-$s
+	say "write, read, cp, rm" "$s"
 	dropcaches; T[write,$s]=$(secs dd if=/dev/zero of="$m/big" bs=1M count="$file_mb" conv=fsync)
 	dropcaches; T[read,$s]=$(secs dd if="$m/big" of=/dev/null bs=1M)
 	dropcaches; T[cp,$s]=$(secs sh -c 'cp "$1/big" "$1/big.copy" && sync "$1/big.copy"' sh "$m")
