@@ -119,17 +119,17 @@ libjs-mathjax meson libgsl-dev libgdcm-dev libkml-dev"
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/bench-fuse.XXXXXX")
 declare -A pid=()		# side -> its server's pid (our child)
 cleanup() {
-	local s m i
+	local s m _
 	for s in "${!pid[@]}"; do
 		m=$work/mnt-$s
 		if grep -q " $m " /proc/mounts; then
-			for i in 1 2 3 4 5; do
+			for _ in 1 2 3 4 5; do
 				fusermount3 -u "$m" 2>/dev/null && break
 				sleep 1
 			done
-			grep -q " $m " /proc/mounts && fusermount3 -uz "$m" 2>/dev/null
+			grep -q " $m " /proc/mounts && fusermount3 -uz "$m" 2>/dev/null || true
 		fi
-		for i in $(seq 50); do
+		for _ in $(seq 50); do
 			kill -0 "${pid[$s]}" 2>/dev/null || break
 			sleep 0.2
 		done
@@ -196,7 +196,7 @@ echo "images: $size sparse, $(hdr "Block size")-byte blocks, ${jmb}M journal; fe
 
 # ----- mounts -----
 mount_side() {	# side: start its server in the foreground, await the mount
-	local s=$1 m=$work/mnt-$1 i
+	local s=$1 m=$work/mnt-$1 _
 	mkdir -p "$m"
 	if [ "$s" = x ]; then
 		"$xfuse" "$ximg" "$m" -f ${EXTREF_FUSE_OPTS:+-o "$EXTREF_FUSE_OPTS"} \
@@ -205,24 +205,24 @@ mount_side() {	# side: start its server in the foreground, await the mount
 		fuse2fs "$eimg" "$m" -f -o rw >"$work/$s.log" 2>&1 &
 	fi
 	pid[$s]=$!
-	for i in $(seq 150); do
+	for _ in $(seq 150); do
 		grep -q " $m " /proc/mounts && return 0
 		kill -0 "${pid[$s]}" 2>/dev/null || break
 		sleep 0.2
 	done
 	cat "$work/$s.log" >&2
-	die "the $s mount did not come up"
+	die "the $(side_name "$s") mount did not come up"
 }
 umount_side() {	# side: unmount, wait for its server to exit
-	local s=$1 m=$work/mnt-$1 i rc=0
-	for i in $(seq 10); do
+	local s=$1 m=$work/mnt-$1 _ rc=0
+	for _ in $(seq 10); do
 		fusermount3 -u "$m" 2>/dev/null && break
 		sleep 0.5
 	done
 	grep -q " $m " /proc/mounts && die "could not unmount $m"
 	wait "${pid[$s]}" || rc=$?
 	unset "pid[$s]"
-	[ $rc -eq 0 ] || { cat "$work/$s.log" >&2; die "the $s server exited $rc"; }
+	[ $rc -eq 0 ] || { cat "$work/$s.log" >&2; die "$(side_name "$s") exited $rc"; }
 }
 umount_secs() {	# side: the time into T[umount,side] (no subshell: the
 	local t0=$EPOCHREALTIME	# server is this shell's child)
@@ -232,7 +232,7 @@ umount_secs() {	# side: the time into T[umount,side] (no subshell: the
 
 # The extraction, profiled on extref-fuse if asked.
 extract() {	# side
-	local m=$work/mnt-$1 prof= t
+	local m=$work/mnt-$1 prof='' t
 	if [ "$1" = x ] && [ -n "$profile" ]; then
 		if [ "$profile" = strace ]; then
 			strace -c -w -f -p "${pid[x]}" -o "$profile_out" &
@@ -262,7 +262,7 @@ for s in x e; do
 	say extract "$s"
 	dropcaches; T[extract,$s]=$(extract "$s")
 	n=$(find "$m/tree" | wc -l)
-	[ "$n" -eq "$nfiles" ] || die "$s: $n names extracted, not $nfiles"
+	[ "$n" -eq "$nfiles" ] || die "$(side_name "$s"): $n names extracted, not $nfiles"
 done
 for s in x e; do
 	m=$work/mnt-$s
@@ -271,10 +271,10 @@ for s in x e; do
 	dropcaches; T[read,$s]=$(secs dd if="$m/big" of=/dev/null bs=1M)
 	dropcaches; T[cp,$s]=$(secs sh -c 'cp "$1/big" "$1/big.copy" && sync "$1/big.copy"' sh "$m")
 	if [ "$(stat -c %s "$m/big.copy")" -ne $(( file_mb << 20 )) ]; then
-		die "$s: the copy's size is wrong"
+		die "$(side_name "$s"): the copy's size is wrong"
 	fi
 	dropcaches; T[rm,$s]=$(secs rm -r "$m/tree")
-	if [ -e "$m/tree" ]; then die "$s: rm -r left $m/tree"; fi
+	if [ -e "$m/tree" ]; then die "$(side_name "$s"): rm -r left $m/tree"; fi
 done
 for s in x e; do umount_secs "$s"; done
 
