@@ -13,16 +13,75 @@
 #include "quota/xr_quota.h"
 #include "txn/xr_txio.h"
 
-errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
-		       __u64 len, __u64 *got)
+/*
+ * The part of mapping m inside [off, off + len) into buf: whole blocks
+ * in one read (the holding channel lays held blocks over), a partial
+ * block at either end through blk.
+ */
+static errcode_t read_map(ext2_filsys fs, const struct xr_map *m,
+			  __u64 off, char *buf, __u64 len, char *blk)
+{
+	unsigned int bs = fs->blocksize;
+	__u64 s = m->lblk * bs > off ? m->lblk * bs : off;
+	__u64 e = (m->lblk + m->len) * bs;
+	errcode_t err = 0;
+
+	if (e > off + len)
+		e = off + len;
+	while (!err && s < e) {
+		blk64_t p = m->pblk + (s / bs - m->lblk);
+		__u64 in = s % bs, n = (e - s) / bs;
+
+		if (!in && n) {
+			if (n > 65536)
+				n = 65536;
+			err = io_channel_read_blk64(fs->io, p, (int)n,
+						    buf + (s - off));
+			s += n * bs;
+			continue;
+		}
+		n = bs - in < e - s ? bs - in : e - s;
+		err = io_channel_read_blk64(fs->io, p, 1, blk);
+		if (!err)
+			memcpy(buf + (s - off), blk + in, n);
+		s += n;
+	}
+	return err;
+}
+
+/* [off, off + len), inside the size, of a file mapped by extents: each
+ * run of blocks read at once, holes and unwritten blocks zero. */
+static errcode_t read_extents(ext2_filsys fs, ext2_ino_t ino,
+			      struct ext2_inode *inode, __u64 off, char *buf,
+			      __u64 len)
+{
+	unsigned int bs = fs->blocksize;
+	struct xr_map_vec maps = { 0 };
+	char *blk = NULL;
+	size_t i;
+	errcode_t err;
+
+	memset(buf, 0, len);
+	err = xr_get_mappings(fs, ino, inode, off / bs,
+			      (off + len + bs - 1) / bs, &maps);
+	if (!err)
+		err = ext2fs_get_mem(bs, &blk);
+	for (i = 0; !err && i < maps.n; i++)
+		if (!maps.v[i].uninit)
+			err = read_map(fs, &maps.v[i], off, buf, len, blk);
+	ext2fs_free_mem(&blk);
+	xr_map_vec_free(&maps);
+	return err;
+}
+
+/* Through libext2fs's file reads: inline data, block maps. */
+static errcode_t read_file(ext2_filsys fs, ext2_ino_t ino, __u64 off,
+			   char *p, __u64 len, __u64 *got)
 {
 	ext2_file_t f;
 	unsigned int n;
-	errcode_t err;
-	char *p = buf;
+	errcode_t err = ext2fs_file_open(fs, ino, 0, &f);
 
-	*got = 0;
-	err = ext2fs_file_open(extref_fs_ext2(xfs), ino, 0, &f);
 	if (err)
 		return err;
 	err = ext2fs_file_llseek(f, off, EXT2_SEEK_SET, NULL);
@@ -36,6 +95,33 @@ errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
 		len -= n;
 	}
 	ext2fs_file_close(f);
+	return err;
+}
+
+errcode_t extref_pread(extref_fs_t xfs, ext2_ino_t ino, __u64 off, void *buf,
+		       __u64 len, __u64 *got)
+{
+	ext2_filsys fs = extref_fs_ext2(xfs);
+	struct ext2_inode inode;
+	__u64 size;
+	errcode_t err;
+
+	*got = 0;
+	err = ext2fs_read_inode(fs, ino, &inode);
+	if (err)
+		return err;
+	if (!(inode.i_flags & EXT4_EXTENTS_FL) ||
+	    (inode.i_flags & EXT4_INLINE_DATA_FL) ||
+	    !LINUX_S_ISREG(inode.i_mode))
+		return read_file(fs, ino, off, buf, len, got);
+	size = EXT2_I_SIZE(&inode);
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	err = read_extents(fs, ino, &inode, off, buf, len);
+	if (!err)
+		*got = len;
 	return err;
 }
 
