@@ -8,12 +8,15 @@
 #   TREE=DIR   the source (default /usr/share), copied twice: v1, and v2 with
 #              CHANGE percent (default 20) of its regular files rewritten
 #              (a byte changed in each) and as many new small files
-#   JOURNALS="MB ..." the images' journals, one case each (default "64 4":
-#              a journal the update fits, and mkfs.extref's small one, which
-#              this build grows to hold the update); JOURNAL=MB one case
+#   JOURNALS="MB ..." the images' journals, one case each (default
+#              "default 4": "default" passes no -J, so the image has the
+#              journal mkfs.extref gives an image of that size, what a user
+#              gets; 4 is mkfs.extref's small journal (an image sized from a
+#              source under 4 GiB), which this build grows to hold the
+#              update); JOURNAL=MB one case
 #   SIZE=SIZE  the image's size (default: twice the source and 256 MiB)
 #
-# Each case: an image made with mkfs.extref -J size=MB -d v1; each run a
+# Each case: an image made with mkfs.extref [-J size=MB] -d v1; each run a
 # fresh copy of it, then mkfs.extref --update -d v2 on it, timed; the two
 # builds interleaved, REPS times each.  Printed per build: min and median
 # seconds, the blocks in use after, the journal's growth (blocks), the host
@@ -81,8 +84,13 @@ bench_case() {	# journal MB
 	# room for v2 beside v1: twice the source, and 256 MiB
 	size=${SIZE:-$(( $(du -sm "$work/v1" | cut -f1) * 2 + 256 ))M}
 	rm -f "$work/base.img"
-	"$new" -q -J "size=$jmb" -d "$work/v1" "$work/base.img" "$size"
-	echo "case: a ${jmb} MiB journal"
+	if [ "$jmb" = default ]; then
+		"$new" -q -d "$work/v1" "$work/base.img" "$size"
+		echo "case: the journal mkfs.extref picks for a $size image"
+	else
+		"$new" -q -J "size=$jmb" -d "$work/v1" "$work/base.img" "$size"
+		echo "case: a ${jmb} MiB journal"
+	fi
 	dumpe2fs -h "$work/base.img" 2>/dev/null | grep -E "^(Block size|Total journal size|Inode size)" | sed 's/^/  /'
 	before=$(used "$work/base.img")
 	jbefore=$(jlen "$work/base.img")
@@ -137,6 +145,6 @@ stats() {	# "t1 t2 ..." -> "min median"
 	echo "$1" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "%.2f %.2f", a[1], a[int((NR+1)/2)]}'
 }
 
-for jmb in ${JOURNAL:-${JOURNALS:-64 4}}; do
+for jmb in ${JOURNAL:-${JOURNALS:-default 4}}; do
 	bench_case "$jmb"
 done

@@ -345,8 +345,14 @@ int impl_reflink(struct cmd_args *a)
 	    check_absent(a, dir, name, dst) || modifiable(a, dir, dst))
 		goto out;
 	ro.progress = shell_progress_on();
+	sh.growable = a->opts['r'];
 	err = extref_reflink2(sh.xfs, sino, dir, name, &ro, &nino);
 	shell_progress_end();
+	/* too big for the journal: cmds.c grows it and runs this again */
+	if (err == EXTREF_ERR_TXN_TOO_BIG && sh.growable && sh.may_grow) {
+		sh.too_big = 1;
+		goto out;
+	}
 	if (err) {
 		reflink_err(a, err, src, dst);
 		goto out;

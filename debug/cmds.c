@@ -268,8 +268,7 @@ int impl_help(struct cmd_args *a)
  * failed command leaves the image as it was.  Inside begin ... commit the
  * batch is the transaction, and a failed command rolls all of it back.
  */
-static int run_in_transaction(const struct cmd_spec *spec,
-			      struct cmd_args *a)
+static int run_once(const struct cmd_spec *spec, struct cmd_args *a)
 {
 	errcode_t err = extref_tx_begin2(sh.xfs, EXTREF_TX_SPLIT);
 	int ret, undo;
@@ -281,16 +280,50 @@ static int run_in_transaction(const struct cmd_spec *spec,
 	ret = spec->impl(a);
 	undo = ret && !sh.batch && extref_tx_pending(sh.xfs);
 	err = extref_tx_end(sh.xfs, ret ? EXTREF_ERR_ROLLED_BACK : 0);
+	/* a commit too big for the journal, when the journal may grow */
+	if (!ret && err == EXTREF_ERR_TXN_TOO_BIG && sh.may_grow &&
+	    sh.growable) {
+		sh.too_big = 1;
+		return 1;
+	}
 	if (!ret && err) {
 		com_err(a->name, err, "while committing");
 		ret = 1;
 	}
 	/* failed half-way: what it had changed is undone; say so */
-	if (undo && err == EXTREF_ERR_ROLLED_BACK)
+	if (undo && err == EXTREF_ERR_ROLLED_BACK && !sh.too_big)
 		fprintf(stderr, "%s: rolled back: the image is as it was "
 			"before the command\n", a->name);
 	if (ret && sh.batch)
 		shell_batch_failed(a->name);
+	return ret;
+}
+
+/*
+ * Outside a batch a command that may (a recursive reflink: sets
+ * sh.growable) and was refused as too big for the journal (sets
+ * sh.too_big, saying nothing) or whose commit was, runs again after the
+ * journal grew to hold it, a few times at most; when the journal cannot
+ * grow it runs once more without asking, refused again as before, and
+ * says so.
+ */
+#define GROW_TRIES	3
+
+static int run_in_transaction(const struct cmd_spec *spec,
+			      struct cmd_args *a)
+{
+	int ret, tries;
+
+	for (tries = 0;; tries++) {
+		sh.may_grow = !sh.batch && tries < GROW_TRIES;
+		sh.growable = sh.too_big = 0;
+		ret = run_once(spec, a);
+		if (!sh.too_big)
+			break;
+		if (shell_grow_journal(a->name))
+			tries = GROW_TRIES - 1;	/* once more, not asking */
+	}
+	sh.may_grow = sh.growable = sh.too_big = 0;
 	return ret;
 }
 

@@ -29,6 +29,11 @@ struct shell {
 	struct extref_cred ident;	/* --as, "as": who acts */
 	int		have_ident;	/* 0: nobody, nothing checked */
 	int		batch;		/* inside begin ... commit */
+	int		may_grow;	/* the command running may ask for a
+					 * longer journal (not in a batch) */
+	int		growable;	/* it may (a recursive reflink) */
+	int		too_big;	/* it asks: refused, or its commit
+					 * failed, too big for the journal */
 	int		verify;		/* --verify: the full proof at open */
 };
 extern struct shell sh;
@@ -103,6 +108,9 @@ int csum_error(errcode_t err);
 int shell_close(const char *who);
 /* txn_cmds.c: a command inside begin ... commit failed: roll back. */
 void shell_batch_failed(const char *who);
+/* txn_cmds.c: after a command too big for the journal, rolled back: the
+ * journal grown to hold it (said on stdout), 0; else its error. */
+errcode_t shell_grow_journal(const char *who);
 
 /* ----- identity.c ----- */
 /* "UID[:GID[,GID...]]" (gid defaults to uid; caps none; our umask). */

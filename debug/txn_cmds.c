@@ -66,6 +66,32 @@ int impl_rollback(struct cmd_args *a)
 	return end_batch(a, EXTREF_ERR_ROLLED_BACK);
 }
 
+/*
+ * A command too big for the journal (a recursive reflink) was rolled
+ * back, nothing changed: the journal grows to hold it (extref_journal_fit:
+ * what its commit needs and an eighth more, when the free space holds the
+ * growth besides the command's blocks), and cmds.c runs it again, one
+ * transaction still.  The new length is inode 8's (the journal's) size.
+ */
+errcode_t shell_grow_journal(const char *who)
+{
+	struct ext2_inode in;
+	__u64 before = 0, after = 0;
+	errcode_t err;
+
+	if (!ext2fs_read_inode(sh.fs, EXT2_JOURNAL_INO, &in))
+		before = EXT2_I_SIZE(&in) / sh.fs->blocksize;
+	err = extref_journal_fit(sh.xfs);
+	if (err)
+		return err;
+	if (!ext2fs_read_inode(sh.fs, EXT2_JOURNAL_INO, &in))
+		after = EXT2_I_SIZE(&in) / sh.fs->blocksize;
+	printf("%s: the journal grew from %llu to %llu blocks to hold it as "
+	       "one transaction\n", who, (unsigned long long)before,
+	       (unsigned long long)after);
+	return 0;
+}
+
 void shell_batch_failed(const char *who)
 {
 	errcode_t err;

@@ -229,7 +229,8 @@ errcode_t extref_tx_end(extref_fs_t fs, errcode_t err);
  * of extref_dedupe_fs: a crash can then leave part of the sharing done,
  * every file's bytes as they were).  A recursive reflink is never split:
  * the blocks it allocates are written in place early and the rest is one
- * commit, refused up front when the journal cannot hold it.  Without
+ * commit, refused up front when the journal cannot hold it (outside a
+ * caller's transaction extref_reflink2 grows the journal first).  Without
  * EXTREF_TX_SPLIT (extref_tx_begin) the whole is one transaction or fails
  * with EXTREF_ERR_TXN_TOO_BIG.
  */

@@ -12,7 +12,9 @@ run; EXTREF_CRASH_FULL=1 for every write) and replayed by stock
 `e2fsck -fn` and `fsck.extref -fn`, lost+found holds nothing, the
 reference counts are exactly those before or after, and the copy is
 absent or complete and the same, as stock debugfs rdump reads it, as the
-source.
+source.  A copy whose one commit the journal cannot hold (1 KiB inodes:
+an inode table block each) grows the journal first; without room for
+that, or inside begin ... commit, it is refused before anything changes.
 """
 
 import os
@@ -257,35 +259,101 @@ def test_late_failure_rolls_back_the_whole_copy(base, tmp_path):
     assert crashlib.fsck_run(img, "-fn").returncode == 0
 
 
-def test_too_big_is_refused_up_front(tmp_path):
-    """1 KiB inodes on 1 KiB blocks: the inode table blocks of 1100 new
-    inodes alone outgrow the 1024-block journal.  The copy is refused
-    before anything is written (the image file is byte-for-byte as
-    before: not even free blocks were written), with a message naming
-    the journal and the path."""
-    host = tmp_path / "host"
-    for i in range(1100):
+def _flat_tree(host, n, filler=0):
+    """An image of the smallest journal mke2fs allows (-J size=1: 1024
+    blocks of 1 KiB) and 1 KiB inodes (an inode table block each), holding
+    /t: n small files in directories of 100, and /filler of filler KiB,
+    converted by mkfs.extref; the files' paths and bytes."""
+    files = {}
+    for i in range(n):
         d = host / "t" / f"d{i // 100}"
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"f{i}").write_bytes(b"")
-    img = tmp_path / "big.img"
+        files[f"t/d{i // 100}/f{i}"] = b"file %d\n" % i
+        (d / f"f{i}").write_bytes(files[f"t/d{i // 100}/f{i}"])
+    if filler:
+        (host / "filler").write_bytes(b"\xa5" * filler * 1024)
+    img = host.parent / (host.name + ".img")
     helpers.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "1024", "-I",
                  "1024", "-J", "size=1", "-N", "4096", "-d", str(host),
                  str(img), "24M"])
     helpers.run([helpers.binary("mkfs.extref"), "-q", "--convert",
                  str(img)])
+    assert _journal_blocks(img) == 1024
+    return img, files
+
+
+def _cat(img, path):
+    """path's bytes as stock debugfs cat writes them (text: the files
+    hold ASCII)."""
+    return crashlib._run(["debugfs", "-R", f"cat {path}",
+                          str(img)]).stdout.encode()
+
+
+def test_too_big_grows_the_journal_first(tmp_path):
+    """1 KiB inodes on 1 KiB blocks: the inode table blocks of 1100 new
+    inodes alone outgrow the 1024-block journal.  debugfs.extref's
+    reflink -r grows the journal first (it says so) and copies the tree
+    in one commit: two commits in all (the growth's, the copy's, by the
+    journal sequence of stock dumpe2fs), the journal longer; stock
+    e2fsck -fn and fsck.extref -fn are clean; every file of the copy
+    reads the source's bytes through stock debugfs cat."""
+    img, files = _flat_tree(tmp_path / "host", 1100)
+    seq = int(helpers.dumpe2fs_header(img)["Journal sequence"], 16)
+    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R",
+                         "reflink -r /t /t.copy", str(img)])
+    assert res.returncode == 0, helpers.describe(res)
+    assert "the journal grew from 1024 to" in res.stdout, res.stdout
+    assert "linked directory tree /t to /t.copy" in res.stdout, res.stdout
+    hdr = helpers.dumpe2fs_header(img)
+    assert _journal_blocks(img) > 1024, hdr
+    assert int(hdr["Journal sequence"], 16) == seq + 2, hdr
+    helpers.e2fsck_fn(img)
+    assert crashlib.fsck_run(img, "-fn").returncode == 0
+    # a sample of the copy's files by stock debugfs cat, every one by
+    # stock debugfs rdump
+    for i in list(range(0, 1100, 37)) + [1099]:
+        rel = f"d{i // 100}/f{i}"
+        assert _cat(img, f"/t.copy/{rel}") == files[f"t/{rel}"], rel
+    out = tmp_path / "rdump"
+    out.mkdir()
+    crashlib._run(["debugfs", "-R", f"rdump /t.copy {out}", str(img)])
+    dumped = {"t/" + str(p.relative_to(out / "t.copy")): p.read_bytes()
+              for p in (out / "t.copy").rglob("f*")}
+    assert dumped == files
+
+
+def test_too_big_without_room_to_grow_is_refused_up_front(tmp_path):
+    """The same copy on an image whose free space cannot hold the
+    journal's growth, or inside begin ... commit (the journal cannot
+    change inside a transaction): refused before anything is written
+    (the image file byte-for-byte as before), with a message naming the
+    journal and the path; a smaller part of it fits, and is copied."""
+    probe, _ = _flat_tree(tmp_path / "probe", 1100)
+    free = int(helpers.dumpe2fs_header(probe)["Free blocks"])
+    img, _ = _flat_tree(tmp_path / "full", 1100, filler=free - 150)
+    assert int(helpers.dumpe2fs_header(img)["Free blocks"]) < 300
     digest = helpers.sha256(img)
     res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R",
                          "reflink -r /t /t.copy", str(img)])
     assert res.returncode != 0
     assert "journal can hold" in res.stderr, res.stderr
     assert "t.copy" in res.stderr or "/t" in res.stderr, res.stderr
+    assert "grew" not in res.stdout, res.stdout
     assert helpers.sha256(img) == digest
-    # a smaller part of it fits, and is copied
     res = crashlib._run([crashlib.debugfs_extref(), "-w", "-R",
                          "reflink -r /t/d3 /d3.copy", str(img)])
     assert res.returncode == 0, helpers.describe(res)
+    assert _journal_blocks(img) == 1024
     helpers.e2fsck_fn(img)
+    # room enough, but inside a batch
+    digest = helpers.sha256(probe)
+    script = tmp_path / "batch"
+    script.write_text("begin\nreflink -r /t /t.copy\ncommit\n")
+    res = crashlib._run([crashlib.debugfs_extref(), "-w", "-f",
+                         str(script), str(probe)])
+    assert res.returncode != 0
+    assert "journal can hold" in res.stderr, res.stderr
+    assert helpers.sha256(probe) == digest
 
 
 @pytest.mark.slow

@@ -30,7 +30,10 @@ the journal superblock's new length: inode 8 then longer than s_maxlen,
 which stock e2fsck and the kernel accept), it leaves the old tree or the
 new one.  With --atomic, or without the free space to grow the journal,
 it is refused, rolled back: every block in use as before, the journal
-as it was.
+as it was.  The journal grows before the first run when the estimate
+says so (the update runs once); with the estimate forced short
+(EXTREF_FAULT_FIT) the measured rerun grows it and the update lands
+whole all the same.
 """
 
 import hashlib
@@ -389,13 +392,13 @@ def test_update_too_big_for_the_journal_grows_it(trees, tmp_path):
         assert _model(tmp_path / "mnt" / "t") == new
 
 
-def _file_opens(argv, log):
-    """Run argv under stock strace: the result and how many times it
-    opened a regular file of the source (f000..f299, never a
+def _file_opens(argv, log, env=None):
+    """Run argv under stock strace (env added): the result and how many
+    times it opened a regular file of the source (f000..f299, never a
     directory): each run of the update opens each file it reads."""
     res = helpers.run(["strace", "-f", "-qq", "-e", "trace=open,openat",
                        "-o", str(log), *argv], check=False,
-                      env=helpers.no_leak_check_env())
+                      env={**helpers.no_leak_check_env(), **(env or {})})
     n = sum(1 for line in log.read_text().splitlines()
             if re.search(r'"f\d{3}"', line) and "O_DIRECTORY" not in line
             and "= -1" not in line)
@@ -434,6 +437,55 @@ def test_update_too_big_for_the_journal_grows_first_and_runs_once(
     hdr = helpers.dumpe2fs_header(img)
     assert jblocks(img) > 1024, hdr
     assert int(hdr["Journal sequence"], 16) == seq + 2, hdr
+    assert crashlib.checkers_clean(img) == []
+    new = _model(src / "t")
+    assert tree_of(img, tmp_path) == new
+    with helpers.loop_mount(img, tmp_path / "mnt"):
+        assert _model(tmp_path / "mnt" / "t") == new
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@pytest.mark.parametrize("estimate,growths", [(0, 1), (1030, 2)])
+def test_short_estimate_falls_back_to_the_measured_rerun(
+        trees, tmp_path, estimate, growths):
+    """The estimate forced short (EXTREF_FAULT_FIT=N: N blocks, fault-
+    injection builds) for the update of every file, whose commit holds
+    more than 1,200 blocks: with 0 the journal is not grown before the
+    first run, with 1030 it is grown too little; that run outgrows the
+    journal, is rolled back, and the measured rerun grows the journal and
+    runs the update again.  Oracles: stock strace counts twice the opens
+    of the source's files that the same update makes with the estimate
+    (run once); the journal sequence (stock dumpe2fs) took a commit for
+    each growth and one for the update, none for the rolled-back run;
+    the journal is longer; stock e2fsck -fn and fsck.extref -n are
+    clean; the tree is the new one for stock debugfs rdump and a kernel
+    read-only mount."""
+    src = trees["all"]
+    argv = [helpers.binary("mkfs.extref"), "--update", "--delete", "-d",
+            str(src)]
+    ref = tmp_path / "ref.img"
+    crashlib.sparse_copy(trees["base"], ref)
+    res, once = _file_opens(argv + [str(ref)], tmp_path / "ref.log")
+    assert res.returncode == 0, helpers.describe(res)
+    assert once >= (DIRS - 1) * FILES  # every file of v2 read: it counts
+    img = tmp_path / "short.img"
+    crashlib.sparse_copy(trees["base"], img)
+    seq = int(helpers.dumpe2fs_header(img)["Journal sequence"], 16)
+    res, n = _file_opens(argv + [str(img)], tmp_path / "short.log",
+                         {"EXTREF_FAULT_FIT": str(estimate)})
+    assert res.returncode == 0, helpers.describe(res)
+    assert res.stderr == "", res.stderr
+    assert n == 2 * once, (n, once)
+    grew = re.search(r"journal grew by\s+([\d.]+) MiB", res.stdout)
+    assert grew, res.stdout
+    hdr = helpers.dumpe2fs_header(img)
+    n = jblocks(img)
+    assert n > 1024, hdr
+    assert abs(float(grew.group(1)) - (n - 1024) / 1024) < 0.06, \
+        (res.stdout, n)
+    assert int(hdr["Journal sequence"], 16) == seq + growths + 1, hdr
+    assert jinode_size(img) == n * 1024
     assert crashlib.checkers_clean(img) == []
     new = _model(src / "t")
     assert tree_of(img, tmp_path) == new

@@ -187,9 +187,11 @@ errcode_t xr_label_set(ext2_filsys fs, ext2_ino_t ino, const char *label);
 
 /* reflink_publish.c: the blocks the one commit of a recursive reflink
  * of so many inodes journals at least, and EXTREF_ERR_TXN_TOO_BIG if the
- * journal cannot hold them. */
+ * journal cannot hold them (blocks: those the copy allocates); after
+ * such a refusal, the journal grown to hold the copy (1: run it again). */
 blk64_t xr_publish_estimate(extref_fs_t xfs, __u64 inodes);
-errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes);
+errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes, blk64_t blocks);
+int xr_publish_grow(extref_fs_t xfs, errcode_t *err, int *tries);
 
 /* reflink_meta.c */
 errcode_t xr_preserve_check(ext2_filsys fs, ext2_ino_t src);

@@ -641,7 +641,7 @@ static errcode_t tree_room(struct rl *r, ext2_ino_t src)
 		err = EXT2_ET_BLOCK_ALLOC_FAIL;
 	/* its one commit must fit the journal (reflink_publish.c) */
 	if (!err)
-		err = xr_publish_check(r->xfs, nd.inodes);
+		err = xr_publish_check(r->xfs, nd.inodes, nd.blocks);
 	r->total = nd.inodes;
 	return err;
 }
@@ -692,23 +692,14 @@ static errcode_t check_opts(const struct extref_reflink_opts *o)
 	return o->label ? extref_label_check(o->label) : 0;
 }
 
-static errcode_t reflink_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
+/* One transaction (txn.c): extref_reflink2's. */
+errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			 const char *name, int flags,
 			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
 {
 	struct extref_reflink_opts o = { .flags = flags, .cred = cred };
 
 	return extref_reflink2(xfs, src, dir, name, &o, ret_ino);
-}
-
-/* One transaction (txn.c). */
-errcode_t extref_reflink(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
-			 const char *name, int flags,
-			 const struct extref_cred *cred, ext2_ino_t *ret_ino)
-{
-	errcode_t err = xr_tx_begin(xfs);
-
-	return err ? err : xr_tx_end(xfs, reflink_op(xfs, src, dir, name, flags, cred, ret_ino));
 }
 
 static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
@@ -787,13 +778,23 @@ static errcode_t reflink2_op(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 	return xr_quota_end(xfs, err);
 }
 
-/* One transaction (txn.c). */
+/* One transaction (txn.c); one too big for the journal grows it and
+ * runs again (reflink_publish.c). */
 errcode_t extref_reflink2(extref_fs_t xfs, ext2_ino_t src, ext2_ino_t dir,
 			  const char *name,
 			  const struct extref_reflink_opts *opts,
 			  ext2_ino_t *ret_ino)
 {
-	errcode_t err = xr_tx_begin(xfs);
+	errcode_t err;
+	int tries = 0;
 
-	return err ? err : xr_tx_end(xfs, reflink2_op(xfs, src, dir, name, opts, ret_ino));
+	do {
+		err = xr_tx_begin(xfs);
+		if (err)
+			return err;
+		err = xr_tx_end(xfs, reflink2_op(xfs, src, dir, name, opts,
+						 ret_ino));
+	} while (opts && (opts->flags & EXTREF_REFLINK_RECURSIVE) &&
+		 xr_publish_grow(xfs, &err, &tries));
+	return err;
 }

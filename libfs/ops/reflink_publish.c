@@ -10,9 +10,13 @@
  * the parent directory's block and the tree's header and reused nodes.
  * Their number is known before anything changes, from the number of new
  * inodes; a copy whose commit cannot fit is refused then, with the image
- * untouched.  The estimate is a lower bound: a commit that still
- * outgrows the journal fails at its end with the same error and is
- * rolled back, the image exactly as before.
+ * untouched, and the journal grown to hold it (extref_journal_fit,
+ * txn/journal_grow.c: when the free space holds the growth besides the
+ * copy's blocks) before the copy runs, as one transaction still.  The
+ * estimate is a lower bound: a commit that still outgrows the journal
+ * fails at its end with the same error, is rolled back, the image exactly
+ * as before, and the journal grows to what the commit measured and the
+ * copy runs again; a few times at most.
  */
 #include "tree/extref_int.h"
 #include "extref_ops_int.h"
@@ -38,7 +42,32 @@ blk64_t xr_publish_estimate(extref_fs_t xfs, __u64 inodes)
 	       + 1 + (t ? t->depth : 0);	/* tree header and a path */
 }
 
-errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes)
+errcode_t xr_publish_check(extref_fs_t xfs, __u64 inodes, blk64_t blocks)
 {
-	return xr_tx_fits(xfs, xr_publish_estimate(xfs, inodes));
+	return xr_tx_fits(xfs, xr_publish_estimate(xfs, inodes), blocks);
+}
+
+#define FIT_TRIES	3
+
+/*
+ * After a recursive reflink ended with err (outside any caller's
+ * transaction, rolled back): 1 when it was too big for the journal and
+ * the journal grew to hold it (run it again), else 0 with *err the
+ * growth's refusal (EXTREF_ERR_TXN_TOO_BIG without room, nothing
+ * changed) or as it was.
+ */
+int xr_publish_grow(extref_fs_t xfs, errcode_t *err, int *tries)
+{
+	errcode_t e;
+
+	if (*err != EXTREF_ERR_TXN_TOO_BIG || *tries >= FIT_TRIES ||
+	    !xr_tx_journal(xfs))
+		return 0;
+	(*tries)++;
+	e = extref_journal_fit(xfs);
+	if (e) {
+		*err = e;
+		return 0;
+	}
+	return 1;
 }

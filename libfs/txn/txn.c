@@ -1174,11 +1174,16 @@ errcode_t xr_tx_journal_reload(extref_fs_t xfs)
 	return err;
 }
 
-errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks)
+errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks, blk64_t alloc)
 {
 	struct xr_tx *tx = *xr_fs_txp(xfs);
 
-	return tx && blocks > tx->max_blocks ? EXTREF_ERR_TXN_TOO_BIG : 0;
+	if (!tx || blocks <= tx->max_blocks)
+		return 0;
+	/* what extref_journal_fit grows the journal to (journal_grow.c) */
+	tx->need_len = xr_journal_len_for(tx->j, blocks, 0);
+	tx->need_alloc = alloc;
+	return EXTREF_ERR_TXN_TOO_BIG;
 }
 
 /* The extref_fs whose transactions fs's writes go into, or NULL. */

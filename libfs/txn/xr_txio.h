@@ -202,8 +202,9 @@ errcode_t xr_tx_journal_empty(extref_fs_t xfs);
  * changed, the size limit and the system zone with it. */
 errcode_t xr_tx_journal_reload(extref_fs_t xfs);
 /* EXTREF_ERR_TXN_TOO_BIG if a transaction of blocks blocks cannot fit in
- * the journal (0 without one). */
-errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks);
+ * the journal (0 without one); then xr_tx_need says the journal it needs
+ * and alloc, the blocks the operation would allocate. */
+errcode_t xr_tx_fits(extref_fs_t xfs, blk64_t blocks, blk64_t alloc);
 /* txn_split.c: the blocks allocated since the last commit. */
 struct xr_fresh;
 errcode_t xr_fresh_on(ext2_filsys fs, struct xr_fresh **f);
