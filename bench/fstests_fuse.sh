@@ -9,7 +9,7 @@
 #   TEST    one test, generic/430; default: quick clone copy_range (each test
 #           once, in the order given)
 # Options:
-#   -o DIR  the results (default bench-out/fstests-DATE): results.tsv (test,
+#   -o DIR  the results (default WORKDIR/results-DATE): results.tsv (test,
 #           status pass/fail/notrun, seconds, reason, fsck.extref -n of the
 #           TEST and SCRATCH images), summary.txt, log, fstests' results/ of
 #           each test, a copy of an image fsck.extref -n complained about
@@ -25,9 +25,12 @@
 #   FUSE_OPTS      mount options (default allow_other,default_permissions)
 #   EXCLUDE        tests to skip (space separated), reported as notrun
 #   TEST_TIMEOUT   seconds a test may run (default 1800), then failed
+#   SUBTYPE        the mount type's subtype (default extref; another lets two
+#                  runs, each with its own XFSTESTS_DIR and WORKDIR, share the
+#                  machine: mount.fuse.SUBTYPE runs extref-fuse)
 #
-# fstests mounts with mount -t fuse.extref IMAGE DIR, and mount(8) looks for
-# its helper in /sbin only: the script installs /sbin/mount.fuse.extref
+# fstests mounts with mount -t fuse.SUBTYPE IMAGE DIR, and mount(8) looks for
+# its helper in /sbin only: the script installs /sbin/mount.fuse.SUBTYPE
 # (which runs this build's mount.fuse.extref without the shim) for the run
 # when none is there, and removes it at the end.  Every ./check runs one
 # test, and unmounts both images when it ends; the script then waits for the
@@ -59,6 +62,7 @@ work=${WORKDIR:-/tmp/extref-fstests}
 size=${SIZE:-4G}
 fopts=${FUSE_OPTS:-allow_other,default_permissions}
 timeout_s=${TEST_TIMEOUT:-1800}
+sub=${SUBTYPE:-extref}
 
 tool() {	# tool NAME SUBDIR: the build's, else the installed one
 	if [ -x "$build/$2/$1" ]; then echo "$build/$2/$1"
@@ -96,13 +100,13 @@ tests=$(expand "$@")
 if [ $listonly = 1 ]; then echo "$tests"; exit 0; fi
 [ "$(id -u)" = 0 ] || { echo "fstests_fuse.sh: needs root (mount)" >&2; exit 1; }
 
-out=${out:-$top/bench-out/fstests-$(date -u +%Y%m%dT%H%M%S)}
+out=${out:-$work/results-$(date -u +%Y%m%dT%H%M%S)}
 mkdir -p "$out" "$work/test" "$work/scratch"
 out=$(cd "$out" && pwd)
 timg=$work/test.img simg=$work/scratch.img
 
-# mount(8) runs /sbin/mount.fuse.extref; ours drops the shim for the server.
-sbin=/sbin/mount.fuse.extref installed=0
+# mount(8) runs /sbin/mount.fuse.SUBTYPE; ours drops the shim for the server.
+sbin=/sbin/mount.fuse.$sub installed=0
 if [ ! -e "$sbin" ]; then
 	printf '#!/bin/sh\n# bench/fstests_fuse.sh, for its run\nunset LD_PRELOAD\nPATH=%s:$PATH\nexport PATH\nexec %s "$@"\n' \
 		"$(dirname "$server")" "$helper" >"$sbin"
@@ -133,14 +137,14 @@ mkimg "$simg"
 
 # fstests compares df -T's type with FSTYP, but the kernel names a FUSE
 # mount with a subtype fuse.SUBTYPE: its df answers fuse for fuse.extref.
-printf '#!/bin/sh\n%s "$@" | awk '"'"'$2 == "fuse.extref" { $2 = "fuse" } 1'"'"'\n' \
+printf '#!/bin/sh\n%s "$@" | awk '"'"'$2 ~ /^fuse\\./ { $2 = "fuse" } 1'"'"'\n' \
 	"$(command -v df)" >"$work/df"
 chmod 755 "$work/df"
 
 cat >"$xfst/local.config" <<EOF
 # written by extref's bench/fstests_fuse.sh
 export FSTYP=fuse
-export FUSE_SUBTYP=.extref
+export FUSE_SUBTYP=.$sub
 export TEST_DEV=$timg
 export TEST_DIR=$work/test
 export SCRATCH_DEV=$simg

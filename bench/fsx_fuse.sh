@@ -7,7 +7,7 @@
 # Usage: bash bench/fsx_fuse.sh [-N OPS] [-S SEED] [-o DIR] [-- FSX-OPTIONS]
 #   -N OPS   operations (default 100000)
 #   -S SEED  fsx's seed (default 1)
-#   -o DIR   fsx's logs and the verdict (default bench-out/fsx-DATE)
+#   -o DIR   fsx's logs and the verdict (default WORKDIR/results-DATE)
 #   -h, --help  this text
 #   FSX-OPTIONS are passed on to fsx (e.g. -l 1048576 -o 131072)
 # Environment: XFSTESTS_DIR (a built fstests tree, default
@@ -57,7 +57,7 @@ shim=$build/fuse/libextref-preload.so
 fsx=$xfst/ltp/fsx
 [ -x "$fsx" ] || { echo "fsx_fuse.sh: $fsx not found: build fstests (XFSTESTS_DIR)" >&2; exit 1; }
 
-out=${out:-$top/bench-out/fsx-$(date -u +%Y%m%dT%H%M%S)}
+out=${out:-$work/results-$(date -u +%Y%m%dT%H%M%S)}
 mkdir -p "$out" "$work/mnt"
 out=$(cd "$out" && pwd)
 img=$work/fsx.img mnt=$work/mnt
