@@ -14,6 +14,9 @@
 #           TEST and SCRATCH images), summary.txt, log, fstests' results/ of
 #           each test, a copy of an image fsck.extref -n complained about
 #   -n      list the tests and exit
+#   --report DIR  print DIR/results.tsv (a run's, finished or not) as
+#           markdown: counts, failures, not-run tests grouped by reason,
+#           fsck.extref -n complaints
 #   -h, --help  this text
 # Environment:
 #   XFSTESTS_DIR   a built fstests tree (default /work/xfstests-src; built with
@@ -41,17 +44,43 @@ set -eu
 
 usage() { sed -n '2,/^set -eu/{/^set -eu/d;s/^# \{0,1\}//;p}' "$0"; }
 
-out= listonly=0
+out= listonly=0 report_dir=
+
+# report TSV: the results as markdown.
+report() {
+	awk -F'\t' '
+	NR == 1 { next }
+	{ n[$2]++; total++ }
+	$2 == "pass" { pass = pass (pass ? " " : "") $1 }
+	$2 == "fail" { fail[++nf] = "| " $1 " | " $4 " |" }
+	$2 == "notrun" { r = $4; sub(/[ \t]+$/, "", r)
+		if (!(r in why)) order[++nr] = r
+		why[r] = why[r] (why[r] ? " " : "") $1 }
+	$5 != "ok" || $6 != "ok" { bad[++nb] = "| " $1 " | " $5 " | " $6 " |" }
+	END {
+		printf "%d tests: %d pass, %d fail, %d not run; fsck.extref -n complained after %d\n\n",
+			total, n["pass"], n["fail"], n["notrun"], nb
+		if (nb) { print "| test | TEST image | SCRATCH image |\n|---|---|---|"
+			for (i = 1; i <= nb; i++) print bad[i]; print "" }
+		print "Passed: " pass "\n"
+		if (nf) { print "| failed | why |\n|---|---|"
+			for (i = 1; i <= nf; i++) print fail[i]; print "" }
+		if (nr) { print "| not run because | tests |\n|---|---|"
+			for (i = 1; i <= nr; i++) print "| " order[i] " | " why[order[i]] " |" }
+	}' "$1"
+}
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h|--help) usage; exit 0 ;;
 	-o) out=$2; shift 2 ;;
 	-n) listonly=1; shift ;;
+	--report) report_dir=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) echo "fstests_fuse.sh: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
 done
+if [ -n "$report_dir" ]; then report "$report_dir/results.tsv"; exit 0; fi
 [ $# -gt 0 ] || set -- quick clone copy_range
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -218,3 +247,4 @@ done
 	printf 'fsck.extref -n complaints: %s\n' \
 		"$(awk -F'\t' 'NR > 1 && ($5 != "ok" || $6 != "ok")' "$tsv" | wc -l)"
 } | tee "$out/summary.txt"
+report "$tsv" >"$out/results.md"
