@@ -143,7 +143,8 @@ if [ ! -e "$sbin" ]; then
 	installed=1
 fi
 
-busy() { fuser -s "$1" 2>/dev/null; }
+# the server holds the image's flock(2) until it has closed it
+busy() { ! flock -n -x "$1" true 2>/dev/null; }
 unmount_all() {
 	local m
 	for m in "$work/test" "$work/scratch"; do

@@ -64,7 +64,7 @@ img=$work/fsx.img mnt=$work/mnt
 
 unmount() {
 	if mountpoint -q "$mnt"; then fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"; fi
-	for _ in $(seq 300); do fuser -s "$img" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq 300); do flock -n -x "$img" true 2>/dev/null && break; sleep 0.1; done
 }
 trap unmount EXIT
 
