@@ -28,6 +28,9 @@
 #   FUSE_OPTS      mount options (default allow_other,default_permissions)
 #   EXCLUDE        tests to skip (space separated), reported as notrun
 #   TEST_TIMEOUT   seconds a test may run (default 1800), then failed
+#   ISOLATE        1 (default): run in a mount namespace of its own (other
+#                  FUSE mounts out of sight: a busy one would stall xfs_io
+#                  and df); 0: in the caller's
 #   SUBTYPE        the mount type's subtype (default extref; another lets two
 #                  runs, each with its own XFSTESTS_DIR and WORKDIR, share the
 #                  machine: mount.fuse.SUBTYPE runs extref-fuse)
@@ -128,6 +131,19 @@ tests=$(expand "$@")
 [ -n "$tests" ] || { echo "fstests_fuse.sh: no tests in $*" >&2; exit 1; }
 if [ $listonly = 1 ]; then echo "$tests"; exit 0; fi
 [ "$(id -u)" = 0 ] || { echo "fstests_fuse.sh: needs root (mount)" >&2; exit 1; }
+
+# In a mount namespace of its own: xfs_io and df stat every mount at
+# start, and wait on any FUSE server busy with a long request (another
+# run's, anyone's); the run's mounts are its own, and the FUSE mounts it
+# inherits are dropped from its view only.
+if [ "${FSTESTS_FUSE_NS:-}" != 1 ] && [ "${ISOLATE:-1}" = 1 ]; then
+	FSTESTS_FUSE_NS=1 exec unshare -m --propagation private \
+		bash "$0" ${out:+-o "$out"} "$@"
+fi
+if [ "${FSTESTS_FUSE_NS:-}" = 1 ]; then
+	awk '$3 ~ /^fuse/ { print $2 }' /proc/self/mounts |
+		while read -r m; do umount -l "$m" 2>/dev/null || true; done
+fi
 
 out=${out:-$work/results-$(date -u +%Y%m%dT%H%M%S)}
 mkdir -p "$out" "$work/test" "$work/scratch"
