@@ -189,6 +189,56 @@ def test_xfs_io_answers_as_on_xfs(tmp_path, fuse, xfs_mnt):
     assert blocks(img, "/dst")[0] == blocks(img, "/src")[0]
 
 
+# A reflink or dedupe whose other side is not a regular file (fstests
+# generic/157 and generic/158): (command, file it is run on, its options).
+SPECIAL_STEPS = [
+    ("reflink {d}/dev 0 0 4096", "file", []),
+    ("reflink {d}/file 0 0 4096", "dev", []),
+    ("reflink {d}/file 0 0 4096", "fifo", ["-n"]),
+    ("dedupe {d}/dev 0 0 4096", "file", []),
+    ("dedupe {d}/file 0 0 4096", "dev", []),
+    ("dedupe {d}/file 0 0 4096", "fifo", ["-n"]),
+    ("dedupe {d}/file 0 0 4096", "dir", ["-r"]),
+]
+
+
+def run_special_steps(d, data):
+    """xfs_io's answer to each of SPECIAL_STEPS in d, then file's bytes."""
+    (d / "file").write_bytes(data)
+    os.mknod(d / "dev", 0o666 | 0o020000, os.makedev(1, 3))
+    os.mkfifo(d / "fifo")
+    (d / "dir").mkdir()
+    outs = []
+    for cmd, name, opts in SPECIAL_STEPS:
+        out = xfs_io([*opts, "-c", cmd.format(d=d), str(d / name)],
+                     env=shim_env())
+        outs.append((cmd, name, [ln.replace(str(d), "D") for ln in out]))
+    return outs, (d / "file").read_bytes()
+
+
+def test_special_files_answer_as_on_xfs(tmp_path, fuse, xfs_mnt):
+    """A device, a FIFO or a directory on either side of a reflink or a
+    dedupe gets the kernel's errno, as the same xfs_io commands get on
+    XFS (EINVAL for a device or FIFO: no remap there; EISDIR), and the
+    file is left as it was."""
+    data = os.urandom(8192)
+    xd = xfs_mnt / "fuse_special"
+    xd.mkdir()
+    try:
+        want, want_bytes = run_special_steps(xd, data)
+    finally:
+        shutil.rmtree(xd)
+    img = make_image(tmp_path, "32M")
+    mnt, _ = fuse(img, "-o", "dev")     # (as mount -t fuse.extref does)
+    got, got_bytes = run_special_steps(mnt, data)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    diffs = [f"{n}: {c}\n  xfs: {w}\n  extref: {g}"
+             for (c, n, w), (_, _, g) in zip(want, got) if w != g]
+    assert not diffs, "\n".join(diffs)
+    assert got_bytes == want_bytes == data
+
+
 def test_filefrag_maps_many_shared_extents(tmp_path, fuse):
     """80 extents, from two files in turn (more than one private ioctl
     holds: the shim asks piece by piece): filefrag -v shows every one,

@@ -74,8 +74,9 @@ static int fail(int err)
 }
 
 /* The descriptors as the kernel checks them before a clone: the source
- * open (EBADF), on the same mount (EXDEV), readable; the destination
- * writable and not append-only (EBADF). */
+ * open (EBADF), on the same mount (EXDEV); both regular files (EISDIR
+ * for a directory, EINVAL for a device, FIFO or socket); the source
+ * readable, the destination writable and not append-only (EBADF). */
 static int clone_fds(int src, int dst, struct stat *sst)
 {
 	struct stat dstat;
@@ -87,6 +88,10 @@ static int clone_fds(int src, int dst, struct stat *sst)
 		return fail(EBADF);
 	if (sst->st_dev != dstat.st_dev)
 		return fail(EXDEV);
+	if (S_ISDIR(sst->st_mode) || S_ISDIR(dstat.st_mode))
+		return fail(EISDIR);
+	if (!S_ISREG(sst->st_mode) || !S_ISREG(dstat.st_mode))
+		return fail(EINVAL);
 	if ((sfl & O_ACCMODE) == O_WRONLY || (dfl & O_ACCMODE) == O_RDONLY ||
 	    (dfl & O_APPEND))
 		return fail(EBADF);
@@ -134,6 +139,12 @@ static void dedupe_one(int src, const struct stat *sst,
 	}
 	if (S_ISDIR(dstat.st_mode)) {
 		i->status = -EISDIR;
+		return;
+	}
+	/* a device, FIFO or socket: no remap there (the kernel's EINVAL);
+	 * the private ioctl would go to its driver */
+	if (!S_ISREG(dstat.st_mode)) {
+		i->status = -EINVAL;
 		return;
 	}
 	(void)src;
