@@ -50,12 +50,12 @@ static int two_files(struct fuse_file_info *fi, __u64 src_ino,
 /*
  * The kernel learns of a clone only from us: its cached size and pages
  * of the destination are dropped (it does so itself after a
- * copy_file_range, never after an ioctl).  ENOENT: nothing cached.
+ * copy_file_range, never after an ioctl), from inval.c's thread.
  */
 static void forget_cached(const char *path)
 {
 	if (path)
-		fuse_invalidate_path(fuse_get_context()->fuse, path);
+		xf_inval(path);
 }
 
 static int do_clone(const char *path, struct fuse_file_info *fi,

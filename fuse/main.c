@@ -62,6 +62,7 @@ static void *xf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * a crash would leave behind): the library keeps it on the orphan
 	 * list until its last release (handle.c) */
 	cfg->hard_remove = 1;
+	xf_inval_start(fuse_get_context()->fuse);
 	return NULL;
 }
 
@@ -203,6 +204,7 @@ static int run(struct fuse_args *args)
 		res = xf_loop(se);
 		fuse_remove_signal_handlers(se);
 	}
+	xf_inval_stop();
 	fuse_unmount(f);
 destroy:
 	fuse_destroy(f);

@@ -129,7 +129,7 @@ int xf_setxattr(const char *path, const char *name, const char *value,
 		/* the mode changed under the kernel's cached attributes
 		 * (it does not drop them after a setxattr) */
 		if (!res)
-			fuse_invalidate_path(fuse_get_context()->fuse, path);
+			xf_inval(path);
 		return res;
 	}
 	return res ? res : xf_err(extref_setxattr(xf.xfs, ino, name, value,

@@ -1,7 +1,8 @@
 /*
  * xfuse.h --- extref-fuse: the state of a mount and the request handlers,
  * by file (main.c: options and the mount; ctx.c: who asks, paths and
- * errors; loop.c: the request loop and the commits; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
+ * errors; loop.c: the request loop and the commits; inval.c: the
+ * kernel's caches dropped from a thread of their own; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
  * acl.c: the requests; handle.c: open files).
  *
  * The server is single-threaded (-s): one request at a time, so the
@@ -27,6 +28,11 @@ struct xfuse {
 	int		batch;		/* requests are steps of a batch */
 };
 extern struct xfuse xf;
+
+/* inval.c */
+void xf_inval_start(struct fuse *f);
+void xf_inval_stop(void);
+void xf_inval(const char *path);
 
 /* loop.c */
 int xf_commit(void);

@@ -333,3 +333,35 @@ def test_other_fuse_servers_are_left_to_the_kernel(tmp_path):
     finally:
         assert stop(mnt, proc) == 0
     helpers.e2fsck_fn(img)
+
+
+def test_clones_into_a_file_being_read_do_not_hang(tmp_path, fuse):
+    """384 clones through the shim into a file another process keeps
+    reading: the server drops the kernel's cached pages of the
+    destination after each from a thread of its own (fuse/inval.c).
+    From the request's handler, as before, the notification waited on a
+    page locked by a read queued behind it: xfs_io and the server hung
+    (fstests generic/168).  Every clone answered within the timeout, the
+    destination's bytes the source's, both checkers clean."""
+    img = make_image(tmp_path, "64M")
+    mnt, _ = fuse(img)
+    src = os.urandom(64 * 4096)
+    (mnt / "a").write_bytes(src)
+    (mnt / "dst").write_bytes(os.urandom(64 * 4096))
+    reader = subprocess.Popen(
+        ["sh", "-c", f"while :; do cat {mnt}/dst >/dev/null; "
+         f"dd if={mnt}/dst of=/dev/null bs=4k iflag=direct 2>/dev/null; "
+         "done"])
+    try:
+        cmds = []
+        for _ in range(6):
+            for i in range(64):
+                cmds += ["-c", f"reflink {mnt}/a {i * 4096} {i * 4096} 4096"]
+        out = xfs_io([*cmds, str(mnt / "dst")], env=shim_env())
+    finally:
+        reader.kill()
+        reader.wait()
+    assert len([ln for ln in out if ln.startswith("linked 4096/")]) == 384
+    assert (mnt / "dst").read_bytes() == src
+    assert fuse.stop(mnt) == 0
+    clean(img)

@@ -111,7 +111,12 @@ static int do_clone(int dst, int src, __u64 soff, __u64 len, __u64 doff)
 	c.src_offset = soff;
 	c.src_length = len;
 	c.dest_offset = doff;
-	return real_ioctl(dst, XFUSE_IOC_CLONE, &c) ? -1 : 0;
+	if (real_ioctl(dst, XFUSE_IOC_CLONE, &c))
+		return -1;
+	/* the caller's cached pages of what changed go now (the server
+	 * drops the kernel's cache too, from a thread of its own) */
+	(void)posix_fadvise(dst, (off_t)doff, (off_t)len, POSIX_FADV_DONTNEED);
+	return 0;
 }
 
 /* One destination of FIDEDUPERANGE: its status and bytes_deduped. */
