@@ -48,6 +48,9 @@ void xf_identity_caps(__u32 caps)
 /* The negative errno FUSE wants for a library error (0 for none). */
 int xf_err(errcode_t err)
 {
+	/* a step rolled back, a batch dropped: names may have gone */
+	if (err && err != EXT2_ET_FILE_NOT_FOUND)
+		xf_pathcache_forget();
 	return err ? -extref_errno(err) : 0;
 }
 
@@ -71,10 +74,16 @@ static int names_fit(const char *path)
 int xf_ino(const char *path, ext2_ino_t *ino)
 {
 	int res = names_fit(path);
+	int root = fuse_get_context()->uid == 0;
 
 	xf_identity();
-	return res ? res : xf_err(extref_namei(xf.xfs, EXT2_ROOT_INO,
-					       EXT2_ROOT_INO, path, 0, ino));
+	if (res || (root && xf_pathcache_get(path, ino)))
+		return res;
+	res = xf_err(extref_namei(xf.xfs, EXT2_ROOT_INO, EXT2_ROOT_INO, path,
+				  0, ino));
+	if (!res && root)
+		xf_pathcache_put(path, *ino);
+	return res;
 }
 
 /* The directory holding path and the last name of path (pointing into

@@ -166,6 +166,7 @@ static int remove_name(const char *path, int flags)
 		keep = EXTREF_UNLINK_KEEP;
 	if (!res)
 		res = xf_err(extref_unlink(xf.xfs, dir, name, flags | keep));
+	xf_pathcache_forget();	/* the name, and every path below it */
 	if (!res)
 		after_drop(ino, keep);
 	return res;
@@ -202,6 +203,7 @@ int xf_rename(const char *from, const char *to, unsigned int flags)
 		keep = EXTREF_RENAME_KEEP;
 	res = xf_err(extref_rename(xf.xfs, odir, oname, ndir, nname,
 				   (int)flags | keep));
+	xf_pathcache_forget();	/* both names, and every path below */
 	if (!res)
 		after_drop(gone, keep);
 	return res;

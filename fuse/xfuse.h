@@ -1,7 +1,8 @@
 /*
  * xfuse.h --- extref-fuse: the state of a mount and the request handlers,
  * by file (main.c: options and the mount; ctx.c: who asks, paths and
- * errors; loop.c: the request loop and the commits; inval.c: the
+ * errors; pathcache.c: paths' inodes remembered; loop.c: the request
+ * loop and the commits; inval.c: the
  * kernel's caches dropped from a thread of their own; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
  * acl.c: the requests; handle.c: open files).
  *
@@ -28,6 +29,11 @@ struct xfuse {
 	int		batch;		/* requests are steps of a batch */
 };
 extern struct xfuse xf;
+
+/* pathcache.c */
+int xf_pathcache_get(const char *path, ext2_ino_t *ino);
+void xf_pathcache_put(const char *path, ext2_ino_t ino);
+void xf_pathcache_forget(void);
 
 /* inval.c */
 void xf_inval_start(struct fuse *f);

@@ -792,3 +792,42 @@ def test_rename_link_mknod_times_fallocate(tmp_path, fuse, loop_mount):
     assert os.stat(ro / "d1/hard").st_mtime_ns == 2_000_000_456
     assert os.stat(ro / "d1/hard").st_atime_ns == 1_000_000_123
     assert os.stat(ro / "d2/g/..").st_ino == os.stat(ro / "d2").st_ino
+
+
+def test_paths_resolve_anew_after_renames_and_removals(tmp_path, fuse,
+                                                       loop_mount):
+    """The server remembers paths' inodes (fuse/pathcache.c): after a
+    directory is renamed over another, a file replaced by rename, and a
+    directory removed and made again, every old path answers ENOENT or
+    the new file, every new path its own bytes, as on the host; after
+    the unmount a kernel read-only mount agrees."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    for d in ("a", "b"):
+        (mnt / d / "sub").mkdir(parents=True)
+        (mnt / d / "sub" / "f").write_bytes(d.encode() * 100)
+    for p in ("a/sub/f", "b/sub/f", "a", "b"):
+        os.stat(mnt / p)                      # remembered
+    shutil.rmtree(mnt / "b")
+    os.rename(mnt / "a", mnt / "b")
+    with pytest.raises(FileNotFoundError):
+        os.stat(mnt / "a/sub/f")
+    assert (mnt / "b/sub/f").read_bytes() == b"a" * 100
+    (mnt / "x").write_bytes(b"x1")
+    (mnt / "y").write_bytes(b"y1")
+    os.stat(mnt / "x")
+    os.rename(mnt / "y", mnt / "x")
+    assert (mnt / "x").read_bytes() == b"y1"
+    with pytest.raises(FileNotFoundError):
+        os.stat(mnt / "y")
+    shutil.rmtree(mnt / "b/sub")
+    (mnt / "b/sub").mkdir()
+    (mnt / "b/sub/g").write_bytes(b"g")
+    with pytest.raises(FileNotFoundError):
+        os.stat(mnt / "b/sub/f")
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert sorted(p.name for p in ro.iterdir()) == ["b", "lost+found", "x"]
+    assert (ro / "x").read_bytes() == b"y1"
+    assert sorted(p.name for p in (ro / "b/sub").iterdir()) == ["g"]
