@@ -15,6 +15,7 @@
  * once the loop answers it.  The shim (fuse/shim) also drops the
  * caller's cached pages of a clone's destination after the ioctl.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -75,16 +76,23 @@ void xf_inval_start(struct fuse *f)
 	q.running = !pthread_create(&q.thread, NULL, worker, NULL);
 }
 
-/* After the loop: what is queued is written, then the thread ends. */
+/* After the loop: what is queued is written, then the thread ends; a
+ * notification the loop can no longer unblock (a signal ended it while
+ * mounted) is left behind after a second. */
 void xf_inval_stop(void)
 {
+	struct timespec until;
+
 	if (!q.running)
 		return;
 	pthread_mutex_lock(&q.lock);
 	q.stop = 1;
 	pthread_cond_signal(&q.cond);
 	pthread_mutex_unlock(&q.lock);
-	pthread_join(q.thread, NULL);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	if (pthread_timedjoin_np(q.thread, NULL, &until))
+		pthread_detach(q.thread);
 	q.running = 0;
 }
 
