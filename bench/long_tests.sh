@@ -1,7 +1,8 @@
 #!/bin/bash
 # long_tests.sh --- the test runs left out of make check (which stays
 # within 15 minutes on 2 cores): the files marked long (-m long), then
-# the fuzzers run longer than make check runs them.
+# the fuzzers run longer than make check runs them, and the crash sweeps
+# at every write point (EXTREF_CRASH_FULL=1).
 #
 # Usage: bash bench/long_tests.sh [PYTEST-ARGS...]
 #   EXTREF_BUILD_DIR   the build to test (default: build-test, as
@@ -20,3 +21,5 @@ EXTREF_FUZZ_SEEDS=${EXTREF_FUZZ_SEEDS:-2000} \
 EXTREF_LIBFUZZER_SECONDS=${EXTREF_LIBFUZZER_SECONDS:-60} \
 	/usr/bin/python3 -m pytest -q --durations=10 "$@" \
 	tests/test_fuzz.py tests/test_libfuzzer.py
+EXTREF_CRASH_FULL=1 /usr/bin/python3 -m pytest -q --durations=10 "$@" \
+	tests/test_crash.py tests/test_crash_txn.py tests/test_split_txn.py

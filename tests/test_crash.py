@@ -17,7 +17,7 @@ For each operation (reflink, reflink -r of a small tree, clone_range,
 dedupe, a copy-on-write pwrite into a shared file, truncate and punch of a
 shared file, rm of one of two sharing files) a small image is prepared
 (files, some shared, some untouched), and for N in 1..W (all points when
-W <= 60, else 60 evenly spread ones; every 5th point also as a power cut)
+W <= 40, else 40 evenly spread ones; every 5th point also as a power cut)
 a copy of the image is crashed at N and checked:
 
 before any repair (test_crash):
@@ -80,7 +80,7 @@ needs_faults = pytest.mark.skipif(_NO_FAULTS is not None,
 pytestmark = pytest.mark.crash
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
-POINT_LIMIT = 200 if FULL else 60
+POINT_LIMIT = 200 if FULL else 40
 POWERCUT_EVERY = 2 if FULL else 5
 KEEP_FAILED = 3
 

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.crash,
                                  reason=_NO_FAULTS or "")]
 
 FULL = os.environ.get("EXTREF_CRASH_FULL") == "1"
-POINT_LIMIT = 400 if FULL else 24
+POINT_LIMIT = 400 if FULL else 16
 POWERCUT_EVERY = 2 if FULL else 4
 
 FILES = {"/keep": 7000, "/src": 24676, "/shared": 32768, "/dst": 32768,
