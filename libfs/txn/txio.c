@@ -579,8 +579,8 @@ void xr_txio_sp_end(struct xr_txio *t)
 int xr_txio_sp_changed(struct xr_txio *t)
 {
 	return t->sp_on && (t->nundo || t->nrev != t->sp_nrev ||
-			    memcmp(t->rev, t->sp_rev,
-				   t->nrev * sizeof(*t->rev)));
+			    (t->nrev && memcmp(t->rev, t->sp_rev,
+					       t->nrev * sizeof(*t->rev))));
 }
 
 /* The entry of u's block (kept by compact while the savepoint lasts). */

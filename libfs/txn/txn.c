@@ -755,9 +755,9 @@ static errcode_t batch_lost(struct xr_tx *tx, errcode_t err)
 static errcode_t step_begin(struct xr_tx *tx)
 {
 	errcode_t err = tx->lost;
+	blk64_t held = err ? 0 : commit_blocks(tx);
 
-	if (!err && (commit_blocks(tx) > tx->max_blocks / 2 ||
-		     commit_blocks(tx) > XR_BATCH_HELD)) {
+	if (held > tx->max_blocks / 2 || held > XR_BATCH_HELD) {
 		err = commit(tx);
 		if (err)
 			return batch_lost(tx, err);
