@@ -8,12 +8,15 @@
 #   TREE=DIR   the source (default /usr/share), copied twice: v1, and v2 with
 #              CHANGE percent (default 20) of its regular files rewritten
 #              (a byte changed in each) and as many new small files
-#   JOURNALS="MB ..." the images' journals, one case each (default
-#              "default 4": "default" passes no -J, so the image has the
-#              journal mkfs.extref gives an image of that size, what a user
-#              gets; 4 is mkfs.extref's small journal (an image sized from a
-#              source under 4 GiB), which this build grows to hold the
-#              update); JOURNAL=MB one case
+#   JOURNALS="CASE ..." one case each (default "default auto"):
+#              "default" passes no -J, so the image has the journal
+#              mkfs.extref gives an image of SIZE, what a user gets;
+#              "auto" passes no size either: the image is sized from v1
+#              (5% headroom, and a journal that holds a rewrite of v1's
+#              metadata: plan_size.c), and the update runs with --grow;
+#              a number MB passes -J size=MB (4: a journal forced small,
+#              which the update grows to hold its commit); JOURNAL=CASE
+#              one case
 #   SIZE=SIZE  the image's size (default: twice the source and 256 MiB)
 #
 # Each case: an image made with mkfs.extref [-J size=MB] -d v1; each run a
@@ -79,19 +82,24 @@ used() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Block count/ {b=$2} /^Free bl
 jlen() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Total journal blocks/ {print $2+0}'; }
 
 bench_case() {	# journal MB
-	local jmb=$1 size before jbefore
-	declare -A times=() peak=() after=() host=() status=() grown=() data=()
+	local jmb=$1 size before jbefore grow
+	declare -A times=() peak=() after=() host=() status=() grown=() data=() blocks=()
 	# room for v2 beside v1: twice the source, and 256 MiB
 	size=${SIZE:-$(( $(du -sm "$work/v1" | cut -f1) * 2 + 256 ))M}
 	rm -f "$work/base.img"
-	if [ "$jmb" = default ]; then
+	grow=
+	if [ "$jmb" = auto ]; then
+		"$new" -q -d "$work/v1" "$work/base.img"
+		grow=--grow
+		echo "case: an image mkfs.extref sizes from v1 (its journal too), updated with --grow"
+	elif [ "$jmb" = default ]; then
 		"$new" -q -d "$work/v1" "$work/base.img" "$size"
 		echo "case: the journal mkfs.extref picks for a $size image"
 	else
 		"$new" -q -J "size=$jmb" -d "$work/v1" "$work/base.img" "$size"
 		echo "case: a ${jmb} MiB journal"
 	fi
-	dumpe2fs -h "$work/base.img" 2>/dev/null | grep -E "^(Block size|Total journal size|Inode size)" | sed 's/^/  /'
+	dumpe2fs -h "$work/base.img" 2>/dev/null | grep -E "^(Block count|Block size|Total journal size|Inode size)" | sed 's/^/  /'
 	before=$(used "$work/base.img")
 	jbefore=$(jlen "$work/base.img")
 
@@ -99,7 +107,7 @@ bench_case() {	# journal MB
 		local img=$work/run.img t0 t1 out rc=0 bs written
 		cp --sparse=always "$work/base.img" "$img"
 		t0=$(date +%s.%N)
-		out=$("$2" --update -d "$work/v2" "$img" 2>&1) || rc=$?
+		out=$("$2" --update $grow -d "$work/v2" "$img" 2>&1) || rc=$?
 		t1=$(date +%s.%N)
 		if [ $rc -ne 0 ]; then
 			status[$1]=$(echo "$out" | tail -1 | cut -c1-160)
@@ -108,6 +116,7 @@ bench_case() {	# journal MB
 		times[$1]+="$(echo "$t1 - $t0" | bc) "
 		after[$1]=$(used "$img")
 		host[$1]=$(du -B1 "$img" | cut -f1)
+		blocks[$1]=$(dumpe2fs -h "$img" 2>/dev/null | awk -F: '/^Block count/ {print $2+0}')
 		grown[$1]=$(( $(jlen "$img") - jbefore ))
 		bs=$(dumpe2fs -h "$img" 2>/dev/null | awk -F: '/^Block size/ {print $2+0}')
 		written=$(echo "$out" | awk '/new data written/ {print $4}')
@@ -133,7 +142,7 @@ bench_case() {	# journal MB
 			continue
 		fi
 		read -r mn md <<<"$(stats "${times[$k]}")"
-		echo "  $k: min ${mn}s median ${md}s; blocks in use $before before, ${after[$k]} after, journal grew ${grown[$k]}, peak ~${peak[$k]} (before + changed data ${data[$k]} + $(( peak[$k] - before - data[$k] )): $(echo "scale=1; 100 * (${peak[$k]} - $before - ${data[$k]}) / ${data[$k]}" | bc)% of the changed data); host bytes ${host[$k]}"
+		echo "  $k: min ${mn}s median ${md}s; blocks in use $before before, ${after[$k]} after, journal grew ${grown[$k]}, peak ~${peak[$k]} (before + changed data ${data[$k]} + $(( peak[$k] - before - data[$k] )): $(echo "scale=1; 100 * (${peak[$k]} - $before - ${data[$k]}) / ${data[$k]}" | bc)% of the changed data); host bytes ${host[$k]}; block count after ${blocks[$k]}"
 		eval "med_$k=$md"
 	done
 	if [ -n "$old" ] && [ -z "${status[new]:-}" ] && [ -z "${status[old]:-}" ]; then
@@ -145,6 +154,6 @@ stats() {	# "t1 t2 ..." -> "min median"
 	echo "$1" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "%.2f %.2f", a[1], a[int((NR+1)/2)]}'
 }
 
-for jmb in ${JOURNAL:-${JOURNALS:-default 4}}; do
+for jmb in ${JOURNAL:-${JOURNALS:-default auto}}; do
 	bench_case "$jmb"
 done

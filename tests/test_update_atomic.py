@@ -651,3 +651,42 @@ def test_real_signals(trees, tmp_path):
         assert not probs, (delay, probs)
         assert tree_of(img, tmp_path) in (trees["old"], new), delay
     assert killed[0], "the update ended before the first signal"
+
+
+def test_auto_sized_journal_holds_a_rewrite_of_every_inode(tmp_path):
+    """An image mkfs.extref sizes itself gets a journal that holds one
+    transaction rewriting every metadata block of its source
+    (plan_size.c), so an update that changes every inode commits once
+    and the journal does not grow.  5,000 files with 1 KiB blocks and
+    1 KiB inodes: their inode table blocks alone are more than the
+    4 MiB journal (4,096 blocks) such an image used to get.  The update
+    changes every file's mode: the journal's length is the same (stock
+    dumpe2fs), its sequence one more (one commit), both checkers clean,
+    and every mode new for stock debugfs."""
+    v1 = tmp_path / "v1" / "t"
+    for d in range(10):
+        sub = v1 / f"d{d}"
+        sub.mkdir(parents=True)
+        for i in range(500):
+            (sub / f"f{i:03d}").touch(mode=0o644)
+            os.chmod(sub / f"f{i:03d}", 0o644)
+    img = tmp_path / "auto.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-b", "1024", "-I",
+                 "1024", "-d", str(tmp_path / "v1"), str(img)])
+    hdr = helpers.dumpe2fs_header(img)
+    length, seq = jblocks(img), int(hdr["Journal sequence"], 16)
+    assert length > 5000, hdr
+    for f in v1.glob("d*/f*"):
+        os.chmod(f, 0o600)
+    res = helpers.run([helpers.binary("mkfs.extref"), "--update", "-d",
+                       str(tmp_path / "v1"), str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    assert "journal grew" not in res.stdout, res.stdout
+    hdr = helpers.dumpe2fs_header(img)
+    assert jblocks(img) == length, hdr
+    assert int(hdr["Journal sequence"], 16) == seq + 1, hdr
+    assert crashlib.checkers_clean(img) == []
+    for d, i in ((0, 0), (4, 250), (9, 499)):
+        out = crashlib._run(["debugfs", "-R", f"stat /t/d{d}/f{i:03d}",
+                             str(img)]).stdout
+        assert re.search(r"Mode:\s+0?0600\b", out), out

@@ -6,8 +6,7 @@
  * entries, its data blocks (with EXTREF_DEDUPE_BLOCK the distinct ones
  * only: the build writes each once) and the blocks its directories,
  * symlinks, extended attributes and extent trees need.  To that come the
- * tree's nodes, the journal (4 MiB, or 1/1024 of the content above
- * 4 GiB), and the group metadata of a filesystem of that many blocks and
+ * tree's nodes, the journal (below: journal_mib), and the group metadata of a filesystem of that many blocks and
  * inodes, which libext2fs computes itself (ext2fs_initialize on nothing,
  * with the features mkfs.extref's mke2fs configuration gives); then the
  * headroom, in blocks and inodes alike.  No blocks are reserved for root.
@@ -57,14 +56,36 @@ static blk64_t overhead(unsigned int bs, blk64_t blocks, __u32 inodes,
 	return over;
 }
 
-/* The journal's size in MiB for content bytes. */
-static unsigned int journal_mib(__u64 content)
+/*
+ * The journal's size in MiB: 4 MiB, or 1/1024 of the content above
+ * 4 GiB, and at least what one transaction rewriting every metadata
+ * block the source needs takes (each entry's inode table block, its
+ * directory, symlink, xattr and extent blocks, the tree's nodes, the
+ * groups' bitmaps and descriptors; an eighth more for the log's own
+ * descriptor blocks and slack), so that an update of a tree of the same
+ * shape, even one replacing every file, commits once without growing
+ * the journal (TRANSACTIONS.md).  At most 1 GiB; -J size= wins.
+ */
+static unsigned int journal_mib(const struct extref_source_size *s,
+				__u64 content, unsigned int bs,
+				unsigned int isize)
 {
-	__u64 j = content > (4ULL << 30) ? content / 1024 : JOURNAL_SMALL;
+	__u64 j = content * bs > (4ULL << 30) ? content * bs / 1024
+					       : JOURNAL_SMALL;
+	__u64 groups = content / (8ULL * bs) + 1, meta;
 
 	if (j > (128ULL << 20))
 		j = 128ULL << 20;
-	return (unsigned int)(j >> 20);
+	meta = s->entries / (isize < bs ? bs / isize : 1) + groups +
+	       s->meta_blocks +
+	       (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) +
+	       2 * groups + groups * 64 / bs + 4;
+	meta = (meta + meta / 8) * bs;
+	if (meta > (1ULL << 30))
+		meta = 1ULL << 30;
+	if (meta > j)
+		j = meta;
+	return (unsigned int)((j + (1ULL << 20) - 1) >> 20);
 }
 
 /*
@@ -106,7 +127,7 @@ errcode_t extref_build_plan_size(const struct extref_source_size *s,
 	 * most one record per shared block, 254 a node (4 KiB) */
 	content = s->distinct_blocks + s->meta_blocks + 16384 / bs + 1 +
 		  (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) + 2;
-	p->journal_mib = journal_mib(content * bs);
+	p->journal_mib = journal_mib(s, content, bs, isize);
 	jblocks = p->no_journal ? 0 : ((__u64)p->journal_mib << 20) / bs;
 	total = content + jblocks;
 	for (i = 0; i < 4; i++)		/* more groups, more metadata */
