@@ -231,7 +231,8 @@ errcode_t extref_pwrite(extref_fs_t fs, ext2_ino_t ino, __u64 off,
 errcode_t extref_pread(extref_fs_t fs, ext2_ino_t ino, __u64 off, void *buf,
 		       __u64 len, __u64 *got);
 
-/* Set the size; blocks past it lose their mapping, a partial tail is zeroed. */
+/* Set the size; at most the old one, blocks past it lose their mapping and
+ * a partial tail is zeroed; growing keeps blocks past the old end (ext4). */
 errcode_t extref_truncate(extref_fs_t fs, ext2_ino_t ino, __u64 size);
 
 /*

@@ -696,6 +696,65 @@ def test_seek_data_and_hole_as_ext4_answers(tmp_path, fuse, loop_mount):
     assert got.count(None) > 0 and len(set(got)) > 6
 
 
+def fiemap_kinds(path):
+    """[(first, last, 'data' or 'unwritten')] of path in 512-byte units,
+    by stock xfs_io fiemap (merged as fstests' _filter_fiemap does)."""
+    out = helpers.run(["xfs_io", "-r", "-c", "fiemap -v",
+                       str(path)]).stdout
+    got = []
+    for m in re.finditer(r"\[(\d+)\.\.(\d+)\]:\s+(\S+)\s+\d+"
+                         r"(?:\s+(0x[0-9a-f]+))?", out):
+        if m.group(3) == "hole":
+            continue
+        kind = "unwritten" if int(m.group(4), 16) & 0x800 else "data"
+        first, last = int(m.group(1)), int(m.group(2))
+        if got and got[-1][2] == kind and got[-1][1] + 1 == first:
+            got[-1] = (got[-1][0], last, kind)
+        else:
+            got.append((first, last, kind))
+    return got
+
+
+def test_truncate_keeps_preallocation_as_ext4(tmp_path, fuse, loop_mount):
+    """fstests generic/092's sequence: fallocate KEEP_SIZE of 10 MiB,
+    5 MiB written, truncate to the same size (the blocks past EOF go,
+    as ext4 truncates at a size at most the old one), KEEP_SIZE again
+    to 10 MiB, then truncate up to 7 MiB: growing keeps the unwritten
+    blocks past the new size.  Through the mount, then the fiemap of a
+    kernel read-only mount of the image, against the same sequence on
+    the kernel's own ext4 (a loop mount, read-write)."""
+    def sequence(path, fiemap_at):
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            helpers.run(["xfs_io", "-c", "falloc -k 0 10M", "-c",
+                         "pwrite 0 5M", "-c", "truncate 5M", "-c", "fsync",
+                         str(path)])
+            first = fiemap_at()
+            helpers.run(["xfs_io", "-c", "falloc -k 5M 5M", "-c",
+                         "truncate 7M", str(path)])
+        finally:
+            os.close(fd)
+        return first
+
+    ext4 = tmp_path / "ext4.img"
+    helpers.run(["truncate", "-s", "64M", str(ext4)])
+    helpers.run(["mkfs.ext4", "-q", str(ext4)])
+    e4, _ = loop_mount(ext4, options="rw")
+    want_first = sequence(e4 / "f", lambda: fiemap_kinds(e4 / "f"))
+    want = fiemap_kinds(e4 / "f")
+    assert want_first == [(0, 10239, "data")]
+    assert want == [(0, 10239, "data"), (10240, 20479, "unwritten")]
+
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    sequence(mnt / "f", lambda: None)
+    assert os.stat(mnt / "f").st_size == 7 << 20
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert fiemap_kinds(ro / "f") == want
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server

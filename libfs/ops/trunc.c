@@ -120,9 +120,11 @@ static errcode_t truncate_op(extref_fs_t xfs, ext2_ino_t ino, __u64 size)
 	/*
 	 * Mappings go before the size: an interrupted truncate leaves a
 	 * hole at the end of a file of the old size, which e2fsck accepts,
-	 * rather than blocks past EOF.
+	 * rather than blocks past EOF.  Growing keeps what lies past the
+	 * old end (fallocate KEEP_SIZE's unwritten blocks), as ext4 does:
+	 * it truncates blocks only for a size at most the old one.
 	 */
-	if (!err)
+	if (!err && size <= old)
 		err = drop_blocks(xfs, ino, &inode, xr_size_blocks(fs, size),
 				  1ULL << 32);
 	if (!err) {
