@@ -151,6 +151,7 @@ struct extref_source_size {
 	__u64	data_blocks;
 	__u64	distinct_blocks;
 	__u64	meta_blocks;
+	__u64	dir_blocks;	/* of meta_blocks, the directories' */
 };
 errcode_t extref_source_measure(const char *dir, unsigned int blocksize,
 				int mode, extref_progress_func progress,

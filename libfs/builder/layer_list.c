@@ -104,6 +104,7 @@ static errcode_t measure(const struct extref_build_input_opts *o,
 		sum->data_blocks += s.data_blocks;
 		sum->distinct_blocks += s.distinct_blocks;
 		sum->meta_blocks += s.meta_blocks;
+		sum->dir_blocks += s.dir_blocks;
 	}
 	if (o->flags & EXTREF_SOURCE_SIZED)
 		in->need = (sum->data_blocks + sum->meta_blocks) *

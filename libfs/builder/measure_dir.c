@@ -136,7 +136,9 @@ static void dir_blocks(struct measure *m, __u64 bytes)
 {
 	__u64 room = m->core.bs - 12, n = (bytes + room - 1) / room;
 
-	m->s->meta_blocks += n > 1 ? n * 3 / 2 + 1 : 1;
+	n = n > 1 ? n * 3 / 2 + 1 : 1;
+	m->s->meta_blocks += n;
+	m->s->dir_blocks += n;
 }
 
 static errcode_t entry(struct measure *m, int dfd, const char *name,

@@ -58,13 +58,13 @@ static blk64_t overhead(unsigned int bs, blk64_t blocks, __u32 inodes,
 
 /*
  * The journal's size in MiB: 4 MiB, or 1/1024 of the content above
- * 4 GiB, and at least what one transaction rewriting every metadata
- * block the source needs takes (each entry's inode table block, its
- * directory, symlink, xattr and extent blocks, the tree's nodes, the
- * groups' bitmaps and descriptors; an eighth more for the log's own
- * descriptor blocks and slack), so that an update of a tree of the same
- * shape, even one replacing every file, commits once without growing
- * the journal (TRANSACTIONS.md).  At most 1 GiB; -J size= wins.
+ * 4 GiB, and at least what one transaction rewriting the metadata an
+ * update journals takes (the inode table blocks of the source's
+ * entries, its directories' blocks, the tree's nodes, the groups'
+ * bitmaps and descriptors; an eighth more for the log's descriptor
+ * blocks and slack), so that an update of a tree of the same shape,
+ * even one that changes every entry, commits once without growing the
+ * journal (TRANSACTIONS.md).  At most 1 GiB; -J size= wins.
  */
 static unsigned int journal_mib(const struct extref_source_size *s,
 				__u64 content, unsigned int bs,
@@ -77,7 +77,7 @@ static unsigned int journal_mib(const struct extref_source_size *s,
 	if (j > (128ULL << 20))
 		j = 128ULL << 20;
 	meta = s->entries / (isize < bs ? bs / isize : 1) + groups +
-	       s->meta_blocks +
+	       s->dir_blocks +
 	       (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) +
 	       2 * groups + groups * 64 / bs + 4;
 	meta = (meta + meta / 8) * bs;

@@ -648,8 +648,10 @@ static void measure_meta(struct archive_entry *e, struct xr_measure *m,
 	base = path ? strrchr(path, '/') : NULL;
 	base = base ? base + 1 : path ? path : "";
 	*dirent_bytes += (8 + strlen(base) + 3) & ~3UL;
-	if (archive_entry_filetype(e) == AE_IFDIR)
+	if (archive_entry_filetype(e) == AE_IFDIR) {
 		m->s->meta_blocks++;
+		m->s->dir_blocks++;
+	}
 	sl = archive_entry_symlink(e);
 	if (archive_entry_filetype(e) == AE_IFLNK && sl && strlen(sl) >= 60)
 		m->s->meta_blocks++;
@@ -753,6 +755,7 @@ errcode_t extref_archive_measure2(int fd, unsigned int blocksize, int mode,
 		*why = strdup(archive_error_string(a));
 	/* the directories' entries, half full once hashed */
 	s->meta_blocks += dirent_bytes / (blocksize - 12) * 3 / 2;
+	s->dir_blocks += dirent_bytes / (blocksize - 12) * 3 / 2;
 	s->entries++;			/* the root */
 	xr_measure_end(&m);
 	xr_pop_table_free(&dirs);

@@ -303,6 +303,7 @@ void xr_src_measure(const struct xr_src *s, unsigned int bs,
 	out->distinct_blocks = out->data_blocks;
 	/* directories (and a block each for growth), symlinks and attribute
 	 * blocks, extent tree blocks */
+	out->dir_blocks = (s->dir_bytes + bs - 1) / bs + s->inline_dirs;
 	out->meta_blocks = (s->dir_bytes + bs - 1) / bs + s->inodes / 16 +
 			   s->meta + s->inline_dirs + s->runs / (bs / 12) + 1;
 }
