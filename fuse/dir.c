@@ -217,7 +217,13 @@ int xf_link(const char *from, const char *to)
 
 	if (!res)
 		res = xf_parent(to, &dir, &name);
-	return res ? res : xf_err(extref_link(xf.xfs, ino, dir, name));
+	if (!res)
+		res = xf_err(extref_link(xf.xfs, ino, dir, name));
+	/* the kernel holds each name as an inode of its own (libfuse's
+	 * high-level API): the old name's ctime and link count are new */
+	if (!res)
+		xf_inval(from);
+	return res;
 }
 
 /* Devices, FIFOs, sockets (and regular files): the identity's owner, its

@@ -6,10 +6,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <mntent.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <et/com_err.h>
 #include "xfuse.h"
 #include <fuse_lowlevel.h>
@@ -215,6 +217,52 @@ out:
 
 /* ----- the image ----- */
 
+/* Whether a FUSE mount of image is in this mount namespace (1 when
+ * that cannot be told). */
+static int mounted_here(const char *image)
+{
+	char real[PATH_MAX], other[PATH_MAX];
+	struct mntent *m;
+	FILE *f;
+	int found = 0;
+
+	if (!realpath(image, real) || !(f = setmntent("/proc/self/mounts", "r")))
+		return 1;
+	while (!found && (m = getmntent(f)))
+		found = !strncmp(m->mnt_type, "fuse", 4) &&
+			realpath(m->mnt_fsname, other) && !strcmp(real, other);
+	endmntent(f);
+	return found;
+}
+
+#define XF_LOCK_WAIT_MS	10000
+
+/*
+ * Open the image, waiting for a lock a process holds while no mount of
+ * the image is left here: an unmount returns before the server that
+ * served it has committed and let the image go, and `umount; mount`
+ * must work (fstests' cycle mounts).  A mounted image is refused at
+ * once; after XF_LOCK_WAIT_MS as well.
+ */
+static errcode_t open_waiting(const char *image, int flags)
+{
+	int waited = 0;
+	errcode_t err;
+
+	for (;;) {
+		err = extref_fs_open(image, flags, &xf.xfs, NULL);
+		if ((err != EXTREF_ERR_LOCKED_WRITER &&
+		     err != EXTREF_ERR_LOCKED_READER) ||
+		    waited >= XF_LOCK_WAIT_MS || mounted_here(image))
+			return err;
+		if (waited == 1000)
+			fprintf(stderr, "%s: %s: waiting for the lock (%s)\n",
+				PROG_NAME, image, extref_image_lock_holder());
+		usleep(50 * 1000);
+		waited += 50;
+	}
+}
+
 /* Open the image for the whole mount: read-write as every writer does
  * (lock, replay, verify), or read-only under a shared lock. */
 static int open_image(const char *image, int ro)
@@ -228,7 +276,7 @@ static int open_image(const char *image, int ro)
 			extref_build_convert_left_note(image));
 		return 1;
 	}
-	err = extref_fs_open(image, flags, &xf.xfs, NULL);
+	err = open_waiting(image, flags);
 	if (err) {
 		com_err(PROG_NAME, err, "while opening %s", image);
 		holder = extref_image_lock_holder();

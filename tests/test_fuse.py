@@ -755,6 +755,42 @@ def test_truncate_keeps_preallocation_as_ext4(tmp_path, fuse, loop_mount):
     assert fiemap_kinds(ro / "f") == want
 
 
+def test_mount_right_after_umount(tmp_path, fuse):
+    """umount returns before the server has committed and let the image
+    go; a mount right after it waits for the lock (fstests' cycle
+    mounts) instead of refusing.  Three rounds of 30 MiB written, umount
+    by the kernel, mount again at once: every mount works, every file is
+    there, both checkers clean."""
+    img = make_image(tmp_path, "256M")
+    data = os.urandom(30 << 20)
+    for i in range(3):
+        mnt, proc = fuse(img)
+        for j in range(i):
+            assert (mnt / f"f{j}").read_bytes() == data, j
+        (mnt / f"f{i}").write_bytes(data)
+        helpers.run(["umount", str(mnt)])
+    assert fuse.stop(mnt) == 0
+    clean(img)
+
+
+def test_link_updates_the_old_names_ctime(tmp_path, fuse):
+    """link(2) changes the inode's ctime and link count; the kernel
+    holds each name as an inode of its own (libfuse's path API), so the
+    server drops the old name's cached attributes (fstests
+    generic/236)."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "a").write_bytes(b"x")
+    before = os.stat(mnt / "a")
+    time.sleep(1.1)
+    os.link(mnt / "a", mnt / "b")
+    after = os.stat(mnt / "a")
+    assert after.st_ctime_ns > before.st_ctime_ns
+    assert after.st_nlink == 2
+    assert fuse.stop(mnt) == 0
+    clean(img)
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
