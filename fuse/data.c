@@ -13,9 +13,15 @@
 #include <limits.h>
 #include "xfuse.h"
 
+/* The kernel's __FMODE_EXEC: execve(2) opens the file with it, having
+ * checked execute permission only (a mode of 0111 runs). */
+#define XF_FMODE_EXEC	0x20
+
 /* What open(2)'s access mode asks of the file. */
 static int may_of(int flags)
 {
+	if ((flags & XF_FMODE_EXEC) && (flags & O_ACCMODE) == O_RDONLY)
+		return EXTREF_MAY_EXEC;
 	switch (flags & O_ACCMODE) {
 	case O_WRONLY:
 		return EXTREF_MAY_WRITE;

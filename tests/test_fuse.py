@@ -791,6 +791,27 @@ def test_link_updates_the_old_names_ctime(tmp_path, fuse):
     clean(img)
 
 
+@pytest.mark.parametrize("opts", [(), ("-o", "default_permissions")])
+def test_execute_only_file_runs(tmp_path, fuse, opts):
+    """A program of mode 0001 owned by another user runs for a user who
+    may not read it, as on the kernel's filesystems: execve opens the
+    file asking for execute permission only (fstests generic/126).
+    Reading it stays refused."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img, "-o", "allow_other", *opts)
+    os.chmod(mnt, 0o755)
+    prog = mnt / "t"
+    shutil.copyfile("/bin/true", prog)
+    os.chown(prog, 99, 99)
+    os.chmod(prog, 0o001)
+    as_user = ["setpriv", "--reuid=12", "--regid=100", "--clear-groups"]
+    assert helpers.run([*as_user, str(prog)], check=False).returncode == 0
+    res = helpers.run([*as_user, "cat", str(prog)], check=False)
+    assert res.returncode != 0 and "Permission denied" in res.stderr
+    assert fuse.stop(mnt) == 0
+    clean(img)
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
