@@ -28,7 +28,8 @@ static int may_of(int flags)
 	case O_RDWR:
 		return EXTREF_MAY_READ | EXTREF_MAY_WRITE;
 	}
-	return EXTREF_MAY_READ;
+	/* O_TRUNC asks write permission whatever the mode (open(2)) */
+	return EXTREF_MAY_READ | (flags & O_TRUNC ? EXTREF_MAY_WRITE : 0);
 }
 
 int xf_open(const char *path, struct fuse_file_info *fi)
@@ -44,6 +45,9 @@ int xf_open(const char *path, struct fuse_file_info *fi)
 	if (LINUX_S_ISDIR(in.i_mode) && (fi->flags & O_ACCMODE) != O_RDONLY)
 		return -EISDIR;
 	res = xf_err(extref_access(xf.xfs, ino, may_of(fi->flags)));
+	/* libfuse asks the kernel for atomic O_TRUNC: the open truncates */
+	if (!res && (fi->flags & O_TRUNC) && LINUX_S_ISREG(in.i_mode))
+		res = xf_err(extref_truncate(xf.xfs, ino, 0));
 	return res ? res : xf_handle_new(ino, fi);
 }
 

@@ -812,6 +812,37 @@ def test_execute_only_file_runs(tmp_path, fuse, opts):
     clean(img)
 
 
+def test_open_with_o_trunc_truncates(tmp_path, fuse, loop_mount):
+    """open(2) with O_TRUNC empties the file (libfuse asks the kernel to
+    pass O_TRUNC to the server's open: fstests generic/130), whatever
+    the access mode, as on the host's own filesystem; the shell's > too.
+    Read back through the mount and a kernel read-only mount."""
+    def steps(d):
+        for name in ("w", "r", "rw", "sh"):
+            (d / name).write_bytes(b"abcdefgh" * 1000)
+        fd = os.open(d / "w", os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, b"12")
+        os.close(fd)
+        os.close(os.open(d / "r", os.O_RDONLY | os.O_TRUNC))
+        fd = os.open(d / "rw", os.O_RDWR | os.O_TRUNC)
+        os.write(fd, b"xy")
+        os.close(fd)
+        helpers.run(["sh", "-c", f"echo 1 > {d / 'sh'}"])
+        return {n: (d / n).read_bytes() for n in ("w", "r", "rw", "sh")}
+
+    host = tmp_path / "host"
+    host.mkdir()
+    want = steps(host)
+    assert want == {"w": b"12", "r": b"", "rw": b"xy", "sh": b"1\n"}
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    assert steps(mnt) == want
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    ro, _ = loop_mount(img)
+    assert {n: (ro / n).read_bytes() for n in want} == want
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
