@@ -4,7 +4,8 @@
  * errors; pathcache.c: paths' inodes remembered; loop.c: the request
  * loop and the commits; inval.c: the
  * kernel's caches dropped from a thread of their own; attr.c, dir.c, data.c, seek.c, copy.c, ioctl.c, xattr.c,
- * acl.c: the requests; handle.c: open files).
+ * acl.c: the requests; handle.c: open files; nospace.c: a request
+ * run again after a commit when it ran out of space).
  *
  * The server is single-threaded (-s): one request at a time, so the
  * handlers share the one image handle without locking.
@@ -125,5 +126,29 @@ int xf_getxattr(const char *path, const char *name, char *value,
 		size_t size);
 int xf_listxattr(const char *path, char *list, size_t size);
 int xf_removexattr(const char *path, const char *name);
+
+/* nospace.c: the handlers that allocate, run once more after a commit
+ * when they met ENOSPC while the batch held freed blocks */
+int xf_mknod_r(const char *path, mode_t mode, dev_t rdev);
+int xf_mkdir_r(const char *path, mode_t mode);
+int xf_symlink_r(const char *target, const char *path);
+int xf_rename_r(const char *from, const char *to, unsigned int flags);
+int xf_link_r(const char *from, const char *to);
+int xf_truncate_r(const char *path, off_t size, struct fuse_file_info *fi);
+int xf_open_r(const char *path, struct fuse_file_info *fi);
+int xf_create_r(const char *path, mode_t mode, struct fuse_file_info *fi);
+int xf_write_r(const char *path, const char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi);
+int xf_fallocate_r(const char *path, int mode, off_t off, off_t len,
+		   struct fuse_file_info *fi);
+ssize_t xf_copy_file_range_r(const char *path_in,
+			     struct fuse_file_info *fi_in, off_t off_in,
+			     const char *path_out,
+			     struct fuse_file_info *fi_out, off_t off_out,
+			     size_t len, int flags);
+int xf_ioctl_r(const char *path, int cmd, void *arg,
+	       struct fuse_file_info *fi, unsigned int flags, void *data);
+int xf_setxattr_r(const char *path, const char *name, const char *value,
+		  size_t size, int flags);
 
 #endif /* XFUSE_H */
