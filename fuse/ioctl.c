@@ -3,7 +3,9 @@
  * piece of a fiemap, which the kernel forwards (their size is in the
  * command number) where it answers FICLONE, FICLONERANGE, FIDEDUPERANGE
  * and FS_IOC_FIEMAP itself with EOPNOTSUPP.  The LD_PRELOAD shim
- * (fuse/shim/preload.c) turns the standard calls into these.
+ * (fuse/shim/preload.c) turns the standard calls into these.  And the
+ * inode flags' FS_IOC_GETFLAGS / FS_IOC_SETFLAGS (chattr, lsattr), which
+ * the kernel forwards itself.
  *
  * The destination is the open file the ioctl is issued on; the source an
  * inode number.  The library applies the kernel's rules and checks the
@@ -213,6 +215,105 @@ static int do_fiemap(const char *path, struct fuse_file_info *fi,
 	return 0;
 }
 
+/*
+ * The inode flags: FS_IOC_GETFLAGS and FS_IOC_SETFLAGS (an int of ext4
+ * flags) and FS_IOC_FSGETXATTR and FS_IOC_FSSETXATTR (struct fsxattr:
+ * the same flags as XFS names them, and the project id), which the
+ * kernel sends for chattr, lsattr and xfs_io's (fuse_fileattr_get/set;
+ * a SETFLAGS is preceded by an FSGETXATTR).
+ */
+#define XF_IOC_GETFLAGS		0x80086601U
+#define XF_IOC_SETFLAGS		0x40086602U
+#define XF_IOC_FSGETXATTR	0x801c581fU
+#define XF_IOC_FSSETXATTR	0x401c5820U
+
+struct xf_fsxattr {			/* struct fsxattr */
+	__u32	xflags, extsize, nextents, projid, cowextsize;
+	unsigned char pad[8];
+};
+
+/* ext4's flags and their FS_XFLAG_* (ext4_iflags_to_xflags). */
+static const __u32 xflag_map[][2] = {
+	{ EXT2_SYNC_FL, 0x20 }, { EXT2_IMMUTABLE_FL, 0x08 },
+	{ EXT2_APPEND_FL, 0x10 }, { EXT2_NODUMP_FL, 0x80 },
+	{ EXT2_NOATIME_FL, 0x40 }, { EXT4_PROJINHERIT_FL, 0x200 },
+};
+#define XF_NXFLAGS	(sizeof(xflag_map) / sizeof(xflag_map[0]))
+
+static __u32 to_xflags(__u32 flags)
+{
+	__u32 x = 0;
+	size_t i;
+
+	for (i = 0; i < XF_NXFLAGS; i++)
+		if (flags & xflag_map[i][0])
+			x |= xflag_map[i][1];
+	return x;
+}
+
+/* flags with the mapped ones as xflags says; an xflag ext4 has no flag
+ * for is dropped, as the kernel drops it for ext4 (fileattr_fill_xflags). */
+static void from_xflags(__u32 x, __u32 *flags)
+{
+	size_t i;
+
+	for (i = 0; i < XF_NXFLAGS; i++) {
+		*flags &= ~xflag_map[i][0];
+		if (x & xflag_map[i][1])
+			*flags |= xflag_map[i][0];
+	}
+}
+
+static int get_fsxattr(ext2_ino_t ino, __u32 flags, struct xf_fsxattr *x)
+{
+	struct ext2_inode_large in;
+	int res = xf_read_inode(ino, &in);
+
+	memset(x, 0, sizeof(*x));
+	x->xflags = to_xflags(flags);
+	if (!res && EXT2_INODE_SIZE(xf.fs->super) > EXT2_GOOD_OLD_INODE_SIZE &&
+	    in.i_extra_isize >= 32)
+		x->projid = in.i_projid;
+	return res;
+}
+
+static int do_flags(const char *path, struct fuse_file_info *fi,
+		    unsigned int req, void *data)
+{
+	struct xf_fsxattr x, now;
+	ext2_ino_t ino;
+	__u32 flags;
+	int res;
+
+	if (!data)
+		return -EINVAL;
+	ino = xf_fh_ino(path, fi, &res);
+	if (!res)
+		res = xf_err(extref_get_flags(xf.xfs, ino, &flags));
+	if (!res && req == XF_IOC_GETFLAGS)
+		memcpy(data, &flags, sizeof(flags));
+	if (!res && (req == XF_IOC_FSGETXATTR || req == XF_IOC_FSSETXATTR))
+		res = get_fsxattr(ino, flags, &now);
+	if (res || req == XF_IOC_GETFLAGS)
+		return res;
+	if (req == XF_IOC_FSGETXATTR) {
+		memcpy(data, &now, sizeof(now));
+		return 0;
+	}
+	if (xf.ro)
+		return -EROFS;
+	if (req == XF_IOC_SETFLAGS) {
+		memcpy(&flags, data, sizeof(flags));
+	} else {
+		memcpy(&x, data, sizeof(x));
+		/* a project id is not changed here */
+		if (x.projid != now.projid)
+			return -EOPNOTSUPP;
+		from_xflags(x.xflags, &flags);
+	}
+	return xf_err(extref_set_flags(xf.xfs, ino, flags));
+}
+
 int xf_ioctl(const char *path, int cmd, void *arg,
 	     struct fuse_file_info *fi, unsigned int flags, void *data)
 {
@@ -221,6 +322,9 @@ int xf_ioctl(const char *path, int cmd, void *arg,
 	(void)arg;
 	if (flags & FUSE_IOCTL_COMPAT)
 		return -ENOSYS;
+	if (req == XF_IOC_GETFLAGS || req == XF_IOC_SETFLAGS ||
+	    req == XF_IOC_FSGETXATTR || req == XF_IOC_FSSETXATTR)
+		return do_flags(path, fi, req, data);
 	/* only ours: their size, and so data's, is in the number */
 	if (req != XFUSE_IOC_CLONE && req != XFUSE_IOC_DEDUPE &&
 	    req != XFUSE_IOC_FIEMAP)

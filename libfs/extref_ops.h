@@ -458,6 +458,21 @@ errcode_t extref_set_times(extref_fs_t fs, ext2_ino_t ino,
 			   const struct timespec *mtime);
 
 /*
+ * An inode's flags as FS_IOC_GETFLAGS / FS_IOC_SETFLAGS on ext4 (chattr,
+ * lsattr: EXT2_*_FL values).  Get: the flags ext4 shows.  Set: those a
+ * user may change (secrm, unrm, compr, sync, immutable, append, nodump,
+ * noatime, notail, dirsync, topdir, projinherit) as given, the others
+ * kept; a change of data journaling, extents, DAX or case folding, or a
+ * bit ext4 does not show, is EXTREF_ERR_FLAGS (EOPNOTSUPP).  With an
+ * identity: the owner or EXTREF_CAP_FOWNER, EXTREF_CAP_LINUX_IMMUTABLE
+ * to change immutable or append-only, and an immutable inode takes no
+ * change but losing immutable (EXTREF_ERR_PERM).  The change time
+ * becomes now when a flag changed.
+ */
+errcode_t extref_get_flags(extref_fs_t fs, ext2_ino_t ino, __u32 *flags);
+errcode_t extref_set_flags(extref_fs_t fs, ext2_ino_t ino, __u32 flags);
+
+/*
  * Attributes of an inode, with the kernel's rules for the identity
  * (chmod: owner or CAP_FOWNER; chown: CAP_CHOWN, or the owner giving
  * the file to one of its groups; setxattr/removexattr: per namespace;

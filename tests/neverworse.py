@@ -265,7 +265,8 @@ def random_op(rng, edited=()):
     k = rng.choice(["write", "pwrite", "pwrite", "rm", "mkdir", "reflink",
                     "reflink_r", "clone_range", "truncate", "punch",
                     "unshare", "setxattr", "symlink", "update", "update",
-                    "dedupe", "rmdir"])
+                    "dedupe", "rmdir", "link", "rename", "mknod",
+                    "set_times", "fallocate", "orphan_release"])
     if k == "write":
         return ["write", rng.randrange(1, 70000), rng.randrange(1 << 30),
                 "/new"]
@@ -295,6 +296,23 @@ def random_op(rng, edited=()):
         return ["shell", f"setxattr {f} user.fuzz {'v' * rng.randrange(1, 300)}"]
     if k == "symlink":
         return ["shell", f"symlink /newlink {'t' * rng.randrange(1, 200)}"]
+    if k == "link":
+        return ["shell", f"link {f} {rng.choice(['/hard', '/d/hard'])}"]
+    if k == "rename":
+        how = rng.choice(["", "-n ", "-x "])
+        return ["shell", f"rename {how}{f} "
+                f"{rng.choice(['/moved', *files]) if how != '-x ' else rng.choice(files)}"]
+    if k == "mknod":
+        return ["shell", rng.choice(["mknod /fifo p", "mknod /dev c 1 3",
+                                     "mknod -m 600 /d/blk b 8 1"])]
+    if k == "set_times":
+        return ["shell", f"set_times {f} {rng.randrange(1 << 31)} "
+                f"{rng.randrange(1 << 31)}"]
+    if k == "fallocate":
+        mode = rng.choice(["", "-k ", "-z ", "-p -k ", "-u "])
+        return ["shell", f"fallocate {mode}{f} {off} {n}"]
+    if k == "orphan_release":
+        return ["shell", f"orphan_release {rng.randrange(11, 24)}"]
     return ["update", rng.randrange(1 << 30)]
 
 
@@ -342,6 +360,12 @@ def changed_by(op):
         return {p for p in FILES if p.startswith(words[1] + "/")}
     if cmd == "clone_range":
         return {words[3]}
+    if cmd == "fallocate":
+        return {words[-3]}
+    if cmd == "rename":
+        # the old name goes; over another name (or exchanged) that one
+        # changes too
+        return {w for w in words[1:] if w in FILES}
     if cmd == "reflink":
         return {"/new"}
     return set()

@@ -843,6 +843,50 @@ def test_open_with_o_trunc_truncates(tmp_path, fuse, loop_mount):
     assert {n: (ro / n).read_bytes() for n in want} == want
 
 
+def test_chattr_lsattr_as_ext4(tmp_path, fuse, loop_mount):
+    """chattr(1) and lsattr(1) through the mount (FS_IOC_GETFLAGS and
+    SETFLAGS, FSGETXATTR and FSSETXATTR, which the kernel forwards), and
+    what immutable and append-only then refuse, as root and as another
+    user, against the same script on the kernel's own ext4 (a loop
+    mount, read-write): the same exit codes and lsattr lines.  After
+    the unmount both checkers are clean and stock debugfs shows the
+    flags."""
+    script = r"""
+    cd "$1"; r() { "$@" >/dev/null 2>&1; echo "$* -> $?"; }
+    as() { setpriv --reuid=1000 --regid=1000 --clear-groups "$@"; }
+    echo hi > f; mkdir d; echo x > d/in
+    r chattr +i f; lsattr f; r sh -c 'echo x >> f'; r rm f; r mv f g
+    r ln f h; r touch -m -d @5 f; r chmod 600 f; r setfattr -n user.a -v 1 f
+    r chattr -i f; r chattr +a f; r sh -c 'echo y >> f'; r sh -c 'echo z > f'
+    r rm f; r truncate -s 0 f; lsattr f; r chattr -a f
+    r chattr +i d; r touch d/new; r rm d/in; r sh -c 'echo w >> d/in'
+    lsattr -d d; r chattr -i d
+    r xfs_io -c 'chattr +s' f; r xfs_io -c 'chattr +S' f; lsattr f
+    r chattr =dAe f; lsattr f
+    chown 1000 f; chmod 666 f
+    r as chattr +i f; r as chattr +d f; r as chattr -d f; r as chattr +A d
+    lsattr f; cat f
+    """
+    def run(d):
+        return helpers.run(["bash", "-c", script, "sh", str(d)]).stdout
+
+    ext4 = tmp_path / "ext4.img"
+    helpers.run(["truncate", "-s", "64M", str(ext4)])
+    helpers.run(["mkfs.ext4", "-q", str(ext4)])
+    e4, _ = loop_mount(ext4, options="rw")
+    want = run(e4)
+    assert "chattr +i f -> 0" in want and "rm f -> 1" in want
+
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img, "-o", "allow_other")
+    os.chmod(mnt, 0o755)
+    assert run(mnt) == want
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    out = helpers.run(["debugfs", "-R", "stat /f", str(img)]).stdout
+    assert re.search(r"Flags: 0x(\w+)", out).group(1) == "80080", out
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
