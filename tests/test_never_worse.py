@@ -51,6 +51,9 @@ def names(fz, csum):
          "rgdt0": min(g["rgdt"]) + 87,     # seed 92's: its 88th
          "itfree0": min(g["itable"]) + 121,   # seed 305's: no inode used
          "gdata": max(files["/g"]) - 1,
+         # seed 131's: a block of /g's random bytes, read as a directory
+         # block it holds "." and ".." past the block's start
+         "g178": sorted(files["/g"])[178],
          # the first byte of block bitmap 0 whose 8 blocks are all /a's
          "abyte0": (min(files["/a"]) - 1 + 7) // 8}
     for i, grp in enumerate(g["groups"]):
@@ -116,6 +119,12 @@ def case(csum, edits, op):
 # (class, case, why it still fails: None once fixed); the seed each came
 # from, where it came from a run on main (bde2b7a), in the comment.
 REGRESSIONS = [
+    # seed 131 (after the fuzzer learned rename, link, mknod ...): the
+    # update's estimate walk (update_fit.c) recursed without end on a
+    # root whose block is another file's data (SIGSEGV)
+    ("other (crash)",
+     case(True, [["debugfs", "sif <2> block[3] {g178}"]],
+          ["update", 444503482]), None),
     ("data written into metadata",
      case(True, [["debugfs", "sif /c block[5] {it0}"]],
           ["shell", "pwrite /c 0 1024"]), None),

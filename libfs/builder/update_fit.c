@@ -42,7 +42,19 @@ struct fit {
 	__u64		dirblk;		/* directory blocks touched */
 	__u64		touched;	/* entries changed, new or gone */
 	__u64		data;		/* blocks of changed or new files */
+	ext2fs_inode_bitmap seen;	/* directories walked: a damaged
+					 * image's loop is walked once */
 };
+
+/* Whether dir was walked already; marks it. */
+static int seen(struct fit *f, ext2_ino_t dir)
+{
+	if (dir < 1 || dir > f->fs->super->s_inodes_count ||
+	    ext2fs_test_inode_bitmap2(f->seen, dir))
+		return 1;
+	ext2fs_mark_inode_bitmap2(f->seen, dir);
+	return 0;
+}
 
 struct fit_dir {
 	struct fit	*f;
@@ -128,7 +140,7 @@ static int gone_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d,
 	    !d->inode || ext2fs_read_inode(f->fs, d->inode, &in))
 		return 0;
 	mark_ino(f, d->inode);
-	if (LINUX_S_ISDIR(in.i_mode))
+	if (LINUX_S_ISDIR(in.i_mode) && !seen(f, d->inode))
 		ext2fs_dir_iterate2(f->fs, d->inode, 0, NULL, gone_cb, f);
 	return 0;
 }
@@ -149,13 +161,15 @@ static int entry_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d,
 		return 0;
 	memcpy(name, d->name, len);
 	name[len] = 0;
-	if (ext2fs_read_inode(f->fs, d->inode, &in))
+	/* "." or ".." past a block's start: a damaged directory */
+	if (!strcmp(name, ".") || !strcmp(name, "..") ||
+	    ext2fs_read_inode(f->fs, d->inode, &in))
 		return 0;
 	if (fstatat(fd->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (f->del && strcmp(name, "lost+found")) {
 			mark_ino(f, d->inode);
 			fd->touched++;
-			if (LINUX_S_ISDIR(in.i_mode))
+			if (LINUX_S_ISDIR(in.i_mode) && !seen(f, d->inode))
 				ext2fs_dir_iterate2(f->fs, d->inode, 0, NULL,
 						    gone_cb, f);
 		}
@@ -191,8 +205,10 @@ static errcode_t fit_walk(struct fit *f, int dfd, ext2_ino_t dir)
 	struct dirent *de;
 	errcode_t err;
 
-	if (!d) {
-		if (dup_fd >= 0)
+	if (!d || seen(f, dir)) {
+		if (d)
+			closedir(d);
+		else if (dup_fd >= 0)
 			close(dup_fd);
 		return 0;
 	}
@@ -301,8 +317,13 @@ errcode_t xr_upd_fit_first(extref_fs_t xfs, const char *dir,
 	nblk = fs->super->s_inodes_count /
 	       (fs->blocksize / EXT2_INODE_SIZE(fs->super)) + 1;
 	err = ext2fs_get_memzero(nblk / 8 + 1, &f.itb);
-	if (err)
+	if (!err)
+		err = ext2fs_allocate_inode_bitmap(fs, "update estimate",
+						   &f.seen);
+	if (err) {
+		ext2fs_free_mem(&f.itb);
 		return err;
+	}
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		/* what the walk cannot read, the update refuses and names */
@@ -311,5 +332,6 @@ errcode_t xr_upd_fit_first(extref_fs_t xfs, const char *dir,
 		err = err ? 0 : grow_for(xfs, u, &f);
 	}
 	ext2fs_free_mem(&f.itb);
+	ext2fs_free_inode_bitmap(f.seen);
 	return err;
 }
