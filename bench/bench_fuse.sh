@@ -57,12 +57,8 @@ esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-build=${EXTREF_BUILD_DIR:-}
-if [ -z "$build" ]; then
-	for d in "$root" "$root/build-test" "$root/build"; do
-		[ -f "$d/Makefile" ] && { build=$d; break; }
-	done
-fi
+. "$here/lib.sh"
+build=$(bench_build "$root")
 [ -n "$build" ] || { echo "bench_fuse.sh: no build found: configure and make (docs/HACKING)" >&2; exit 1; }
 make -s -C "$build" fuse/extref-fuse mkfs/mkfs.extref fsck/fsck.extref
 xfuse=$build/fuse/extref-fuse

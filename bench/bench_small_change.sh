@@ -18,12 +18,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-build=${EXTREF_BUILD_DIR:-}
-if [ -z "$build" ]; then
-	for d in "$root" "$root/build-test" "$root/build"; do
-		[ -f "$d/Makefile" ] && { build=$d; break; }
-	done
-fi
+. "$here/lib.sh"
+build=$(bench_build "$root")
 make -s -C "$build" bench/fsck_bench mkfs/mkfs.extref debug/debugfs.extref
 mkfs=$build/mkfs/mkfs.extref
 dbg=$build/debug/debugfs.extref

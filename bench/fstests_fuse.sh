@@ -96,12 +96,8 @@ fopts=${FUSE_OPTS:-allow_other,default_permissions}
 timeout_s=${TEST_TIMEOUT:-1800}
 sub=${SUBTYPE:-extref}
 
-tool() {	# tool NAME SUBDIR: the build's, else the installed one
-	if [ -x "$build/$2/$1" ]; then echo "$build/$2/$1"
-	elif command -v "$1" >/dev/null; then command -v "$1"
-	else echo "fstests_fuse.sh: $1 not found (EXTREF_BUILD_DIR?)" >&2; exit 1
-	fi
-}
+. "$here/lib.sh"
+tool() { bench_tool "$@"; }
 mkfs=$(tool mkfs.extref mkfs)
 fsck=$(tool fsck.extref fsck)
 server=$(tool extref-fuse fuse)

@@ -41,12 +41,8 @@ build=${EXTREF_BUILD_DIR:-$top}
 work=${WORKDIR:-/tmp/extref-fsx}
 size=${SIZE:-1G}
 
-tool() {
-	if [ -x "$build/$2/$1" ]; then echo "$build/$2/$1"
-	elif command -v "$1" >/dev/null; then command -v "$1"
-	else echo "fsx_fuse.sh: $1 not found (EXTREF_BUILD_DIR?)" >&2; exit 1
-	fi
-}
+. "$here/lib.sh"
+tool() { bench_tool "$@"; }
 mkfs=$(tool mkfs.extref mkfs)
 fsck=$(tool fsck.extref fsck)
 server=$(tool extref-fuse fuse)
