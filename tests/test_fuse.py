@@ -904,6 +904,20 @@ def test_mount_helper(tmp_path, fuse):
         # the server holds the image's lock
         assert helpers.run(["flock", "-n", str(img), "true"],
                            check=False).returncode != 0
+        # a remount is the kernel's (fstests' _scratch_remount): the
+        # mount turns read-only and back, the server the same one
+        pid = helpers.run(["pgrep", "-f", f"extref-fuse {img} "]).stdout
+        helpers.run([str(helpers.REPO_ROOT / "fuse/mount.fuse.extref"),
+                     str(img), str(mnt), "-o", "rw,remount,ro"], env=env)
+        assert "ro" in helpers.mount_entry(mnt)[3].split(",")
+        with pytest.raises(OSError) as e:
+            (mnt / "g").write_bytes(b"x")
+        assert e.value.errno == errno.EROFS
+        helpers.run([str(helpers.REPO_ROOT / "fuse/mount.fuse.extref"),
+                     str(img), str(mnt), "-o", "remount,rw"], env=env)
+        (mnt / "g").write_bytes(b"after the remount")
+        assert helpers.run(["pgrep", "-f", f"extref-fuse {img} "]
+                           ).stdout == pid
     finally:
         helpers.run(["umount", str(mnt)], check=False)
     for _ in range(100):
@@ -915,6 +929,7 @@ def test_mount_helper(tmp_path, fuse):
         pytest.fail("the server kept the image after umount")
     clean(img)
     assert helpers.debugfs_cat(img, "/f") == b"through mount(8)'s helper"
+    assert helpers.debugfs_cat(img, "/g") == b"after the remount"
 
 
 def test_usage():
