@@ -887,6 +887,33 @@ def test_chattr_lsattr_as_ext4(tmp_path, fuse, loop_mount):
     assert re.search(r"Flags: 0x(\w+)", out).group(1) == "80080", out
 
 
+def test_new_entries_have_nanosecond_times(tmp_path, fuse):
+    """A directory, a symlink, a FIFO and a device made after a file
+    have times no earlier than the file's, to the nanosecond (stat(2)
+    ordering, fstests generic/423): libext2fs's mkdir and symlink set
+    whole seconds, which read as earlier than a file made in the same
+    second.  Read back by stock debugfs after the unmount as well."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "ref").write_bytes(b"r")
+    ref = os.stat(mnt / "ref")
+    os.mkdir(mnt / "d")
+    os.symlink("target", mnt / "s")
+    os.mkfifo(mnt / "p")
+    os.mknod(mnt / "c", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    for name in ("d", "s", "p", "c"):
+        st = os.lstat(mnt / name)
+        for t in ("st_atime_ns", "st_mtime_ns", "st_ctime_ns"):
+            assert getattr(st, t) >= ref.st_mtime_ns, (name, t)
+    assert fuse.stop(mnt) == 0
+    clean(img)
+    for name in ("d", "s"):
+        out = helpers.run(["debugfs", "-R", f"stat /{name}", str(img)]
+                          ).stdout
+        extra = re.search(r"mtime: 0x[0-9a-f]+:([0-9a-f]+)", out).group(1)
+        assert int(extra, 16) >> 2 != 0, out
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server

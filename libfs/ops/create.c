@@ -129,6 +129,8 @@ static errcode_t make_entry(extref_fs_t xfs, ext2_ino_t dir, const char *name,
 	if (!err)
 		err = xr_lookup(fs, dir, name, &ino);
 	if (!err)
+		err = xr_inode_times_now(fs, ino);
+	if (!err)
 		err = xr_inherit_project(fs, dir, ino);
 	if (!err && xr_actor(xfs))
 		err = identity_owns(xfs, dir, ino);

@@ -73,6 +73,9 @@ int xr_file_type(__u16 mode);
 #define XR_TIME_ATIME	2	/* and the access time */
 errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 			       struct ext2_inode *inode, int which);
+/* ino's access, change and modification times now, to the nanosecond
+ * (libext2fs's mkdir and symlink set whole seconds). */
+errcode_t xr_inode_times_now(ext2_filsys fs, ext2_ino_t ino);
 #define XR_TS_ATIME	0
 #define XR_TS_MTIME	1
 #define XR_TS_CTIME	2

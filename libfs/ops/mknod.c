@@ -95,7 +95,7 @@ static errcode_t make_dir(ext2_filsys fs, ext2_ino_t dir, const char *name,
 		return err;
 	in.i_mode = want->i_mode;
 	xr_set_owner(&in, inode_uid(*want), inode_gid(*want));
-	err = ext2fs_write_inode(fs, *ino, &in);
+	err = xr_write_inode_times(fs, *ino, &in, XR_TIME_MTIME | XR_TIME_ATIME);
 	return err ? err : xr_inherit_project(fs, dir, *ino);
 }
 

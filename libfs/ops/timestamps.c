@@ -59,6 +59,15 @@ errcode_t xr_write_inode_times(ext2_filsys fs, ext2_ino_t ino,
 	return err;
 }
 
+errcode_t xr_inode_times_now(ext2_filsys fs, ext2_ino_t ino)
+{
+	struct ext2_inode in;
+	errcode_t err = ext2fs_read_inode(fs, ino, &in);
+
+	return err ? err : xr_write_inode_times(fs, ino, &in, XR_TIME_MTIME |
+						XR_TIME_ATIME);
+}
+
 /* The seconds ext4 can keep: 32 bits, and 2 epoch bits more with the
  * extra field (EXT4_EXTRA_TIMESTAMP_MAX). */
 #define XR_TIME_MIN		(-0x80000000LL)
