@@ -55,45 +55,23 @@ int xf_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
 	return 0;
 }
 
-/*
- * The mode asked for, on a directory the library made 0777 less the
- * umask, or as its parent's default ACL says: the permission bits both
- * allow, as the kernel's posix_acl_create gives
- * them, the inherited access ACL's entries with them (acl.c); one
- * transaction with the mkdir.  A setgid bit inherited from the parent
- * stays, as the kernel keeps it.
- */
-static errcode_t mkdir_mode(ext2_ino_t dir, const char *name, mode_t mode)
-{
-	struct ext2_inode_large in;
-	ext2_ino_t ino;
-	mode_t m;
-	errcode_t err = extref_mkdir(xf.xfs, dir, name, &ino);
-
-	if (!err)
-		err = ext2fs_read_inode_full(xf.fs, ino,
-					     (struct ext2_inode *)&in,
-					     sizeof(in));
-	if (err)
-		return err;
-	m = (mode & 07000) | (in.i_mode & S_ISGID) | (mode & in.i_mode & 0777);
-	err = extref_chmod(xf.xfs, ino, m);
-	return err ? err : xf_acl_chmod(ino, m);
-}
-
+/* A directory as mknod makes one (mknod.c): the identity's owner, a
+ * setgid parent's group and setgid bit (inode_init_owner), the mode
+ * less the umask unless the parent's default ACL decides (the library;
+ * FUSE passes the umask applied). */
 int xf_mkdir(const char *path, mode_t mode)
 {
+	struct extref_cred c;
 	const char *name;
 	ext2_ino_t dir;
-	errcode_t err;
 	int res = xf_parent(path, &dir, &name);
 
 	if (res)
 		return res;
-	err = extref_tx_begin(xf.xfs);
-	if (!err)
-		err = extref_tx_end(xf.xfs, mkdir_mode(dir, name, mode));
-	return xf_err(err);
+	c = *extref_identity(xf.xfs);
+	c.umask = 0;
+	return xf_err(extref_mknod(xf.xfs, dir, name, LINUX_S_IFDIR |
+				   (mode & 07777), 0, &c, NULL));
 }
 
 int xf_symlink(const char *target, const char *path)

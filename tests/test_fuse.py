@@ -914,6 +914,36 @@ def test_new_entries_have_nanosecond_times(tmp_path, fuse):
         assert int(extra, 16) >> 2 != 0, out
 
 
+def test_mkdir_in_a_setgid_directory_as_ext4(tmp_path, fuse, loop_mount):
+    """A directory made in a setgid directory with a default ACL is
+    setgid too, whoever makes it, in its group or not (fstests
+    generic/444: mkdir followed by a chmod lost the bit for a user
+    outside the group); the same script on the kernel's ext4."""
+    script = r"""
+    cd "$1"; mkdir t; setfacl -d -m u:101:rwx t; chown 100:100 t
+    chmod 2755 t
+    setpriv --reuid=100 --regid=100 --clear-groups mkdir t/s1
+    setpriv --reuid=100 --regid=101 --clear-groups mkdir t/s2
+    setpriv --reuid=100 --regid=101 --clear-groups sh -c 'umask 077; mkdir t/s3'
+    stat -c '%A %u %g' t/s1 t/s2 t/s3; getfacl -cp t/s2 t/s3
+    """
+    def run(d):
+        return helpers.run(["bash", "-c", script, "sh", str(d)]).stdout
+
+    ext4 = tmp_path / "ext4.img"
+    helpers.run(["truncate", "-s", "64M", str(ext4)])
+    helpers.run(["mkfs.ext4", "-q", str(ext4)])
+    e4, _ = loop_mount(ext4, options="rw")
+    want = run(e4)
+    assert want.startswith("drwxrwsr-x 100 100\ndrwxrwsr-x 100 100"), want
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img, "-o", "allow_other")
+    os.chmod(mnt, 0o755)
+    assert run(mnt) == want
+    assert fuse.stop(mnt) == 0
+    clean(img)
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server
