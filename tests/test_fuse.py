@@ -944,6 +944,25 @@ def test_mkdir_in_a_setgid_directory_as_ext4(tmp_path, fuse, loop_mount):
     clean(img)
 
 
+def test_xattr_changes_move_the_ctime(tmp_path, fuse):
+    """setxattr and removexattr set the change time, as ext4 does
+    (fstests generic/728); read through the mount after the kernel's
+    attribute timeout, and by stock debugfs after the unmount."""
+    img = make_image(tmp_path)
+    mnt, _ = fuse(img)
+    (mnt / "f").write_bytes(b"x")
+    times = [os.stat(mnt / "f").st_ctime_ns]
+    for change in (lambda: os.setxattr(mnt / "f", "user.a", b"1"),
+                   lambda: os.removexattr(mnt / "f", "user.a")):
+        time.sleep(1.1)
+        change()
+        time.sleep(1.1)
+        times.append(os.stat(mnt / "f").st_ctime_ns)
+    assert times[0] < times[1] < times[2], times
+    assert fuse.stop(mnt) == 0
+    clean(img)
+
+
 def test_mount_helper(tmp_path, fuse):
     """fuse/mount.fuse.extref, what `mount -t fuse.extref` and fstab run:
     mount(8)'s own options dropped (by libfuse's mount.fuse3), the server

@@ -183,8 +183,17 @@ static errcode_t xattr_change(extref_fs_t xfs, ext2_ino_t ino,
 			err = ext2fs_xattr_remove(h, name);
 	}
 	err2 = ext2fs_xattrs_close(&h);
+	if (!err)
+		err = err2;
+	/* the change time, as the kernel sets it (the close may have
+	 * written the inode: an xattr block made or freed) */
+	if (!err)
+		err = xr_read_inode(extref_fs_ext2(xfs), ino, &inode);
+	if (!err)
+		err = xr_write_inode_times(extref_fs_ext2(xfs), ino, &inode,
+					   XR_TIME_CTIME);
 	/* an xattr block made or freed changes the owner's usage */
-	return xr_quota_end(xfs, err ? err : err2);
+	return xr_quota_end(xfs, err);
 }
 
 static errcode_t setxattr_op(extref_fs_t xfs, ext2_ino_t ino, const char *name,
