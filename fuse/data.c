@@ -44,6 +44,11 @@ int xf_open(const char *path, struct fuse_file_info *fi)
 		return res;
 	if (LINUX_S_ISDIR(in.i_mode) && (fi->flags & O_ACCMODE) != O_RDONLY)
 		return -EISDIR;
+	/* may_open's rule for an append-only file, which the kernel cannot
+	 * apply itself (it does not know the flag) */
+	if ((in.i_flags & EXT2_APPEND_FL) && (fi->flags & O_TRUNC ||
+	    ((fi->flags & O_ACCMODE) != O_RDONLY && !(fi->flags & O_APPEND))))
+		return -EPERM;
 	res = xf_err(extref_access(xf.xfs, ino, may_of(fi->flags)));
 	/* libfuse asks the kernel for atomic O_TRUNC: the open truncates */
 	if (!res && (fi->flags & O_TRUNC) && LINUX_S_ISREG(in.i_mode))

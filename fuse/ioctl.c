@@ -311,7 +311,11 @@ static int do_flags(const char *path, struct fuse_file_info *fi,
 			return -EOPNOTSUPP;
 		from_xflags(x.xflags, &flags);
 	}
-	return xf_err(extref_set_flags(xf.xfs, ino, flags));
+	res = xf_err(extref_set_flags(xf.xfs, ino, flags));
+	/* the change time moved: the kernel's cached attributes go */
+	if (!res && path)
+		xf_inval(path);
+	return res;
 }
 
 int xf_ioctl(const char *path, int cmd, void *arg,

@@ -467,7 +467,7 @@ errcode_t extref_set_times(extref_fs_t fs, ext2_ino_t ino,
  * identity: the owner or EXTREF_CAP_FOWNER, EXTREF_CAP_LINUX_IMMUTABLE
  * to change immutable or append-only, and an immutable inode takes no
  * change but losing immutable (EXTREF_ERR_PERM).  The change time
- * becomes now when a flag changed.
+ * becomes now, a flag changed or not (as ext4).
  */
 errcode_t extref_get_flags(extref_fs_t fs, ext2_ino_t ino, __u32 *flags);
 errcode_t extref_set_flags(extref_fs_t fs, ext2_ino_t ino, __u32 flags);

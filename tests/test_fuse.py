@@ -858,11 +858,14 @@ def test_chattr_lsattr_as_ext4(tmp_path, fuse, loop_mount):
     r chattr +i f; lsattr f; r sh -c 'echo x >> f'; r rm f; r mv f g
     r ln f h; r touch -m -d @5 f; r chmod 600 f; r setfattr -n user.a -v 1 f
     r chattr -i f; r chattr +a f; r sh -c 'echo y >> f'; r sh -c 'echo z > f'
+    r sh -c 'exec 3<>f'; r sh -c 'exec 3>f'; r sh -c 'exec 3>>f'
     r rm f; r truncate -s 0 f; lsattr f; r chattr -a f
     r chattr +i d; r touch d/new; r rm d/in; r sh -c 'echo w >> d/in'
     lsattr -d d; r chattr -i d
     r xfs_io -c 'chattr +s' f; r xfs_io -c 'chattr +S' f; lsattr f
     r chattr =dAe f; lsattr f
+    a=$(stat -c %Z f); sleep 1.1; chattr +d f; b=$(stat -c %Z f)
+    [ "$a" != "$b" ]; echo "ctime moved: $?"; chattr -d f
     chown 1000 f; chmod 666 f
     r as chattr +i f; r as chattr +d f; r as chattr -d f; r as chattr +A d
     lsattr f; cat f
@@ -881,6 +884,8 @@ def test_chattr_lsattr_as_ext4(tmp_path, fuse, loop_mount):
     mnt, _ = fuse(img, "-o", "allow_other")
     os.chmod(mnt, 0o755)
     assert run(mnt) == want
+    assert "exec 3<>f -> 0" not in want and "exec 3>>f -> 0" in want
+    assert "ctime moved: 0" in want
     assert fuse.stop(mnt) == 0
     clean(img)
     out = helpers.run(["debugfs", "-R", "stat /f", str(img)]).stdout

@@ -12,7 +12,7 @@
  *   The owner or CAP_FOWNER (EPERM); a change of immutable or
  *     append-only needs CAP_LINUX_IMMUTABLE (EPERM); an immutable inode
  *     takes no change but the clearing of immutable (EPERM).
- *   The change time becomes now (when anything changed).
+ *   The change time becomes now, a flag changed or not (as ext4).
  */
 #include "extref_ops_int.h"
 #include "quota/xr_quota.h"
@@ -65,8 +65,6 @@ static errcode_t set_flags_op(extref_fs_t xfs, ext2_ino_t ino, __u32 want)
 	if (err)
 		return err;
 	next = (want & XR_FL_SETTABLE) | (in.i_flags & ~XR_FL_SETTABLE);
-	if (next == in.i_flags)
-		return 0;
 	in.i_flags = next;
 	return xr_quota_end(xfs, xr_write_inode_times(fs, ino, &in,
 						      XR_TIME_CTIME));
