@@ -301,7 +301,8 @@ struct extref_build_plan {
 	/* out */
 	__u64		bytes;		/* the filesystem's size */
 	__u64		inodes;		/* as mke2fs keeps them (-N) */
-	unsigned int	journal_mib;	/* the journal's size (-J size=) */
+	unsigned int	journal_mib;	/* in: -J size= (0: computed); out: the
+					 * journal's size in MiB */
 };
 errcode_t extref_build_plan_size(const struct extref_source_size *s,
 				 struct extref_build_plan *p);
@@ -1153,6 +1154,7 @@ struct extref_build_args {
 	const char	*fs_type;	/* -t, in place of ext4 */
 	int		host_conf;	/* -t or -T: mke2fs's configuration */
 	int		journal_given;	/* -J */
+	unsigned int	journal_mib;	/* -J size=MB, else 0 */
 	int		reserved_given;	/* -m */
 	int		verbose;	/* -v (and -n) */
 	int		noaction;	/* -n */

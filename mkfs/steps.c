@@ -100,7 +100,8 @@ void plan_size(struct extref_build_args *o, const struct extref_source_size *s)
 {
 	static char inodes[32], journal[32];
 	struct extref_build_plan p = { .blocksize = o->blocksize,
-				       .headroom = o->headroom };
+				       .headroom = o->headroom,
+				       .journal_mib = o->journal_mib };
 	errcode_t err;
 
 	if (o->inode_size)

@@ -676,6 +676,13 @@ def test_auto_sized_journal_holds_a_rewrite_of_every_inode(tmp_path):
     hdr = helpers.dumpe2fs_header(img)
     length, seq = jblocks(img), int(hdr["Journal sequence"], 16)
     assert length > 5000, hdr
+    # -J size= wins, and the image is sized for that journal
+    small = tmp_path / "small.img"
+    helpers.run([helpers.binary("mkfs.extref"), "-q", "-b", "1024", "-I",
+                 "1024", "-J", "size=4", "-d", str(tmp_path / "v1"),
+                 str(small)])
+    assert jblocks(small) == 4096
+    assert small.stat().st_size < img.stat().st_size - (length - 4096) * 900
     for f in v1.glob("d*/f*"):
         os.chmod(f, 0o600)
     res = helpers.run([helpers.binary("mkfs.extref"), "--update", "-d",

@@ -105,6 +105,12 @@ static errcode_t note(struct extref_build_args *a, int c, const char *arg,
 				"library writes its transactions through the "
 				"image's own journal)", arg);
 		a->journal_given = 1;
+		{
+			const char *sz = strstr(arg, "size=");
+
+			a->journal_mib = sz ? (unsigned int)strtoul(sz + 5,
+							NULL, 10) : 0;
+		}
 		break;
 	case 'm':
 		a->reserved_given = 1;

@@ -127,7 +127,8 @@ errcode_t extref_build_plan_size(const struct extref_source_size *s,
 	 * most one record per shared block, 254 a node (4 KiB) */
 	content = s->distinct_blocks + s->meta_blocks + 16384 / bs + 1 +
 		  (s->data_blocks - s->distinct_blocks) / (bs / 16 - 2) + 2;
-	p->journal_mib = journal_mib(s, content, bs, isize);
+	if (!p->journal_mib)	/* -J size= wins */
+		p->journal_mib = journal_mib(s, content, bs, isize);
 	jblocks = p->no_journal ? 0 : ((__u64)p->journal_mib << 20) / bs;
 	total = content + jblocks;
 	for (i = 0; i < 4; i++)		/* more groups, more metadata */
