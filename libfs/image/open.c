@@ -47,6 +47,24 @@ static void set_io_manager(struct extref_fs *xfs)
 }
 
 /*
+ * No block cache in the image's channel when writing.  libext2fs's unix
+ * io keeps the last few blocks it read or wrote, but a write of more than
+ * four blocks goes straight to the file and leaves a clean cached copy of
+ * one of them as it was (e2fsprogs 1.47: flush_cached_blocks invalidates
+ * dirty entries only).  File data goes in such writes (txio.c's
+ * xr_tx_write_data, to blocks that may have held metadata or another
+ * file's data a commit ago), and a later read of a block or two through
+ * the cache got the old bytes back.  Metadata blocks are kept by txio.c
+ * while a transaction runs, and libext2fs caches inodes itself.
+ */
+static errcode_t no_block_cache(ext2_filsys fs)
+{
+	if (!(fs->flags & EXT2_FLAG_RW) || fs->io->manager != unix_io_manager)
+		return 0;
+	return io_channel_set_options(fs->io, "cache=off");
+}
+
+/*
  * A proof that failed: when the journal's own blocks are what it found
  * (a journal over metadata or another file), say that, as a writer's
  * first commit would (txn.c); fsck.extref repairs it (0x0005).
@@ -228,6 +246,11 @@ static errcode_t wrap_locked(ext2_filsys fs, int flags,
 	xfs->fs = fs;
 	xfs->flags = flags;
 	xr_clock_init(fs);
+	err = no_block_cache(fs);
+	if (err) {
+		ext2fs_free_mem(&xfs);
+		return err;
+	}
 	set_io_manager(xfs);
 	if (!(flags & EXTREF_OPEN_NO_TREE)) {
 		err = load_tree(xfs);
