@@ -70,6 +70,17 @@ static int apply_mode(struct cmd_args *a, const char *mode, __u32 *flags)
 	return 0;
 }
 
+/* The inode at argv[0] and its flags; 1 (said) when there is none. */
+static int path_flags(struct cmd_args *a, ext2_ino_t *ino, __u32 *flags)
+{
+	errcode_t err;
+
+	if (resolve_path(a, a->argv[0], ino))
+		return 1;
+	err = extref_get_flags(sh.xfs, *ino, flags);
+	return err ? cmd_err_class(a, err, "%s", a->argv[0]) : 0;
+}
+
 /* ----- chattr PATH MODE ----- */
 
 int impl_chattr(struct cmd_args *a)
@@ -78,17 +89,10 @@ int impl_chattr(struct cmd_args *a)
 	__u32 flags;
 	errcode_t err;
 
-	if (resolve_path(a, a->argv[0], &ino))
-		return 1;
-	err = extref_get_flags(sh.xfs, ino, &flags);
-	if (err)
-		return cmd_err_class(a, err, "%s", a->argv[0]);
-	if (apply_mode(a, a->argv[1], &flags))
+	if (path_flags(a, &ino, &flags) || apply_mode(a, a->argv[1], &flags))
 		return 1;
 	err = extref_set_flags(sh.xfs, ino, flags);
-	if (err)
-		return cmd_err_class(a, err, "%s", a->argv[0]);
-	return 0;
+	return err ? cmd_err_class(a, err, "%s", a->argv[0]) : 0;
 }
 
 /* ----- lsattr PATH ----- */
@@ -97,13 +101,9 @@ int impl_lsattr(struct cmd_args *a)
 {
 	ext2_ino_t ino;
 	__u32 flags;
-	errcode_t err;
 
-	if (resolve_path(a, a->argv[0], &ino))
+	if (path_flags(a, &ino, &flags))
 		return 1;
-	err = extref_get_flags(sh.xfs, ino, &flags);
-	if (err)
-		return cmd_err_class(a, err, "%s", a->argv[0]);
 	print_flags(stdout, flags, 0);
 	printf(" %s\n", a->argv[0]);
 	return 0;

@@ -677,6 +677,18 @@ def seeks(path, size):
     return out
 
 
+@pytest.fixture
+def ext4_rw(tmp_path, loop_mount):
+    """Factory: a new 64 MiB ext4 image of stock mkfs.ext4, loop-mounted
+    read-write (the kernel's answer to compare with); its mountpoint."""
+    def make():
+        ext4 = tmp_path / "ext4.img"
+        helpers.run(["truncate", "-s", "64M", str(ext4)])
+        helpers.run(["mkfs.ext4", "-q", str(ext4)])
+        return loop_mount(ext4, options="rw")[0]
+    return make
+
+
 def test_seek_data_and_hole_as_ext4_answers(tmp_path, fuse, loop_mount):
     """lseek SEEK_DATA/SEEK_HOLE through the mount, against the kernel's
     ext4 on the same image after the unmount."""
@@ -715,7 +727,8 @@ def fiemap_kinds(path):
     return got
 
 
-def test_truncate_keeps_preallocation_as_ext4(tmp_path, fuse, loop_mount):
+def test_truncate_keeps_preallocation_as_ext4(tmp_path, fuse, ext4_rw,
+                                              loop_mount):
     """fstests generic/092's sequence: fallocate KEEP_SIZE of 10 MiB,
     5 MiB written, truncate to the same size (the blocks past EOF go,
     as ext4 truncates at a size at most the old one), KEEP_SIZE again
@@ -736,10 +749,7 @@ def test_truncate_keeps_preallocation_as_ext4(tmp_path, fuse, loop_mount):
             os.close(fd)
         return first
 
-    ext4 = tmp_path / "ext4.img"
-    helpers.run(["truncate", "-s", "64M", str(ext4)])
-    helpers.run(["mkfs.ext4", "-q", str(ext4)])
-    e4, _ = loop_mount(ext4, options="rw")
+    e4 = ext4_rw()
     want_first = sequence(e4 / "f", lambda: fiemap_kinds(e4 / "f"))
     want = fiemap_kinds(e4 / "f")
     assert want_first == [(0, 10239, "data")]
@@ -843,7 +853,7 @@ def test_open_with_o_trunc_truncates(tmp_path, fuse, loop_mount):
     assert {n: (ro / n).read_bytes() for n in want} == want
 
 
-def test_chattr_lsattr_as_ext4(tmp_path, fuse, loop_mount):
+def test_chattr_lsattr_as_ext4(tmp_path, fuse, ext4_rw):
     """chattr(1) and lsattr(1) through the mount (FS_IOC_GETFLAGS and
     SETFLAGS, FSGETXATTR and FSSETXATTR, which the kernel forwards), and
     what immutable and append-only then refuse, as root and as another
@@ -873,10 +883,7 @@ def test_chattr_lsattr_as_ext4(tmp_path, fuse, loop_mount):
     def run(d):
         return helpers.run(["bash", "-c", script, "sh", str(d)]).stdout
 
-    ext4 = tmp_path / "ext4.img"
-    helpers.run(["truncate", "-s", "64M", str(ext4)])
-    helpers.run(["mkfs.ext4", "-q", str(ext4)])
-    e4, _ = loop_mount(ext4, options="rw")
+    e4 = ext4_rw()
     want = run(e4)
     assert "chattr +i f -> 0" in want and "rm f -> 1" in want
 
@@ -919,7 +926,7 @@ def test_new_entries_have_nanosecond_times(tmp_path, fuse):
         assert int(extra, 16) >> 2 != 0, out
 
 
-def test_mkdir_in_a_setgid_directory_as_ext4(tmp_path, fuse, loop_mount):
+def test_mkdir_in_a_setgid_directory_as_ext4(tmp_path, fuse, ext4_rw):
     """A directory made in a setgid directory with a default ACL is
     setgid too, whoever makes it, in its group or not (fstests
     generic/444: mkdir followed by a chmod lost the bit for a user
@@ -935,10 +942,7 @@ def test_mkdir_in_a_setgid_directory_as_ext4(tmp_path, fuse, loop_mount):
     def run(d):
         return helpers.run(["bash", "-c", script, "sh", str(d)]).stdout
 
-    ext4 = tmp_path / "ext4.img"
-    helpers.run(["truncate", "-s", "64M", str(ext4)])
-    helpers.run(["mkfs.ext4", "-q", str(ext4)])
-    e4, _ = loop_mount(ext4, options="rw")
+    e4 = ext4_rw()
     want = run(e4)
     assert want.startswith("drwxrwsr-x 100 100\ndrwxrwsr-x 100 100"), want
     img = make_image(tmp_path)
