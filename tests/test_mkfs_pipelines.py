@@ -180,6 +180,8 @@ def test_existing_device_used_whole(tmp_path):
     (["-E", "offset=4096"], "first byte"),
     (["-S"], "superblocks"),
     (["-J", "device=/dev/null"], "external journal"),
+    (["-J", "size=abc"], "size= takes a number"),
+    (["-J", "location=0,size=4x"], "size= takes a number"),
 ])
 def test_refused_with_reason(tmp_path, opts, why):
     img = tmp_path / "r.img"

@@ -79,6 +79,29 @@ static errcode_t push(struct extref_build_args *a, const char *w,
 	return 0;
 }
 
+/* -J's size=MB among its comma-separated options (0: none given). */
+static errcode_t journal_size(const char *arg, unsigned int *mib)
+{
+	unsigned long long v;
+	char num[16];
+	size_t n;
+
+	*mib = 0;
+	for (; *arg; arg += n + (arg[n] == ',')) {
+		n = strcspn(arg, ",");
+		if (n < 5 || strncmp(arg, "size=", 5))
+			continue;
+		if (n - 5 >= sizeof(num))
+			return EXTREF_ERR_BUILD_ARG;
+		memcpy(num, arg + 5, n - 5);
+		num[n - 5] = '\0';
+		if (extref_build_parse_uint(num, 10240000, &v))
+			return EXTREF_ERR_BUILD_ARG;
+		*mib = (unsigned int)v;
+	}
+	return 0;
+}
+
 /* What each option means to the build beside mke2fs; 1: passed on. */
 static errcode_t note(struct extref_build_args *a, int c, const char *arg,
 		      char *why, size_t len, int *pass)
@@ -105,12 +128,10 @@ static errcode_t note(struct extref_build_args *a, int c, const char *arg,
 				"library writes its transactions through the "
 				"image's own journal)", arg);
 		a->journal_given = 1;
-		{
-			const char *sz = strstr(arg, "size=");
-
-			a->journal_mib = sz ? (unsigned int)strtoul(sz + 5,
-							NULL, 10) : 0;
-		}
+		if (journal_size(arg, &a->journal_mib))
+			return xr_args_why(why, len, EXTREF_ERR_BUILD_ARG,
+				"invalid journal options '%s': size= takes "
+				"a number of megabytes", arg);
 		break;
 	case 'm':
 		a->reserved_given = 1;
