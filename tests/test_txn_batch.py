@@ -16,6 +16,7 @@ import sys
 
 import crashlib
 import helpers
+from opsmodel import _write_at
 
 PROGRAM = r'''
 import ctypes, os, sys
@@ -190,8 +191,7 @@ def model(steps):
     for op, *a in steps:
         if op == "write":
             off, n = a
-            f.extend(bytes(max(0, off + n - len(f))))
-            f[off:off + n] = bytes((off + k) % 251 + 1 for k in range(n))
+            _write_at(f, off, bytes((off + k) % 251 + 1 for k in range(n)))
         elif op == "trunc":
             f = (f + bytes(max(0, a[0] - len(f))))[:a[0]]
         elif op == "falloc":
