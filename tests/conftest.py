@@ -18,10 +18,8 @@ import inspect
 import re
 import time
 from collections import defaultdict
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +27,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import helpers  # noqa: E402
+from prebuild import Prebuild  # noqa: E402
 
 
 MARKERS = {
@@ -169,61 +168,89 @@ def loop_mount(tmp_path):
         yield do_mount
 
 
-@pytest.fixture(scope="session")
-def san_build():
-    """A copy of the tree built with --enable-sanitizers in a temp dir (once
-    a session): paths of its fsck.extref and debugfs.extref."""
-    res = subprocess.run(["gcc", "-fsanitize=address,undefined", "-x", "c",
-                          "-o", "/dev/null", "-"],
-                         input="int main(void){return 0;}",
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip("the C compiler cannot link -fsanitize=address,undefined: "
-                    + res.stderr.strip()[:200])
-    work = Path(tempfile.mkdtemp(prefix="extref-asan-"))
-    helpers.copy_sources(work)
+def _san_steps(work):
     # Built out of tree (a build directory beside the sources), which
     # also keeps that way of building working.
     build = work / "build"
     build.mkdir()
     before = sorted(p.relative_to(work) for p in work.rglob("*")
                     if "build" not in p.relative_to(work).parts)
-    for cmd, cwd in ((["sh", "./autogen.sh"], work),
-                     (["sh", "../configure", "--enable-sanitizers"], build),
-                     (["make", "-j2", "fsck/fsck.extref",
-                       "debug/debugfs.extref", "tests/unit/trusted_op"],
-                      build)):
-        res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
-                             timeout=900)
-        assert res.returncode == 0, helpers.describe(res)
+    yield ["sh", "./autogen.sh"], work
+    yield ["sh", "../configure", "--enable-sanitizers"], build
+    yield ["make", "-j2", "fsck/fsck.extref", "debug/debugfs.extref",
+           "tests/unit/trusted_op"], build
     after = sorted(p.relative_to(work) for p in work.rglob("*")
                    if "build" not in p.relative_to(work).parts)
     made = set(after) - set(before)
     # autogen.sh's outputs belong to the source tree; nothing else may land
     assert {str(p) for p in made} <= {"configure", "autom4te.cache"} | {
         str(p) for p in made if p.parts[0] == "autom4te.cache"}, made
-    yield {"fsck": str(build / "fsck/fsck.extref"),
-           "debugfs": str(build / "debug/debugfs.extref"),
-           "trusted_op": str(build / "tests/unit/trusted_op")}
-    shutil.rmtree(work, ignore_errors=True)
+
+
+def _san_result(work):
+    build = work / "build"
+    return {"fsck": str(build / "fsck/fsck.extref"),
+            "debugfs": str(build / "debug/debugfs.extref"),
+            "trusted_op": str(build / "tests/unit/trusted_op")}
+
+
+def _prod_steps(work):
+    yield ["sh", "./autogen.sh"], work
+    yield ["sh", "./configure", "--enable-werror"], work
+    yield ["make", "-j2", "CFLAGS=-O0", "libextref.a",
+           "debug/debugfs.extref"], work
+
+
+_PREBUILDS = {
+    "san_build": Prebuild("extref-asan-", _san_steps, _san_result),
+    "production_build": Prebuild(
+        "extref-prod-", _prod_steps,
+        lambda work: {"lib": work / "libextref.a",
+                      "debugfs": str(work / "debug/debugfs.extref")}),
+}
+
+
+def _sanitizers_link():
+    res = subprocess.run(["gcc", "-fsanitize=address,undefined", "-x", "c",
+                          "-o", "/dev/null", "-"],
+                         input="int main(void){return 0;}",
+                         capture_output=True, text=True)
+    return res.returncode == 0, res.stderr.strip()[:200]
+
+
+def pytest_collection_finish(session):
+    """Start the builds the selected tests need (tests/prebuild.py)."""
+    if session.config.option.collectonly:
+        return
+    need = {name for item in session.items for name in _PREBUILDS
+            if name in item.fixturenames}
+    if "san_build" in need and not _sanitizers_link()[0]:
+        need.discard("san_build")
+    for name in sorted(need):
+        _PREBUILDS[name].start()
+
+
+def pytest_sessionfinish(session):
+    for pre in _PREBUILDS.values():
+        pre.stop()
+
+
+@pytest.fixture(scope="session")
+def san_build():
+    """A copy of the tree built with --enable-sanitizers in a temp dir (once
+    a session, in the background from the session's start): paths of its
+    fsck.extref and debugfs.extref."""
+    ok, why = _sanitizers_link()
+    if not ok:
+        pytest.skip("the C compiler cannot link -fsanitize=address,undefined: "
+                    + why)
+    return _PREBUILDS["san_build"].wait()
 
 
 @pytest.fixture(scope="session")
 def production_build():
     """libextref.a and debugfs.extref of a copy of the tree configured
     without --enable-fault-injection (the default), built once a session
-    in a temp dir (-O0 to keep it short)."""
-    work = Path(tempfile.mkdtemp(prefix="extref-prod-"))
-    try:
-        helpers.copy_sources(work)
-        for cmd in (["sh", "./autogen.sh"],
-                    ["sh", "./configure", "--enable-werror"],
-                    ["make", "-j2", "CFLAGS=-O0", "libextref.a",
-                     "debug/debugfs.extref"]):
-            res = subprocess.run(cmd, cwd=work, capture_output=True,
-                                 text=True, timeout=900)
-            assert res.returncode == 0, helpers.describe(res)
-        yield {"lib": work / "libextref.a",
-               "debugfs": str(work / "debug/debugfs.extref")}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    in a temp dir (-O0 to keep it short; in the background from the
+    session's start)."""
+    return _PREBUILDS["production_build"].wait()
