@@ -4,7 +4,9 @@
  *
  * As the kernel's jbd2 writes them: descriptor blocks each followed by
  * the copies their tags name, revoke blocks, a flush, the commit block, a
- * flush.  needs_recovery is set before the first flush; an empty
+ * flush.  needs_recovery is set after the body, before its flush (so
+ * a crash while the body is written leaves no flag: the image is as it
+ * was for the kernel and stock e2fsck, with nothing to replay); an empty
  * journal's first transaction also rewrites the journal superblock
  * (s_start, s_sequence, and the features the filesystem calls for: 64BIT
  * with 64bit, CSUM_V3 with metadata_csum, REVOKE) after that flush, with
@@ -261,8 +263,7 @@ static errcode_t put_body(struct xr_journal *j, const struct xr_jblock *b,
 	errcode_t err = 0;
 	int wrote;
 
-	err = xr_jset_recover(j, 1, &wrote);
-	if (!err && !j->sb.start)
+	if (!j->sb.start)
 		start_log(j);	/* may change the tag format; written later */
 	tpd = xr_jtags_per_desc(j->bs, j->sb.incompat);
 	for (i = 0; i < n && !err; i += cnt) {
@@ -271,6 +272,8 @@ static errcode_t put_body(struct xr_journal *j, const struct xr_jblock *b,
 	}
 	if (!err)
 		err = put_revokes(j, revoke, nrevoke, buf, pos);
+	if (!err)	/* with the body's flush: flagged only once it is in */
+		err = xr_jset_recover(j, 1, &wrote);
 	if (!err)
 		err = io_channel_flush(j->io);
 	return err;
