@@ -6,6 +6,34 @@
 #include <stdio.h>
 #include "fsck.h"
 
+/*
+ * -n on an image whose journal holds committed transactions (a change
+ * interrupted after its commit: an --update, a repair, a write): stock
+ * e2fsck -n does not replay a journal, so it would check a state nobody
+ * will see, and report what those transactions change as errors.  It is
+ * not run then; the check is the library's, of the image as the replay
+ * leaves it (open_checked).  Returns how many there are (0: none, or a
+ * journal the library cannot replay, e2fsck's to judge).
+ */
+unsigned journal_pending(const struct fsck_opts *o)
+{
+	extref_fs_t xfs;
+	unsigned n;
+
+	if (o->mode != EXTREF_FSCK_NO || o->no_replay || !o->needs_recovery)
+		return 0;
+	if (extref_fs_open(o->image, EXTREF_OPEN_NO_TREE, &xfs, NULL))
+		return 0;
+	n = extref_fs_replay_error(xfs) ? 0 : extref_fs_replayed(xfs);
+	extref_fs_abort(xfs);
+	if (n)
+		printf("%s: stock e2fsck -n not run: it does not replay a "
+		       "journal, and this one holds %u committed transaction%s "
+		       "(a change interrupted after its commit), which it would "
+		       "report as errors\n", o->image, n, n == 1 ? "" : "s");
+	return n;
+}
+
 /* e2fsck's exit status, or FSCK_ERROR when it could not be run. */
 int run_e2fsck(const struct fsck_opts *o)
 {

@@ -26,6 +26,8 @@ struct fsck_opts {
 	int			no_replay;	/* -E no_replay (with -n) */
 	int			unshare;
 	int			e2fsck_clean;	/* e2fsck ran and left no error */
+	int			needs_recovery;	/* the superblock said so, as
+						   fsck.extref began */
 	int			mode_given;	/* -n, -p/-a or -y on the line */
 	int			answer_all;	/* ASK: 'a' answered: yes from now */
 	blk64_t			backup_sb;	/* opened through this backup */
@@ -56,6 +58,7 @@ int release_orphans_first(struct fsck_opts *o, extref_image_lock_t *lock);
 
 /* e2fsck_run.c */
 int run_e2fsck(const struct fsck_opts *o);
+unsigned journal_pending(const struct fsck_opts *o);
 
 /* open_sb.c */
 errcode_t open_sb(struct fsck_opts *o, ext2_filsys *fs);

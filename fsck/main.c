@@ -245,6 +245,8 @@ static int prepare_feature(struct fsck_opts *o, extref_image_lock_t *lock,
 	*skip = *plain = 0;
 	if (open_sb(o, &fs))
 		return 0;	/* e2fsck says why */
+	o->needs_recovery = ext2fs_has_feature_journal_needs_recovery(
+					fs->super);
 	/*
 	 * A primary superblock that does not open (torn by a crash) is
 	 * e2fsck's to repair from a backup, which carries the feature; the
@@ -341,10 +343,19 @@ static int open_checked(const struct fsck_opts *o, extref_image_lock_t *lock,
 		printf("%s: journal recovered by %s (%u transaction%s "
 		       "replayed)\n", o->image, prog, n, n == 1 ? "" : "s");
 	else if (n)
-		printf("%s: journal needs recovery: checked as %s's verified "
-		       "replay of it (%u transaction%s) leaves it, in memory "
-		       "only, nothing written (-E no_replay: as on disk)\n",
-		       o->image, prog, n, n == 1 ? "" : "s");
+		printf("%s: journal needs recovery: a change was interrupted "
+		       "after its commit (%u transaction%s not yet replayed): "
+		       "%s -p %s, e2fsck -p or the next extref writer replays "
+		       "it; checked as %s's verified replay of it leaves it, in "
+		       "memory only, nothing written (-E no_replay: as on "
+		       "disk)\n", o->image, n, n == 1 ? "" : "s", prog,
+		       o->image, prog);
+	else if (!rw && !o->no_replay && !extref_fs_replay_error(*xfs) &&
+		 o->needs_recovery)
+		printf("%s: journal needs recovery but holds no committed "
+		       "transaction: the image is as the last change that "
+		       "completed left it; %s -p %s or the next extref writer "
+		       "clears the flag\n", o->image, prog, o->image);
 	if (o->no_replay && ext2fs_has_feature_journal_needs_recovery(
 				extref_fs_ext2(*xfs)->super))
 		printf("%s: journal needs recovery: checked as it is on "
@@ -507,7 +518,7 @@ int main(int argc, char **argv)
 		status |= release_orphans_first(&o, &lock);
 	if ((status & FSCK_ERROR) || o.stop)
 		goto out;
-	if (!o.no_e2fsck && !skip) {
+	if (!o.no_e2fsck && !skip && !journal_pending(&o)) {
 		st = run_e2fsck(&o);
 		if (st & FSCK_ERROR) {
 			fprintf(stderr, "%s: e2fsck could not check %s "
