@@ -210,6 +210,13 @@ struct extref_update {
 	const char	*at;		/* a directory of the image, or NULL */
 	extref_progress_func progress;	/* or NULL */
 	void		*priv;
+	/* or NULL: told EXTREF_NOTE_WRITING as the journal's growth (n 2)
+	 * or the update's commit (n 1) begins, EXTREF_NOTE_WRITTEN as it
+	 * ends (n 1: the update committed, the new version in place; n 0:
+	 * nothing of the update is).  A caller may hold its terminating
+	 * signals in between, so that a signal finds the image before the
+	 * update or after it, never inside a commit. */
+	void		(*note)(int what, unsigned int n, void *priv);
 	/* out */
 	__u64		entries;	/* entries of DIR written */
 	__u64		files_kept;	/* regular files kept as they were */

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,19 +26,51 @@
 
 #define MIB	(1024.0 * 1024.0)
 
+/* What a signal prints while the update runs.  Its commits hold the
+ * signals (update_note), so that one finds the image before the update
+ * or after it, never inside a commit. */
 static void set_note(const struct extref_build_args *o)
 {
 	char text[2 * 4096 + 128];
 
-	snprintf(text, sizeof(text), "%s: %s: interrupted while updating; "
-		 "the update is one transaction, never part of it: if the "
-		 "journal needs no recovery the image is exactly as before "
-		 "the update (free blocks may hold new bytes); if it needs "
-		 "recovery the commit was written, and fsck.extref -p %s (or "
-		 "e2fsck -p) replays the whole update (the journal may have "
-		 "grown to hold it; without a journal, part of it may be done: "
-		 "run fsck.extref -fy %s)", prog, o->image, o->image, o->image);
+	snprintf(text, sizeof(text), "%s: %s: interrupted while updating, "
+		 "before its commit: the image is exactly as before the "
+		 "update (the journal may have grown to hold it, an image "
+		 "file grown by --grow stays so, and free blocks may hold new "
+		 "bytes); on an image without a journal part of the update "
+		 "may be done: run fsck.extref -fy %s", prog, o->image,
+		 o->image);
 	cleanup_set_note(text);
+}
+
+static void set_note_committed(const struct extref_build_args *o)
+{
+	char text[2 * 4096 + 128];
+
+	snprintf(text, sizeof(text), "%s: %s: interrupted after the update "
+		 "was committed: the image holds the new version (if its "
+		 "journal still needs recovery, fsck.extref -p %s, the next "
+		 "extref writer or e2fsck -p replays it, as a kernel mount "
+		 "needs first)", prog, o->image, o->image);
+	cleanup_set_note(text);
+}
+
+static sigset_t held;	/* the signal mask a commit's hold replaced */
+
+/* The library's notes (extref_update's note): the journal's growth and
+ * the update's commit run with the terminating signals held. */
+static void update_note(int what, unsigned int n, void *priv)
+{
+	sigset_t set;
+
+	if (what == EXTREF_NOTE_WRITING) {
+		cleanup_signals(&set);
+		sigprocmask(SIG_BLOCK, &set, &held);
+	} else if (what == EXTREF_NOTE_WRITTEN) {
+		if (n)
+			set_note_committed(priv);
+		sigprocmask(SIG_SETMASK, &held, NULL);
+	}
 }
 
 static void print_summary(const struct extref_build_args *o,
@@ -139,6 +172,8 @@ int update_image(const struct extref_build_args *o)
 	extref_build_update_of(o, &u);
 	u.progress = o->quiet ? NULL : progress_cb;	/* its end: the
 							 * library's */
+	u.note = update_note;
+	u.priv = (void *)o;
 	if (stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* an archive: one more OCI layer */
 		layer_fd = open(o->source, O_RDONLY | O_CLOEXEC);

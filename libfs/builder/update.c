@@ -185,7 +185,19 @@ static errcode_t commit(struct xr_upd *up, const char *dir, ext2_ino_t at)
 {
 	errcode_t err = extref_tx_begin2(up->xfs, 0);
 
-	return err ? err : extref_tx_end(up->xfs, own_op(up, dir, at));
+	if (err)
+		return err;
+	err = own_op(up, dir, at);
+	xr_upd_say(up->u, EXTREF_NOTE_WRITING, 1);
+	err = extref_tx_end(up->xfs, err);
+	xr_upd_say(up->u, EXTREF_NOTE_WRITTEN, !err);
+	return err;
+}
+
+void xr_upd_say(const struct extref_update *u, int what, unsigned int n)
+{
+	if (u->note)
+		u->note(what, n, u->priv);
 }
 
 static errcode_t update_dir(extref_fs_t xfs, const char *dir,
@@ -269,7 +281,9 @@ static int grow_again(extref_fs_t xfs, struct extref_update *u,
 		return 0;
 	(*tries)++;
 	before = xr_journal_len(xr_tx_journal(xfs));
+	xr_upd_say(u, EXTREF_NOTE_WRITING, 2);
 	e = extref_journal_fit(xfs);
+	xr_upd_say(u, EXTREF_NOTE_WRITTEN, 0);
 	if (e) {
 		*err = e;
 		return 0;

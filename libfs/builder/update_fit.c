@@ -287,7 +287,9 @@ static errcode_t grow_for(extref_fs_t xfs, struct extref_update *u,
 	 * measured rerun decides (update.c) */
 	if (add + add / 256 + 16 + f->data + f->data / 8 > free)
 		return 0;
+	xr_upd_say(u, EXTREF_NOTE_WRITING, 2);
 	err = extref_journal_grow(xfs, len);
+	xr_upd_say(u, EXTREF_NOTE_WRITTEN, 0);
 	/* no run of free blocks, or inside a caller's transaction */
 	if (err == EXT2_ET_BLOCK_ALLOC_FAIL || err == EXTREF_ERR_JNL_GROW ||
 	    err == EXT2_ET_INVALID_ARGUMENT)

@@ -114,6 +114,8 @@ errcode_t xr_upd_check(struct xr_upd *up, const char *dir, ext2_ino_t ino);
  * estimate of the update's commit says it will not hold it (0 and
  * nothing changed when it will, or when the free space decides against:
  * the measured rerun of update.c is the fallback). */
+/* u->note told what, n (NULL: nothing). */
+void xr_upd_say(const struct extref_update *u, int what, unsigned int n);
 errcode_t xr_upd_fit_first(extref_fs_t xfs, const char *dir,
 			   struct extref_update *u);
 
