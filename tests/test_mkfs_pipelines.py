@@ -433,3 +433,31 @@ def test_man_page_option_table_is_the_code():
     optstring = re.search(r'xr_mke2fs_pass_optstring\[\] = "([^"]*)"',
                           text).group(1)
     assert set(optstring.replace(":", "")) == passed | refused
+
+
+def _option_pairs(args):
+    """Options with their values, order aside; IMAGE and DIR by role."""
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-") and i + 1 < len(args) and \
+                not args[i + 1].startswith("-"):
+            out.append((a, args[i + 1]))
+            i += 2
+        else:
+            out.append((a,))
+            i += 1
+    return sorted(out)
+
+
+def test_readme_gives_the_repart_line_tested_here():
+    """The README's systemd-repart command is PIPELINES["repart"]."""
+    text = (helpers.REPO_ROOT / "README").read_text()
+    m = re.search(r"repart \(mkfs-util\.c\) runs:\n\n((?:    .*\n)+)",
+                  text)
+    assert m, "the README lost repart's line"
+    words = m[1].replace("\\\n", " ").split()
+    assert words[0] == "mkfs.ext4", words
+    readme = [w.replace("PARTITION", "IMAGE") for w in words[1:]]
+    tested = [w if w != UUID else "UUID" for w in PIPELINES["repart"]]
+    assert _option_pairs(readme) == _option_pairs(tested)
