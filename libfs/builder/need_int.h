@@ -4,9 +4,11 @@
  *
  * need_walk.c walks a source directory as update_walk.c does, name by
  * name against the image's directories (what is kept, what is new, the
- * directory entries added); need_file.c counts one regular file as
- * update_file.c would put it (kept, a reflink, or block by block);
- * need_dir.c the directory blocks the entries added take.
+ * directory entries added); need_layer.c reads an archive as
+ * update_layer.c applies it, entry by entry against the image's paths;
+ * need_file.c counts one regular file as update_file.c would put it
+ * (kept, a reflink, or block by block); need_dir.c the directory blocks
+ * the entries added take.
  */
 #ifndef EXTREF_NEED_INT_H
 #define EXTREF_NEED_INT_H
@@ -59,6 +61,9 @@ __u64 xr_need_dir_blocks(const struct xr_need *nd, ext2_ino_t dir,
 			 __u64 added);
 /* need_walk.c: the source dir into the image's directory at. */
 errcode_t xr_need_walk(struct xr_need *nd, const char *dir, const char *at);
+/* need_layer.c: the archive on fd (read from where it is) applied at
+ * the image's root as one more layer. */
+errcode_t xr_need_layer(struct xr_need *nd, int fd);
 /* The counts into nd->n (blocks, inodes). */
 void xr_need_total(struct xr_need *nd);
 
