@@ -836,9 +836,11 @@ errcode_t extref_build_update(const char *image, const char *dir,
  * with the extent-tree nodes, directory blocks, slow symlinks and tree
  * records that come with them.  The blocks of files the update
  * replaces are not subtracted (it keeps them until it commits): blocks
- * is what the update needs free, about.  A layer is measured instead
- * (extref_archive_measure2: every block counted, an upper bound; fd
- * back where it was).  free_blocks and free_inodes are the image's.
+ * is what the update needs free, about.  A layer (layer_fd, a regular
+ * file) is read from its start as the update applies it, entry by
+ * entry against the image as the entries before it left it (whiteouts
+ * and opaque directories too), each file's data hashed as it streams;
+ * fd back where it was.  free_blocks and free_inodes are the image's.
  */
 struct extref_update_need {
 	__u64		blocks;

@@ -4,26 +4,33 @@ that does not fit (issue 30, section 2: images that grow).
 An image made with -d and no size (5% headroom) cannot take an update
 bigger than its headroom.  Without --grow the update fails and says what
 it needs: the test holds that figure within 1.15x of what the update then
-allocates, on two real trees copied from this machine (parts of
-/usr/share and of /usr/lib/python3): version 2 adds a directory and
-changes 200-300 files; the update is then run on a copy grown by stock
-resize2fs, and what it allocated is counted with stock tools only
-(dumpe2fs's free blocks before and after, plus the blocks of the
-replaced files that stock debugfs finds freed).  With --grow the image
+allocates, blocks and inodes, on two real trees copied from this
+machine (parts of /usr/share and of /usr/lib/python3): version 2 adds a
+directory and changes 200-300 files, and is given as a directory and as
+a tar of the whole tree (one more layer: the figure is what its update
+writes, not the archive); the update is then run on a copy grown by
+stock resize2fs, and what it allocated is counted with stock tools only
+(dumpe2fs's free blocks and inodes before and after, plus the blocks of
+the replaced files that stock debugfs finds freed).  A layer's figure
+follows the layer's rules (whiteouts, an opaque directory, hard links,
+missing directories).  With --grow the image
 file is grown (stock resize2fs, the new size from that figure) and
 updated: stock e2fsck -fn and fsck.extref -n are clean, every file reads
 back through stock debugfs as the source has it (some through a
-read-only kernel mount too).  A block device is
+read-only kernel mount too); grown for a tar, the image grows as for the
+directory.  A block device is
 refused and left byte-identical; a resize2fs that fails (a stand-in that
 runs the real one and then fails, or fails at once) leaves the image
 file byte-identical, its length too.
 """
 
+import io
 import os
 import random
 import re
 import shutil
 import stat
+import tarfile
 
 import pytest
 
@@ -117,38 +124,154 @@ def now_free(img, blocks):
     return sum("not in use" in line for line in res.stdout.splitlines())
 
 
+def symlinks(v1):
+    """v1's symlinks: an archive's update makes each anew (a new inode;
+    the old one's block, when its target is 60 bytes or more, freed)."""
+    return ["/" + str(p.relative_to(v1)) for p in v1.rglob("*")
+            if p.is_symlink()]
+
+
+def slow(tree, links):
+    return [p for p in links if len(os.readlink(tree / p[1:])) >= 60]
+
+
+def free_inodes(img):
+    return int(helpers.dumpe2fs_header(img)["Free inodes"])
+
+
+def tar_of(tree, tar):
+    """tree as an archive (stock tar), its root "."."""
+    helpers.run(["tar", "-C", str(tree), "-cf", str(tar), "."])
+    return tar
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["dir", "tar"])
 @pytest.mark.parametrize("name", ["share", "python"])
-def test_needs_about_is_what_the_update_uses(tmp_path, name):
+def test_needs_about_is_what_the_update_uses(tmp_path, name, kind):
+    """v2 as a directory, or as a tar of the whole tree (one more layer,
+    stock tar): the figure is what that update allocates, blocks and
+    inodes, not the archive's size."""
     src, added = pick(name)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
     copy_v1(src, v1, KEEP[name])
     changed = make_v2(v1, v2, added, 300 if name == "python" else 200)
+    source = v2 if kind == "dir" else tar_of(v2, tmp_path / "v2.tar")
+    renewed = changed + (symlinks(v1) if kind == "tar" else [])
     img = tmp_path / "img"
     helpers.run([mkfs_bin(), "-q", "-d", str(v1), str(img)])
-    res = helpers.run([mkfs_bin(), "--update", "-q", "-d", str(v2),
+    res = helpers.run([mkfs_bin(), "--update", "-q", "-d", str(source),
                        str(img)], check=False)
     assert res.returncode == 1, helpers.describe(res)
     m = re.search(r"the update needs about ([0-9.]+) MiB \(([0-9.]+) MiB "
-                  r"free\)", res.stderr)
+                  r"free\) and ([0-9]+) inodes", res.stderr)
     assert m, res.stderr
-    need = float(m.group(1))
+    need, need_inodes = float(m.group(1)), int(m.group(3))
     assert need > float(m.group(2)), res.stderr
     helpers.e2fsck_fn(img)
     # the same update on a copy grown by stock resize2fs, counted by
-    # stock tools: what it allocated (net growth, plus the blocks of the
-    # replaced files it freed)
+    # stock tools: what it allocated (net growth, plus the blocks and
+    # inodes of the replaced files and symlinks it freed)
     big = tmp_path / "big"
     shutil.copy(img, big)
     helpers.run(["resize2fs", str(big),
                  "%dM" % max(640, 3 * img.stat().st_size // MIB)])
-    old = blocks_of(big, changed)
-    before = free_blocks(big)
-    helpers.run([mkfs_bin(), "--update", "-q", "-d", str(v2), str(big)])
+    old = blocks_of(big, changed + slow(v1, renewed[len(changed):]))
+    before, inodes_before = free_blocks(big), free_inodes(big)
+    helpers.run([mkfs_bin(), "--update", "-q", "-d", str(source),
+                 str(big)])
     used = (before - free_blocks(big) + now_free(big, old)) * BS / MIB
+    inodes = inodes_before - free_inodes(big) + len(renewed)
     assert used > 1, used
     assert 1 / 1.15 <= need / used <= 1.15, (need, used, res.stderr)
+    assert 1 / 1.15 <= need_inodes / inodes <= 1.15, \
+        (need_inodes, inodes, res.stderr)
     helpers.e2fsck_fn(big)
+
+
+def layer_tar(path, entries):
+    """entries: (name, bytes) a file, (name, None) a directory,
+    (name, "->target") a symlink, (name, "=>target") a hard link."""
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
+        for name, data in entries:
+            ti = tarfile.TarInfo(name)
+            ti.mtime, ti.mode = 1700000000, 0o644
+            if data is None:
+                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            elif isinstance(data, str):
+                ti.type = (tarfile.SYMTYPE if data[:2] == "->" else
+                           tarfile.LNKTYPE)
+                ti.linkname = data[2:]
+            else:
+                ti.size = len(data)
+            t.addfile(ti, io.BytesIO(data) if isinstance(data, bytes)
+                      else None)
+    return path
+
+
+@pytest.mark.parametrize("end", ["whole", "trailer_missing"])
+def test_needs_about_a_layer_follows_its_rules(tmp_path, end):
+    """A layer's figure counts its entries as the update applies them,
+    against the image as the entries before left it: files an opaque
+    directory or a whiteout removed are new again even with the bytes
+    the image had (reflinks: an inode, no data), an unchanged file is
+    kept, missing directories are made, a hard link is a name only, a
+    symlink is made anew.  12 new inodes, as the update then uses them
+    (stock dumpe2fs, plus the 17 it frees); the blocks within 1.15x; the
+    image grown from that figure takes the update at once.  Also with
+    the tar cut right after its last file's data (no padding, no end
+    records: umoci 0.4.7's layers), which the update takes as its end."""
+    rnd = random.Random(5)
+    v1 = tmp_path / "v1"
+    body = {}
+    for d, n in (("d0", 10), ("d1", 5), ("keep", 1)):
+        (v1 / d).mkdir(parents=True)
+        for i in range(n):
+            body[f"{d}/f{i}"] = rnd.randbytes(5000)
+            (v1 / d / f"f{i}").write_bytes(body[f"{d}/f{i}"])
+    os.symlink("d0/f0", v1 / "link")
+    entries = [("d0/.wh..wh..opq", b"")]
+    entries += [(f"d0/f{i}", body[f"d0/f{i}"]) for i in range(5)]
+    entries += [(".wh.d1", b""), ("d1", None), ("d1/f0", body["d1/f0"]),
+                ("keep/f0", body["keep/f0"]), ("new/sub/x", b"x"),
+                ("h", "=>d0/f0"), ("link", "->d0/f1"), (".wh.nothing", b""),
+                ("big", rnd.randbytes(6 * MIB + 100))]
+    tar = layer_tar(tmp_path / "layer.tar", entries)
+    if end == "trailer_missing":
+        with tarfile.open(tar) as t:
+            last = t.getmembers()[-1]
+        os.truncate(tar, last.offset_data + last.size)
+    img = tmp_path / "img"
+    helpers.run([mkfs_bin(), "-q", "-d", str(v1), str(img)])
+    res = helpers.run([mkfs_bin(), "--update", "-q", "-d", str(tar),
+                       str(img)], check=False)
+    assert res.returncode == 1, helpers.describe(res)
+    m = re.search(r"the update needs about ([0-9.]+) MiB \([0-9.]+ MiB "
+                  r"free\) and ([0-9]+) inodes", res.stderr)
+    assert m, res.stderr
+    assert int(m.group(2)) == 12, res.stderr
+    helpers.e2fsck_fn(img)
+    big = tmp_path / "big"
+    shutil.copy(img, big)
+    helpers.run(["resize2fs", str(big), "64M"])
+    gone = [f"/{k}" for k in body if not k.startswith("keep")]
+    old = blocks_of(big, gone + ["/d1"])
+    before, inodes_before = free_blocks(big), free_inodes(big)
+    helpers.run([mkfs_bin(), "--update", "-q", "-d", str(tar), str(big)])
+    assert inodes_before - free_inodes(big) + len(gone) + 2 == 12
+    used = (before - free_blocks(big) + now_free(big, old)) * BS / MIB
+    assert 1 / 1.15 <= float(m.group(1)) / used <= 1.15, \
+        (m.group(1), used, res.stderr)
+    helpers.e2fsck_fn(big)
+    # --grow from that figure: one grow, both checkers clean
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(tar),
+                       str(img)])
+    assert len(re.findall(r"grown from", res.stdout)) == 1, res.stdout
+    helpers.e2fsck_fn(img)
+    out = fsck_n(img).stdout
+    assert " 0 problems" in out, out
+    res = helpers.run(["debugfs", "-R", "cat /big", str(img)], text=False)
+    assert res.stdout == entries[-1][1]
 
 
 def small_tree(root, seed, n, size):
@@ -181,6 +304,20 @@ def grow_case(tmp_path):
     return img, v2
 
 
+def rdump_is(img, tree, tmp_path):
+    """Every file and symlink of tree as stock debugfs reads it back."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    helpers.run(["debugfs", "-R", f"rdump / {dump}", str(img)])
+    for p in tree.rglob("*"):
+        q = dump / p.relative_to(tree)
+        if p.is_symlink():
+            assert os.readlink(q) == os.readlink(p), p
+        elif p.is_file():
+            assert q.read_bytes() == p.read_bytes(), p
+    shutil.rmtree(dump)
+
+
 @pytest.mark.slow
 def test_grow_then_update(tmp_path, grow_case):
     img, v2 = grow_case
@@ -195,15 +332,7 @@ def test_grow_then_update(tmp_path, grow_case):
     out = fsck_n(img).stdout
     assert " 0 problems" in out, out
     # every file as the source has it, read by stock debugfs
-    dump = tmp_path / "dump"
-    dump.mkdir()
-    helpers.run(["debugfs", "-R", f"rdump / {dump}", str(img)])
-    for p in v2.rglob("*"):
-        q = dump / p.relative_to(v2)
-        if p.is_symlink():
-            assert os.readlink(q) == os.readlink(p), p
-        elif p.is_file():
-            assert q.read_bytes() == p.read_bytes(), p
+    rdump_is(img, v2, tmp_path)
     # and through a read-only kernel mount
     if helpers.loop_skip_reason() is None:
         with helpers.loop_mount(img, tmp_path / "mnt"):
@@ -216,6 +345,41 @@ def test_grow_then_update(tmp_path, grow_case):
     assert "grown" not in res.stdout, res.stdout
     helpers.e2fsck_fn(img)
     fsck_n(img)
+
+
+@pytest.mark.slow
+def test_grow_for_an_archive_is_what_its_update_needs(tmp_path):
+    """v1 mostly one 16 MiB file, v2 adds 3 MiB and changes 10 files
+    (fewer new inodes than the image has free): the image grown for a tar
+    of all of v2 is the size it is grown to for the directory v2, not
+    16 MiB and an inode per entry more; the update then fits (one grow),
+    both checkers clean, every file as v2 has it."""
+    v1 = small_tree(tmp_path / "v1", 1, 100, 20000)
+    (v1 / "base").write_bytes(random.Random(4).randbytes(16 * MIB))
+    v2 = tmp_path / "v2"
+    shutil.copytree(v1, v2, symlinks=True)
+    (v2 / "big").write_bytes(random.Random(3).randbytes(3 * MIB))
+    for i in range(0, 100, 10):
+        with open(v2 / f"d{i % 7}" / f"f{i}", "ab") as f:
+            f.write(b"v2")
+    tar = tar_of(v2, tmp_path / "v2.tar")
+    imgs = {k: tmp_path / f"img_{k}" for k in ("dir", "tar")}
+    helpers.run([mkfs_bin(), "-q", "-d", str(v1), str(imgs["dir"])])
+    shutil.copy(imgs["dir"], imgs["tar"])
+    size0 = imgs["dir"].stat().st_size
+    for k, source in (("dir", v2), ("tar", tar)):
+        res = helpers.run([mkfs_bin(), "--update", "--grow", "-d",
+                           str(source), str(imgs[k])])
+        assert len(re.findall(r"grown from [0-9.]+ MiB to [0-9.]+ MiB",
+                              res.stdout)) == 1, res.stdout
+    grown = {k: imgs[k].stat().st_size - size0 for k in imgs}
+    assert grown["dir"] > 2 * MIB, grown
+    assert 1 / 1.15 <= grown["tar"] / grown["dir"] <= 1.15, grown
+    img = imgs["tar"]
+    helpers.e2fsck_fn(img)
+    out = fsck_n(img).stdout
+    assert " 0 problems" in out, out
+    rdump_is(img, v2, tmp_path)
 
 
 def test_grow_refuses_a_block_device(tmp_path, grow_case):

@@ -61,6 +61,14 @@ extern struct xr_archive_api xr_archive;
  */
 errcode_t xr_archive_load(const char **why);
 
+/*
+ * populate_archive.c: did the archive end right after the data of e
+ * (size bytes, all read), its padding and end records missing, as
+ * umoci 0.4.7's layers end (libarchive: "Truncated input file")?
+ */
+int xr_archive_truncated_after(struct archive *a, struct archive_entry *e,
+			       __u64 size);
+
 /* Calls below this point go through the looked-up addresses (not in
  * archive_dl.c, which fills them in). */
 #ifndef XR_ARCHIVE_LOADER

@@ -1,18 +1,17 @@
 /*
- * need_file.c --- one regular file of the source counted as
- * update_file.c would put it: kept when the image's file at its name
- * holds the same bytes, a reflink when another file does (no data, one
- * clone), else block by block: a block of zeros a hole, a whole block
- * equal to one the image (or a file counted before) holds shared, any
- * other written.  Equality is by hash only.  The extents are the runs
+ * need_file.c --- one regular file of the source (a host file, or an
+ * archive's entry read once as it streams) counted as update_file.c
+ * would put it: kept when the image's file at its name holds the same
+ * bytes, a reflink when another file does (no data, one clone), else
+ * block by block: a block of zeros a hole, a whole block equal to one
+ * the image (or a file counted before) holds shared, any other
+ * written.  Equality is by hash only.  The extents are the runs
  * (written, or shared from consecutive blocks of one file); past the
  * four an inode holds, they need extent-tree leaves.  The file then
  * joins the index as the update's written files do.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <string.h>
-#include <unistd.h>
 #include "need_int.h"
 
 enum { NONE, SHARED, WRITTEN };
@@ -25,21 +24,20 @@ struct runs {
 };
 
 /* Block hashes of the file into up->bh, and the file's hash. */
-static errcode_t hash_blocks(struct xr_upd *up, int fd, __u64 size,
-			     size_t nb, __u64 *fh)
+static errcode_t hash_blocks(struct xr_upd *up, const struct xr_need_src *src,
+			     __u64 size, size_t nb, __u64 *fh)
 {
 	unsigned int bs = up->fs->blocksize;
-	size_t per = XR_POP_STAGE_BYTES / bs, i = 0, k, n, got;
-	ssize_t r;
+	size_t per = XR_POP_STAGE_BYTES / bs, i = 0, k, n, got, r;
+	errcode_t err;
 
 	while (i < nb) {
 		n = nb - i < per ? nb - i : per;
-		for (got = 0; got < n * bs; got += (size_t)r) {
-			r = pread(fd, up->a + got, n * bs - got,
-				  (off_t)((__u64)i * bs + got));
-			if (r < 0)
-				return errno ? (errcode_t)errno :
-					EXT2_ET_SHORT_READ;
+		for (got = 0; got < n * bs; got += r) {
+			err = src->read(src->priv, up->a + got, n * bs - got,
+					(__u64)i * bs + got, &r);
+			if (err)
+				return err;
 			if (!r)
 				break;
 		}
@@ -126,8 +124,8 @@ static __u64 tree_nodes(unsigned int bs, __u64 n)
 	return leaves + (leaves > 4 ? (leaves + per - 1) / per : 0);
 }
 
-errcode_t xr_need_file(struct xr_need *nd, int fd, __u64 size,
-		       ext2_ino_t old)
+errcode_t xr_need_file(struct xr_need *nd, const struct xr_need_src *src,
+		       __u64 size, ext2_ino_t old, ext2_ino_t *ino)
 {
 	struct xr_upd *up = &nd->up;
 	unsigned int bs = up->fs->blocksize;
@@ -138,21 +136,20 @@ errcode_t xr_need_file(struct xr_need *nd, int fd, __u64 size,
 	int same;
 	errcode_t err = xr_upd_bh_room(up, nb);
 
+	*ino = old;
 	if (!err)
-		err = hash_blocks(up, fd, size, nb, &fh);
+		err = hash_blocks(up, src, size, nb, &fh);
 	if (err)
 		return err;
 	same = same_file(up, fh, size, old);
 	if (same == 1)
 		return 0;
 	nd->inodes++;
+	*ino = self = xr_need_fake_ino(nd);
 	if (same == 2) {
 		nd->runs++;
 		return 0;
 	}
-	if (!++nd->fake_ino)
-		nd->fake_ino++;
-	self = nd->fake_ino;
 	for (i = 0; !err && i < nb; i++)
 		err = one_block(nd, &r, i, (i + 1) * (__u64)bs <= size, self);
 	nd->extent_blocks += tree_nodes(bs, r.extents);

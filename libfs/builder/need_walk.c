@@ -6,9 +6,7 @@
  * name is kept (a symlink of the same length: its target is not read),
  * anything else is a new inode (a slow symlink, target of 60 bytes or
  * more, a block too); a second name of a file met before is an entry
- * only.  The entries a directory of the image gains take room in it:
- * its blocks are filled (the checksum tail left) before new ones come,
- * a hashed directory's to three quarters (its leaves split in halves).
+ * only.  The entries each directory gains are summed for need_dir.c.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -22,37 +20,6 @@
 static errcode_t errno_code(void)
 {
 	return errno ? (errcode_t)errno : EXT2_ET_SHORT_READ;
-}
-
-/* The bytes a directory entry of a name of len takes. */
-static __u64 dirent_len(size_t len)
-{
-	return 8 + ((len + 3) & ~(size_t)3);
-}
-
-static int used_cb(struct ext2_dir_entry *d, int offset, int blocksize,
-		   char *buf, void *priv)
-{
-	(void)offset; (void)blocksize; (void)buf;
-	*(__u64 *)priv += dirent_len(ext2fs_dirent_name_len(d));
-	return 0;
-}
-
-/* New blocks the image's directory dir needs for add more bytes. */
-static __u64 grow_dir(ext2_filsys fs, ext2_ino_t dir, __u64 add)
-{
-	unsigned int room = fs->blocksize - 12;
-	struct ext2_inode inode;
-	__u64 used = 0, have, want;
-
-	if (!add || ext2fs_read_inode(fs, dir, &inode) ||
-	    ext2fs_dir_iterate(fs, dir, 0, NULL, used_cb, &used))
-		return 0;
-	have = EXT2_I_SIZE(&inode) / fs->blocksize;
-	if (inode.i_flags & EXT2_INDEX_FL)
-		return (add * 4 / 3 + room - 1) / room;
-	want = (used + add + room - 1) / room;
-	return want > have ? want - have : 0;
 }
 
 static errcode_t walk(struct xr_need *nd, int dfd, ext2_ino_t dir);
@@ -71,16 +38,27 @@ static errcode_t sub_dir(struct xr_need *nd, int dfd, const char *name,
 	return err;
 }
 
+static errcode_t pread_src(void *priv, char *buf, size_t len, __u64 off,
+			   size_t *got)
+{
+	ssize_t r = pread(*(int *)priv, buf, len, (off_t)off);
+
+	*got = r > 0 ? (size_t)r : 0;
+	return r < 0 ? errno_code() : 0;
+}
+
 static errcode_t reg_file(struct xr_need *nd, int dfd, const char *name,
 			  const struct statx *st, ext2_ino_t old)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 			O_CLOEXEC);
+	struct xr_need_src src = { pread_src, &fd };
+	ext2_ino_t ino;
 	errcode_t err;
 
 	if (fd < 0)
 		return errno_code();
-	err = xr_need_file(nd, fd, st->stx_size, old);
+	err = xr_need_file(nd, &src, st->stx_size, old, &ino);
 	close(fd);
 	return err;
 }
@@ -118,7 +96,7 @@ static errcode_t entry(struct xr_need *nd, int dfd, ext2_ino_t dir,
 	    ext2fs_read_inode(fs, old, &oi))
 		old = 0;
 	if (!old)
-		*added += dirent_len(strlen(name));
+		*added += xr_need_dirent_len(strlen(name));
 	kind = old ? oi.i_mode & LINUX_S_IFMT : 0;
 	if (S_ISDIR(st.stx_mode)) {
 		if (kind != LINUX_S_IFDIR)
@@ -144,7 +122,6 @@ static errcode_t entry(struct xr_need *nd, int dfd, ext2_ino_t dir,
 /* The source directory on dfd into the image's dir (0: a new one). */
 static errcode_t walk(struct xr_need *nd, int dfd, ext2_ino_t dir)
 {
-	unsigned int room = nd->up.fs->blocksize - 12;
 	int fd = dup(dfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
@@ -163,10 +140,7 @@ static errcode_t walk(struct xr_need *nd, int dfd, ext2_ino_t dir)
 	if (!err && errno)
 		err = errno_code();
 	closedir(d);
-	if (!dir)		/* ".", ".." and the entries */
-		nd->dir_blocks += (24 + added + room - 1) / room;
-	else
-		nd->dir_blocks += grow_dir(nd->up.fs, dir, added);
+	nd->dir_blocks += xr_need_dir_blocks(nd, dir, added);
 	return err;
 }
 

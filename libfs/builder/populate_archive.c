@@ -183,8 +183,8 @@ static int truncated_input(struct archive *a)
 	return why && !strncmp(why, "Truncated input file", 20);
 }
 
-static int truncated_after(struct archive *a, struct archive_entry *e,
-			   __u64 size)
+int xr_archive_truncated_after(struct archive *a, struct archive_entry *e,
+			       __u64 size)
 {
 	return truncated_input(a) && archive_entry_size_is_set(e) &&
 	       (__u64)archive_entry_size(e) == size;
@@ -193,7 +193,7 @@ static int truncated_after(struct archive *a, struct archive_entry *e,
 static int trailer_missing(struct rd *r, struct archive_entry *e,
 			   __u64 size)
 {
-	return r->oci && truncated_after(r->a, e, size);
+	return r->oci && xr_archive_truncated_after(r->a, e, size);
 }
 
 static errcode_t archive_err(struct rd *r)
@@ -626,7 +626,7 @@ static errcode_t measure_data(struct archive *a, struct archive_entry *e,
 		err = xr_measure_put(m, (__u64)off, buf, len);
 		got = (__u64)off + len;
 	}
-	if (!err && ar != ARCHIVE_EOF && truncated_after(a, e, got))
+	if (!err && ar != ARCHIVE_EOF && xr_archive_truncated_after(a, e, got))
 		*ended = 1;	/* the measure takes it; the build decides */
 	else if (!err && ar != ARCHIVE_EOF)
 		err = EXTREF_ERR_ARCHIVE;

@@ -185,10 +185,7 @@ static errcode_t stage(struct ul *l, struct archive_entry *e, __u64 *size)
 	/* the tar stops right after this entry's data, without its
 	 * padding and end records, as umoci 0.4.7's layers do
 	 * (populate_archive.c's trailer_missing): the layer ends here */
-	if (ar != ARCHIVE_EOF && archive_error_string(l->a) &&
-	    !strncmp(archive_error_string(l->a), "Truncated input file", 20) &&
-	    archive_entry_size_is_set(e) &&
-	    (__u64)archive_entry_size(e) == *size)
+	if (ar != ARCHIVE_EOF && xr_archive_truncated_after(l->a, e, *size))
 		l->ended = 1;
 	else if (ar != ARCHIVE_EOF) {
 		xr_pop_fail(&l->up->p, l->path, archive_error_string(l->a));

@@ -1,7 +1,7 @@
 /*
  * update_need.c --- extref_build_update_need: what an update of an
  * image will take of its free blocks and inodes, found by a dry run of
- * the update on the image opened read-only (need_walk.c).
+ * the update on the image opened read-only (need_walk.c, need_layer.c).
  *
  * The image's data is indexed as the update indexes it (update_index.c:
  * every whole block and every file of its regular files, by hash); the
@@ -10,12 +10,12 @@
  * match that is not equal is not met in practice).  What the update
  * frees (the blocks of the files it replaces) is not subtracted: it
  * keeps them until it commits, so the figure is what it needs free.
- * An archive (one more layer) is not read twice: its measure
- * (extref_archive_measure2) is the figure, an upper bound.
+ * An archive (one more layer) is read from its start as the update
+ * reads it (need_layer.c), each regular file's data hashed as it
+ * streams: only what the update writes is counted, not the archive.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "need_int.h"
@@ -42,31 +42,25 @@ static void need_done(struct xr_need *nd)
 	xr_pop_table_free(&nd->links);
 }
 
-/* The archive on fd: its measure, fd back where it was. */
-static errcode_t layer_need(int fd, unsigned int bs,
-			    struct extref_update_need *n)
+/* The archive on fd, read from its start: fd back where it was. */
+static errcode_t layer_walk(struct xr_need *nd, int fd)
 {
 	off_t at = lseek(fd, 0, SEEK_CUR);
-	struct extref_source_size s;
-	char *why = NULL;
 	errcode_t err;
 
 	if (at < 0 || lseek(fd, 0, SEEK_SET) < 0)
 		return errno ? (errcode_t)errno : EXT2_ET_LLSEEK_FAILED;
-	err = extref_archive_measure2(fd, bs, EXTREF_DEDUPE_NONE, NULL, NULL,
-				      &s, &why);
-	free(why);
+	err = xr_need_layer(nd, fd);
 	if (lseek(fd, at, SEEK_SET) != at && !err)
 		err = errno ? (errcode_t)errno : EXT2_ET_LLSEEK_FAILED;
-	n->blocks = s.data_blocks + s.meta_blocks;
-	n->inodes = s.entries;
 	return err;
 }
 
-/* The dry run of the directory's update: the image indexed, dir walked. */
-static errcode_t dir_need(extref_fs_t xfs, const char *dir,
-			  const struct extref_update *u,
-			  struct extref_update_need *n)
+/* The dry run of the update: the image indexed, the source (dir, or
+ * the archive on layer_fd) counted against it. */
+static errcode_t dry_run(extref_fs_t xfs, const char *dir, int layer_fd,
+			 const struct extref_update *u,
+			 struct extref_update_need *n)
 {
 	struct xr_need *nd;
 	errcode_t err = ext2fs_get_memzero(sizeof(*nd), &nd);
@@ -79,7 +73,8 @@ static errcode_t dir_need(extref_fs_t xfs, const char *dir,
 	if (!err)
 		err = xr_upd_index_image(&nd->up);
 	if (!err)
-		err = xr_need_walk(nd, dir, u->at ? u->at : "/");
+		err = layer_fd >= 0 ? layer_walk(nd, layer_fd) :
+			xr_need_walk(nd, dir, u->at ? u->at : "/");
 	if (!err)
 		xr_need_total(nd);
 	need_done(nd);
@@ -104,8 +99,7 @@ errcode_t extref_build_update_need(const char *image, const char *dir,
 	n->blocksize = fs->blocksize;
 	n->free_blocks = ext2fs_free_blocks_count(fs->super);
 	n->free_inodes = fs->super->s_free_inodes_count;
-	err = layer_fd >= 0 ? layer_need(layer_fd, fs->blocksize, n) :
-		dir_need(xfs, dir, u, n);
+	err = dry_run(xfs, dir, layer_fd, u, n);
 	extref_fs_abort(xfs);
 	return err;
 }
