@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "image/xr_image.h"
+#include "image/xr_seen.h"
 #include "grow_int.h"
 
 struct grow {
@@ -118,7 +119,9 @@ static int fault_prove(void)
 #endif
 
 /* The grown image proven, recorded as ours unless a foreign write came
- * before: 0, or the proof's error (nothing written then). */
+ * before: 0, or the proof's error (nothing written then).  resize2fs ran
+ * at the options' clock (E2FSPROGS_FAKE_TIME), so the record takes it
+ * too: a grow under SOURCE_DATE_EPOCH stays reproducible. */
 static errcode_t prove(struct grow *w, int foreign, int *step)
 {
 	extref_fs_t xfs;
@@ -133,8 +136,11 @@ static errcode_t prove(struct grow *w, int foreign, int *step)
 	}
 	if (err)
 		return err;
+	xr_build_clock(extref_fs_ext2(xfs), w->o);
 	w->g->blocks_after = ext2fs_blocks_count(extref_fs_ext2(xfs)->super);
-	if (!foreign)
+	if (!foreign && w->o && (w->o->flags & EXTREF_BUILD_EPOCH))
+		xr_seen_accept_run(xfs);
+	else if (!foreign)
 		extref_fs_accept(xfs);
 	*step = EXTREF_STEP_WRITE;
 	return extref_fs_close(xfs);
@@ -189,6 +195,7 @@ static errcode_t grow_held(struct grow *w, int *step)
 	if (err)
 		return err;
 	fs = extref_fs_ext2(xfs);
+	xr_build_clock(fs, w->o);
 	if (w->g->note && extref_fs_replayed(xfs))
 		w->g->note(EXTREF_NOTE_REPLAYED, extref_fs_replayed(xfs),
 			   w->g->priv);
