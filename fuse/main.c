@@ -291,9 +291,9 @@ static int open_image(const char *image, int ro)
 	const char *holder;
 	errcode_t err, kind;
 
-	if (!ro && extref_build_convert_left(image, 0)) {
+	if (!ro && (kind = extref_build_left(image, 0))) {
 		fprintf(stderr, "%s: %s: %s; not mounted\n", PROG_NAME, image,
-			extref_build_convert_left_note(image));
+			extref_build_left_note(image, kind));
 		return 1;
 	}
 	err = open_waiting(image, flags);
