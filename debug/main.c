@@ -152,16 +152,18 @@ static void open_detail(const char *who, const char *image, errcode_t err)
 
 /*
  * A writer does not open an image an interrupted mkfs.extref --convert
- * left its undo file beside: the user puts the image back with it or
- * deletes it first (extref_build_convert_left says how).  Asked before
- * the open, which could replay the journal.
+ * or --grow left its undo file beside: the user puts the image back with
+ * it or deletes it first (extref_build_left_note says how).  Asked
+ * before the open, which could replay the journal.
  */
 static int convert_left(const char *image, const char *who)
 {
-	if (!extref_build_convert_left(image, 0))
+	errcode_t left = extref_build_left(image, 0);
+
+	if (!left)
 		return 0;
 	fprintf(stderr, "%s: %s: %s; not opened for writing\n", who, image,
-		extref_build_convert_left_note(image));
+		extref_build_left_note(image, left));
 	return 1;
 }
 

@@ -49,8 +49,8 @@ void foreign_before(struct fsck_opts *o);
 void foreign_after(const struct fsck_opts *o, extref_fs_t xfs,
 		   const struct extref_fsck_result *res);
 
-/* convert_left.c: an interrupted --convert's undo file beside the image:
- * said (-n), or the repair refused (FSCK_ERROR) */
+/* convert_left.c: an interrupted --convert's (or --grow's) undo file
+ * beside the image: said (-n), or the repair refused (FSCK_ERROR) */
 int convert_left(const struct fsck_opts *o);
 
 /* orphans.c: the orphan list released by the library before e2fsck */

@@ -16,6 +16,7 @@
 #include "xfuse.h"
 #include <fuse_lowlevel.h>
 #include "extref_builder.h"
+#include "extref_fsck.h"
 
 #ifndef EXTREF_VERSION_STRING
 #define EXTREF_VERSION_STRING EXTREF_LIB_VERSION
@@ -263,20 +264,44 @@ static errcode_t open_waiting(const char *image, int flags)
 	}
 }
 
+/* An open refused for want of a tree: the next step when the image is
+ * no extref image yet (extref_fsck_unbuilt: mkfs.extref --convert
+ * makes it one, or adopts it), as mkfs.extref --update and
+ * debugfs.extref -w say it; else 0. */
+static errcode_t next_step(const char *image, errcode_t err)
+{
+	ext2_filsys fs;
+	errcode_t kind;
+
+	if (err != EXTREF_ERR_NO_FEATURE && err != EXTREF_ERR_NO_TREE)
+		return 0;
+	if (ext2fs_open2(image, NULL, EXT2_FLAG_64BITS, 0, 0,
+			 extref_io_manager(), &fs))
+		return 0;
+	kind = extref_fsck_unbuilt(fs);
+	ext2fs_close_free(&fs);
+	return kind;
+}
+
 /* Open the image for the whole mount: read-write as every writer does
  * (lock, replay, verify), or read-only under a shared lock. */
 static int open_image(const char *image, int ro)
 {
 	int flags = EXTREF_OPEN_STAMP | (ro ? 0 : EXTREF_OPEN_RW);
 	const char *holder;
-	errcode_t err;
+	errcode_t err, kind;
 
-	if (!ro && extref_build_convert_left(image, 0)) {
+	if (!ro && (kind = extref_build_left(image, 0))) {
 		fprintf(stderr, "%s: %s: %s; not mounted\n", PROG_NAME, image,
-			extref_build_convert_left_note(image));
+			extref_build_left_note(image, kind));
 		return 1;
 	}
 	err = open_waiting(image, flags);
+	if (err && (kind = next_step(image, err))) {
+		fprintf(stderr, "%s: %s: %s; not mounted\n", PROG_NAME, image,
+			error_message(kind));
+		return 1;
+	}
 	if (err) {
 		com_err(PROG_NAME, err, "while opening %s", image);
 		holder = extref_image_lock_holder();

@@ -450,6 +450,24 @@ int extref_build_convert_left(const char *image, int flags);
 const char *extref_build_convert_left_note(const char *image);
 
 /*
+ * The undo file of extref_build_grow beside an image file:
+ * IMAGE.grow.e2undo (as extref_build_convert_undo_name).  A run killed
+ * during resize2fs, or a crash then, leaves it (undo_left.c says what
+ * the image is then).  extref_build_left: either undo file left, as
+ * extref_build_convert_left says it of its own (flags the same):
+ * EXTREF_ERR_CONVERT_LEFT or EXTREF_ERR_GROW_LEFT, else 0; a writer asks
+ * before it opens the image, and refuses while one is there.
+ * extref_build_left_note: what to do about the one left (the error
+ * extref_build_left returned), as extref_build_convert_left_note says
+ * it: for --grow's, put the image back with stock e2undo, or keep the
+ * grown image when stock e2fsck -fn finds it clean.
+ */
+errcode_t extref_build_grow_undo_name(const char *image, char *name,
+				      size_t len);
+errcode_t extref_build_left(const char *image, int flags);
+const char *extref_build_left_note(const char *image, errcode_t left);
+
+/*
  * The image file a build makes its filesystem in (mkfs.extref IMAGE
  * [SIZE]), looked at before anything is written.  The probe: an
  * existing image must be a regular file or a block device
@@ -865,7 +883,10 @@ errcode_t extref_build_update_need(const char *image, const char *dir,
  * replayed first (note told, as extref_build_shrink tells it);
  * the stock resize2fs grows the filesystem and the file (EXTREF_RESIZE2FS
  * names another program: tests; else /sbin/resize2fs, else PATH), with
- * an undo file of its own in $TMPDIR (else /var/tmp); then the grown
+ * the undo file IMAGE.grow.e2undo beside it (extref_build_grow_undo_name;
+ * while an interrupted run's is there, the grow is refused:
+ * EXTREF_ERR_GROW_LEFT or EXTREF_ERR_CONVERT_LEFT, nothing written,
+ * step EXTREF_STEP_CHECK; removed after a grow); then the grown
  * image is proven as a writer's open proves it (every count against
  * every mapping: EXTREF_ERR_UNTRUSTED) and recorded as this library's
  * write (a foreign write met before is kept for fsck.extref).  A
@@ -876,7 +897,7 @@ errcode_t extref_build_update_need(const char *image, const char *dir,
  * the undo file is put back with the stock e2undo (EXTREF_E2UNDO: tests)
  * and the file truncated to its old length: the image as it was, byte
  * for byte (undone set; EXTREF_ERR_GROW_UNDO, undo file kept and named
- * in output, when that fails).  Nothing to grow: 0, blocks_after == blocks_before.
+ * in output, when that fails: extref_build_left then says it).  Nothing to grow: 0, blocks_after == blocks_before.
  * signals, child and priv as extref_build_tool's.  output is malloc'd:
  * free it.
  */
@@ -922,7 +943,9 @@ errcode_t extref_build_update_grow(const char *image, const char *dir,
  * error (output: all it wrote, malloc'd; status: waitpid's), the
  * environment less what would change its work (LC_ALL=C; o's epoch as
  * E2FSPROGS_FAKE_TIME; MKE2FS_CONFIG=conf when conf is given, conf_fd
- * kept open for it), the caller's signal mask (with hold_signals,
+ * kept open for it; without conf, conf_fd (-1: none) is kept open all
+ * the same: --grow's image lock, held by resize2fs until it ends), the
+ * caller's signal mask (with hold_signals,
  * signals blocked too), its handlers reset by the exec, its ignored
  * signals still ignored.  signals (the caller's
  * terminating ones) are blocked while the child is started and

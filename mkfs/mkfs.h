@@ -124,7 +124,10 @@ int run_e2fsck_fn(const struct extref_build_args *o);
 /* update.c: --update, checked (exits on a bad call), then run. */
 void update_check(const struct extref_build_args *o);
 int update_image(const struct extref_build_args *o);
-/* grow.c: --update --grow (extref_build_update_grow), its grow said. */
+/* update.c: what a signal during an update prints (cleanup_set_note). */
+void update_set_note(const struct extref_build_args *o);
+/* grow.c: --update --grow (extref_build_update_grow), its grow said, and
+ * what a signal while it grows prints. */
 errcode_t update_grow(const struct extref_build_args *o, int layer_fd,
 		      const struct extref_build_opts *b, struct extref_update *u,
 		      struct extref_build_update_stats *st);

@@ -29,7 +29,7 @@
 /* What a signal prints while the update runs.  Its commits hold the
  * signals (update_note), so that one finds the image before the update
  * or after it, never inside a commit. */
-static void set_note(const struct extref_build_args *o)
+void update_set_note(const struct extref_build_args *o)
 {
 	char text[2 * 4096 + 128];
 
@@ -182,12 +182,15 @@ int update_image(const struct extref_build_args *o)
 			      strerror(errno));
 	}
 	build_opts_of(o, &b);	/* --verify's too */
-	set_note(o);		/* what a signal prints from here */
+	update_set_note(o);	/* what a signal prints from here */
 	err = o->grow ? update_grow(o, layer_fd, &b, &u, &bs) :
 		extref_build_update(o->image, o->source, layer_fd, &b, &u, &bs);
 	progress_end();
 	cleanup_set_note(NULL);
-	if (err && !bs.blocksize) {	/* the open (or the grow) failed */
+	if (err == EXTREF_ERR_CONVERT_LEFT || err == EXTREF_ERR_GROW_LEFT)
+		error_line("%s: %s; nothing was changed", o->image,
+			   extref_build_left_note(o->image, err));
+	else if (err && !bs.blocksize) {	/* the open (or the grow) failed */
 		error_line("%s: %s", o->image, error_message(err));
 		lock_said(o->image, err);
 	}

@@ -1,6 +1,6 @@
 """Messages that give the next step (issue 30 section 5): a plain ext4
-image opened by a writer says to make it an extref image with mkfs.extref
---convert; --convert of an extref image says so without claiming to have
+image opened by a writer (mkfs.extref --update, debugfs.extref -w,
+extref-fuse) says to make it an extref image with mkfs.extref --convert; --convert of an extref image says so without claiming to have
 put anything back; and the undo file a killed --convert leaves beside the
 image is noticed by the next --convert, fsck.extref, debugfs.extref -w and
 --update, which say the two ways out and change nothing.
@@ -61,6 +61,18 @@ def test_plain_image_says_convert(tmp_path):
     assert "plain ext4 image, not an extref image: mkfs.extref --convert " \
         "makes it one" in res.stderr, helpers.describe(res)
     assert "copy" not in helpers.debugfs(img, "ls /").stdout
+    # extref-fuse refuses at its open, before any mount (no /dev/fuse
+    # needed), read-write and read-only alike
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    for opts in ([], ["-o", "ro"]):
+        res = helpers.run([helpers.binary("fuse/extref-fuse"), str(img),
+                           str(mnt), "-f", *opts], check=False, timeout=60)
+        assert res.returncode == 1, helpers.describe(res)
+        assert (f"{img}: A plain ext4 image, not an extref image: "
+                "mkfs.extref --convert makes it one; not mounted") in \
+            res.stderr, helpers.describe(res)
+    assert helpers.sha256(img) == before and not os.listdir(mnt)
     helpers.e2fsck_fn(img)
 
 
@@ -147,8 +159,8 @@ def test_leftover_is_said_and_nothing_changes(killed, tmp_path):
     (tmp_path / "new").mkdir()
     res = helpers.run([helpers.binary("mkfs.extref"), "--update", "-d",
                        str(tmp_path / "new"), str(img)], check=False)
-    assert res.returncode == 1 and "left its undo file" in res.stderr, \
-        helpers.describe(res)
+    assert res.returncode == 1 and said in res.stderr and \
+        "nothing was changed" in res.stderr, helpers.describe(res)
     assert helpers.sha256(img) == left and helpers.sha256(undo) == saved
 
 

@@ -4,7 +4,8 @@ hash_seed=, the UUID and the directory hash seed are derived from the
 epoch, the label and the source's digest, so two builds of the same
 source are the same bytes, for every kind of source (a directory, an
 archive from a file or a pipe, layers, a layer list, an OCI image
-layout, another image) and for --update.
+layout, another image) and for --update, with --grow growing the image
+too.
 
 The two runs of each build differ in everything that must not matter:
 MALLOC_PERTURB_, umask, LC_ALL, the path of the source and, for a
@@ -23,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import shutil
 import stat
 import subprocess
@@ -302,6 +304,28 @@ def test_update(trees, tmp_path):
         imgs.append(img)
     same(*imgs)
     assert helpers.debugfs_cat(imgs[0], "/etc/hosts") == b"127.0.0.1 x\n"
+
+
+def test_update_grow(trees, tmp_path):
+    """--update --grow that grows (stock resize2fs, then the grown image
+    proven and recorded) of two copies of one image: the same image, the
+    record of the superblock in inode 5's header (FORMAT.md section 11)
+    at the epoch too, not the clock of the session after the grow."""
+    base = tmp_path / "base.img"
+    mkfs(RUNS[0], "-d", trees["c"], base)
+    # 12 MiB of blocks all different: the update cannot share them
+    big = random.Random(7).randbytes(12 << 20)
+    lay = copies(tmp_path, "gl", lambda d: (tar_entries(
+        d / "big.tar", [("big", big)]), d / "big.tar")[1])
+    imgs = []
+    for i, run in enumerate(RUNS):
+        img = tmp_path / f"grow{i}.img"
+        shutil.copyfile(base, img)
+        mkfs(run, "--update", "--grow", "-d", lay[i], img)
+        assert img.stat().st_size > base.stat().st_size, "nothing grew"
+        imgs.append(img)
+    same(*imgs)
+    assert helpers.debugfs_cat(imgs[0], "/big") == big
 
 
 def test_explicit_uuid_and_seed_win(trees, tmp_path):

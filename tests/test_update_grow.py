@@ -22,6 +22,15 @@ directory.  A block device is
 refused and left byte-identical; a resize2fs that fails (a stand-in that
 runs the real one and then fails, or fails at once) leaves the image
 file byte-identical, its length too.
+
+An interrupted grow leaves resize2fs's undo file beside the image
+(IMAGE.grow.e2undo), and every writer (mkfs.extref, fsck.extref -fy,
+debugfs.extref -w, extref-fuse) refuses while it is there, saying what to
+do: a SIGKILL of mkfs.extref alone lets resize2fs finish (the image grown
+and clean, stock e2undo puts it back byte for byte); resize2fs killed at
+its middle write too (strace -e inject: a power cut) leaves the image
+half grown (stock e2fsck -fn exits 4), which stock e2undo and e2fsck -fy
+put back.
 """
 
 import io
@@ -29,8 +38,10 @@ import os
 import random
 import re
 import shutil
+import signal
 import stat
 import tarfile
+import time
 
 import pytest
 
@@ -327,6 +338,7 @@ def test_grow_then_update(tmp_path, grow_case):
     assert re.search(r"grown from [0-9.]+ MiB to [0-9.]+ MiB", res.stdout), \
         res.stdout
     assert img.stat().st_size > size0
+    assert not img.with_name(img.name + ".grow.e2undo").exists()
     assert "shared_blocks" in helpers.dumpe2fs_features(img)
     helpers.e2fsck_fn(img)
     out = fsck_n(img).stdout
@@ -435,6 +447,197 @@ def test_failed_grow_leaves_the_image_as_it_was(tmp_path, grow_case, how):
             res.stderr, res.stderr
     assert img.stat().st_size == size
     assert helpers.sha256(img) == before
-    assert not list(tmp.iterdir())      # the undo file went
+    # the undo file (beside the image, never in TMPDIR) went
+    assert not list(tmp.iterdir())
+    assert not img.with_name(img.name + ".grow.e2undo").exists()
     helpers.e2fsck_fn(img)
     fsck_n(img)
+
+
+# An interrupted grow (mkfs.extref(8), --grow): resize2fs's undo file
+# beside the image, IMAGE.grow.e2undo, which every writer then refuses
+# to open past, saying the two ways out.
+
+LEFT = "is left from an interrupted mkfs.extref --update --grow"
+
+
+@pytest.fixture
+def small_grow(tmp_path):
+    """An auto-sized image of 100 small files, and v2: v1 with 12 MiB
+    more (blocks, no inodes: a grow of a few MiB)."""
+    v1 = small_tree(tmp_path / "v1", 1, 100, 20000)
+    v2 = tmp_path / "v2"
+    shutil.copytree(v1, v2, symlinks=True)
+    (v2 / "big").write_bytes(random.Random(4).randbytes(12 * MIB))
+    img = tmp_path / "img"
+    helpers.run([mkfs_bin(), "-q", "-d", str(v1), str(img)])
+    return img, v2
+
+
+def stand_in(tmp_path, body):
+    """A resize2fs stand-in: body runs around the real one ($REAL)."""
+    real = shutil.which("resize2fs") or "/sbin/resize2fs"
+    fake = tmp_path / "resize2fs"
+    fake.write_text(f'#!/bin/sh\nREAL="{real}"\n{body}')
+    fake.chmod(0o755)
+    return fake
+
+
+def state(pid):
+    """A process's state letter (R, S, T, Z...), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def wait_state(pid, states, timeout=60):
+    """Wait for a process not ours to reach one of states (None: gone)."""
+    for _ in range(timeout * 20):
+        if state(pid) in states:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"resize2fs {pid} is {state(pid)}, not in {states}")
+
+
+def checked(img):
+    """fsck.extref -n exits 0 (it may say that another tool wrote: the
+    resize2fs no proof followed, e2undo); its output."""
+    res = helpers.run([helpers.BUILD_DIR / "fsck/fsck.extref", "-n",
+                       str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    return res.stdout
+
+
+def refused_while_left(img, undo, tmp_path):
+    """Every writer refuses, saying the note, and writes nothing; the
+    read-only check warns."""
+    before = helpers.sha256(img)
+    said = f"{undo} {LEFT}"
+    how = f"'e2undo {undo} {img}'"
+    new = tmp_path / "new"
+    new.mkdir(exist_ok=True)
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(new),
+                       str(img)], check=False)
+    assert res.returncode == 1 and said in res.stderr and how in \
+        res.stderr and "nothing was changed" in res.stderr, \
+        helpers.describe(res)
+    fsck = helpers.binary("fsck/fsck.extref")
+    res = helpers.run([fsck, "-fy", str(img)], check=False)
+    assert res.returncode == 8 and said in res.stderr, helpers.describe(res)
+    res = helpers.run([fsck, "-n", str(img)], check=False)
+    assert f"warning: {said}" in res.stdout, helpers.describe(res)
+    res = helpers.run([helpers.binary("debugfs.extref"), "-w", "-R",
+                       "stats", str(img)], check=False)
+    assert said in res.stderr and "not opened for writing" in res.stderr, \
+        helpers.describe(res)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir(exist_ok=True)
+    res = helpers.run([helpers.binary("fuse/extref-fuse"), str(img),
+                       str(mnt), "-f"], check=False, timeout=60)
+    assert res.returncode == 1 and said in res.stderr and \
+        "not mounted" in res.stderr, helpers.describe(res)
+    assert helpers.sha256(img) == before
+
+
+def test_killed_grow_lets_resize2fs_finish(tmp_path, small_grow):
+    """mkfs.extref SIGKILLed while its resize2fs runs (the stand-in
+    kills it, stops, then execs the real one): resize2fs is not killed
+    and finishes alone, holding the image's lock meanwhile (a writer and
+    a reader are refused); then the image is grown and clean,
+    not updated, the undo file left beside it and said by every writer.
+    Stock e2undo puts the image back byte for byte (the file cut back to
+    its length); or the file deleted, the grown image is kept and the
+    update runs."""
+    img, v2 = small_grow
+    size, before = img.stat().st_size, helpers.sha256(img)
+    pidfile = tmp_path / "pid"
+    fake = stand_in(tmp_path, f'echo $$ > "{pidfile}"\nkill -KILL $PPID\n'
+                    'kill -STOP $$\nexec "$REAL" "$@"\n')
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
+                       str(img)], check=False,
+                      env={"EXTREF_RESIZE2FS": fake})
+    assert res.returncode == -9, helpers.describe(res)
+    pid = int(pidfile.read_text())
+    wait_state(pid, ("T",))
+    try:
+        (tmp_path / "new").mkdir()
+        res = helpers.run([mkfs_bin(), "--update", "-d", str(tmp_path /
+                           "new"), str(img)], check=False)
+        assert res.returncode == 1 and "in use by another extref writer" \
+            in res.stderr, helpers.describe(res)
+        res = helpers.run([helpers.BUILD_DIR / "fsck/fsck.extref", "-n",
+                           str(img)], check=False)
+        assert res.returncode == 8 and "in use by another extref writer" \
+            in res.stderr, helpers.describe(res)
+        assert helpers.sha256(img) == before
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_state(pid, ("Z", None))
+    undo = img.with_name(img.name + ".grow.e2undo")
+    assert undo.read_bytes()[:8] == b"E2UNDO02"
+    assert img.stat().st_size > size
+    helpers.e2fsck_fn(img)
+    assert "big" not in helpers.debugfs(img, "ls /").stdout    # not updated
+    refused_while_left(img, undo, tmp_path)
+    back = tmp_path / "back.img"
+    shutil.copyfile(img, back)
+    res = helpers.run(["e2undo", str(undo), str(back)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    os.truncate(back, size)
+    assert helpers.sha256(back) == before
+    undo.unlink()
+    helpers.run([mkfs_bin(), "-q", "--update", "--grow", "-d", str(v2),
+                 str(img)])
+    helpers.e2fsck_fn(img)
+    assert " 0 problems" in checked(img)
+    assert helpers.debugfs_cat(img, "/big") == (v2 / "big").read_bytes()
+    assert not undo.exists()
+
+
+def test_crash_during_resize2fs_is_put_back_with_e2undo(tmp_path,
+                                                        small_grow):
+    """resize2fs and mkfs.extref both killed at resize2fs's middle write
+    (a power cut, a kill of the whole group: strace -e inject): the
+    image half grown, the undo file left beside it and said by every
+    writer; stock e2undo puts it back (then e2fsck -fy, as it asks): the
+    old size, clean, and the update then runs."""
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed")
+    img, v2 = small_grow
+    blocks = helpers.dumpe2fs_header(img)["Block count"]
+    spare = tmp_path / "spare.img"
+    shutil.copyfile(img, spare)
+    out = tmp_path / "count.strace"
+    count = stand_in(tmp_path, f'exec strace -f -qq -o "{out}" '
+                     '-e trace=pwrite64 "$REAL" "$@"\n')
+    helpers.run([mkfs_bin(), "-q", "--update", "--grow", "-d", str(v2),
+                 str(spare)], env={"EXTREF_RESIZE2FS": count,
+                                   **helpers.no_leak_check_env()})
+    n = out.read_text().count("pwrite64(")
+    assert n > 10, n
+    fake = stand_in(tmp_path, 'strace -f -qq -o /dev/null -e '
+                    f'trace=pwrite64 -e inject=pwrite64:signal=KILL:'
+                    f'when={n // 2} "$REAL" "$@"\nkill -KILL $PPID\n')
+    res = helpers.run([mkfs_bin(), "--update", "--grow", "-d", str(v2),
+                       str(img)], check=False,
+                      env={"EXTREF_RESIZE2FS": fake,
+                           **helpers.no_leak_check_env()})
+    assert res.returncode == -9, helpers.describe(res)
+    undo = img.with_name(img.name + ".grow.e2undo")
+    assert undo.read_bytes()[:8] == b"E2UNDO02"
+    res = helpers.run(["e2fsck", "-fn", str(img)], check=False)
+    assert res.returncode == 4, helpers.describe(res)    # half grown
+    refused_while_left(img, undo, tmp_path)
+    res = helpers.run(["e2undo", str(undo), str(img)], check=False)
+    assert res.returncode == 0, helpers.describe(res)
+    helpers.run(["e2fsck", "-fy", str(img)], check=False)
+    helpers.e2fsck_fn(img)
+    assert helpers.dumpe2fs_header(img)["Block count"] == blocks
+    undo.unlink()
+    assert " 0 problems" in checked(img)
+    helpers.run([mkfs_bin(), "-q", "--update", "--grow", "-d", str(v2),
+                 str(img)])
+    helpers.e2fsck_fn(img)
+    assert helpers.debugfs_cat(img, "/big") == (v2 / "big").read_bytes()

@@ -6,12 +6,15 @@
  * journal that needs recovery and proves the counts (by the stamp, or in
  * full) before anything grows, and says whether another tool wrote
  * since our last close; the target (grow_size.c); resize2fs with an
- * undo file; one more read-write open that proves every count against
+ * undo file beside the image (IMAGE.grow.e2undo: an interrupted run's is
+ * found by the next writer, undo_left.c, and this one refuses while it
+ * is there); one more read-write open that proves every count against
  * every mapping of the grown image and, when no foreign write was met
  * before, records the image as this library's (resize2fs is the tool we
  * ran: fsck.extref then has nothing to say).  A failure after
  * resize2fs started puts its undo file back with e2undo and truncates
- * the file to its old length (a refused open writes nothing).
+ * the file to its old length (a refused open writes nothing).  The file
+ * goes when the grow is proven or put back.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "image/xr_image.h"
+#include "image/xr_seen.h"
 #include "grow_int.h"
 
 struct grow {
@@ -30,8 +34,7 @@ struct grow {
 	const struct extref_build_opts *o;
 	struct extref_build_grow *g;
 	extref_image_lock_t lock;
-	char		dir[4096];	/* the undo file's, made here */
-	char		undo[4200];
+	char		undo[4096];	/* IMAGE.grow.e2undo */
 	off_t		size;		/* the file's, before */
 };
 
@@ -41,13 +44,16 @@ static errcode_t errno_code(void)
 }
 
 /* Run a tool to its end; 0 when it exited 0 (its output kept in
- * g->output either way, the last run's). */
+ * g->output either way, the last run's).  It inherits the image's lock,
+ * which then lasts until it ends: a SIGKILL of ours leaves resize2fs
+ * running alone (undo_left.c), and no writer opens the image under it. */
 static errcode_t run(struct grow *w, const char *name, const char *env,
 		     const char *const *argv, int *ok)
 {
 	char path[64];
 	struct extref_build_tool t = {
 		.name = name, .path = path, .env_var = env,
+		.conf_fd = xr_image_lock_fd(w->lock),
 		.signals = w->g->signals, .hold_signals = 1,
 		.child = w->g->child, .priv = w->g->priv,
 	};
@@ -118,7 +124,9 @@ static int fault_prove(void)
 #endif
 
 /* The grown image proven, recorded as ours unless a foreign write came
- * before: 0, or the proof's error (nothing written then). */
+ * before: 0, or the proof's error (nothing written then).  resize2fs ran
+ * at the options' clock (E2FSPROGS_FAKE_TIME), so the record takes it
+ * too: a grow under SOURCE_DATE_EPOCH stays reproducible. */
 static errcode_t prove(struct grow *w, int foreign, int *step)
 {
 	extref_fs_t xfs;
@@ -133,8 +141,11 @@ static errcode_t prove(struct grow *w, int foreign, int *step)
 	}
 	if (err)
 		return err;
+	xr_build_clock(extref_fs_ext2(xfs), w->o);
 	w->g->blocks_after = ext2fs_blocks_count(extref_fs_ext2(xfs)->super);
-	if (!foreign)
+	if (!foreign && w->o && (w->o->flags & EXTREF_BUILD_EPOCH))
+		xr_seen_accept_run(xfs);
+	else if (!foreign)
 		extref_fs_accept(xfs);
 	*step = EXTREF_STEP_WRITE;
 	return extref_fs_close(xfs);
@@ -189,6 +200,7 @@ static errcode_t grow_held(struct grow *w, int *step)
 	if (err)
 		return err;
 	fs = extref_fs_ext2(xfs);
+	xr_build_clock(fs, w->o);
 	if (w->g->note && extref_fs_replayed(xfs))
 		w->g->note(EXTREF_NOTE_REPLAYED, extref_fs_replayed(xfs),
 			   w->g->priv);
@@ -210,18 +222,13 @@ static errcode_t grow_held(struct grow *w, int *step)
 	return resize(w, target, foreign, step);
 }
 
-/* A directory of our own for the undo file: $TMPDIR, else /var/tmp. */
-static errcode_t undo_dir(struct grow *w)
+/* The undo file's name, and no run's left there (under the lock). */
+static errcode_t undo_file(struct grow *w)
 {
-	const char *tmp = getenv("TMPDIR");
+	errcode_t err;
 
-	if (!tmp || !*tmp)
-		tmp = "/var/tmp";
-	snprintf(w->dir, sizeof(w->dir), "%s/extref-grow-XXXXXX", tmp);
-	if (!mkdtemp(w->dir))
-		return errno_code();
-	snprintf(w->undo, sizeof(w->undo), "%s/undo", w->dir);
-	return 0;
+	err = extref_build_grow_undo_name(w->image, w->undo, sizeof(w->undo));
+	return err ? err : extref_build_left(w->image, EXTREF_LEFT_LOCKED);
 }
 
 errcode_t extref_build_grow(const char *image,
@@ -244,12 +251,12 @@ errcode_t extref_build_grow(const char *image,
 	err = extref_image_lock(image, EXTREF_LOCK_WRITE, &w.lock);
 	if (err)
 		return err;
-	err = undo_dir(&w);
+	*step = EXTREF_STEP_CHECK;
+	err = undo_file(&w);
 	if (!err) {
 		err = grow_held(&w, step);
 		if (err != EXTREF_ERR_GROW_UNDO)
 			unlink(w.undo);
-		rmdir(w.dir);
 	}
 	extref_image_unlock(w.lock);
 	return err;

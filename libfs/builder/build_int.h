@@ -88,6 +88,9 @@ void xr_build_ident(long long epoch, const char *label,
 /* convert_left.c: whether undo is an undo file an interrupted --convert
  * left (it holds e2fsprogs' undo header). */
 int xr_undo_left(const char *undo);
+/* Whether a writer holds image now (its undo file is then its own): the
+ * write lock tried, and given back. */
+int xr_held_by_a_writer(const char *image);
 
 /*
  * build_convert.c, build_undo.c: e2fsprogs 1.47.0's undo io manager frees

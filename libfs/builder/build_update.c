@@ -10,8 +10,8 @@
  * was not committed.  A plain ext4 image, or one whose tree was never
  * built, is refused saying so (EXTREF_ERR_PLAIN_IMAGE,
  * EXTREF_ERR_TREE_UNBUILT: mkfs.extref --convert makes it one), and
- * so is an image an interrupted --convert left its undo file beside
- * (EXTREF_ERR_CONVERT_LEFT: convert_left.c).  The copy's progress
+ * so is an image an interrupted --convert or --grow left its undo file
+ * beside (EXTREF_ERR_CONVERT_LEFT, EXTREF_ERR_GROW_LEFT: undo_left.c).  The copy's progress
  * ("updating") is given its end: the source's bytes (update_total.c).
  */
 #include <string.h>
@@ -59,8 +59,9 @@ errcode_t extref_build_update(const char *image, const char *dir,
 		st = &own;
 	memset(st, 0, sizeof(*st));
 	/* the user puts the image back from it, or drops it, first */
-	if (extref_build_convert_left(image, 0))
-		return EXTREF_ERR_CONVERT_LEFT;
+	err = extref_build_left(image, 0);
+	if (err)
+		return err;
 	err = extref_fs_open(image, EXTREF_OPEN_RW | EXTREF_OPEN_STAMP |
 			     (verify ? EXTREF_OPEN_VERIFY : 0), &xfs, NULL);
 	if (err)

@@ -37,6 +37,10 @@ errcode_t extref_build_update_grow(const char *image, const char *dir,
 	*step = EXTREF_STEP_OPEN;
 	if (extref_image_is_blockdev(image))
 		return EXTREF_ERR_GROW_DEVICE;
+	*step = EXTREF_STEP_CHECK;	/* the user's first (undo_left.c) */
+	err = extref_build_left(image, 0);
+	if (err)
+		return err;
 	for (again = 0; ; again++) {
 		*step = EXTREF_STEP_CHECK;
 		err = extref_build_update_need(image, dir, layer_fd, u, &n);

@@ -45,9 +45,7 @@ int xr_undo_left(const char *undo)
 	       !memcmp(magic, UNDO_MAGIC, sizeof(magic));
 }
 
-/* Whether a writer holds image now (its undo file is then its own):
- * the write lock tried, and given back. */
-static int held_by_a_writer(const char *image)
+int xr_held_by_a_writer(const char *image)
 {
 	extref_image_lock_t lock;
 
@@ -63,7 +61,7 @@ int extref_build_convert_left(const char *image, int flags)
 
 	return !extref_build_convert_undo_name(image, undo, sizeof(undo)) &&
 	       xr_undo_left(undo) &&
-	       ((flags & EXTREF_LEFT_LOCKED) || !held_by_a_writer(image));
+	       ((flags & EXTREF_LEFT_LOCKED) || !xr_held_by_a_writer(image));
 }
 
 const char *extref_build_convert_left_note(const char *image)

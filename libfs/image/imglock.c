@@ -6,7 +6,8 @@
  * lifetime: libext2fs opens the image on its own descriptor, and flock
  * locks belong to the open file description, so the two never mix.  The
  * descriptor is close-on-exec: a child such as e2fsck (run by fsck.extref
- * while it holds the lock) does not inherit it, and takes no flock itself.
+ * while it holds the lock) does not inherit it, and takes no flock itself
+ * (but --grow's resize2fs does: xr_image_lock_fd).
  * A writer holds LOCK_EX, a reader LOCK_SH; both ask without blocking, so
  * a busy image is refused at once with the reason instead of a wait.  A
  * reader therefore never opens an image while a writer's commits are
@@ -164,6 +165,11 @@ void extref_image_unlock(extref_image_lock_t l)
 		return;
 	close(l->fd);		/* drops the lock */
 	ext2fs_free_mem(&l);
+}
+
+int xr_image_lock_fd(extref_image_lock_t l)
+{
+	return l ? l->fd : -1;
 }
 
 errcode_t extref_image_lock_same(extref_image_lock_t l, const char *name)

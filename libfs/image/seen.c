@@ -77,6 +77,12 @@ void extref_fs_accept(extref_fs_t xfs)
 	xfs->seen_accept = 1;
 }
 
+void xr_seen_accept_run(extref_fs_t xfs)
+{
+	xfs->seen_accept = 1;
+	xfs->seen_run = 1;
+}
+
 void xr_seen_copied(extref_fs_t xfs)
 {
 	xfs->seen_copied = 1;
@@ -141,17 +147,18 @@ static void settle_super(extref_fs_t xfs, time_t now)
  * is, where that holds: a record already there and no foreign write met
  * (every file since was stamped by us, or the foreign write is carried),
  * or an image this run made (accepted without a record: mkfs.extref,
- * whose output must be reproducible).  Else the later of the epoch and
- * the clock to the nanosecond (a first record over files of unknown
- * times, an image accepted after a foreign write).  Never earlier than
- * the record it replaces.
+ * whose output must be reproducible), or a foreign write by a tool the
+ * caller ran at that clock (xr_seen_accept_run: --grow's resize2fs).
+ * Else the later of the epoch and the clock to the nanosecond (a first
+ * record over files of unknown times, an image accepted after another
+ * foreign write).  Never earlier than the record it replaces.
  */
 static void record_time(extref_fs_t xfs, struct xr_seen *s)
 {
 	ext2_filsys fs = xfs->fs;
 	struct timespec ts;
-	int epoch = fs->now && (xfs->seen_recorded ? !xfs->foreign :
-				xfs->seen_accept);
+	int epoch = fs->now && (xfs->seen_run || (xfs->seen_recorded ?
+				!xfs->foreign : xfs->seen_accept));
 
 	s->sec = fs->now ? (__u64)fs->now : 0;
 	s->nsec = 0;

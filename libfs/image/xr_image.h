@@ -19,5 +19,8 @@ errcode_t xr_fs_open_held(const char *name, int flags, extref_fs_t *ret,
 /* extref_fs_wrap, under the caller's write lock. */
 errcode_t xr_fs_wrap_held(ext2_filsys fs, int flags, extref_fs_t *ret,
 			  errcode_t *tree_err);
+/* The lock's descriptor, for a child to inherit (imglock.c): the lock
+ * then lasts until the child ends too, should the caller die first. */
+int xr_image_lock_fd(extref_image_lock_t l);
 
 #endif /* EXTREF_XR_IMAGE_H */

@@ -56,6 +56,7 @@ struct extref_fs {
 	int		foreign;	/* it did (the record, or the sb) */
 	int		seen_changed;	/* the sb differs from the record */
 	int		seen_accept;	/* extref_fs_accept: record it clean */
+	int		seen_run;	/* xr_seen_accept_run: at fs->now */
 	__u64		seen_sec;	/* the record's time, kept if foreign */
 	__u32		seen_nsec;
 	__u32		seen_flags;	/* the record's EXTREF_SEEN_* */
