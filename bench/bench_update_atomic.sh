@@ -22,21 +22,23 @@
 # Each case: an image made with mkfs.extref [-J size=MB] -d v1; each run a
 # fresh copy of it, then mkfs.extref --update -d v2 on it, timed; the two
 # builds interleaved, REPS times each.  Printed per build: min and median
-# seconds, the blocks in use before and after, the journal's growth
-# (blocks), the host bytes the image file holds (du: early writes of new
+# seconds (the median of two runs is the lower), the blocks in use before
+# and after, the host bytes the image file holds (du: early writes of new
 # blocks land there), and the peak blocks in use, measured: the union of
 # the blocks in use before and after, read from the block bitmaps (stock
-# dumpe2fs's free block ranges of each group, before and after).  Its
-# growth past the blocks in use before is set against the changed data:
-# the distinct non-zero blocks of v2's files that no block of v1's files
-# holds (hashed here from the two trees, the same count for both builds:
-# what any update must write; the summary's "new data written" is printed
-# beside it), and what it holds past the changed data (directory blocks,
-# extent blocks, the tree's nodes, the journal's growth, data written that
-# could have been shared) is printed as a share of the changed data
-# (target: at most 5%); then the ratios of the medians (target: at most
-# 1.2) and of the peaks.  An update refused as too big for the journal
-# (EXTREF_ERR_TXN_TOO_BIG) is reported as such.
+# dumpe2fs's free block ranges of each group, before and after).  What it
+# holds past the blocks in use before (the blocks in use after and not
+# before) is counted by owner (stock debugfs icheck and stat): file data,
+# directories, extent blocks, the extref tree, the journal (and its
+# growth), the metadata of groups --grow added, any other; then set
+# against the data written (those file data blocks: the summary's "new
+# data written" is printed beside it) and against the changed data (the
+# distinct non-zero blocks of v2's files that no block of v1's files
+# holds, hashed here from the two trees: what any update must write, the
+# same count for both builds), each as a share of it (target: at most
+# 5%), and again without the grown groups' metadata; then the ratios of
+# the medians (target: at most 1.2) and of the peaks.  An update refused
+# as too big for the journal (EXTREF_ERR_TXN_TOO_BIG) is reported as such.
 #
 # Why the union is the peak: the update is one transaction; every block
 # it frees (a replaced or deleted file's, an old extent or directory
@@ -53,11 +55,12 @@
 # nodes of the tree's own file, libfs/tree/commit.c, in use before and
 # after), and inode table blocks are in use in the bitmap from mkfs on
 # (an inode newly used costs no block).  Not seen either: a run rolled
-# back because its commit outgrew the journal (the measured rerun after a
-# short estimate, docs/TRANSACTIONS.md) peaks at its own allocations
-# before the rerun; the summary's journal growth shows such a case.  For a
-# build that committed in parts the union is an upper bound (a block
-# freed by one part and taken by the next is counted once, in use before).
+# back because its commit outgrew the journal (after a short estimate,
+# docs/TRANSACTIONS.md) peaks at its own allocations before the rerun;
+# only a case whose journal grew can have had one.  For a build that
+# committed in parts the union is an upper bound: whatever is in use at
+# any time is in use before or after (a block freed by one part and
+# taken by the next is counted once).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -108,15 +111,21 @@ EOF
 used() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Block count/ {b=$2} /^Free blocks/ {f=$2} END {print b - f}'; }
 jlen() { dumpe2fs -h "$1" 2>/dev/null | awk -F: '/^Total journal blocks/ {print $2+0}'; }
 
-# union BEFORE AFTER (stock dumpe2fs's output for each: the block bitmaps
-# as on disk, in each group's free block ranges): "union before after
-# grown", the blocks in use in either, in BEFORE, in AFTER (a block past
-# an image's end is not in use in it: --grow), and the own metadata of
-# the groups AFTER has past BEFORE's (bitmaps, inode tables, backups of
-# the superblock and descriptors: what --grow adds, in use after)
-union() {
-	python3 - "$1" "$2" <<'EOF'
-import re, sys
+# peak BEFORE AFTER IMG (BEFORE, AFTER: stock dumpe2fs's output for the
+# image before and IMG after the update: the block bitmaps as on disk, in
+# each group's free block ranges): "union before after data dir extent
+# tree journal grown other", the blocks in use in either, in BEFORE, in
+# AFTER (a block past an image's end is not in use in it: --grow); then
+# the blocks in use after and not before (union - before), by owner
+# (stock debugfs icheck on IMG, stat for the extent tree blocks): the data
+# of regular files, of directories, extent tree blocks, the extref tree's
+# file (inode 5), the journal (8), the own metadata of the groups AFTER
+# has past BEFORE's (bitmaps, inode tables, backups of the superblock and
+# descriptors: what --grow adds) and any other (another inode, a symlink,
+# an attribute block, or no owner: none expected)
+peak() {
+	python3 - "$1" "$2" "$3" <<'EOF'
+import collections, re, subprocess, sys
 def load(path):
     n, groups, ranges, meta = 0, 0, [], []
     for line in open(path):
@@ -132,21 +141,58 @@ def load(path):
         elif re.match(r"  (Primary|Backup) superblock at|  Reserved GDT"
                       r"|  (Block|Inode) bitmap at|  Inode table at", line):
             for a, b in re.findall(r" at (\d+)(?:-(\d+))?", line):
-                meta.append((groups - 1, int(b or a) + 1 - int(a)))
+                meta.append((groups - 1, int(a), int(b or a)))
     return n, groups, ranges, meta
+def debugfs(img, cmds):
+    return subprocess.run(["debugfs", "-f", "-", img], input="\n".join(cmds),
+                          capture_output=True, text=True).stdout
 (nb, gb, fb, _), (na, _, fa, ma) = load(sys.argv[1]), load(sys.argv[2])
 n = max(nb, na)
 free_before = bytearray(n)		# 1: free (or absent) before
 free_before[nb:] = b"\1" * (n - nb)
 for a, b in fb:
     free_before[a:b + 1] = b"\1" * (b + 1 - a)
-both = free_before[na:].count(1)	# past AFTER's end: free after
+used_after = bytearray(b"\1") * na	# 1: in use after
 for a, b in fa:
-    both += free_before[a:b + 1].count(1)
+    used_after[a:b + 1] = bytes(b + 1 - a)
+new = [i for i in range(na) if used_after[i] and free_before[i]]
 used_before = nb - sum(b + 1 - a for a, b in fb)
-used_after = na - sum(b + 1 - a for a, b in fa)
-grown = sum(k for g, k in ma if g >= gb)
-print(n - both, used_before, used_after, grown)
+grown = set(k for g, a, b in ma if g >= gb for k in range(a, b + 1))
+owner = {}
+out = debugfs(sys.argv[3], ["icheck " + " ".join(map(str, new[i:i + 1000]))
+                            for i in range(0, len(new), 1000)])
+for line in out.splitlines():
+    m = re.match(r"(\d+)\t(\d+)$", line)
+    if m:
+        owner[int(m.group(1))] = int(m.group(2))
+kind, etb = {}, set()
+out = debugfs(sys.argv[3], ["stat <%d>" % i for i in sorted(set(owner.values()))])
+for line in out.splitlines():
+    m = re.match(r"Inode: (\d+)\s+Type: (\S+)", line)
+    if m:
+        kind[int(m.group(1))] = m.group(2)
+    etb.update(int(x) for x in re.findall(r"\(ETB\d+\):(\d+)", line))
+c = collections.Counter()
+for blk in new:
+    i = owner.get(blk)
+    if blk in grown:
+        c["grown"] += 1
+    elif i is None:
+        c["other"] += 1
+    elif blk in etb:
+        c["extent"] += 1
+    elif i == 5:
+        c["tree"] += 1
+    elif i == 8:
+        c["journal"] += 1
+    elif kind.get(i) == "regular":
+        c["data"] += 1
+    elif kind.get(i) == "directory":
+        c["dir"] += 1
+    else:
+        c["other"] += 1
+print(used_before + len(new), used_before, na - sum(b + 1 - a for a, b in fa),
+      *(c[k] for k in "data dir extent tree journal grown other".split()))
 EOF
 }
 
@@ -187,7 +233,7 @@ EOF
 
 bench_case() {	# journal MB
 	local jmb=$1 size before jbefore grow bs
-	declare -A times=() peak=() gmeta=() after=() host=() status=() grown=() written=() blocks=()
+	declare -A times=() peak=() owners=() after=() host=() status=() grown=() written=() blocks=()
 	# room for v2 beside v1: twice the source, and 256 MiB
 	size=${SIZE:-$(( $(du -sm "$work/v1" | cut -f1) * 2 + 256 ))M}
 	rm -f "$work/base.img"
@@ -230,7 +276,7 @@ bench_case() {	# journal MB
 		written[$1]=$(echo "$out" | awk '/new data written/ {print $4}')
 		# the peak of one commit: the blocks in use before or after
 		dumpe2fs "$img" >"$work/dump.after" 2>/dev/null
-		read -r u ub ua gmeta[$1] <<<"$(union "$work/dump.before" "$work/dump.after")"
+		read -r u ub ua owners[$1] <<<"$(peak "$work/dump.before" "$work/dump.after" "$img")"
 		# the bitmaps agree with the superblocks' free counts
 		if [ "$ub" != "$before" ] || [ "$ua" != "${after[$1]}" ]; then
 			echo "  $1: bitmaps say $ub and $ua blocks in use, the superblocks $before and ${after[$1]}" >&2
@@ -245,7 +291,7 @@ bench_case() {	# journal MB
 		[ -z "$old" ] || run old "$old"
 	done
 
-	local k mn md med_new= med_old= over
+	local k mn md med_new= med_old= nd nm ne nt nj ng no
 	echo "  changed data: $data blocks ($(echo "scale=1; $data * $bs / 1048576" | bc) MiB: v2's blocks that v1 lacks)"
 	for k in new ${old:+old}; do
 		if [ -n "${status[$k]:-}" ]; then
@@ -253,9 +299,10 @@ bench_case() {	# journal MB
 			continue
 		fi
 		read -r mn md <<<"$(stats "${times[$k]}")"
-		over=$(( peak[$k] - before - data ))
-		echo "  $k: min ${mn}s median ${md}s; blocks in use $before before, ${after[$k]} after, journal grew ${grown[$k]}; peak ${peak[$k]} (bitmaps: in use before or after), before + $(( peak[$k] - before )): the changed data $(printf %+d "$over"), $(pct "$over" "$data") of it (summary: new data written ${written[$k]} MiB); host bytes ${host[$k]}; block count after ${blocks[$k]}"
-		[ "${gmeta[$k]}" = 0 ] || echo "  $k: of the $over, ${gmeta[$k]} are the grown groups' own metadata; the update's own: $(( over - gmeta[$k] )), $(pct $(( over - gmeta[$k] )) "$data") of the changed data"
+		read -r nd nm ne nt nj ng no <<<"${owners[$k]}"
+		echo "  $k: min ${mn}s median ${md}s; blocks in use $before before, ${after[$k]} after; host bytes ${host[$k]}; block count after ${blocks[$k]}"
+		echo "  $k: peak ${peak[$k]} (in use before or after): before + $(( peak[$k] - before )) new: file data $nd (summary: new data written ${written[$k]} MiB), directories $nm, extent blocks $ne, tree $nt, journal $nj (grew ${grown[$k]}), grown groups' metadata $ng, other $no"
+		echo "  $k: past the data written: $(( peak[$k] - before - nd )), $(pct $(( peak[$k] - before - nd )) "$nd") of it$( [ "$ng" = 0 ] || echo "; $(( peak[$k] - before - nd - ng )), $(pct $(( peak[$k] - before - nd - ng )) "$nd"), but the grown groups'"); past the changed data: $(printf %+d $(( peak[$k] - before - data ))), $(pct $(( peak[$k] - before - data )) "$data") of it$( [ "$ng" = 0 ] || echo "; $(printf %+d $(( peak[$k] - before - data - ng ))), $(pct $(( peak[$k] - before - data - ng )) "$data"), but the grown groups'")"
 		eval "med_$k=$md"
 	done
 	if [ -n "$old" ] && [ -z "${status[new]:-}" ] && [ -z "${status[old]:-}" ]; then
