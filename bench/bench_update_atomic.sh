@@ -50,17 +50,20 @@
 # use until the commit too, and in neither bitmap).  There are none in
 # these runs: a build counting, in defer_free, the frees of blocks
 # allocated since the transaction began (txn_split.c's fresh map) found
-# 0 on /usr/share/man (docs/TRANSACTIONS.md); the tree's copy-on-write
-# nodes are not freed to the filesystem (their old blocks become free
-# nodes of the tree's own file, libfs/tree/commit.c, in use before and
-# after), and inode table blocks are in use in the bitmap from mkfs on
-# (an inode newly used costs no block).  Not seen either: a run rolled
-# back because its commit outgrew the journal (after a short estimate,
-# docs/TRANSACTIONS.md) peaks at its own allocations before the rerun;
-# only a case whose journal grew can have had one.  For a build that
-# committed in parts the union is an upper bound: whatever is in use at
-# any time is in use before or after (a block freed by one part and
-# taken by the next is counted once).
+# 0 on /usr/share/man (the default journal, an image sized from v1, a
+# 4 MiB journal) and /usr/share (the first two), and the blocks it had
+# in use at the commit (those the free count left and the frees held
+# back) were the union exactly (docs/TRANSACTIONS.md, *Peak space*); the
+# tree's copy-on-write nodes are not freed to the filesystem (their old
+# blocks become free nodes of the tree's own file, libfs/tree/commit.c,
+# in use before and after), and inode table blocks are in use in the
+# bitmap from mkfs on (an inode newly used costs no block).  Not seen
+# either: a run rolled back because its commit outgrew the journal (after
+# a short estimate, docs/TRANSACTIONS.md) peaks at its own allocations
+# before the rerun; only a case whose journal grew can have had one.  For
+# a build that committed in parts the union is an upper bound: whatever
+# is in use at any time is in use before or after (a block freed by one
+# part and taken by the next is counted once).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
