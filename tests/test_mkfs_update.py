@@ -668,3 +668,42 @@ def test_update_bigger_than_journal_after_a_clone(tmp_path):
     assert helpers.debugfs_cat(img, "/a/big") == changed
     for i in (0, 2500, 4999):
         assert helpers.debugfs_cat(img, f"/z/f{i}") == b"%d\n" % i
+
+
+def _pblk(img, path, lblk):
+    out = helpers.run(["debugfs", "-R", f"bmap {path} {lblk}",
+                       str(img)]).stdout.strip()
+    return int(out)
+
+
+def test_update_shares_an_equal_last_block(tmp_path):
+    """A changed file whose last, partial block holds the bytes of
+    another file's last block of as many bytes shares it (a clone ending
+    at both files' EOF, as the kernel allows); a tail of other length
+    (the same bytes and a zero more) does not.  Read back by stock
+    debugfs and a kernel read-only mount; both checkers clean."""
+    rnd = random.Random(5)
+    bs = 4096
+    head, tail = _data(rnd, 3 * bs), _data(rnd, 1000)
+    v1 = tmp_path / "v1"
+    v1.mkdir()
+    (v1 / "a").write_bytes(head + tail)
+    img = tmp_path / "t.img"
+    mkfs_d(img, v1)
+    v2 = tmp_path / "v2"
+    shutil.copytree(v1, v2)
+    changed = _data(rnd, bs) + head[bs:] + tail   # first block changed
+    longer = _data(rnd, 2 * bs) + tail + b"\0"    # a tail of 1001 bytes
+    (v2 / "a").write_bytes(changed)
+    (v2 / "b").write_bytes(longer)
+    before = _pblk(img, "/a", 3)
+    res = update(img, v2, "--delete")
+    assert "2 reflinked" not in res.stdout
+    assert _pblk(img, "/a", 3) == before            # shared, not written
+    assert _pblk(img, "/b", 2) != before
+    for name, data in (("a", changed), ("b", longer)):
+        assert helpers.debugfs_cat(img, f"/{name}") == data
+    checkers_clean(img)
+    with helpers.loop_mount(img, tmp_path / "mnt"):
+        assert (tmp_path / "mnt" / "a").read_bytes() == changed
+        assert (tmp_path / "mnt" / "b").read_bytes() == longer

@@ -12,7 +12,10 @@
  *   3. block by block: a block of zeros stays a hole; a whole block
  *      equal (compared) to one the image holds is cloned from there,
  *      the block after the last one cloned tried first so that runs
- *      stay runs; any other block is written (extref_pwrite, in runs).
+ *      stay runs; so is a last, partial block equal to another file's
+ *      last block of as many bytes (a clone ending at both files' EOF,
+ *      as the kernel allows); any other block is written
+ *      (extref_pwrite, in runs).
  * The new inode is made unlinked; the caller links it.  The operations
  * used stamp times and drop set-id bits as the kernel does: the caller
  * sets the source's metadata last.
@@ -139,13 +142,16 @@ static errcode_t flush_clone(struct ufile *f)
 {
 	unsigned int bs = f->up->fs->blocksize;
 	struct run *c = &f->clone;
-	__u64 done;
+	__u64 done, len;
 	errcode_t err;
 
 	if (!c->n)
 		return 0;
+	len = c->n * (__u64)bs;
+	if (c->lblk * (__u64)bs + len > f->size)	/* ends with the tail */
+		len = f->size - c->lblk * (__u64)bs;
 	err = extref_clone_range(f->up->xfs, c->sino, c->slblk * bs, f->ino,
-				 c->lblk * bs, c->n * bs, &done);
+				 c->lblk * bs, len, &done);
 	if (!err)
 		f->up->u->blocks_shared += c->n;
 	c->n = 0;
@@ -165,35 +171,42 @@ static errcode_t flush_write(struct ufile *f)
 	if (off + len > f->size)
 		len = f->size - off;
 	err = extref_pwrite(f->up->xfs, f->ino, off, f->up->b, len);
-	/* written whole blocks: later files may share them */
+	/* written blocks: later files may share them (a tail by its key) */
 	for (k = 0; !err && k < w->n; k++)
-		if ((w->lblk + k + 1) * (__u64)bs <= f->size)
-			err = xr_upd_add_blk(&f->up->ix, f->wh[k], f->ino,
-					     (__u32)(w->lblk + k));
+		err = xr_upd_add_blk(&f->up->ix,
+				     (w->lblk + k + 1) * (__u64)bs <= f->size ?
+				     f->wh[k] : xr_upd_tail_key(f->wh[k],
+				     (unsigned int)(f->size - (w->lblk + k) *
+						    (__u64)bs)),
+				     f->ino, (__u32)(w->lblk + k));
 	if (!err)
 		f->up->u->blocks_written += w->n;
 	w->n = 0;
 	return err;
 }
 
-/* Does block lblk of ino hold blk's bytes? */
+/* Does block lblk of ino hold blk's first len bytes, and as many (a
+ * tail: the file ends there)? */
 static int confirm(struct ufile *f, ext2_ino_t ino, __u32 lblk,
-		   const char *blk)
+		   const char *blk, unsigned int len)
 {
 	unsigned int bs = f->up->fs->blocksize;
 	__u64 got;
 
 	return !extref_pread(f->up->xfs, ino, (__u64)lblk * bs, f->cmp, bs,
-			     &got) && got == bs && !memcmp(f->cmp, blk, bs);
+			     &got) && got == len && !memcmp(f->cmp, blk, len);
 }
 
-/* An image block equal to blk (block i of the source), or NULL. */
+/* An image block equal to blk (block i of the source: its first len
+ * bytes, zeros after), found under key h, or NULL.  len is the block
+ * size, or a tail's: the image's block must then be a last block of as
+ * many bytes (its read ends there). */
 static const struct xr_upd_blk *find_block(struct ufile *f, blk64_t i,
-					   const char *blk)
+					   const char *blk, __u64 h,
+					   unsigned int len)
 {
 	const struct xr_upd_index *ix = &f->up->ix;
 	const struct xr_upd_blk *e;
-	__u64 h = f->h;
 	struct run *c = &f->clone;
 	size_t pos = 0;
 	int tries = 0;
@@ -202,12 +215,12 @@ static const struct xr_upd_blk *find_block(struct ufile *f, blk64_t i,
 		while ((e = xr_upd_blk_next(ix, h, &pos)))
 			if (e->ino == c->sino && e->lblk == c->slblk + c->n)
 				break;
-		if (e && confirm(f, e->ino, e->lblk, blk))
+		if (e && confirm(f, e->ino, e->lblk, blk, len))
 			return e;
 		pos = 0;
 	}
 	while ((e = xr_upd_blk_next(ix, h, &pos)) && tries++ < MAX_TRIES)
-		if (confirm(f, e->ino, e->lblk, blk))	/* own: written */
+		if (confirm(f, e->ino, e->lblk, blk, len))  /* own: written */
 			return e;
 	return NULL;
 }
@@ -239,18 +252,22 @@ static errcode_t put_block(struct ufile *f, blk64_t i, const char *blk)
 	const struct xr_upd_blk *e = NULL;
 	struct run *c = &f->clone, *w = &f->wr;
 	int whole = (i + 1) * (__u64)bs <= f->size;
+	unsigned int tail = whole ? bs : (unsigned int)(f->size - i * bs);
 	errcode_t err = 0;
 
 	f->h = xr_upd_hash(blk, bs);
 	if (f->h == f->up->ix.zero_hash && !memcmp(blk, f->up->p.zero, bs))
 		return hole(f);
 	if (whole)
-		e = find_block(f, i, blk);
+		e = find_block(f, i, blk, f->h, bs);
+	else			/* the tail */
+		e = find_block(f, i, blk, xr_upd_tail_key(f->h, tail),
+			       tail);
 	if (whole && !e && in_write_run(f, blk)) {	/* once written: shared */
 		err = flush_write(f);
 		if (err)
 			return err;
-		e = find_block(f, i, blk);
+		e = find_block(f, i, blk, f->h, bs);
 	}
 	if (e) {
 		err = flush_write(f);

@@ -3,7 +3,9 @@
  *
  * Every regular file in use is read once: each whole block inside its
  * size that is not all zeros goes into the block table as (hash, inode,
- * logical block), and the file into the file table as (hash of its
+ * logical block), a last block partly inside it under its tail key
+ * (xr_upd_tail_key: a new file's tail of as many bytes may share it),
+ * and the file into the file table as (hash of its
  * block hashes, size, inode).  A block's hash is the builder's 64-bit
  * block hash (blockhash.c), as --convert's dedupe uses; nothing is shared
  * on a hash alone: update_file.c compares the bytes first.  Files the update
@@ -26,6 +28,11 @@
 __u64 xr_upd_hash(const void *buf, size_t len)
 {
 	return xr_block_hash(buf, len);
+}
+
+__u64 xr_upd_tail_key(__u64 hash, unsigned int r)
+{
+	return hash ^ ((__u64)r * 0x9e3779b97f4a7c15ULL) ^ 0x7a11ULL;
 }
 
 /* crc32c runs on: the hash of the block hashes, one at a time, is the
@@ -230,9 +237,12 @@ static errcode_t hash_map(struct xr_upd *up, ext2_ino_t ino,
 			if (end > size)		/* the tail: zeros past EOF */
 				memset(blk + (size - l * bs), 0, end - size);
 			up->bh[l] = xr_upd_hash(blk, bs);
-			if (end <= size && up->bh[l] != up->ix.zero_hash)
-				err = xr_upd_add_blk(&up->ix, up->bh[l], ino,
-						     (__u32)l);
+			if (up->bh[l] == up->ix.zero_hash)
+				continue;
+			err = xr_upd_add_blk(&up->ix, end <= size ? up->bh[l] :
+					xr_upd_tail_key(up->bh[l],
+					(unsigned int)(size - l * bs)),
+					ino, (__u32)l);
 		}
 		up->done += n;
 	}

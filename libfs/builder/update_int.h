@@ -62,6 +62,9 @@ struct xr_upd {
 
 /* update_index.c */
 __u64 xr_upd_hash(const void *buf, size_t len);
+/* The key of a file's last, partial block of r bytes (hash: of the block
+ * with zeros past EOF): only a tail of as many bytes matches it. */
+__u64 xr_upd_tail_key(__u64 hash, unsigned int r);
 /* The hash of a file from its block hashes (n of them) and size. */
 __u64 xr_upd_file_hash(const __u64 *bh, size_t n, __u64 size);
 /* The same, one block hash at a time: start, add each, end. */
