@@ -4,7 +4,8 @@
  * would put it: kept when the image's file at its name holds the same
  * bytes, a reflink when another file does (no data, one clone), else
  * block by block: a block of zeros a hole, a whole block equal to one
- * the image (or a file counted before) holds shared, any other
+ * the image (or a file counted before) holds shared, so is a last
+ * partial block equal to a last block of as many bytes, any other
  * written.  Equality is by hash only.  The extents are the runs
  * (written, or shared from consecutive blocks of one file); past the
  * four an inode holds, they need extent-tree leaves.  The file then
@@ -83,8 +84,10 @@ static const struct xr_upd_blk *find(const struct xr_upd_index *ix,
 	return xr_upd_blk_next(ix, h, &pos);
 }
 
+/* Block i of len bytes (fewer than the block size: the file's tail,
+ * shared only with a tail of as many bytes, under its tail key). */
 static errcode_t one_block(struct xr_need *nd, struct runs *r, size_t i,
-			   int whole, ext2_ino_t self)
+			   unsigned int len, ext2_ino_t self)
 {
 	struct xr_upd *up = &nd->up;
 	__u64 h = up->bh[i];
@@ -94,7 +97,9 @@ static errcode_t one_block(struct xr_need *nd, struct runs *r, size_t i,
 		r->kind = NONE;
 		return 0;
 	}
-	e = whole ? find(&up->ix, h, r) : NULL;
+	if (len < up->fs->blocksize)
+		h = xr_upd_tail_key(h, len);
+	e = find(&up->ix, h, r);
 	if (e) {
 		if (r->kind != SHARED || e->ino != r->ino ||
 		    e->lblk != r->lblk + 1) {
@@ -110,7 +115,7 @@ static errcode_t one_block(struct xr_need *nd, struct runs *r, size_t i,
 	if (r->kind != WRITTEN)
 		r->extents++;
 	r->kind = WRITTEN;
-	return whole ? xr_upd_add_blk(&up->ix, h, self, (__u32)i) : 0;
+	return xr_upd_add_blk(&up->ix, h, self, (__u32)i);
 }
 
 /* Extent-tree nodes for n extents (an inode holds 4). */
@@ -151,7 +156,8 @@ errcode_t xr_need_file(struct xr_need *nd, const struct xr_need_src *src,
 		return 0;
 	}
 	for (i = 0; !err && i < nb; i++)
-		err = one_block(nd, &r, i, (i + 1) * (__u64)bs <= size, self);
+		err = one_block(nd, &r, i, (i + 1) * (__u64)bs <= size ? bs :
+				(unsigned int)(size - i * (__u64)bs), self);
 	nd->extent_blocks += tree_nodes(bs, r.extents);
 	return err ? err : xr_upd_add_file(&up->ix, fh, size, self);
 }
