@@ -168,23 +168,27 @@ def loop_mount(tmp_path):
         yield do_mount
 
 
-def _san_steps(work):
+def _tree_files(work):
+    return sorted(p.relative_to(work) for p in work.rglob("*")
+                  if "build" not in p.relative_to(work).parts)
+
+
+def _san_plan(work):
     # Built out of tree (a build directory beside the sources), which
     # also keeps that way of building working.
     build = work / "build"
     build.mkdir()
-    before = sorted(p.relative_to(work) for p in work.rglob("*")
-                    if "build" not in p.relative_to(work).parts)
-    yield ["sh", "./autogen.sh"], work
-    yield ["sh", "../configure", "--enable-sanitizers"], build
-    yield ["make", "-j2", "fsck/fsck.extref", "debug/debugfs.extref",
-           "tests/unit/trusted_op"], build
-    after = sorted(p.relative_to(work) for p in work.rglob("*")
-                   if "build" not in p.relative_to(work).parts)
-    made = set(after) - set(before)
-    # autogen.sh's outputs belong to the source tree; nothing else may land
-    assert {str(p) for p in made} <= {"configure", "autom4te.cache"} | {
-        str(p) for p in made if p.parts[0] == "autom4te.cache"}, made
+    before = _tree_files(work)
+
+    def check():
+        made = set(_tree_files(work)) - set(before)
+        # autogen.sh's outputs belong to the source tree; nothing else
+        assert {str(p) for p in made} <= {"configure", "autom4te.cache"} | {
+            str(p) for p in made if p.parts[0] == "autom4te.cache"}, made
+    return ([(["sh", "./autogen.sh"], work),
+             (["sh", "../configure", "--enable-sanitizers"], build),
+             (["make", "-j2", "fsck/fsck.extref", "debug/debugfs.extref",
+               "tests/unit/trusted_op"], build)], check)
 
 
 def _san_result(work):
@@ -194,17 +198,17 @@ def _san_result(work):
             "trusted_op": str(build / "tests/unit/trusted_op")}
 
 
-def _prod_steps(work):
-    yield ["sh", "./autogen.sh"], work
-    yield ["sh", "./configure", "--enable-werror"], work
-    yield ["make", "-j2", "CFLAGS=-O0", "libextref.a",
-           "debug/debugfs.extref"], work
+def _prod_plan(work):
+    return ([(["sh", "./autogen.sh"], work),
+             (["sh", "./configure", "--enable-werror"], work),
+             (["make", "-j2", "CFLAGS=-O0", "libextref.a",
+               "debug/debugfs.extref"], work)], lambda: None)
 
 
 _PREBUILDS = {
-    "san_build": Prebuild("extref-asan-", _san_steps, _san_result),
+    "san_build": Prebuild("extref-asan-", _san_plan, _san_result),
     "production_build": Prebuild(
-        "extref-prod-", _prod_steps,
+        "extref-prod-", _prod_plan,
         lambda work: {"lib": work / "libextref.a",
                       "debugfs": str(work / "debug/debugfs.extref")}),
 }

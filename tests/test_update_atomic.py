@@ -696,8 +696,10 @@ def test_signal_says_what_the_image_holds(trees, tmp_path):
     src = trees["big"]
     new = _model(src / "t")
     img = tmp_path / "s.img"
-    argv = [helpers.binary("mkfs.extref"), "--update", "-q", "--delete",
-            "-d", str(src), str(img)]
+    # not -q: the summary and the progress's wrapping of the callbacks'
+    # priv are in play
+    argv = [helpers.binary("mkfs.extref"), "--update", "--delete", "-d",
+            str(src), str(img)]
     crashlib.sparse_copy(trees["base"], img)
     total = _pwrites(argv, tmp_path)
     assert total > 1000, total
@@ -716,6 +718,7 @@ def test_signal_says_what_the_image_holds(trees, tmp_path):
         assert res.returncode != 0, (where, helpers.describe(res))
         before, after = BEFORE in res.stderr, AFTER in res.stderr
         assert before != after, (where, res.stderr)
+        assert f"mkfs.extref: {img}: interrupted" in res.stderr, res.stderr
         if before:
             said.add("before")
             assert not crashlib.needs_recovery(img), where

@@ -159,7 +159,7 @@ static errcode_t resize(struct grow *w, blk64_t target, int foreign,
 			       NULL };
 	struct stat st;
 	errcode_t err, back;
-	int ok;
+	int ok, moved = 0;
 
 	if (stat(w->image, &st) < 0)
 		return errno_code();
@@ -173,12 +173,12 @@ static errcode_t resize(struct grow *w, blk64_t target, int foreign,
 	if (!err && !ok)
 		err = EXTREF_ERR_GROW_FAILED;
 	if (!err && (err = extref_image_lock_same(w->lock, w->image)))
-		return err;	/* the name is another file's: not touched */
+		moved = 1;	/* the name is another file's: not touched */
 	if (!err)
 		err = prove(w, foreign, step);
 	if (w->g->note)
 		w->g->note(EXTREF_NOTE_WRITTEN, 0, w->g->priv);
-	if (!err || *step == EXTREF_STEP_WRITE)
+	if (moved || !err || *step == EXTREF_STEP_WRITE)
 		return err;
 	back = put_back(w);
 	w->g->undone = !back;

@@ -179,6 +179,15 @@ static errcode_t own_op(struct xr_upd *up, const char *dir, ext2_ino_t at)
 	return xr_tx_end(up->xfs, err ? err : update_op(up, dir, at));
 }
 
+/* A failed end whose commit was written (the log holds it: a write in
+ * place after it failed): the update is committed all the same. */
+static int logged(extref_fs_t xfs)
+{
+	struct xr_journal *j = xr_tx_journal(xfs);
+
+	return j && xr_journal_dirty(j);
+}
+
 /* The update: one atomic transaction (no part committed before its
  * end) on an image with a journal, without one as it comes. */
 static errcode_t commit(struct xr_upd *up, const char *dir, ext2_ino_t at)
@@ -190,7 +199,7 @@ static errcode_t commit(struct xr_upd *up, const char *dir, ext2_ino_t at)
 	err = own_op(up, dir, at);
 	xr_upd_say(up->u, EXTREF_NOTE_WRITING, 1);
 	err = extref_tx_end(up->xfs, err);
-	xr_upd_say(up->u, EXTREF_NOTE_WRITTEN, !err);
+	xr_upd_say(up->u, EXTREF_NOTE_WRITTEN, !err || logged(up->xfs));
 	return err;
 }
 
