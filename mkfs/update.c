@@ -56,22 +56,19 @@ static void set_note_committed(const struct extref_build_args *o)
 }
 
 static sigset_t held;	/* the signal mask a commit's hold replaced */
-static const struct extref_build_args *noted;	/* the run's options */
 
 /* The library's notes (extref_update's note): the journal's growth and
- * the update's commit run with the terminating signals held.  (Its priv
- * is the progress's, which the library may wrap: not used.) */
+ * the update's commit run with the terminating signals held. */
 static void update_note(int what, unsigned int n, void *priv)
 {
 	sigset_t set;
 
-	(void)priv;
 	if (what == EXTREF_NOTE_WRITING) {
 		cleanup_signals(&set);
 		sigprocmask(SIG_BLOCK, &set, &held);
 	} else if (what == EXTREF_NOTE_WRITTEN) {
 		if (n)
-			set_note_committed(noted);
+			set_note_committed(priv);
 		sigprocmask(SIG_SETMASK, &held, NULL);
 	}
 }
@@ -176,7 +173,7 @@ int update_image(const struct extref_build_args *o)
 	u.progress = o->quiet ? NULL : progress_cb;	/* its end: the
 							 * library's */
 	u.note = update_note;
-	noted = o;
+	u.priv = (void *)o;	/* the progress's ignores it */
 	if (stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* an archive: one more OCI layer */
 		layer_fd = open(o->source, O_RDONLY | O_CLOEXEC);

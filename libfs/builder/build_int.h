@@ -112,6 +112,7 @@ int xr_held_by_a_writer(const char *image);
  * u's progress wrapped from begin to end. */
 struct xr_update_total {
 	extref_progress_func	fn;
+	void			(*note)(int what, unsigned int n, void *priv);
 	void			*priv;
 	struct extref_update	*u;
 	__u64			total;

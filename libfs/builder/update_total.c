@@ -22,6 +22,13 @@ static int count_file(const char *path, const struct stat *st, int type,
 	return 0;
 }
 
+static void total_note(int what, unsigned int n, void *priv)
+{
+	struct xr_update_total *t = priv;
+
+	t->note(what, n, t->priv);
+}
+
 void xr_update_total_begin(struct xr_update_total *t, const char *dir,
 			   int layer_fd, struct extref_update *u)
 {
@@ -38,9 +45,12 @@ void xr_update_total_begin(struct xr_update_total *t, const char *dir,
 		t->total = walked;
 	}
 	t->fn = u->progress;
+	t->note = u->note;
 	t->priv = u->priv;
 	t->u = u;
 	u->progress = xr_update_total_cb;
+	if (u->note)	/* told the caller's priv still */
+		u->note = total_note;
 	u->priv = t;
 }
 
@@ -59,5 +69,6 @@ void xr_update_total_end(struct xr_update_total *t)
 	if (!t->u)
 		return;
 	t->u->progress = t->fn;
+	t->u->note = t->note;
 	t->u->priv = t->priv;
 }
