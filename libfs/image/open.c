@@ -15,6 +15,7 @@
 #include "extref_fsck.h"
 #include "extref_ops.h"
 #include "xr_seen.h"
+#include "cache_safe.h"
 
 /* EXTREF_OPEN_NOSYNC: flushes wait for close (extref.h). */
 static errcode_t flush_later(io_channel io)
@@ -43,27 +44,19 @@ static void set_io_manager(struct extref_fs *xfs)
 		xfs->sync_flush = xfs->iom.flush;
 		xfs->iom.flush = flush_later;
 	}
+	xr_cache_safe(xfs);
 	io->manager = &xfs->iom;
 }
 
 /*
- * No block cache in the image's channel when writing.  libext2fs's unix
- * io keeps the last few blocks it read or wrote, but a write of more than
- * four blocks goes straight to the file and leaves a clean cached copy of
- * one of them as it was (e2fsprogs 1.47: flush_cached_blocks invalidates
- * dirty entries only).  File data goes in such writes (txio.c's
- * xr_tx_write_data, to blocks that may have held metadata or another
- * file's data a commit ago), and a later read of a block or two through
- * the cache got the old bytes back.  Metadata blocks are kept by txio.c
- * while a transaction runs, and libext2fs caches inodes itself.
+ * No block cache in the channel of the undo manager (mkfs.extref
+ * --convert -z), which passes the option down to its unix channel: its
+ * writes that go past that cache cannot drop it (cache_safe.c does so
+ * for the unix io manager).
  */
 static errcode_t no_block_cache(ext2_filsys fs)
 {
-	io_manager m = fs->io->manager;
-
-	/* the undo manager (mkfs.extref --convert -z) passes it down */
-	if (!(fs->flags & EXT2_FLAG_RW) ||
-	    (m != unix_io_manager && m != undo_io_manager))
+	if (!(fs->flags & EXT2_FLAG_RW) || fs->io->manager != undo_io_manager)
 		return 0;
 	return io_channel_set_options(fs->io, "cache=off");
 }
